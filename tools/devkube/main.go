@@ -1,0 +1,63 @@
+// Command devkube is the local Kubernetes control plane of corral's development environment:
+// one static binary that runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+// kwok, kubectl and helm, all built from their upstream Go modules.
+//
+// Call it as `devkube <command> [args...]`, or through a symlink named after the command.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	_ "time/tzdata" // CronJob time zones in kube-controller-manager, as the upstream main does
+
+	_ "k8s.io/client-go/plugin/pkg/client/auth" // kubectl and helm auth plugins, as upstream
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+)
+
+// commands maps a command name to its entry point. Each entry point reads os.Args itself,
+// exactly as the standalone binary would.
+var commands = map[string]func(){
+	"etcd":                    runEtcd,
+	"kube-apiserver":          runKubeAPIServer,
+	"kube-controller-manager": runKubeControllerManager,
+	"kube-scheduler":          runKubeScheduler,
+	"kubectl":                 runKubectl,
+	"helm":                    runHelm,
+	"kwok":                    runKwok,
+	"kwok-stages":             printKwokStages,
+}
+
+func main() {
+	name, args := filepath.Base(os.Args[0]), os.Args[1:]
+	if name == "devkube" {
+		if len(args) == 0 {
+			usage()
+			os.Exit(2)
+		}
+		name, args = args[0], args[1:]
+	}
+	run, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "devkube: unknown command %q\n", name)
+		usage()
+		os.Exit(2)
+	}
+	// cobra reads os.Args[1:], etcdmain reads args[1:] and kwok's config flags parse os.Args[1:]:
+	// make the process look exactly like the standalone binary.
+	os.Args = append([]string{name}, args...)
+	run()
+}
+
+func usage() {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(os.Stderr, "usage: devkube {%s} [args...]\n", strings.Join(names, "|"))
+}
