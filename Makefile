@@ -1,0 +1,64 @@
+# corral: `make run` starts the whole stack locally, `make test` proves it. `make help` lists all.
+SHELL := bash
+.DEFAULT_GOAL := help
+
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+DEVKUBE := tools/devkube/bin/devkube
+
+##@ Everyday
+
+.PHONY: run
+run: $(STAMP) devkube ## Start management + downstream clusters, operator and API server; Ctrl-C stops all
+	$(PY) -m corral.core.devenv run
+
+.PHONY: test
+test: test-unit test-e2e ## Unit tests, then end-to-end tests against the real control plane
+
+.PHONY: test-unit
+test-unit: $(STAMP) ## Unit tests only (no cluster; seconds)
+	$(PY) -m pytest tests/unit
+
+.PHONY: test-e2e
+test-e2e: $(STAMP) devkube ## End-to-end tests (starts its own control planes)
+	$(PY) -m pytest tests/e2e
+
+.PHONY: lint
+lint: $(STAMP) ## ruff (lint and format check) and mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+.PHONY: fmt
+fmt: $(STAMP) ## Format and auto-fix the Python code
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+.PHONY: bench
+bench: $(STAMP) devkube ## Benchmarks; they print figures, they do not pass or fail on speed
+	$(PY) -m tests.bench
+
+##@ Building blocks
+
+.PHONY: devkube
+devkube: ## Build tools/devkube (cached by a hash of its inputs; a no-op when unchanged)
+	tools/devkube/build.sh
+
+.PHONY: venv
+venv: $(STAMP) ## Create .venv and install corral with its test tools
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+.PHONY: clean
+clean: ## Remove the virtualenv, the devkube link and local state (.corral)
+	rm -rf $(VENV) tools/devkube/bin .corral .pytest_cache .mypy_cache .ruff_cache
+
+.PHONY: help
+help: ## This list
+	@awk 'BEGIN {FS = ":.*##"} /^##@/ {printf "\n%s\n", substr($$0, 5)} \
+	  /^[a-zA-Z0-9_-]+:.*##/ {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)

@@ -1,0 +1,5 @@
+import sys
+
+from corral.apiserver.main import main
+
+sys.exit(main())

@@ -1,0 +1,34 @@
+"""Entry point: `corral-apiserver` (or `python -m corral.apiserver`)."""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import sys
+
+from aiohttp import web
+
+from corral.apiserver.app import create_app
+from corral.apiserver.config import ApiServerConfig, ConfigError
+from corral.core import kube
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        config = ApiServerConfig.from_env()
+    except ConfigError as exc:
+        print(f"corral-apiserver: {exc}", file=sys.stderr)
+        return 2
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(config.tls_cert, config.tls_key)
+    web.run_app(
+        create_app(kube.async_client()),
+        host=config.host,
+        port=config.port,
+        ssl_context=context,
+        access_log=None,
+        print=None,
+    )
+    return 0

@@ -1,0 +1,22 @@
+"""Liveness and readiness, unauthenticated: they say nothing about any user's data."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from corral.apiserver.keys import READINESS
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/healthz")
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+@routes.get("/readyz")
+async def readyz(request: web.Request) -> web.Response:
+    readiness = request.app[READINESS]
+    if readiness.ready:
+        return web.json_response({"status": "ok"})
+    return web.json_response({"status": "waiting", "pending": readiness.pending}, status=503)

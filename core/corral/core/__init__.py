@@ -1,0 +1,1 @@
+"""corral's shared kernel: what the operator and the API server both need."""

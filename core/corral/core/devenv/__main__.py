@@ -1,0 +1,5 @@
+import sys
+
+from corral.core.devenv.cli import main
+
+sys.exit(main())

@@ -1,0 +1,100 @@
+"""`corral-dev run`: the local stack in the foreground until Ctrl-C (what `make run` calls)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+from corral.core.devenv.environment import Environment, Options
+from corral.core.devenv.process import ProcessFailed
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="corral-dev", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="start everything and stay in the foreground")
+    run.add_argument(
+        "--dir",
+        type=Path,
+        default=Path(".corral"),
+        help="state folder: kubeconfigs, PKI, logs, dev.env (default: .corral)",
+    )
+    run.add_argument(
+        "--devkube",
+        type=Path,
+        default=Path("tools/devkube/bin/devkube"),
+        help="the devkube binary (make devkube builds it)",
+    )
+    run.add_argument("--crds", type=Path, default=Path("crds"), help="CRD folder to apply")
+    run.add_argument(
+        "--downstream-clusters",
+        type=int,
+        default=1,
+        help="simulated downstream clusters (default: 1)",
+    )
+    run.add_argument(
+        "--nodes", type=int, default=3, help="fake kwok nodes per downstream cluster (default: 3)"
+    )
+    run.add_argument(
+        "--api-port",
+        type=int,
+        default=8443,
+        help="port of the /v3 API, 0 for any free port (default: 8443)",
+    )
+    run.add_argument(
+        "--no-corral",
+        action="store_true",
+        help="start only the clusters, not corral's operator and API server",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if not args.devkube.exists():
+        print(f"corral-dev: {args.devkube} is missing; run `make devkube`", file=sys.stderr)
+        return 2
+    options = Options(
+        root=args.dir,
+        devkube=args.devkube.resolve(),
+        crds=args.crds,
+        downstream_clusters=args.downstream_clusters,
+        nodes_per_cluster=args.nodes,
+        api_port=args.api_port,
+        start_corral=not args.no_corral,
+    )
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with Environment(options) as env:
+            print(f"corral is up in {env.startup_seconds:.1f}s; settings in {env.env_file}:")
+            print(env.env_file.read_text(), end="")
+            print("Ctrl-C stops every process.", flush=True)
+            while True:
+                time.sleep(1.0)
+                for process in env.processes():
+                    process.check()
+    except KeyboardInterrupt:
+        print("\nstopped", file=sys.stderr)
+        return 0
+    except ProcessFailed as exc:
+        print(f"corral-dev: {exc}", file=sys.stderr)
+        return 1
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    # The first signal starts an orderly stop; a second one must not cut that stop short
+    # and orphan the processes it had not reached yet.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,250 @@
+"""The whole local stack: a management cluster, simulated downstream clusters, corral's CRDs,
+operator and API server. `make run` and the end-to-end tests both drive this class.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import ssl
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from lightkube import codecs
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+
+from corral.core import pki
+from corral.core.devenv.controlplane import ControlPlane, Etcd, free_port
+from corral.core.devenv.process import Process, stop_all
+from corral.core.devenv.waiting import wait_for
+
+log = logging.getLogger(__name__)
+
+# The name of the first simulated downstream cluster; later ones get a number.
+DOWNSTREAM_NAME = "demo"
+CRD_TIMEOUT = 60.0
+CORRAL_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Options:
+    root: Path
+    devkube: Path
+    crds: Path
+    downstream_clusters: int = 1
+    nodes_per_cluster: int = 3
+    api_port: int = 8443  # 0 picks a free port
+    start_corral: bool = True
+
+
+@dataclass
+class Environment:
+    options: Options
+    etcd: Etcd | None = None
+    management: ControlPlane | None = None
+    downstreams: list[ControlPlane] = field(default_factory=list)
+    corral: list[Process] = field(default_factory=list)
+    api_url: str = ""
+    startup_seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.root = self.options.root.resolve()
+        self.pki_dir = self.root / "pki"
+        self.env_file = self.root / "dev.env"
+        self._lock: int | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def __enter__(self) -> Environment:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        began = time.monotonic()
+        self._take_lock()
+        self._clean()
+        options = self.options
+
+        self.etcd = Etcd(options.devkube, self.root)
+        self.etcd.wait_ready()
+        self.management = ControlPlane("management", options.devkube, self.root, self.etcd.url)
+        self.downstreams = [
+            ControlPlane(
+                DOWNSTREAM_NAME if i == 0 else f"{DOWNSTREAM_NAME}{i + 1}",
+                options.devkube,
+                self.root,
+                self.etcd.url,
+                nodes=options.nodes_per_cluster,
+            )
+            for i in range(options.downstream_clusters)
+        ]
+        # Each step runs for every plane before the next step, so the slow parts (apiserver
+        # start-up, node registration) of all clusters overlap.
+        planes = [self.management, *self.downstreams]
+        for plane in planes:
+            plane.start()
+        for plane in planes:
+            plane.wait_apiserver()
+        for plane in planes:
+            plane.start_controllers()
+        self.apply_crds()
+        for plane in planes:
+            plane.wait_ready()
+        self._publish_kubeconfigs()
+        if options.start_corral:
+            self._start_corral()
+        self.startup_seconds = time.monotonic() - began
+        self._write_env_file()
+        log.info("environment up in %.1fs", self.startup_seconds)
+
+    def stop(self) -> None:
+        """Stop every process this environment started, layer by layer from the top: the
+        processes of one layer stop in parallel, and nothing outlives what it depends on."""
+        planes = [p for p in [self.management, *self.downstreams] if p]
+        stop_all(self.corral)
+        stop_all(p for plane in planes for p in plane.controllers)
+        stop_all(p for plane in planes for p in plane.apiserver)
+        if self.etcd is not None:
+            self.etcd.process.stop()
+        self.env_file.unlink(missing_ok=True)
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+    def processes(self) -> list[Process]:
+        planes = [p for p in [self.management, *self.downstreams] if p]
+        etcd = [self.etcd.process] if self.etcd else []
+        return [*etcd, *(p for plane in planes for p in plane.processes), *self.corral]
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def apply_crds(self) -> None:
+        """Apply every manifest in the CRD folder and wait until each CRD is Established."""
+        assert self.management is not None
+        client = self.management.client()
+        names: list[str] = []
+        for path in sorted(self.options.crds.glob("*.yaml")):
+            with path.open() as f:
+                for obj in codecs.load_all_yaml(f):
+                    client.apply(obj, field_manager="corral-devenv", force=True)
+                    if isinstance(obj, CustomResourceDefinition):
+                        names.append(obj.metadata.name)
+        for name in names:
+            client.wait(CustomResourceDefinition, name, for_conditions=["Established"])
+
+    def _start_corral(self) -> None:
+        assert self.management is not None
+        ca = pki.CertificateAuthority.create("corral-dev-ca")
+        self.ca_path, _ = ca.pair().write(self.pki_dir, "ca")
+        cert, key = ca.issue_server("corral", ["127.0.0.1", "localhost"]).write(
+            self.pki_dir, "corral"
+        )
+        api_port = self.options.api_port or free_port()
+        liveness_port = free_port()
+        self.api_url = f"https://127.0.0.1:{api_port}"
+        self.operator_liveness = f"http://127.0.0.1:{liveness_port}/healthz"
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(self.management.kubeconfig_path),
+            "CORRAL_LISTEN": f"127.0.0.1:{api_port}",
+            "CORRAL_TLS_CERT_FILE": str(cert),
+            "CORRAL_TLS_KEY_FILE": str(key),
+            "CORRAL_OPERATOR_LIVENESS": self.operator_liveness,
+        }
+        logs = self.root / "logs"
+        self.corral = [
+            Process(
+                "operator",
+                [sys.executable, "-m", "corral.operator"],
+                logs / "operator.log",
+                env=env,
+            ),
+            Process(
+                "apiserver",
+                [sys.executable, "-m", "corral.apiserver"],
+                logs / "apiserver.log",
+                env=env,
+            ),
+        ]
+        context = ssl.create_default_context(cafile=str(self.ca_path))
+        wait_for(
+            "corral apiserver /readyz",
+            lambda: _http_ok(f"{self.api_url}/readyz", context),
+            CORRAL_TIMEOUT,
+            self.corral,
+        )
+        wait_for(
+            "corral operator liveness",
+            lambda: _http_ok(self.operator_liveness, None),
+            CORRAL_TIMEOUT,
+            self.corral,
+        )
+
+    def _publish_kubeconfigs(self) -> None:
+        """Copy kubeconfigs to the places the `make run` contract names."""
+        assert self.management is not None
+        shutil.copy2(self.management.kubeconfig_path, self.management_kubeconfig)
+        for plane in self.downstreams:
+            target = self.root / "downstream" / f"{plane.name}.kubeconfig"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(plane.kubeconfig_path, target)
+
+    @property
+    def management_kubeconfig(self) -> Path:
+        return self.root / "management.kubeconfig"
+
+    def downstream_kubeconfigs(self) -> list[Path]:
+        return [self.root / "downstream" / f"{p.name}.kubeconfig" for p in self.downstreams]
+
+    def _write_env_file(self) -> None:
+        lines = {
+            "KUBECONFIG": str(self.management_kubeconfig),
+            "CORRAL_DOWNSTREAM_KUBECONFIGS": ":".join(map(str, self.downstream_kubeconfigs())),
+        }
+        if self.corral:
+            lines |= {
+                "CORRAL_URL": self.api_url,
+                "CORRAL_CA": str(self.ca_path),
+                "CORRAL_OPERATOR_LIVENESS": self.operator_liveness,
+            }
+        text = "".join(f"{key}={value}\n" for key, value in lines.items())
+        pki.write_private(self.env_file, text.encode())
+
+    # -- housekeeping -----------------------------------------------------------------------
+
+    def _take_lock(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / "lock", os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RuntimeError(f"another corral environment is running in {self.root}") from None
+        self._lock = fd
+
+    def _clean(self) -> None:
+        """Every start is a fresh cluster: drop what a previous run left in the folder."""
+        for name in ["etcd", "clusters", "downstream", "pki", "logs"]:
+            shutil.rmtree(self.root / name, ignore_errors=True)
+        for name in ["management.kubeconfig", "dev.env"]:
+            (self.root / name).unlink(missing_ok=True)
+
+
+def _http_ok(url: str, context: ssl.SSLContext | None) -> bool:
+    with urllib.request.urlopen(url, timeout=5, context=context) as response:  # noqa: S310
+        return bool(response.status == 200)

@@ -1,0 +1,155 @@
+"""Certificates and keys: a small certificate authority built on `cryptography`.
+
+ECDSA P-256 throughout: kube-apiserver, etcd and Python's ssl all accept it for serving,
+client and service-account keys, and it is fast to generate.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+_VALIDITY = datetime.timedelta(days=365)
+# Backdated so that a clock a little behind on the verifying side still accepts new certificates.
+_BACKDATE = datetime.timedelta(hours=1)
+
+
+def new_key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+
+
+def cert_pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    """A certificate with its private key, as PEM bytes ready to write or embed."""
+
+    cert: bytes
+    key: bytes
+
+    def write(self, directory: Path, name: str) -> tuple[Path, Path]:
+        """Write `<name>.crt` and `<name>.key` (owner-only) and return their paths."""
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        crt, key = directory / f"{name}.crt", directory / f"{name}.key"
+        write_private(crt, self.cert)
+        write_private(key, self.key)
+        return crt, key
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write a file readable by its owner only, whatever the umask."""
+    path.touch(mode=0o600, exist_ok=True)
+    path.chmod(0o600)
+    path.write_bytes(data)
+
+
+class CertificateAuthority:
+    """A self-signed CA that issues serving and client certificates."""
+
+    def __init__(self, key: ec.EllipticCurvePrivateKey, cert: x509.Certificate) -> None:
+        self._key = key
+        self._cert = cert
+
+    @classmethod
+    def create(cls, common_name: str) -> CertificateAuthority:
+        key = new_key()
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+        cert = (
+            _builder(name, key.public_key())
+            .issuer_name(name)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+            .sign(key, hashes.SHA256())
+        )
+        return cls(key, cert)
+
+    @property
+    def cert_pem(self) -> bytes:
+        return cert_pem(self._cert)
+
+    def pair(self) -> KeyPair:
+        return KeyPair(cert=self.cert_pem, key=key_pem(self._key))
+
+    def issue_server(self, common_name: str, hosts: list[str]) -> KeyPair:
+        """A serving certificate; each host becomes an IP or DNS subject alternative name."""
+        sans: list[x509.GeneralName] = []
+        for host in hosts:
+            try:
+                sans.append(x509.IPAddress(ipaddress.ip_address(host)))
+            except ValueError:
+                sans.append(x509.DNSName(host))
+        return self._issue(
+            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]),
+            ExtendedKeyUsageOID.SERVER_AUTH,
+            x509.SubjectAlternativeName(sans),
+        )
+
+    def issue_client(self, user: str, groups: list[str] | None = None) -> KeyPair:
+        """A client certificate; Kubernetes reads the user from CN and groups from O."""
+        attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups or []]
+        attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
+        return self._issue(x509.Name(attributes), ExtendedKeyUsageOID.CLIENT_AUTH, None)
+
+    def _issue(
+        self,
+        subject: x509.Name,
+        usage: x509.ObjectIdentifier,
+        sans: x509.SubjectAlternativeName | None,
+    ) -> KeyPair:
+        key = new_key()
+        builder = (
+            _builder(subject, key.public_key())
+            .issuer_name(self._cert.subject)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()), False
+            )
+        )
+        if sans is not None:
+            builder = builder.add_extension(sans, critical=False)
+        cert = builder.sign(self._key, hashes.SHA256())
+        return KeyPair(cert=cert_pem(cert), key=key_pem(key))
+
+
+def _builder(subject: x509.Name, public_key: ec.EllipticCurvePublicKey) -> x509.CertificateBuilder:
+    now = datetime.datetime.now(datetime.UTC)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(now + _VALIDITY)
+    )

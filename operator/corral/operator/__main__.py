@@ -1,0 +1,5 @@
+import sys
+
+from corral.operator.main import main
+
+sys.exit(main())

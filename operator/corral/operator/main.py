@@ -1,0 +1,23 @@
+"""Entry point: `corral-operator` (or `python -m corral.operator`)."""
+
+from __future__ import annotations
+
+import logging
+
+import kopf
+
+# Importing a handler module registers its handlers with kopf.
+from corral.operator import probes, startup  # noqa: F401
+from corral.operator.config import OperatorConfig
+
+
+def main() -> int:
+    config = OperatorConfig.from_env()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    kopf.run(
+        clusterwide=True,
+        liveness_endpoint=config.liveness_endpoint,
+        peering_name=config.peering_name,
+        priority=config.priority,
+    )
+    return 0

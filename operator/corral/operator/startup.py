@@ -1,0 +1,63 @@
+"""How kopf runs corral: storage names, timeouts, and the peering object."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+from lightkube import ApiError
+from lightkube.generic_resource import create_global_resource
+from lightkube.models.meta_v1 import ObjectMeta
+
+from corral.core import kube
+
+# Everything kopf stores on our objects lives under corral's own domain. Annotations, not
+# status: the CRD schemas are strict and would prune unknown status fields.
+STORAGE_PREFIX = "operator.svc.io"
+FINALIZER = "operator.svc.io/finalizer"
+
+ClusterKopfPeering = create_global_resource(
+    "kopf.dev", "v1", "ClusterKopfPeering", "clusterkopfpeerings"
+)
+
+
+@kopf.on.startup()
+async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=STORAGE_PREFIX)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=STORAGE_PREFIX, key="last-handled-configuration"
+    )
+    # Explicit timeouts: without them a silently dropped watch leaves handlers blind for hours.
+    settings.watching.server_timeout = 600
+    settings.watching.client_timeout = 630
+    settings.watching.connect_timeout = 10
+    settings.networking.connect_timeout = 10
+    settings.networking.request_timeout = 60
+    # Kubernetes events are for what a user must see, not for every handler run.
+    settings.posting.level = logging.WARNING
+    settings.execution.max_workers = 8
+    await ensure_peering_object(settings.peering.name)
+
+
+async def ensure_peering_object(name: str) -> None:
+    """kopf elects the active replica through this object; without it every replica is active."""
+    client = kube.async_client()
+    try:
+        await client.create(ClusterKopfPeering(metadata=ObjectMeta(name=name)))
+    except ApiError as exc:
+        if exc.status.code != 409:
+            raise
+    finally:
+        await client.close()
+
+
+@kopf.on.login()
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """Log in from the pod's service account or $KUBECONFIG with kopf's own readers.
+
+    Without this handler kopf piggybacks on the official `kubernetes` client whenever it is
+    installed, and that import alone dominates the operator's memory.
+    """
+    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)

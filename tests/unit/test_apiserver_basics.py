@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from corral.apiserver.config import ApiServerConfig, ConfigError
+from corral.apiserver.keys import READINESS
+from corral.apiserver.readiness import Readiness
+from corral.apiserver.routes import health, root
+
+
+def test_config_requires_a_certificate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CORRAL_TLS_CERT_FILE", raising=False)
+    monkeypatch.delenv("CORRAL_TLS_KEY_FILE", raising=False)
+    with pytest.raises(ConfigError, match="required"):
+        ApiServerConfig.from_env()
+
+
+def test_config_reads_listen_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CORRAL_LISTEN", "127.0.0.1:9443")
+    monkeypatch.setenv("CORRAL_TLS_CERT_FILE", "/c.crt")
+    monkeypatch.setenv("CORRAL_TLS_KEY_FILE", "/c.key")
+    config = ApiServerConfig.from_env()
+    assert (config.host, config.port, config.tls_cert) == ("127.0.0.1", 9443, Path("/c.crt"))
+
+
+def test_config_rejects_a_listen_address_without_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CORRAL_LISTEN", "127.0.0.1")
+    monkeypatch.setenv("CORRAL_TLS_CERT_FILE", "/c.crt")
+    monkeypatch.setenv("CORRAL_TLS_KEY_FILE", "/c.key")
+    with pytest.raises(ConfigError, match="host:port"):
+        ApiServerConfig.from_env()
+
+
+def test_readiness_waits_for_every_gate() -> None:
+    readiness = Readiness()
+    readiness.gate("b")
+    readiness.gate("a")
+    assert (readiness.ready, readiness.pending) == (False, ["a", "b"])
+    readiness.open("a")
+    readiness.open("b")
+    assert readiness.ready
+
+
+async def test_readyz_reports_pending_gates_until_they_open() -> None:
+    app = web.Application()
+    app[READINESS] = Readiness()
+    app[READINESS].gate("management-cluster")
+    app.add_routes(health.routes)
+    app.add_routes(root.routes)
+    async with TestClient(TestServer(app)) as client:
+        response = await client.get("/readyz")
+        assert response.status == 503
+        assert (await response.json())["pending"] == ["management-cluster"]
+        assert (await client.get("/healthz")).status == 200
+
+        app[READINESS].open("management-cluster")
+        assert (await client.get("/readyz")).status == 200
+        body = await (await client.get("/v3")).json()
+        assert body["links"]["self"].endswith("/v3")

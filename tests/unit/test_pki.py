@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import ipaddress
+import stat
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from corral.core import pki
+
+
+def load(pem: bytes) -> x509.Certificate:
+    return x509.load_pem_x509_certificate(pem)
+
+
+def test_server_certificate_is_signed_by_the_ca_and_carries_ip_and_dns_names() -> None:
+    ca = pki.CertificateAuthority.create("test-ca")
+    pair = ca.issue_server("apiserver", ["127.0.0.1", "localhost", "kubernetes.default.svc"])
+    cert, issuer = load(pair.cert), load(ca.cert_pem)
+
+    cert.verify_directly_issued_by(issuer)
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert sans.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1")]
+    assert sans.get_values_for_type(x509.DNSName) == ["localhost", "kubernetes.default.svc"]
+    usage = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(usage) == [ExtendedKeyUsageOID.SERVER_AUTH]
+
+
+def test_client_certificate_carries_user_and_groups_as_kubernetes_reads_them() -> None:
+    ca = pki.CertificateAuthority.create("test-ca")
+    cert = load(ca.issue_client("admin", ["system:masters"]).cert)
+
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "admin"
+    assert [a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)] == [
+        "system:masters"
+    ]
+    usage = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(usage) == [ExtendedKeyUsageOID.CLIENT_AUTH]
+
+
+def test_ca_certificate_may_sign_and_key_matches() -> None:
+    ca = pki.CertificateAuthority.create("test-ca")
+    pair = ca.pair()
+    cert = load(pair.cert)
+    assert cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    key = serialization.load_pem_private_key(pair.key, password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)
+    assert key.public_key().public_numbers() == cert.public_key().public_numbers()
+
+
+def test_written_keys_are_readable_by_the_owner_only(tmp_path: Path) -> None:
+    crt, key = pki.CertificateAuthority.create("ca").pair().write(tmp_path / "pki", "ca")
+    for path in (crt, key):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
