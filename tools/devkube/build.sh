@@ -28,7 +28,7 @@ if [[ ! -x $out ]]; then
   ldflags+=" -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
   ldflags+=" -X helm.sh/helm/v4/internal/version.metadata= -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
   mkdir -p "$(dirname "$out")"
-  echo "devkube: building $key (a cold build takes about half an hour on 2 cores)" >&2
+  echo "devkube: building $key (a cold build takes about 5 minutes on 2 cores)" >&2
   go build -ldflags "$ldflags" -o "$out.tmp" .
   mv "$out.tmp" "$out"
 fi

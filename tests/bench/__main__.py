@@ -1,0 +1,21 @@
+"""`make bench`: run every benchmark and print its figures."""
+
+from __future__ import annotations
+
+import sys
+
+from tests.bench import devenv
+
+BENCHMARKS = {"devenv": devenv.main}
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(BENCHMARKS)
+    for name in names:
+        print(f"== {name}", flush=True)
+        BENCHMARKS[name]()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
