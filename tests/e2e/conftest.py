@@ -6,9 +6,11 @@ corral's own client code.
 
 from __future__ import annotations
 
+import secrets
 import ssl
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,9 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from corral.core.devenv.environment import Environment, Options
+from corral.core.devenv.waiting import wait_for
+
+from .api import Api
 
 ROOT = Path(__file__).resolve().parents[2]
 DEVKUBE = ROOT / "tools" / "devkube" / "bin" / "devkube"
@@ -49,7 +54,16 @@ def stack_options(root: Path, devkube: Path, **overrides: object) -> Options:
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory, devkube: Path) -> Iterator[Environment]:
     with Environment(stack_options(tmp_path_factory.mktemp("corral"), devkube)) as env:
+        # The suite makes hundreds of requests a minute as the admin; the rate limit has its
+        # own test, which lowers it for its users alone.
+        set_setting(env, "api-rate-limit-per-minute", "100000")
         yield env
+
+
+def set_setting(env: Environment, name: str, value: str) -> None:
+    """Write a Setting's value as kubectl would: the CR itself, not through the API."""
+    crs = k8s.CustomObjectsApi(k8s_config.new_client_from_config(str(env.management_kubeconfig)))
+    crs.patch_cluster_custom_object("management.svc.io", "v3", "settings", name, {"value": value})
 
 
 @pytest.fixture(scope="session")
@@ -66,3 +80,75 @@ def downstream(stack: Environment) -> k8s.ApiClient:
 def corral_tls(stack: Environment) -> ssl.SSLContext:
     """Trusts the CA of corral's serving certificate, as CORRAL_CA tells a client to."""
     return ssl.create_default_context(cafile=str(stack.ca_path))
+
+
+@pytest.fixture(scope="session")
+def api(stack: Environment, corral_tls: ssl.SSLContext) -> Api:
+    """The admin's API token from .corral/dev.env (CORRAL_TOKEN)."""
+    return Api(stack.api_url, corral_tls, stack.admin_token)
+
+
+@pytest.fixture(scope="session")
+def crs(management: k8s.ApiClient) -> k8s.CustomObjectsApi:
+    return k8s.CustomObjectsApi(management)
+
+
+@dataclass
+class Person:
+    id: str
+    username: str
+    password: str
+    api: Api  # authenticated with a fresh session token
+
+
+@pytest.fixture
+def make_user(api: Api) -> Callable[..., Person]:
+    """Creates a user through /v3/users and logs them in."""
+
+    def make(admin: bool = False) -> Person:
+        username = f"user-{secrets.token_hex(4)}"
+        password = secrets.token_urlsafe(16)
+        created = api.post("/v3/users", {"username": username, "password": password})
+        assert created.status == 201, created.body
+        user_id = created.body["id"]
+        if admin:
+            granted = api.post(
+                "/v3/globalrolebindings", {"globalRoleId": "admin", "userId": user_id}
+            )
+            assert granted.status == 201, granted.body
+        login = wait_for("login of a new user", lambda: _logged_in(api, username, password), 10)
+        return Person(user_id, username, password, api.as_token(login))
+
+    return make
+
+
+def _logged_in(api: Api, username: str, password: str) -> str | None:
+    response = api.login(username, password)
+    return response.body["token"] if response.status == 201 else None
+
+
+@pytest.fixture
+def setting(
+    api: Api, stack: Environment, crs: k8s.CustomObjectsApi
+) -> Iterator[Callable[[str, str], None]]:
+    """Changes settings for one test and puts them back afterwards."""
+    saved: dict[str, str] = {}
+
+    def change(name: str, value: str) -> None:
+        if name not in saved:
+            stored = crs.get_cluster_custom_object("management.svc.io", "v3", "settings", name)
+            saved[name] = stored.get("value", "")
+        set_setting(stack, name, value)
+        # The API server reads settings from its watch cache: wait until it has the change.
+        wait_for(f"setting {name}={value}",
+                 lambda: api.get(f"/v3/settings/{name}").body["value"] == value, 10)  # fmt: skip
+
+    yield change
+    for name, value in saved.items():
+        set_setting(stack, name, value)
+        wait_for(f"setting {name} restored", lambda n=name: restored(api, n, saved[n]), 10)
+
+
+def restored(api: Api, name: str, value: str) -> bool:
+    current = api.get(f"/v3/settings/{name}").body
+    return bool(current["customized"]) == bool(value) and (not value or current["value"] == value)

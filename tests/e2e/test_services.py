@@ -12,6 +12,8 @@ from kubernetes import client as k8s
 
 from corral.core.devenv.environment import Environment
 
+from .api import Api
+
 
 def get(url: str, context: ssl.SSLContext | None = None) -> tuple[int, Any]:
     with urllib.request.urlopen(url, timeout=10, context=context) as response:
@@ -32,12 +34,21 @@ def test_apiserver_refuses_plain_http(stack: Environment) -> None:
         get(stack.api_url.replace("https://", "http://") + "/healthz")
 
 
-def test_v3_root_names_the_api_version(stack: Environment, corral_tls: ssl.SSLContext) -> None:
-    status, body = get(stack.api_url + "/v3", corral_tls)
-    assert status == 200
-    assert body["type"] == "apiRoot"
-    assert body["apiVersion"] == {"group": "management.svc.io", "path": "/v3", "version": "v3"}
-    assert body["links"]["self"] == stack.api_url + "/v3"
+def test_v3_root_names_the_api_version_and_its_collections(stack: Environment, api: Api) -> None:
+    response = api.get("/v3")
+    assert response.status == 200
+    assert response.body["type"] == "apiRoot"
+    assert response.body["apiVersion"] == {
+        "group": "management.svc.io", "path": "/v3", "version": "v3",
+    }  # fmt: skip
+    assert response.body["links"]["self"] == stack.api_url + "/v3"
+    assert response.body["links"]["tokens"] == stack.api_url + "/v3/tokens"
+    assert response.headers["X-Api-Schemas"] == stack.api_url + "/v3/schemas"
+
+
+def test_v3_needs_authentication(api: Api) -> None:
+    response = api.as_token(None).get("/v3")
+    assert (response.status, response.body["message"]) == (401, "must authenticate")
 
 
 def test_operator_is_live_and_holds_the_peering_object(

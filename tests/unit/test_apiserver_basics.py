@@ -7,9 +7,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from corral.apiserver.config import ApiServerConfig, ConfigError
-from corral.apiserver.keys import READINESS
+from corral.apiserver.keys import READINESS, SCHEMAS
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.routes import health, root
+from corral.apiserver.schemas import Registry
 
 
 def test_config_requires_a_certificate(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,6 +50,7 @@ async def test_readyz_reports_pending_gates_until_they_open() -> None:
     app = web.Application()
     app[READINESS] = Readiness()
     app[READINESS].gate("management-cluster")
+    app[SCHEMAS] = Registry()
     app.add_routes(health.routes)
     app.add_routes(root.routes)
     async with TestClient(TestServer(app)) as client:

@@ -4,52 +4,108 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import logging
+import time
 from collections.abc import AsyncIterator
 
 from aiohttp import web
 from lightkube import AsyncClient
-from lightkube.resources.core_v1 import Namespace
+from lightkube.types import PatchType
 
-from corral.apiserver.keys import KUBE, READINESS
+from corral.apiserver import errors
+from corral.apiserver.activity import ActivityTracker
+from corral.apiserver.authn import auth_middleware
+from corral.apiserver.keys import (
+    ACTIVITY,
+    FEATURES,
+    KUBE,
+    LIMITER,
+    READINESS,
+    SCHEMAS,
+    STORES,
+    THROTTLE,
+)  # fmt: skip
+from corral.apiserver.ratelimit import RateLimiter
 from corral.apiserver.readiness import Readiness
-from corral.apiserver.routes import health, root
+from corral.apiserver.routes import (
+    globalrolebindings,
+    health,
+    login,
+    root,
+    schemas,
+    settings,
+    tokens,
+    users,
+)  # fmt: skip
+from corral.apiserver.schemas import Registry
+from corral.apiserver.stores import Stores
+from corral.apiserver.throttle import LoginThrottle
+from corral.core import resources
+from corral.core.auth import ttl
 
 log = logging.getLogger(__name__)
 
-KUBE_GATE = "management-cluster"
+ROUTE_MODULES = [health, root, schemas, login, tokens, users, globalrolebindings, settings]
+SCHEMA_LIST = [
+    tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
+    globalrolebindings.SCHEMA, settings.SCHEMA,
+]  # fmt: skip
 
 
-def create_app(kube: AsyncClient) -> web.Application:
-    app = web.Application()
+def create_app(kube: AsyncClient, features: dict[str, bool]) -> web.Application:
+    app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
     app[KUBE] = kube
+    app[FEATURES] = features
     app[READINESS] = Readiness()
-    app.add_routes(health.routes)
-    app.add_routes(root.routes)
-    app.cleanup_ctx.append(_reach_management_cluster)
+    app[STORES] = Stores.create(kube)
+    app[ACTIVITY] = ActivityTracker(_activity_writer(kube))
+    app[LIMITER] = RateLimiter()
+    app[THROTTLE] = LoginThrottle()
+    app[SCHEMAS] = Registry()
+    app[SCHEMAS].add(*SCHEMA_LIST)
+    for module in ROUTE_MODULES:
+        app.add_routes(module.routes)
+    app.cleanup_ctx.append(_background)
     return app
 
 
-async def _reach_management_cluster(app: web.Application) -> AsyncIterator[None]:
-    """Open the readiness gate once the management cluster answers; retry until it does."""
-    app[READINESS].gate(KUBE_GATE)
+def _activity_writer(kube: AsyncClient):  # type: ignore[no-untyped-def]
+    async def write(token: str, seen: datetime.datetime) -> None:
+        annotations = {resources.ANNOTATION_LAST_ACTIVITY: ttl.format_time(seen)}
+        await kube.patch(resources.Token, token, {"metadata": {"annotations": annotations}},
+                         patch_type=PatchType.MERGE)  # fmt: skip
 
-    async def probe() -> None:
-        delay = 0.2
+    return write
+
+
+async def _background(app: web.Application) -> AsyncIterator[None]:
+    """Feed the caches and open the readiness gate once all have listed; flush activity."""
+    stores = app[STORES]
+    readiness = app[READINESS]
+    for cache in stores.all():
+        readiness.gate(cache.name)
+
+    async def open_gates() -> None:
+        for cache in stores.all():
+            await cache.synced.wait()
+            readiness.open(cache.name)
+
+    async def prune() -> None:
         while True:
-            try:
-                await app[KUBE].get(Namespace, "default")
-            except Exception as exc:  # noqa: BLE001 - any failure means "not reachable yet"
-                log.warning("management cluster not reachable yet: %s", exc)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
-            else:
-                app[READINESS].open(KUBE_GATE)
-                return
+            await asyncio.sleep(60)
+            app[LIMITER].prune(time.monotonic())
 
-    task = asyncio.create_task(probe())
-    yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    async with stores.running():
+        tasks = [
+            asyncio.create_task(open_gates()),
+            asyncio.create_task(app[ACTIVITY].run(
+                lambda: stores.number("auth-user-session-idle-ttl-minutes"))),
+            asyncio.create_task(prune()),
+        ]  # fmt: skip
+        yield
+        for task in tasks:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(*tasks)
     await app[KUBE].close()

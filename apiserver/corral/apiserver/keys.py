@@ -5,7 +5,18 @@ from __future__ import annotations
 from aiohttp import web
 from lightkube import AsyncClient
 
+from corral.apiserver.activity import ActivityTracker
+from corral.apiserver.ratelimit import RateLimiter
 from corral.apiserver.readiness import Readiness
+from corral.apiserver.schemas import Registry
+from corral.apiserver.stores import Stores
+from corral.apiserver.throttle import LoginThrottle
 
 KUBE = web.AppKey("kube", AsyncClient)
 READINESS = web.AppKey("readiness", Readiness)
+STORES = web.AppKey("stores", Stores)
+ACTIVITY = web.AppKey("activity", ActivityTracker)
+LIMITER = web.AppKey("limiter", RateLimiter)
+SCHEMAS = web.AppKey("schemas", Registry)
+FEATURES = web.AppKey("features", dict[str, bool])
+THROTTLE = web.AppKey("throttle", LoginThrottle)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import ssl
 import sys
 
@@ -11,20 +12,23 @@ from aiohttp import web
 from corral.apiserver.app import create_app
 from corral.apiserver.config import ApiServerConfig, ConfigError
 from corral.core import kube
+from corral.core.features import FeatureError
+from corral.core.features import parse as parse_features
 
 
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
         config = ApiServerConfig.from_env()
-    except ConfigError as exc:
+        features = parse_features(os.environ.get("CORRAL_FEATURES", ""))
+    except (ConfigError, FeatureError) as exc:
         print(f"corral-apiserver: {exc}", file=sys.stderr)
         return 2
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(config.tls_cert, config.tls_key)
     web.run_app(
-        create_app(kube.async_client()),
+        create_app(kube.async_client(), features),
         host=config.host,
         port=config.port,
         ssl_context=context,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from lightkube import AsyncClient, KubeConfig
 
 FIELD_MANAGER = "corral"
@@ -10,3 +12,9 @@ FIELD_MANAGER = "corral"
 def async_client() -> AsyncClient:
     """A client for the management cluster: in-cluster service account, else $KUBECONFIG."""
     return AsyncClient(KubeConfig.from_env(), field_manager=FIELD_MANAGER)
+
+
+def as_dict(obj: Any) -> dict[str, Any]:
+    """A lightkube object as a plain dict (generic resources already are one)."""
+    data: dict[str, Any] = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+    return data

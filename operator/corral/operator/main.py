@@ -7,7 +7,7 @@ import logging
 import kopf
 
 # Importing a handler module registers its handlers with kopf.
-from corral.operator import probes, startup  # noqa: F401
+from corral.operator import probes, startup, tokens, users  # noqa: F401
 from corral.operator.config import OperatorConfig
 
 

@@ -6,11 +6,12 @@ import logging
 from typing import Any
 
 import kopf
-from lightkube import ApiError
+from lightkube import ApiError, AsyncClient
 from lightkube.generic_resource import create_global_resource
 from lightkube.models.meta_v1 import ObjectMeta
 
 from corral.core import kube
+from corral.operator import bootstrap
 
 # Everything kopf stores on our objects lives under corral's own domain. Annotations, not
 # status: the CRD schemas are strict and would prune unknown status fields.
@@ -23,7 +24,7 @@ ClusterKopfPeering = create_global_resource(
 
 
 @kopf.on.startup()
-async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=STORAGE_PREFIX)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
@@ -38,19 +39,24 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # Kubernetes events are for what a user must see, not for every handler run.
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = 8
-    await ensure_peering_object(settings.peering.name)
+    # One client for every handler: handlers find it in the memo.
+    memo.kube = kube.async_client()
+    await ensure_peering_object(memo.kube, settings.peering.name)
+    await bootstrap.run(memo.kube)
 
 
-async def ensure_peering_object(name: str) -> None:
+@kopf.on.cleanup()
+async def close(memo: kopf.Memo, **_: Any) -> None:
+    await memo.kube.close()
+
+
+async def ensure_peering_object(client: AsyncClient, name: str) -> None:
     """kopf elects the active replica through this object; without it every replica is active."""
-    client = kube.async_client()
     try:
         await client.create(ClusterKopfPeering(metadata=ObjectMeta(name=name)))
     except ApiError as exc:
         if exc.status.code != 409:
             raise
-    finally:
-        await client.close()
 
 
 @kopf.on.login()

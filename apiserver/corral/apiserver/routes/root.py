@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from corral.apiserver.keys import SCHEMAS
+from corral.apiserver.routes.common import base_url
+
 API_VERSION = {"group": "management.svc.io", "path": "/v3", "version": "v3"}
 
 routes = web.RouteTableDef()
@@ -12,11 +15,9 @@ routes = web.RouteTableDef()
 @routes.get("/v3")
 @routes.get("/v3/")
 async def api_root(request: web.Request) -> web.Response:
-    base = f"{request.url.origin()}/v3"
-    body = {
-        "type": "apiRoot",
-        "baseType": "apiRoot",
-        "apiVersion": API_VERSION,
-        "links": {"root": base, "self": base},
-    }
-    return web.json_response(body)
+    base = f"{base_url(request)}/v3"
+    links = {"root": base, "self": base, "schemas": f"{base}/schemas"}
+    for schema in request.app[SCHEMAS].collections():
+        links[schema.plural] = f"{base}/{schema.plural.lower()}"
+    body = {"type": "apiRoot", "baseType": "apiRoot", "apiVersion": API_VERSION, "links": links}
+    return web.json_response(body, headers={"X-Api-Schemas": f"{base}/schemas"})

@@ -5,8 +5,10 @@ operator and API server. `make run` and the end-to-end tests both drive this cla
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import os
+import secrets
 import shutil
 import ssl
 import sys
@@ -15,6 +17,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from lightkube import codecs
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
@@ -30,6 +33,7 @@ log = logging.getLogger(__name__)
 DOWNSTREAM_NAME = "demo"
 CRD_TIMEOUT = 60.0
 CORRAL_TIMEOUT = 60.0
+ADMIN_USERNAME = "admin"
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,7 @@ class Environment:
         cert, key = ca.issue_server("corral", ["127.0.0.1", "localhost"]).write(
             self.pki_dir, "corral"
         )
+        self.admin_password = secrets.token_urlsafe(18)
         api_port = self.options.api_port or free_port()
         liveness_port = free_port()
         self.api_url = f"https://127.0.0.1:{api_port}"
@@ -165,6 +170,7 @@ class Environment:
             "CORRAL_TLS_CERT_FILE": str(cert),
             "CORRAL_TLS_KEY_FILE": str(key),
             "CORRAL_OPERATOR_LIVENESS": self.operator_liveness,
+            "CORRAL_BOOTSTRAP_PASSWORD": self.admin_password,
         }
         logs = self.root / "logs"
         self.corral = [
@@ -194,6 +200,28 @@ class Environment:
             CORRAL_TIMEOUT,
             self.corral,
         )
+        self.admin_token = self._admin_api_token(context)
+
+    def _admin_api_token(self, context: ssl.SSLContext) -> str:
+        """Log in as the bootstrapped admin, exactly as a client would, and create an API
+        token for the developer."""
+        credentials = {
+            "username": ADMIN_USERNAME,
+            "password": self.admin_password,
+            "responseType": "json",
+        }
+        login = f"{self.api_url}/v3-public/localProviders/local?action=login"
+        session = wait_for(
+            "admin login",
+            lambda: _post_json(login, credentials, context).get("token"),
+            CORRAL_TIMEOUT,
+            self.corral,
+        )
+        created = _post_json(
+            f"{self.api_url}/v3/token", {"description": "corral-dev: make run"}, context, session
+        )
+        token: str = created["token"]
+        return token
 
     def _publish_kubeconfigs(self) -> None:
         """Copy kubeconfigs to the places the `make run` contract names."""
@@ -220,6 +248,9 @@ class Environment:
             lines |= {
                 "CORRAL_URL": self.api_url,
                 "CORRAL_CA": str(self.ca_path),
+                "CORRAL_TOKEN": self.admin_token,
+                "CORRAL_ADMIN_USER": ADMIN_USERNAME,
+                "CORRAL_ADMIN_PASSWORD": self.admin_password,
                 "CORRAL_OPERATOR_LIVENESS": self.operator_liveness,
             }
         text = "".join(f"{key}={value}\n" for key, value in lines.items())
@@ -243,6 +274,18 @@ class Environment:
             shutil.rmtree(self.root / name, ignore_errors=True)
         for name in ["management.kubeconfig", "dev.env"]:
             (self.root / name).unlink(missing_ok=True)
+
+
+def _post_json(
+    url: str, body: dict[str, Any], context: ssl.SSLContext, token: str | None = None
+) -> dict[str, Any]:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")  # noqa: S310
+    with urllib.request.urlopen(request, timeout=10, context=context) as response:  # noqa: S310
+        result: dict[str, Any] = json.loads(response.read())
+        return result
 
 
 def _http_ok(url: str, context: ssl.SSLContext | None) -> bool:

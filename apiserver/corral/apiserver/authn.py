@@ -1,0 +1,128 @@
+"""Who is calling: token extraction, validation, CSRF, rate limiting (spec 5, 7 and 8).
+
+Every path but health, readiness and `/v3-public` needs a token: `Authorization: Bearer
+<name>:<key>`, HTTP Basic with the name as user and the key as password, or the `R_SESS`
+cookie. Requests authenticated by the cookie that change state must echo the `CSRF` cookie in
+the `X-API-CSRF` header.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime
+import hmac
+import re
+import time
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from corral.apiserver import errors
+from corral.apiserver.activity import ActivityTracker
+from corral.apiserver.errors import ApiError, Handler
+from corral.apiserver.keys import ACTIVITY, LIMITER, STORES
+from corral.apiserver.ratelimit import RateLimiter
+from corral.apiserver.stores import Stores
+from corral.core.auth.tokens import MSG_MISSING, AuthFailure, Policy, TokenRecord, check, split
+
+SESSION_COOKIE = "R_SESS"
+CSRF_COOKIE = "CSRF"
+CSRF_HEADER = "X-API-CSRF"
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+PUBLIC_PREFIXES = ("/healthz", "/readyz", "/v3-public/")
+_CLUSTER_PATH = re.compile(r"^/(?:k8s|v3)/clusters?/([^/?]+)")
+
+_FAILURE_CODES = {401: "Unauthorized", 404: "NotFound", 410: "Gone", 422: "InvalidToken"}
+
+
+@dataclass(frozen=True)
+class Principal:
+    user_id: str
+    token: TokenRecord
+    via_cookie: bool
+    is_admin: bool
+
+
+def principal(request: web.Request) -> Principal:
+    found: Principal = request["principal"]
+    return found
+
+
+def credential(request: web.Request) -> tuple[str | None, bool]:
+    """The presented token value and whether it came from the session cookie."""
+    header = request.headers.get("Authorization", "").strip()
+    if header:
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() == "bearer":
+            return value.strip(), False
+        if scheme.lower() == "basic":
+            try:
+                return base64.b64decode(value.strip(), validate=True).decode(), False
+            except (binascii.Error, UnicodeDecodeError):
+                raise ApiError(422, _FAILURE_CODES[422], "invalid auth token value") from None
+        return None, False
+    cookie = request.cookies.get(SESSION_COOKIE)
+    return (cookie, True) if cookie else (None, False)
+
+
+def routed_cluster(path: str) -> str | None:
+    match = _CLUSTER_PATH.match(path)
+    return match.group(1) if match else None
+
+
+def authenticate(
+    request: web.Request, stores: Stores, activity: ActivityTracker, now: datetime.datetime
+) -> Principal:
+    value, via_cookie = credential(request)
+    if not value:
+        raise ApiError(401, "Unauthorized", MSG_MISSING)
+    try:
+        name, key = split(value)
+        found = stores.token(name, key)
+        record = TokenRecord.from_object(found) if found else None
+        user_active = stores.user_active(record.user_id) if record else None
+        last = activity.last_seen(name, record.last_activity) if record else None
+        policy = Policy(idle_minutes=stores.number("auth-user-session-idle-ttl-minutes"))
+        token = check(record, key, user_active, last, policy, now)
+    except AuthFailure as failure:
+        raise ApiError(failure.status, _FAILURE_CODES[failure.status], failure.message) from None
+    if token.cluster_name and routed_cluster(request.path) != token.cluster_name:
+        raise ApiError(401, "Unauthorized", f"token is valid only for cluster {token.cluster_name}")
+    activity.touch(token.name, now)
+    return Principal(token.user_id, token, via_cookie, stores.is_admin(token.user_id))
+
+
+def check_csrf(request: web.Request, who: Principal) -> None:
+    if not who.via_cookie or request.method in SAFE_METHODS:
+        return
+    cookie = request.cookies.get(CSRF_COOKIE, "")
+    header = request.headers.get(CSRF_HEADER, "")
+    if not cookie or not hmac.compare_digest(cookie.encode(), header.encode()):
+        raise ApiError(422, "InvalidCSRFToken", "Invalid CSRF token")
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.path.startswith(PUBLIC_PREFIXES):
+        return await handler(request)
+    app = request.app
+    now = datetime.datetime.now(datetime.UTC)
+    who = authenticate(request, app[STORES], app[ACTIVITY], now)
+    limiter: RateLimiter = app[LIMITER]
+    decision = limiter.hit(
+        who.user_id, int(app[STORES].number("api-rate-limit-per-minute")), time.monotonic()
+    )
+    if not decision.allowed:
+        error = ApiError(429, "TooManyRequests",
+                         f"rate limit of {decision.limit} requests per minute exceeded",
+                         headers={"Retry-After": str(decision.reset_seconds)})  # fmt: skip
+        return errors.response(error, decision.headers())
+    request["principal"] = who
+    try:
+        check_csrf(request, who)
+        response = await handler(request)
+    except ApiError as error:
+        response = errors.response(error)
+    response.headers.update(decision.headers())
+    return response

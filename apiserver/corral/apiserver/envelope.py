@@ -1,0 +1,168 @@
+"""The wire envelope: resources and collections the way Rancher-style (norman) clients read them.
+
+A resource carries `id`, `type`, `baseType`, `links` (`self`, plus `update`/`remove` when those
+methods exist) and `actions`. A collection carries `type: collection`, `resourceType`, `data`,
+`links`, `actions`, `createTypes`, `pagination`, `sort` and `filters`; filtering (`field`,
+`field_ne`, `field_in`, `field_notin`), sorting and paging follow norman's rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+from multidict import MultiMapping
+
+from corral.apiserver.schemas import Schema
+
+DEFAULT_LIMIT = 1000
+MAX_LIMIT = 10000
+MODIFIERS = ("ne", "in", "notin")
+
+
+def resource_url(base: str, schema: Schema, resource_id: str) -> str:
+    return f"{base}/v3/{schema.plural}/{resource_id}"
+
+
+def resource(
+    base: str,
+    schema: Schema,
+    body: dict[str, Any],
+    actions: Iterable[str] = (),
+    links: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Decorate a resource body (which carries `id`) with type, links and actions."""
+    url = resource_url(base, schema, body["id"])
+    all_links = {"self": url}
+    if "PUT" in schema.resource_methods:
+        all_links["update"] = url
+    if "DELETE" in schema.resource_methods:
+        all_links["remove"] = url
+    all_links.update(links or {})
+    return {
+        **body,
+        "type": schema.id,
+        "baseType": schema.id,
+        "links": all_links,
+        "actions": {name: f"{url}?action={name}" for name in actions},
+    }
+
+
+def collection(
+    base: str,
+    schema: Schema,
+    items: list[dict[str, Any]],
+    query: MultiMapping[str],
+    path: str,
+    can_create: bool,
+) -> dict[str, Any]:
+    """Filter, sort and page rendered resources into a collection."""
+    self_url = f"{base}{path}"
+    filterable = schema.filters()
+    conditions = _conditions(query, filterable)
+    matching = [item for item in items if _matches(item, conditions)]
+
+    sort_field = query.get("sort", "id")
+    if sort_field not in filterable:
+        sort_field = "id"
+    descending = query.get("order") == "desc"
+    matching.sort(key=lambda item: _text(item.get(sort_field)), reverse=descending)
+
+    limit = _limit(query.get("limit"))
+    start = 0
+    if marker := query.get("marker"):
+        start = next((i for i, item in enumerate(matching) if item["id"] == marker), 0)
+    page = matching[start : start + limit]
+
+    def page_url(marker_id: str) -> str:
+        params = [(k, v) for k, v in query.items() if k != "marker"] + [("marker", marker_id)]
+        return f"{self_url}?{urlencode(params)}"
+
+    pagination: dict[str, Any] = {"limit": limit, "total": len(matching)}
+    if start > 0 or start + limit < len(matching):
+        pagination |= {"partial": True, "first": page_url(matching[0]["id"])}
+        if start + limit < len(matching):
+            pagination["next"] = page_url(matching[start + limit]["id"])
+        if start > 0:
+            pagination["previous"] = page_url(matching[max(start - limit, 0)]["id"])
+        if len(matching) - limit >= 0:
+            pagination["last"] = page_url(matching[len(matching) - limit]["id"])
+        if marker:
+            pagination["marker"] = page_url(marker)
+
+    flipped = [(k, v) for k, v in query.items() if k not in ("order", "marker")]
+    flipped.append(("order", "asc" if descending else "desc"))
+    sort: dict[str, Any] = {
+        "order": "desc" if descending else "asc",
+        "reverse": f"{self_url}?{urlencode(flipped)}",
+        "links": {name: f"{self_url}?sort={name}" for name in filterable},
+    }
+    if "sort" in query:
+        sort["name"] = sort_field
+
+    filters: dict[str, Any] = {name: None for name in filterable}
+    for name, modifier, values in conditions:
+        entry = {
+            "modifier": modifier,
+            "value": values if modifier in ("in", "notin") else values[0],
+        }
+        filters[name] = [*(filters[name] or []), entry]
+
+    return {
+        "type": "collection",
+        "resourceType": schema.id,
+        "links": {"self": self_url},
+        "createTypes": {schema.id: f"{base}/v3/{schema.plural.lower()}"} if can_create else {},
+        "actions": {},
+        "pagination": pagination,
+        "sort": sort,
+        "filters": filters,
+        "data": page,
+    }
+
+
+def _conditions(
+    query: MultiMapping[str], filterable: list[str]
+) -> list[tuple[str, str, list[str]]]:
+    """(field, modifier, values) for each filter in the query; unknown keys are ignored."""
+    found: list[tuple[str, str, list[str]]] = []
+    for key in dict.fromkeys(query.keys()):
+        name, modifier = key, "eq"
+        head, _, tail = key.rpartition("_")
+        if head and tail in MODIFIERS:
+            name, modifier = head, tail
+        if name in filterable:
+            found.append((name, modifier, list(query.getall(key))))
+    return found
+
+
+def _matches(item: Mapping[str, Any], conditions: list[tuple[str, str, list[str]]]) -> bool:
+    for name, modifier, values in conditions:
+        value = _text(item.get(name))
+        if modifier == "eq" and value != values[0]:
+            return False
+        if modifier == "ne" and value == values[0]:
+            return False
+        if modifier == "in" and value not in values:
+            return False
+        if modifier == "notin" and value in values:
+            return False
+    return True
+
+
+def _text(value: Any) -> str:
+    """Values compare as text, with booleans spelled as JSON spells them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def _limit(text: str | None) -> int:
+    try:
+        limit = int(text) if text is not None else DEFAULT_LIMIT
+    except ValueError:
+        return DEFAULT_LIMIT
+    if limit == -1 or limit > MAX_LIMIT:
+        return MAX_LIMIT
+    return limit if limit > 0 else DEFAULT_LIMIT

@@ -1,0 +1,114 @@
+"""The one error body of the API, and how every failure becomes it.
+
+`{"type": "error", "baseType": "error", "status": <int>, "code": ..., "message": ...}`, plus
+`fieldName` when one field is at fault.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from lightkube import ApiError as KubeApiError
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class ApiError(Exception):
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        field_name: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field_name = field_name
+        self.headers = headers or {}
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "type": "error", "baseType": "error",
+            "status": self.status, "code": self.code, "message": self.message,
+        }  # fmt: skip
+        if self.field_name:
+            body["fieldName"] = self.field_name
+        return body
+
+
+def invalid(field: str, message: str, code: str = "InvalidFormat") -> ApiError:
+    return ApiError(422, code, message, field)
+
+
+def missing(field: str) -> ApiError:
+    return ApiError(422, "MissingRequired", f"{field} is required", field)
+
+
+def not_found(message: str) -> ApiError:
+    return ApiError(404, "NotFound", message)
+
+
+def forbidden(message: str) -> ApiError:
+    return ApiError(403, "PermissionDenied", message)
+
+
+def conflict(message: str) -> ApiError:
+    return ApiError(409, "AlreadyExists", message)
+
+
+def from_kube(exc: KubeApiError) -> ApiError:
+    """kube-apiserver's Status into our body: the reason becomes the code, as norman does.
+
+    A 422 names the first field at fault (CRD schema or CEL rule) so a client can point at it.
+    """
+    status = exc.status
+    code = status.code or 500
+    field = None
+    if code == 422 and status.details and status.details.causes:
+        cause = status.details.causes[0]
+        field = (cause.field or "").rsplit(".", 1)[-1] or None
+        message = cause.message or status.message or ""
+        return ApiError(422, "InvalidFormat", message, field)
+    reason = status.reason or {404: "NotFound", 409: "Conflict", 403: "Forbidden"}.get(
+        code, "ServerError"
+    )
+    return ApiError(code, reason, status.message or reason)
+
+
+def response(error: ApiError, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response(
+        error.body(), status=error.status, headers={**error.headers, **(headers or {})}
+    )
+
+
+_HTTP_CODES = {
+    404: "NotFound", 405: "MethodNotAllowed", 413: "RequestEntityTooLarge",
+    400: "BadRequest", 401: "Unauthorized", 403: "PermissionDenied", 429: "TooManyRequests",
+}  # fmt: skip
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiError as error:
+        return response(error)
+    except KubeApiError as exc:
+        return response(from_kube(exc))
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = _HTTP_CODES.get(exc.status, "ServerError")
+        allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
+        return response(ApiError(exc.status, code, exc.reason), allow)
+    except Exception:
+        log.exception("unhandled error serving %s %s", request.method, request.path)
+        return response(ApiError(500, "ServerError", "internal server error"))

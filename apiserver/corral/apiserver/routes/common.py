@@ -1,0 +1,55 @@
+"""Small helpers the route modules share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from corral.apiserver import errors
+from corral.apiserver.cache import Obj
+from corral.core.auth import ttl
+
+
+def v3(plural: str, rest: str = "") -> str:
+    """A /v3 route whose type name matches in any case (`globalRoleBindings` as well)."""
+    return f"/v3/{{type:(?i:{plural})}}{rest}"
+
+
+def base_url(request: web.Request) -> str:
+    return str(request.url.origin())
+
+
+def meta_fields(obj: Obj) -> dict[str, Any]:
+    """The metadata every resource shows: id, creation time, uid."""
+    meta = obj["metadata"]
+    return {
+        "id": meta["name"],
+        "created": ttl.format_time(ttl.parse_time(meta["creationTimestamp"])),
+        "uuid": meta.get("uid", ""),
+    }
+
+
+def text(body: dict[str, Any], field: str, max_length: int = 1024, required: bool = False) -> str:
+    value = body.get(field, "")
+    if value is None:
+        value = ""
+    if not isinstance(value, str) or len(value) > max_length:
+        raise errors.invalid(field, f"{field} must be text of at most {max_length} characters")
+    if required and not value:
+        raise errors.missing(field)
+    return value
+
+
+def flag(body: dict[str, Any], field: str, default: bool) -> bool:
+    value = body.get(field, default)
+    if not isinstance(value, bool):
+        raise errors.invalid(field, f"{field} must be true or false")
+    return value
+
+
+def action(request: web.Request, allowed: set[str]) -> str | None:
+    name = request.query.get("action")
+    if name is not None and name not in allowed:
+        raise errors.ApiError(422, "InvalidAction", f"Invalid action: {name}")
+    return name

@@ -1,0 +1,87 @@
+"""`POST /v3-public/localProviders/local?action=login`: a password for a session token."""
+
+from __future__ import annotations
+
+import math
+import secrets
+import time
+
+from aiohttp import web
+
+from corral.apiserver import errors
+from corral.apiserver.authn import CSRF_COOKIE, SESSION_COOKIE
+from corral.apiserver.body import AUTH_LIMIT, read_json
+from corral.apiserver.errors import ApiError
+from corral.apiserver.issuing import NewToken, issue
+from corral.apiserver.keys import FEATURES, KUBE, STORES, THROTTLE
+from corral.core import resources
+from corral.core.auth import credentials, ttl
+
+routes = web.RouteTableDef()
+
+FAILED = ApiError(401, "Unauthorized", "authentication failed")
+RESPONSE_TYPES = {"json", "cookie", "token", ""}
+
+
+@routes.post("/v3-public/{providers:(?i:localproviders)}/local")
+async def login(request: web.Request) -> web.Response:
+    if request.query.get("action") != "login":
+        raise ApiError(422, "InvalidAction", f"Invalid action: {request.query.get('action')}")
+    body = await read_json(request, AUTH_LIMIT)
+    username, password = body.get("username"), body.get("password")
+    for field, value in (("username", username), ("password", password)):
+        if not isinstance(value, str) or not value:
+            raise errors.missing(field)
+    assert isinstance(username, str) and isinstance(password, str)
+    response_type = body.get("responseType", "")
+    if response_type not in RESPONSE_TYPES:
+        raise errors.invalid("responseType", "responseType must be json or cookie")
+    description = body.get("description", "")
+    if not isinstance(description, str) or len(description) > 1024:
+        raise errors.invalid("description", "description must be text of at most 1024 characters")
+
+    throttle, now, address = request.app[THROTTLE], time.monotonic(), request.remote or ""
+    if wait := throttle.retry_after(username, address, now):
+        raise_throttled(wait)
+
+    stores = request.app[STORES]
+    user = stores.user_by_username(username)
+    user_id = user["metadata"]["name"] if user else None
+    if not await credentials.verify(request.app[KUBE], user_id, password):
+        throttle.failed(username, address, now)
+        raise FAILED
+    assert user_id is not None
+    if stores.user_active(user_id) is not True:
+        raise errors.forbidden("user is disabled")
+    throttle.succeeded(username)
+
+    session_ttl = ttl.minutes_to_ms(stores.number("auth-user-session-ttl-minutes"))
+    maximum = ttl.minutes_to_ms(stores.number("auth-token-max-ttl-minutes"))
+    issued = await issue(
+        request.app[KUBE], stores,
+        NewToken(user_id=user_id, kind=resources.KIND_SESSION,
+                 ttl_ms=ttl.clamp(session_ttl, maximum), description=description),
+        hashed=request.app[FEATURES]["TokenHashing"],
+    )  # fmt: skip
+    expiry = ttl.expires_at(ttl.parse_time(issued.obj["metadata"]["creationTimestamp"]),
+                            issued.obj["spec"]["ttlMillis"])  # fmt: skip
+    name = issued.obj["metadata"]["name"]
+    if response_type == "cookie":
+        response = web.Response(status=200)
+        response.set_cookie(SESSION_COOKIE, issued.value, path="/", httponly=True,
+                            secure=request.secure, samesite="Lax")  # fmt: skip
+    else:
+        response = web.json_response({
+            "type": "token", "baseType": "token", "id": name, "token": issued.value,
+            "expiresAt": ttl.format_time(expiry) if expiry else "",
+        }, status=201)  # fmt: skip
+    # Readable by scripts (not HttpOnly): a browser echoes it in X-API-CSRF.
+    response.set_cookie(CSRF_COOKIE, secrets.token_hex(16), path="/", secure=request.secure,
+                        samesite="Lax")  # fmt: skip
+    return response
+
+
+def raise_throttled(wait: float) -> None:
+    seconds = str(math.ceil(wait))
+    raise ApiError(429, "TooManyRequests", f"too many failed logins; retry in {seconds} s",
+                   headers={"Retry-After": seconds})  # fmt: skip

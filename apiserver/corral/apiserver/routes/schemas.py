@@ -1,0 +1,34 @@
+"""`/v3/schemas`: every type's fields, methods and actions, for schema-driven clients."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from corral.apiserver import envelope, errors
+from corral.apiserver.keys import SCHEMAS
+from corral.apiserver.routes.common import base_url
+from corral.apiserver.schemas import Field, Schema
+
+SCHEMA = Schema(
+    id="schema",
+    plural="schemas",
+    fields={"pluralName": Field("string"), "resourceFields": Field("map[json]")},
+)
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/v3/schemas")
+async def list_schemas(request: web.Request) -> web.Response:
+    base = base_url(request)
+    items = [s.document(base) for s in request.app[SCHEMAS].all()]
+    body = envelope.collection(base, SCHEMA, items, request.query, request.path, can_create=False)
+    return web.json_response(body)
+
+
+@routes.get("/v3/schemas/{id}")
+async def get_schema(request: web.Request) -> web.Response:
+    schema = request.app[SCHEMAS].get(request.match_info["id"])
+    if schema is None:
+        raise errors.not_found("no such schema")
+    return web.json_response(schema.document(base_url(request)))

@@ -1,0 +1,87 @@
+"""`/v3/settings`: every user may read them; only admins change them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from lightkube.models.meta_v1 import ObjectMeta
+
+from corral.apiserver import envelope, errors
+from corral.apiserver.authn import principal
+from corral.apiserver.authz import require_admin
+from corral.apiserver.body import read_json
+from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.routes.common import base_url, text, v3
+from corral.apiserver.schemas import Field, Schema, readonly
+from corral.core import resources, settings
+from corral.core.kube import as_dict
+
+SCHEMA = Schema(
+    id="setting",
+    plural="settings",
+    fields={
+        "name": readonly("string"),
+        "value": Field("string", update=True),
+        "default": readonly("string"),
+        "customized": readonly("boolean", "True when value overrides the default"),
+        "description": readonly("string"),
+    },
+    resource_methods=("GET", "PUT"),
+    collection_methods=("GET",),
+)
+
+routes = web.RouteTableDef()
+
+
+def render(request: web.Request, name: str) -> dict[str, Any]:
+    stored = request.app[STORES].settings.get(name) or {}
+    definition = settings.CATALOG.get(name)
+    default = stored.get("default") or (definition.default if definition else "")
+    value = stored.get("value", "")
+    body = {"id": name, "name": name, "value": value or default, "default": default,
+            "customized": bool(value) and value != default,
+            "description": definition.description if definition else ""}  # fmt: skip
+    return envelope.resource(base_url(request), SCHEMA, body)
+
+
+def names(request: web.Request) -> list[str]:
+    stored = {o["metadata"]["name"] for o in request.app[STORES].settings.all()}
+    return sorted(stored | set(settings.CATALOG))
+
+
+@routes.get(v3("settings"))
+async def list_settings(request: web.Request) -> web.Response:
+    items = [render(request, n) for n in names(request)]
+    body = envelope.collection(base_url(request), SCHEMA, items, request.query, request.path,
+                               can_create=False)  # fmt: skip
+    return web.json_response(body)
+
+
+@routes.get(v3("settings", "/{id}"))
+async def get_setting(request: web.Request) -> web.Response:
+    name = request.match_info["id"]
+    if name not in names(request):
+        raise errors.not_found(f"setting {name} not found")
+    return web.json_response(render(request, name))
+
+
+@routes.put(v3("settings", "/{id}"))
+async def update_setting(request: web.Request) -> web.Response:
+    name = request.match_info["id"]
+    if name not in names(request):
+        raise errors.not_found(f"setting {name} not found")
+    require_admin(principal(request), "change settings")
+    body = SCHEMA.writable(await read_json(request), creating=False)
+    value = text(body, "value", max_length=4096)
+    if name in settings.CATALOG and value:
+        try:
+            settings.as_number(name, value)
+        except settings.SettingValueError as exc:
+            raise errors.invalid("value", str(exc)) from None
+    definition = settings.CATALOG.get(name)
+    obj = resources.Setting(metadata=ObjectMeta(name=name), value=value,
+                            default=definition.default if definition else "")  # fmt: skip
+    applied = await request.app[KUBE].apply(obj, force=True)
+    request.app[STORES].settings.put(as_dict(applied))
+    return web.json_response(render(request, name))

@@ -1,0 +1,190 @@
+"""`/v3/token` and `/v3/tokens` (spec 4.1): a user's own tokens, logout and logoutAll."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from aiohttp import web
+from lightkube import ApiError as KubeApiError
+
+from corral.apiserver import envelope, errors
+from corral.apiserver.authn import CSRF_COOKIE, SESSION_COOKIE, Principal, principal
+from corral.apiserver.body import AUTH_LIMIT, read_json
+from corral.apiserver.errors import ApiError
+from corral.apiserver.issuing import NewToken, issue
+from corral.apiserver.keys import ACTIVITY, FEATURES, KUBE, STORES
+from corral.apiserver.routes.common import base_url, v3
+from corral.apiserver.schemas import Field, Schema, readonly
+from corral.core import resources
+from corral.core.auth import ttl
+from corral.core.auth.tokens import MSG_NOT_FOUND, TokenRecord
+
+SCHEMA = Schema(
+    id="token",
+    plural="tokens",
+    fields={
+        "name": readonly("string"),
+        "description": Field("string", create=True),
+        "userId": readonly("reference[user]"),
+        "authProvider": readonly("string"),
+        "isDerived": readonly("boolean"),
+        "current": readonly("boolean", "True for the token that authenticated this request"),
+        "enabled": readonly("boolean"),
+        "expired": readonly("boolean"),
+        "expiresAt": readonly("string", "Creation time plus ttl; empty when it never expires"),
+        "ttl": Field("int", create=True, description="Lifetime in milliseconds; 0: the maximum"),
+        "ttlMillis": Field("int", create=True, write_only=True, description="Alias of ttl"),
+        "clusterId": Field("reference[cluster]", create=True, description="Cluster scope"),
+        "clusterName": readonly("string", "Cluster scope; empty for none"),
+        "token": Field("string", write_only=True, description="`<name>:<key>`, on creation only"),
+    },
+    resource_methods=("GET", "DELETE"),
+    collection_methods=("GET", "POST"),
+    collection_actions={"logout": {}, "logoutAll": {}},
+)
+
+CANNOT_DELETE_SESSION = "Cannot delete token for current session (use logout instead)"
+
+routes = web.RouteTableDef()
+
+
+def render(base: str, record: TokenRecord, current: str, now: datetime.datetime) -> dict[str, Any]:
+    expiry = record.expires_at()
+    body = {
+        "id": record.name,
+        "name": record.name,
+        "description": record.description,
+        "userId": record.user_id,
+        "authProvider": record.auth_provider,
+        "isDerived": record.is_derived,
+        "current": record.name == current,
+        "enabled": record.enabled,
+        "expired": record.expired(now),
+        "expiresAt": ttl.format_time(expiry) if expiry else "",
+        "ttl": record.ttl_ms,
+        "clusterName": record.cluster_name,
+        "clusterId": record.cluster_name,
+        "created": ttl.format_time(record.created),
+        "uuid": record.uid,
+    }
+    return envelope.resource(base, SCHEMA, body)
+
+
+def own_token(request: web.Request, who: Principal, name: str) -> TokenRecord:
+    """The caller's token by name; another user's token is indistinguishable from none."""
+    obj = request.app[STORES].tokens.get(name)
+    if obj is None:
+        raise errors.not_found(MSG_NOT_FOUND)
+    record = TokenRecord.from_object(obj)
+    if record.user_id != who.user_id:
+        raise errors.not_found(MSG_NOT_FOUND)
+    return record
+
+
+@routes.get(v3("tokens|token"))
+async def list_tokens(request: web.Request) -> web.Response:
+    who, now = principal(request), datetime.datetime.now(datetime.UTC)
+    base = base_url(request)
+    items = [
+        render(base, TokenRecord.from_object(obj), who.token.name, now)
+        for obj in request.app[STORES].tokens.by_index("user", who.user_id)
+    ]
+    body = envelope.collection(base, SCHEMA, items, request.query, request.path, can_create=True)
+    return web.json_response(body)
+
+
+@routes.post(v3("tokens|token"))
+async def create_or_act(request: web.Request) -> web.StreamResponse:
+    action = request.query.get("action")
+    if action == "logout":
+        return await logout(request)
+    if action == "logoutAll":
+        return await logout_all(request)
+    if action is not None:
+        raise ApiError(422, "InvalidAction", f"Invalid action: {action}")
+    return await create_token(request)
+
+
+async def create_token(request: web.Request) -> web.Response:
+    who, stores = principal(request), request.app[STORES]
+    body = SCHEMA.writable(await read_json(request, AUTH_LIMIT), creating=True)
+    requested = body.get("ttlMillis", body.get("ttl", 0))
+    if isinstance(requested, bool) or not isinstance(requested, int) or requested < 0:
+        raise errors.invalid("ttl", "ttl must be a whole number of milliseconds, 0 or more")
+    description = body.get("description", "")
+    if not isinstance(description, str) or len(description) > 1024:
+        raise errors.invalid("description", "description must be text of at most 1024 characters")
+    cluster = body.get("clusterId") or ""
+    if not isinstance(cluster, str):
+        raise errors.invalid("clusterId", "clusterId must be a cluster id")
+    maximum = ttl.minutes_to_ms(stores.number("auth-token-max-ttl-minutes"))
+    issued = await issue(
+        request.app[KUBE], stores,
+        NewToken(user_id=who.user_id, kind="", ttl_ms=ttl.clamp(requested, maximum),
+                 description=description, cluster_name=cluster,
+                 auth_provider=who.token.auth_provider or "local"),
+        hashed=request.app[FEATURES]["TokenHashing"],
+    )  # fmt: skip
+    now = datetime.datetime.now(datetime.UTC)
+    rendered = render(base_url(request), TokenRecord.from_object(issued.obj), "", now)
+    return web.json_response({**rendered, "token": issued.value}, status=201)
+
+
+@routes.get(v3("tokens|token", "/{name}"))
+async def get_token(request: web.Request) -> web.Response:
+    who = principal(request)
+    record = own_token(request, who, request.match_info["name"])
+    now = datetime.datetime.now(datetime.UTC)
+    return web.json_response(render(base_url(request), record, who.token.name, now))
+
+
+@routes.delete(v3("tokens|token", "/{name}"))
+async def delete_token(request: web.Request) -> web.Response:
+    who = principal(request)
+    record = own_token(request, who, request.match_info["name"])
+    if record.name == who.token.name and record.is_session:
+        raise ApiError(400, "InvalidAction", CANNOT_DELETE_SESSION)
+    if record.is_system:
+        raise errors.forbidden("system tokens cannot be deleted through the API")
+    await delete(request, record.name)
+    return web.Response(status=204)
+
+
+async def delete(request: web.Request, name: str) -> None:
+    try:
+        await request.app[KUBE].delete(resources.Token, name)
+    except KubeApiError as exc:
+        if exc.status.code != 404:
+            raise
+    request.app[STORES].tokens.forget(name)
+    request.app[ACTIVITY].forget(name)
+
+
+def clear_cookies(response: web.StreamResponse, secure: bool) -> None:
+    for cookie in (SESSION_COOKIE, CSRF_COOKIE):
+        response.set_cookie(cookie, "", max_age=0, path="/", secure=secure,
+                            httponly=cookie == SESSION_COOKIE, samesite="Lax")  # fmt: skip
+
+
+async def logout(request: web.Request) -> web.Response:
+    """Ends the session this request belongs to; an API token is not a session."""
+    who = principal(request)
+    if not who.token.is_session:
+        message = "logout ends a session; delete an API token with DELETE instead"
+        raise ApiError(400, "InvalidAction", message)
+    await delete(request, who.token.name)
+    response = web.Response(status=200)
+    clear_cookies(response, request.secure)
+    return response
+
+
+async def logout_all(request: web.Request) -> web.Response:
+    """Deletes every token of the caller, this one included (system tokens excepted)."""
+    who = principal(request)
+    for obj in request.app[STORES].tokens.by_index("user", who.user_id):
+        if not TokenRecord.from_object(obj).is_system:
+            await delete(request, obj["metadata"]["name"])
+    response = web.Response(status=200)
+    clear_cookies(response, request.secure)
+    return response

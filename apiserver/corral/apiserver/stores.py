@@ -1,0 +1,98 @@
+"""The caches the API server reads from, and the questions it asks of them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from lightkube import AsyncClient
+
+from corral.apiserver.cache import Obj, WatchCache
+from corral.core import resources, settings
+from corral.core.resources import LABEL_TOKEN_USER
+
+
+def _token_user(obj: Obj) -> list[str]:
+    labels = obj["metadata"].get("labels") or {}
+    return [labels[LABEL_TOKEN_USER]] if LABEL_TOKEN_USER in labels else []
+
+
+def _token_key(obj: Obj) -> list[str]:
+    # Only an unhashed key can be found by value; a salted hash never matches a lookup.
+    stored = obj.get("spec", {}).get("token", "")
+    return [stored] if stored and not stored.startswith("$") else []
+
+
+def _username(obj: Obj) -> list[str]:
+    return [obj.get("spec", {}).get("username", "")]
+
+
+def _binding_user(obj: Obj) -> list[str]:
+    return [obj.get("spec", {}).get("userName", "")]
+
+
+@dataclass
+class Stores:
+    tokens: WatchCache
+    users: WatchCache
+    bindings: WatchCache
+    settings: WatchCache
+
+    @classmethod
+    def create(cls, client: AsyncClient) -> Stores:
+        return cls(
+            tokens=WatchCache(client, resources.Token, {"user": _token_user, "key": _token_key}),
+            users=WatchCache(client, resources.User, {"username": _username}),
+            bindings=WatchCache(client, resources.GlobalRoleBinding, {"user": _binding_user}),
+            settings=WatchCache(client, resources.Setting),
+        )
+
+    def all(self) -> list[WatchCache]:
+        return [self.tokens, self.users, self.bindings, self.settings]
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        tasks = [asyncio.create_task(cache.run()) for cache in self.all()]
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def token(self, name: str, key: str) -> Obj | None:
+        """The token named `name`, found through the key index first (spec 5.2)."""
+        for candidate in self.tokens.by_index("key", key):
+            if candidate["metadata"]["name"] == name:
+                return candidate
+        return self.tokens.get(name)
+
+    def setting(self, name: str) -> str:
+        stored = {n: s for n in [name] if (s := self.settings.get(n)) is not None}
+        return settings.effective(name, stored)
+
+    def number(self, name: str) -> float:
+        try:
+            return settings.as_number(name, self.setting(name))
+        except settings.SettingValueError:
+            # A bad value stored by hand must not lock everyone out; the default applies.
+            return settings.as_number(name, settings.CATALOG[name].default)
+
+    def user_active(self, user_id: str) -> bool | None:
+        """None when the user does not exist or is being deleted; else whether enabled."""
+        user = self.users.get(user_id)
+        if user is None or user["metadata"].get("deletionTimestamp"):
+            return None
+        return user.get("spec", {}).get("enabled", True) is not False
+
+    def is_admin(self, user_id: str) -> bool:
+        return any(
+            b.get("spec", {}).get("globalRoleName") == "admin"
+            for b in self.bindings.by_index("user", user_id)
+        )
+
+    def user_by_username(self, username: str) -> Obj | None:
+        found = self.users.by_index("username", username)
+        return found[0] if found else None

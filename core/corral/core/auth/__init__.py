@@ -1,0 +1,1 @@
+"""Authentication: token keys and their hashes, TTL rules, passwords."""

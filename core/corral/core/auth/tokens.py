@@ -1,0 +1,130 @@
+"""Token values, their stored records, and the decision whether a presented value authenticates.
+
+Everything here is pure: the caller supplies the stored token, the user's state, the settings
+in force and the clock, and gets back who the caller is or why not (spec 5.2 and 7).
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from corral.core import resources
+from corral.core.auth import hashing, ttl
+
+# A token name is a Kubernetes object name (DNS-1123 subdomain).
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+MSG_INVALID = "invalid auth token value"
+MSG_EXPIRED = "must authenticate, expired"
+MSG_NOT_FOUND = "token not found"
+MSG_MISSING = "must authenticate"
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """The fields of a Token custom resource that authentication and the API need."""
+
+    name: str
+    user_id: str
+    stored: str
+    ttl_ms: int
+    created: datetime.datetime
+    kind: str
+    is_derived: bool
+    cluster_name: str
+    enabled: bool
+    description: str
+    auth_provider: str
+    last_activity: datetime.datetime | None
+    uid: str
+
+    @classmethod
+    def from_object(cls, obj: Mapping[str, Any]) -> TokenRecord:
+        meta, spec = obj["metadata"], obj.get("spec", {})
+        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+        activity = annotations.get(resources.ANNOTATION_LAST_ACTIVITY)
+        return cls(
+            name=meta["name"],
+            user_id=spec.get("userId", ""),
+            stored=spec.get("token", ""),
+            ttl_ms=int(spec.get("ttlMillis", 0)),
+            created=ttl.parse_time(meta["creationTimestamp"]),
+            kind=labels.get(resources.LABEL_TOKEN_KIND, ""),
+            is_derived=bool(spec.get("isDerived", False)),
+            cluster_name=spec.get("clusterName", ""),
+            enabled=spec.get("enabled", True) is not False,
+            description=spec.get("description", ""),
+            auth_provider=spec.get("authProvider", ""),
+            last_activity=ttl.parse_time(activity) if activity else None,
+            uid=meta.get("uid", ""),
+        )
+
+    @property
+    def is_session(self) -> bool:
+        return self.kind == resources.KIND_SESSION
+
+    @property
+    def is_system(self) -> bool:
+        return self.kind == resources.KIND_SYSTEM
+
+    def expires_at(self) -> datetime.datetime | None:
+        return ttl.expires_at(self.created, self.ttl_ms)
+
+    def expired(self, now: datetime.datetime) -> bool:
+        return ttl.is_expired(self.created, self.ttl_ms, now)
+
+
+class AuthFailure(Exception):
+    """Why a request does not authenticate: an HTTP status and the spec's message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def split(value: str) -> tuple[str, str]:
+    """`<name>:<key>` into its halves; anything else is an invalid token value (422)."""
+    name, sep, key = value.partition(":")
+    if not sep or not name or not key or ":" in key or not _NAME.match(name):
+        raise AuthFailure(422, MSG_INVALID)
+    return name, key
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The settings in force that decide whether a token is still good."""
+
+    idle_minutes: float
+
+
+def check(
+    record: TokenRecord | None,
+    key: str,
+    user_active: bool | None,
+    last_activity: datetime.datetime | None,
+    policy: Policy,
+    now: datetime.datetime,
+) -> TokenRecord:
+    """The validation order of spec 5.2, after the value was split and the name looked up.
+
+    `user_active` is None when the user does not exist (or is being deleted), False when the
+    user is disabled. `last_activity` is the latest use known to this process.
+    """
+    if record is None:
+        raise AuthFailure(404, MSG_NOT_FOUND)
+    if not hashing.verify(record.stored, key):
+        raise AuthFailure(422, MSG_INVALID)
+    if user_active is None:
+        raise AuthFailure(404, MSG_NOT_FOUND)
+    if not user_active or not record.enabled:
+        raise AuthFailure(401, "must authenticate, disabled")
+    if record.expired(now):
+        raise AuthFailure(410, MSG_EXPIRED)
+    if record.is_session and ttl.is_idle(last_activity or record.created, policy.idle_minutes, now):
+        raise AuthFailure(410, MSG_EXPIRED)
+    return record

@@ -1,0 +1,33 @@
+"""corral's custom resources as lightkube types, and the label and annotation names on them."""
+
+from __future__ import annotations
+
+from lightkube.generic_resource import create_global_resource
+
+GROUP = "management.svc.io"
+VERSION = "v3"
+
+Token = create_global_resource(GROUP, VERSION, "Token", "tokens")
+User = create_global_resource(GROUP, VERSION, "User", "users")
+GlobalRoleBinding = create_global_resource(
+    GROUP, VERSION, "GlobalRoleBinding", "globalrolebindings"
+)
+Setting = create_global_resource(GROUP, VERSION, "Setting", "settings")
+
+# The namespace where corral keeps its own secrets in the management cluster.
+SYSTEM_NAMESPACE = "svc-system"
+
+LABEL_TOKEN_USER = "authn.management.svc.io/token-userId"
+LABEL_TOKEN_KIND = "authn.management.svc.io/kind"
+LABEL_KUBECONFIG_ID = "authn.management.svc.io/kubeconfig-id"
+ANNOTATION_TOKEN_HASHED = "authn.management.svc.io/token-hashed"
+# When the token was last used, as far as any API server replica has written down.
+ANNOTATION_LAST_ACTIVITY = "authn.management.svc.io/last-activity"
+
+KIND_SESSION = "session"
+KIND_KUBECONFIG = "kubeconfig"
+KIND_SYSTEM = "system"
+
+
+def password_secret_name(user_id: str) -> str:
+    return f"{user_id}-password"

@@ -1,0 +1,91 @@
+"""What must exist before anyone can use corral: corral's namespace, the settings with their
+defaults, and an administrator."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from typing import Any
+
+from lightkube import ApiError, AsyncClient
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace, Secret
+
+from corral.core import resources, settings
+from corral.core.auth import credentials
+from corral.core.kube import as_dict
+
+log = logging.getLogger(__name__)
+
+# Fixed, so that two replicas starting at once cannot create two administrators.
+ADMIN_ID = "u-admin"
+ADMIN_USERNAME = "admin"
+ADMIN_BINDING = "grb-admin"
+BOOTSTRAP_SECRET = "bootstrap-secret"
+
+
+async def run(kube: AsyncClient) -> None:
+    await ensure_namespace(kube)
+    await ensure_settings(kube)
+    await ensure_admin(kube, os.environ.get("CORRAL_BOOTSTRAP_PASSWORD"))
+
+
+async def ensure_namespace(kube: AsyncClient) -> None:
+    await create_if_missing(kube, Namespace(metadata=ObjectMeta(name=resources.SYSTEM_NAMESPACE)))
+
+
+async def ensure_settings(kube: AsyncClient) -> None:
+    """Every known setting exists with its current default; values set by users stay."""
+    for definition in settings.CATALOG.values():
+        setting = resources.Setting(
+            metadata=ObjectMeta(name=definition.name), default=definition.default
+        )
+        # Server-side apply of `default` alone: a `value` set by an admin is another field.
+        await kube.apply(setting, field_manager="corral-operator-defaults", force=True)
+
+
+async def ensure_admin(kube: AsyncClient, password: str | None) -> None:
+    """Create the `admin` user on first start.
+
+    The password comes from CORRAL_BOOTSTRAP_PASSWORD; without it one is generated and kept
+    in the Secret svc-system/bootstrap-secret. Either way it is never logged.
+    """
+    try:
+        await kube.get(resources.User, ADMIN_ID)
+        return
+    except ApiError as exc:
+        if exc.status.code != 404:
+            raise
+    if not password:
+        password = secrets.token_urlsafe(18)
+        await create_if_missing(kube, Secret(
+            metadata=ObjectMeta(name=BOOTSTRAP_SECRET, namespace=resources.SYSTEM_NAMESPACE),
+            stringData={"bootstrapPassword": password},
+        ))  # fmt: skip
+        log.warning("created user %s; its password is in Secret %s/%s (key bootstrapPassword)",
+                    ADMIN_USERNAME, resources.SYSTEM_NAMESPACE, BOOTSTRAP_SECRET)  # fmt: skip
+    user = resources.User(
+        metadata=ObjectMeta(name=ADMIN_ID),
+        spec={"username": ADMIN_USERNAME, "displayName": "Default Admin", "enabled": True},
+    )
+    if not await create_if_missing(kube, user):
+        return  # another replica got there first
+    created = await kube.get(resources.User, ADMIN_ID)
+    await credentials.store(kube, ADMIN_ID, as_dict(created)["metadata"]["uid"], password)
+    await create_if_missing(kube, resources.GlobalRoleBinding(
+        metadata=ObjectMeta(name=ADMIN_BINDING),
+        spec={"globalRoleName": "admin", "userName": ADMIN_ID},
+    ))  # fmt: skip
+    log.info("bootstrapped administrator %s (%s)", ADMIN_USERNAME, ADMIN_ID)
+
+
+async def create_if_missing(kube: AsyncClient, obj: Any) -> bool:
+    """Create the object; False when it already existed."""
+    try:
+        await kube.create(obj)
+    except ApiError as exc:
+        if exc.status.code == 409:
+            return False
+        raise
+    return True

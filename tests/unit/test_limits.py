@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import datetime
+
+from corral.apiserver.activity import ActivityTracker
+from corral.apiserver.ratelimit import RateLimiter
+from corral.apiserver.throttle import USER_FREE_FAILURES, LoginThrottle
+from corral.operator.tokens import expired, expiry_status
+
+NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.UTC)
+
+
+def test_rate_limit_counts_per_user_in_one_minute_windows() -> None:
+    limiter = RateLimiter()
+    decisions = [limiter.hit("u1", 3, now=100.0) for _ in range(4)]
+    assert [d.allowed for d in decisions] == [True, True, True, False]
+    assert [d.remaining for d in decisions] == [2, 1, 0, 0]
+    assert decisions[-1].reset_seconds == 60
+    assert limiter.hit("u2", 3, now=100.0).allowed
+    assert limiter.hit("u1", 3, now=160.0).allowed  # a new window
+    assert limiter.hit("u1", 0, now=161.0).allowed  # 0 disables
+
+
+def test_login_throttle_doubles_and_a_success_clears_the_username_only() -> None:
+    throttle = LoginThrottle()
+    for _ in range(USER_FREE_FAILURES):
+        assert throttle.retry_after("bob", "10.0.0.1", 0.0) == 0
+        throttle.failed("bob", "10.0.0.1", 0.0)
+    assert throttle.retry_after("bob", "10.0.0.1", 0.0) == 1.0
+    throttle.failed("bob", "10.0.0.1", 0.0)
+    assert throttle.retry_after("bob", "10.0.0.2", 0.5) == 1.5  # 2 s penalty, 0.5 s gone
+    assert throttle.retry_after("alice", "10.0.0.1", 0.0) == 0  # address still has room
+    throttle.succeeded("bob")
+    assert throttle.retry_after("bob", "10.0.0.1", 0.0) == 0
+
+
+async def test_activity_is_written_once_then_at_most_once_per_interval() -> None:
+    writes: list[tuple[str, datetime.datetime]] = []
+
+    async def write(token: str, seen: datetime.datetime) -> None:
+        writes.append((token, seen))
+
+    tracker = ActivityTracker(write)
+    tracker.touch("t", NOW)
+    await tracker.flush(NOW, idle_minutes=0)
+    for second in range(1, 50):
+        tracker.touch("t", NOW + datetime.timedelta(seconds=second))
+        await tracker.flush(NOW + datetime.timedelta(seconds=second), idle_minutes=0)
+    assert len(writes) == 1  # the first use; the next may wait a minute
+    await tracker.flush(NOW + datetime.timedelta(seconds=61), idle_minutes=0)
+    assert writes[-1] == ("t", NOW + datetime.timedelta(seconds=49))
+    # A short idle timeout shortens the interval to half of it.
+    tracker.touch("t", NOW + datetime.timedelta(seconds=62))
+    await tracker.flush(NOW + datetime.timedelta(seconds=62), idle_minutes=0.5)
+    assert len(writes) == 2
+    await tracker.flush(NOW + datetime.timedelta(seconds=76), idle_minutes=0.5)
+    assert len(writes) == 3
+    assert tracker.last_seen("t", NOW + datetime.timedelta(hours=1)) == NOW + datetime.timedelta(
+        hours=1
+    )
+
+
+def test_operator_expiry_status_and_purge_selection() -> None:
+    created = "2026-11-22T11:00:00Z"
+    assert expiry_status({"ttlMillis": 0}, created, {}) is None
+    assert expiry_status({"ttlMillis": 60_000}, created, {}) == {
+        "expiresAt": "2026-11-22T11:01:00Z", "expired": False,
+    }  # fmt: skip
+    assert expiry_status({"ttlMillis": 60_000}, created, {"expiresAt": "x"}) is None
+
+    def token(name: str, ttl_ms: int, kind: str = "") -> dict:
+        labels = {"authn.management.svc.io/kind": kind} if kind else {}
+        return {"metadata": {"name": name, "creationTimestamp": created, "labels": labels},
+                "spec": {"ttlMillis": ttl_ms}}  # fmt: skip
+
+    tokens = [token("old", 60_000), token("forever", 0), token("young", 7_200_000),
+              token("system", 60_000, "system")]  # fmt: skip
+    assert expired(tokens, NOW) == ["old"]
