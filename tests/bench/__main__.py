@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from tests.bench import devenv
+from tests.bench import auth, devenv
 
-BENCHMARKS = {"devenv": devenv.main}
+BENCHMARKS = {"devenv": devenv.main, "auth": auth.main}
 
 
 def main(argv: list[str]) -> int:

@@ -14,10 +14,12 @@ from corral.apiserver.config import ApiServerConfig, ConfigError
 from corral.core import kube
 from corral.core.features import FeatureError
 from corral.core.features import parse as parse_features
+from corral.core.logs import quiet_http_clients
 
 
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    quiet_http_clients()
     try:
         config = ApiServerConfig.from_env()
         features = parse_features(os.environ.get("CORRAL_FEATURES", ""))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lightkube import AsyncClient, KubeConfig
+from lightkube import ApiError, AsyncClient, KubeConfig
 
 FIELD_MANAGER = "corral"
 
@@ -18,3 +18,12 @@ def as_dict(obj: Any) -> dict[str, Any]:
     """A lightkube object as a plain dict (generic resources already are one)."""
     data: dict[str, Any] = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
     return data
+
+
+async def delete_if_present(client: AsyncClient, resource: Any, name: str) -> None:
+    """Delete an object; one that is already gone is fine."""
+    try:
+        await client.delete(resource, name)
+    except ApiError as exc:
+        if exc.status.code != 404:
+            raise

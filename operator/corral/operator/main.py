@@ -6,6 +6,8 @@ import logging
 
 import kopf
 
+from corral.core.logs import quiet_http_clients
+
 # Importing a handler module registers its handlers with kopf.
 from corral.operator import probes, startup, tokens, users  # noqa: F401
 from corral.operator.config import OperatorConfig
@@ -14,6 +16,7 @@ from corral.operator.config import OperatorConfig
 def main() -> int:
     config = OperatorConfig.from_env()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    quiet_http_clients()
     kopf.run(
         clusterwide=True,
         liveness_endpoint=config.liveness_endpoint,

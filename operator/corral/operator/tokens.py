@@ -15,7 +15,7 @@ from lightkube.types import PatchType
 
 from corral.core import resources, settings
 from corral.core.auth import ttl
-from corral.core.kube import as_dict
+from corral.core.kube import as_dict, delete_if_present
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +99,7 @@ async def purge(kube: AsyncClient, now: datetime.datetime) -> int:
     tokens = [as_dict(t) async for t in kube.list(resources.Token)]
     names = expired(tokens, now)
     for name in names:
-        try:
-            await kube.delete(resources.Token, name)
-        except ApiError as exc:
-            if exc.status.code != 404:
-                raise
+        await delete_if_present(kube, resources.Token, name)
     if names:
         log.info("purged %d expired tokens", len(names))
     return len(names)

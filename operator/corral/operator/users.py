@@ -6,10 +6,10 @@ import logging
 from typing import Any
 
 import kopf
-from lightkube import ApiError, AsyncClient
+from lightkube import AsyncClient
 
 from corral.core import resources
-from corral.core.kube import as_dict
+from corral.core.kube import as_dict, delete_if_present
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +26,5 @@ async def remove_credentials(name: str, memo: kopf.Memo, **_: Any) -> None:
                 if b.get("spec", {}).get("userName") == name]  # fmt: skip
     for resource, objs in ((resources.Token, tokens), (resources.GlobalRoleBinding, bindings)):
         for obj in objs:
-            try:
-                await kube.delete(resource, as_dict(obj)["metadata"]["name"])
-            except ApiError as exc:
-                if exc.status.code != 404:
-                    raise
+            await delete_if_present(kube, resource, as_dict(obj)["metadata"]["name"])
     log.info("user %s deleted with %d tokens and %d bindings", name, len(tokens), len(bindings))

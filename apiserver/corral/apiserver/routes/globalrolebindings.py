@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from lightkube import ApiError as KubeApiError
 from lightkube.models.meta_v1 import ObjectMeta
 
 from corral.apiserver import envelope, errors
@@ -18,7 +17,7 @@ from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.routes.common import base_url, meta_fields, text, v3
 from corral.apiserver.schemas import Field, Schema
 from corral.core import ids, resources
-from corral.core.kube import as_dict
+from corral.core.kube import as_dict, delete_if_present
 
 ROLES = ("admin", "user")
 SCHEMA = Schema(
@@ -97,10 +96,6 @@ async def delete_binding(request: web.Request) -> web.Response:
     if spec.get("userName") == who.user_id and spec.get("globalRoleName") == "admin":
         raise ApiError(422, "InvalidAction", "You cannot revoke your own admin role")
     name = obj["metadata"]["name"]
-    try:
-        await request.app[KUBE].delete(resources.GlobalRoleBinding, name)
-    except KubeApiError as exc:
-        if exc.status.code != 404:
-            raise
+    await delete_if_present(request.app[KUBE], resources.GlobalRoleBinding, name)
     request.app[STORES].bindings.forget(name)
     return web.Response(status=204)

@@ -6,7 +6,6 @@ import datetime
 from typing import Any
 
 from aiohttp import web
-from lightkube import ApiError as KubeApiError
 
 from corral.apiserver import envelope, errors
 from corral.apiserver.authn import CSRF_COOKIE, SESSION_COOKIE, Principal, principal
@@ -19,6 +18,7 @@ from corral.apiserver.schemas import Field, Schema, readonly
 from corral.core import resources
 from corral.core.auth import ttl
 from corral.core.auth.tokens import MSG_NOT_FOUND, TokenRecord
+from corral.core.kube import delete_if_present
 
 SCHEMA = Schema(
     id="token",
@@ -152,11 +152,7 @@ async def delete_token(request: web.Request) -> web.Response:
 
 
 async def delete(request: web.Request, name: str) -> None:
-    try:
-        await request.app[KUBE].delete(resources.Token, name)
-    except KubeApiError as exc:
-        if exc.status.code != 404:
-            raise
+    await delete_if_present(request.app[KUBE], resources.Token, name)
     request.app[STORES].tokens.forget(name)
     request.app[ACTIVITY].forget(name)
 

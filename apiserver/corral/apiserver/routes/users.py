@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from lightkube import ApiError as KubeApiError
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
@@ -26,7 +25,7 @@ from corral.apiserver.schemas import Field, Schema, readonly
 from corral.core import ids, resources
 from corral.core.auth import credentials, passwords
 from corral.core.auth.tokens import TokenRecord
-from corral.core.kube import as_dict
+from corral.core.kube import as_dict, delete_if_present
 
 SCHEMA = Schema(
     id="user",
@@ -186,11 +185,7 @@ async def delete_user(request: web.Request) -> web.Response:
     user_id = obj["metadata"]["name"]
     if user_id == who.user_id:
         raise ApiError(422, "InvalidAction", "You cannot delete yourself")
-    try:
-        await request.app[KUBE].delete(resources.User, user_id)
-    except KubeApiError as exc:
-        if exc.status.code != 404:
-            raise
+    await delete_if_present(request.app[KUBE], resources.User, user_id)
     request.app[STORES].users.forget(user_id)
     return web.Response(status=204)
 

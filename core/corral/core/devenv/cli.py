@@ -12,6 +12,7 @@ from types import FrameType
 
 from corral.core.devenv.environment import Environment, Options
 from corral.core.devenv.process import ProcessFailed
+from corral.core.logs import quiet_http_clients
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -57,6 +58,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    quiet_http_clients()
     if not args.devkube.exists():
         print(f"corral-dev: {args.devkube} is missing; run `make devkube`", file=sys.stderr)
         return 2
@@ -74,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with Environment(options) as env:
             print(f"corral is up in {env.startup_seconds:.1f}s; settings in {env.env_file}:")
-            print(env.env_file.read_text(), end="")
+            print(masked(env.env_file.read_text()), end="")
             print("Ctrl-C stops every process.", flush=True)
             while True:
                 time.sleep(1.0)
@@ -86,6 +88,22 @@ def main(argv: list[str] | None = None) -> int:
     except ProcessFailed as exc:
         print(f"corral-dev: {exc}", file=sys.stderr)
         return 1
+
+
+SECRET_KEYS = ("CORRAL_TOKEN", "CORRAL_ADMIN_PASSWORD")
+
+
+def masked(env_text: str) -> str:
+    """dev.env with its secrets left out: they are in the file, not on the terminal."""
+    lines = []
+    for line in env_text.splitlines():
+        key, _, value = line.partition("=")
+        if key in SECRET_KEYS:
+            value = (
+                f"{value.split(':')[0]}:… (see the file)" if ":" in value else "… (see the file)"
+            )
+        lines.append(f"{key}={value}")
+    return "\n".join(lines) + "\n"
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

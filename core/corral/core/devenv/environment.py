@@ -62,6 +62,7 @@ class Environment:
         self.pki_dir = self.root / "pki"
         self.env_file = self.root / "dev.env"
         self._lock: int | None = None
+        self._corral_env: dict[str, str] = {}
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -172,28 +173,17 @@ class Environment:
             "CORRAL_OPERATOR_LIVENESS": self.operator_liveness,
             "CORRAL_BOOTSTRAP_PASSWORD": self.admin_password,
         }
-        logs = self.root / "logs"
+        self._corral_env = env
         self.corral = [
             Process(
                 "operator",
                 [sys.executable, "-m", "corral.operator"],
-                logs / "operator.log",
-                env=env,
-            ),
-            Process(
-                "apiserver",
-                [sys.executable, "-m", "corral.apiserver"],
-                logs / "apiserver.log",
+                self.root / "logs" / "operator.log",
                 env=env,
             ),
         ]
+        self._start_apiserver(api_port)
         context = ssl.create_default_context(cafile=str(self.ca_path))
-        wait_for(
-            "corral apiserver /readyz",
-            lambda: _http_ok(f"{self.api_url}/readyz", context),
-            CORRAL_TIMEOUT,
-            self.corral,
-        )
         wait_for(
             "corral operator liveness",
             lambda: _http_ok(self.operator_liveness, None),
@@ -201,6 +191,23 @@ class Environment:
             self.corral,
         )
         self.admin_token = self._admin_api_token(context)
+
+    def add_apiserver_replica(self) -> str:
+        """Start one more API server replica on a free port and return its URL."""
+        return self._start_apiserver(free_port())
+
+    def _start_apiserver(self, port: int) -> str:
+        replicas = sum(p.name.startswith("apiserver") for p in self.corral)
+        name = "apiserver" if replicas == 0 else f"apiserver-{replicas + 1}"
+        env = {**self._corral_env, "CORRAL_LISTEN": f"127.0.0.1:{port}"}
+        process = Process(name, [sys.executable, "-m", "corral.apiserver"],
+                          self.root / "logs" / f"{name}.log", env=env)  # fmt: skip
+        self.corral.append(process)
+        url = f"https://127.0.0.1:{port}"
+        context = ssl.create_default_context(cafile=str(self.ca_path))
+        wait_for(f"corral {name} /readyz", lambda: _http_ok(f"{url}/readyz", context),
+                 CORRAL_TIMEOUT, [process])  # fmt: skip
+        return url
 
     def _admin_api_token(self, context: ssl.SSLContext) -> str:
         """Log in as the bootstrapped admin, exactly as a client would, and create an API
