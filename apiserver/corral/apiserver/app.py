@@ -18,27 +18,33 @@ from corral.apiserver.activity import ActivityTracker
 from corral.apiserver.authn import auth_middleware
 from corral.apiserver.keys import (
     ACTIVITY,
+    CORRAL_CA,
     FEATURES,
     KUBE,
     LIMITER,
     READINESS,
     SCHEMAS,
+    SESSIONS,
     STORES,
     THROTTLE,
-)  # fmt: skip
+)
 from corral.apiserver.ratelimit import RateLimiter
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.routes import (
+    clusters,
     globalrolebindings,
     health,
     login,
+    nodes,
+    proxy,
     root,
     schemas,
     settings,
     tokens,
     users,
-)  # fmt: skip
+)
 from corral.apiserver.schemas import Registry
+from corral.apiserver.sessions import SessionPool
 from corral.apiserver.stores import Stores
 from corral.apiserver.throttle import LoginThrottle
 from corral.core import resources
@@ -46,17 +52,24 @@ from corral.core.auth import ttl
 
 log = logging.getLogger(__name__)
 
-ROUTE_MODULES = [health, root, schemas, login, tokens, users, globalrolebindings, settings]
+ROUTE_MODULES = [
+    health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
+    proxy,
+]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
-    globalrolebindings.SCHEMA, settings.SCHEMA,
+    globalrolebindings.SCHEMA, settings.SCHEMA, clusters.SCHEMA, nodes.SCHEMA, nodes.DRAIN,
 ]  # fmt: skip
 
 
-def create_app(kube: AsyncClient, features: dict[str, bool]) -> web.Application:
+def create_app(
+    kube: AsyncClient, features: dict[str, bool], corral_ca: bytes | None = None
+) -> web.Application:
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
     app[KUBE] = kube
     app[FEATURES] = features
+    app[CORRAL_CA] = corral_ca
+    app[SESSIONS] = SessionPool()
     app[READINESS] = Readiness()
     app[STORES] = Stores.create(kube)
     app[ACTIVITY] = ActivityTracker(_activity_writer(kube))
@@ -108,4 +121,5 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(*tasks)
+    await app[SESSIONS].close()
     await app[KUBE].close()

@@ -27,16 +27,26 @@ WATCH_TIMEOUT = 300
 
 
 def name_of(obj: Obj) -> str:
-    name: str = obj["metadata"]["name"]
-    return name
+    """The cache key: the name, prefixed with `<namespace>/` for namespaced objects."""
+    meta = obj["metadata"]
+    name: str = meta["name"]
+    return f"{meta['namespace']}/{name}" if meta.get("namespace") else name
 
 
 class WatchCache:
     def __init__(
-        self, client: AsyncClient, resource: Any, indexes: dict[str, IndexFn] | None = None
+        self,
+        client: AsyncClient,
+        resource: Any,
+        indexes: dict[str, IndexFn] | None = None,
+        namespace: str | None = None,
+        labels: dict[str, Any] | None = None,
     ) -> None:
         self._client = client
         self._resource = resource
+        self._scope: dict[str, Any] = {"labels": labels}
+        if namespace is not None:
+            self._scope["namespace"] = namespace
         self._index_fns = indexes or {}
         self._objects: dict[str, Obj] = {}
         self._indexes: dict[str, dict[str, set[str]]] = {n: {} for n in self._index_fns}
@@ -77,7 +87,10 @@ class WatchCache:
                 version = await self._relist()
                 self.synced.set()
                 async for event, obj in self._client.watch(
-                    self._resource, resource_version=version, server_timeout=WATCH_TIMEOUT
+                    self._resource,
+                    resource_version=version,
+                    server_timeout=WATCH_TIMEOUT,
+                    **self._scope,
                 ):
                     data = as_dict(obj)
                     if event == "DELETED":
@@ -91,7 +104,7 @@ class WatchCache:
                 await asyncio.sleep(RETRY_DELAY)
 
     async def _relist(self) -> str:
-        listing = self._client.list(self._resource)
+        listing = self._client.list(self._resource, **self._scope)
         fresh = {}
         async for obj in listing:
             data = as_dict(obj)

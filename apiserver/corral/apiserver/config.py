@@ -17,6 +17,7 @@ class ApiServerConfig:
     port: int
     tls_cert: Path
     tls_key: Path
+    ca_file: Path | None
 
     @classmethod
     def from_env(cls) -> ApiServerConfig:
@@ -27,4 +28,11 @@ class ApiServerConfig:
             raise ConfigError("CORRAL_TLS_CERT_FILE and CORRAL_TLS_KEY_FILE are required")
         if not port.isdigit():
             raise ConfigError(f"CORRAL_LISTEN must be host:port, not {host}:{port}")
-        return cls(host=host or "0.0.0.0", port=int(port), tls_cert=Path(cert), tls_key=Path(key))  # noqa: S104
+        ca = os.environ.get("CORRAL_CA_FILE")
+        return cls(
+            host=host or "0.0.0.0",  # noqa: S104
+            port=int(port),
+            tls_cert=Path(cert),
+            tls_key=Path(key),
+            ca_file=Path(ca) if ca else None,
+        )

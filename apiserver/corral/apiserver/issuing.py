@@ -27,6 +27,7 @@ class NewToken:
     cluster_name: str = ""
     auth_provider: str = "local"
     name: str | None = None  # None picks token-<random>
+    labels: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ async def issue(kube: AsyncClient, stores: Stores, new: NewToken, hashed: bool) 
     key = hashing.new_key()
     stored = hashing.hash_key(key) if hashed else key
     user = stores.users.get(new.user_id) or {}
-    labels = {resources.LABEL_TOKEN_USER: new.user_id}
+    labels = {**(new.labels or {}), resources.LABEL_TOKEN_USER: new.user_id}
     if new.kind:
         labels[resources.LABEL_TOKEN_KIND] = new.kind
     annotations = {resources.ANNOTATION_TOKEN_HASHED: "true"} if hashed else {}

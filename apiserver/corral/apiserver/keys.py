@@ -9,6 +9,7 @@ from corral.apiserver.activity import ActivityTracker
 from corral.apiserver.ratelimit import RateLimiter
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.schemas import Registry
+from corral.apiserver.sessions import SessionPool
 from corral.apiserver.stores import Stores
 from corral.apiserver.throttle import LoginThrottle
 
@@ -20,3 +21,6 @@ LIMITER = web.AppKey("limiter", RateLimiter)
 SCHEMAS = web.AppKey("schemas", Registry)
 FEATURES = web.AppKey("features", dict[str, bool])
 THROTTLE = web.AppKey("throttle", LoginThrottle)
+# The CA of this server's certificate, for kubeconfigs; None when clients trust it already.
+CORRAL_CA: web.AppKey[bytes | None] = web.AppKey("corral_ca")
+SESSIONS = web.AppKey("sessions", SessionPool)

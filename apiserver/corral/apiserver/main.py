@@ -30,7 +30,9 @@ def main() -> int:
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(config.tls_cert, config.tls_key)
     web.run_app(
-        create_app(kube.async_client(), features),
+        create_app(
+            kube.async_client(), features, config.ca_file.read_bytes() if config.ca_file else None
+        ),
         host=config.host,
         port=config.port,
         ssl_context=context,

@@ -7,10 +7,12 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from lightkube import AsyncClient
+from lightkube import AsyncClient, operators
+from lightkube.resources.core_v1 import Secret
 
 from corral.apiserver.cache import Obj, WatchCache
 from corral.core import resources, settings
+from corral.core.clusters.credential import Credential, from_environment
 from corral.core.resources import LABEL_TOKEN_USER
 
 
@@ -29,6 +31,10 @@ def _username(obj: Obj) -> list[str]:
     return [obj.get("spec", {}).get("username", "")]
 
 
+def _namespace(obj: Obj) -> list[str]:
+    return [obj["metadata"].get("namespace", "")]
+
+
 def _binding_user(obj: Obj) -> list[str]:
     return [obj.get("spec", {}).get("userName", "")]
 
@@ -39,6 +45,9 @@ class Stores:
     users: WatchCache
     bindings: WatchCache
     settings: WatchCache
+    clusters: WatchCache
+    nodes: WatchCache
+    credentials: WatchCache
 
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
@@ -47,10 +56,26 @@ class Stores:
             users=WatchCache(client, resources.User, {"username": _username}),
             bindings=WatchCache(client, resources.GlobalRoleBinding, {"user": _binding_user}),
             settings=WatchCache(client, resources.Setting),
+            clusters=WatchCache(client, resources.Cluster),
+            nodes=WatchCache(client, resources.Node, {"cluster": _namespace}, namespace="*"),
+            credentials=WatchCache(
+                client,
+                Secret,
+                namespace=resources.SYSTEM_NAMESPACE,
+                labels={resources.LABEL_CLUSTER_CREDENTIAL: operators.exists()},
+            ),
         )
 
     def all(self) -> list[WatchCache]:
-        return [self.tokens, self.users, self.bindings, self.settings]
+        return [
+            self.tokens,
+            self.users,
+            self.bindings,
+            self.settings,
+            self.clusters,
+            self.nodes,
+            self.credentials,
+        ]
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -96,3 +121,11 @@ class Stores:
     def user_by_username(self, username: str) -> Obj | None:
         found = self.users.by_index("username", username)
         return found[0] if found else None
+
+    def credential(self, cluster_id: str) -> Credential | None:
+        if cluster_id == resources.LOCAL_CLUSTER:
+            return from_environment()
+        secret = self.credentials.get(
+            f"{resources.SYSTEM_NAMESPACE}/{resources.credential_secret_name(cluster_id)}"
+        )
+        return Credential.from_secret_data(secret.get("data") or {}) if secret else None

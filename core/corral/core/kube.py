@@ -20,10 +20,12 @@ def as_dict(obj: Any) -> dict[str, Any]:
     return data
 
 
-async def delete_if_present(client: AsyncClient, resource: Any, name: str) -> None:
+async def delete_if_present(
+    client: AsyncClient, resource: Any, name: str, namespace: str | None = None
+) -> None:
     """Delete an object; one that is already gone is fine."""
     try:
-        await client.delete(resource, name)
+        await client.delete(resource, name, namespace=namespace)
     except ApiError as exc:
         if exc.status.code != 404:
             raise

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lightkube.generic_resource import create_global_resource
+from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 
 GROUP = "management.svc.io"
 VERSION = "v3"
@@ -13,6 +13,12 @@ GlobalRoleBinding = create_global_resource(
     GROUP, VERSION, "GlobalRoleBinding", "globalrolebindings"
 )
 Setting = create_global_resource(GROUP, VERSION, "Setting", "settings")
+Cluster = create_global_resource(GROUP, VERSION, "Cluster", "clusters")
+Node = create_namespaced_resource(GROUP, VERSION, "Node", "nodes")
+
+# The management cluster itself, registered at start-up.
+LOCAL_CLUSTER = "local"
+LABEL_CLUSTER_CREDENTIAL = "management.svc.io/cluster-credential"
 
 # The namespace where corral keeps its own secrets in the management cluster.
 SYSTEM_NAMESPACE = "svc-system"
@@ -31,3 +37,7 @@ KIND_SYSTEM = "system"
 
 def password_secret_name(user_id: str) -> str:
     return f"{user_id}-password"
+
+
+def credential_secret_name(cluster_id: str) -> str:
+    return f"{cluster_id}-credential"

@@ -29,6 +29,16 @@ async def run(kube: AsyncClient) -> None:
     await ensure_namespace(kube)
     await ensure_settings(kube)
     await ensure_admin(kube, os.environ.get("CORRAL_BOOTSTRAP_PASSWORD"))
+    await ensure_local_cluster(kube)
+
+
+async def ensure_local_cluster(kube: AsyncClient) -> None:
+    """The management cluster is the cluster `local`."""
+    await create_if_missing(kube, resources.Cluster(
+        metadata=ObjectMeta(name=resources.LOCAL_CLUSTER),
+        spec={"displayName": "local", "driver": "local",
+              "description": "The management cluster corral runs in"},
+    ))  # fmt: skip
 
 
 async def ensure_namespace(kube: AsyncClient) -> None:

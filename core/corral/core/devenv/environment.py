@@ -4,6 +4,7 @@ operator and API server. `make run` and the end-to-end tests both drive this cla
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import json
 import logging
@@ -63,6 +64,7 @@ class Environment:
         self.env_file = self.root / "dev.env"
         self._lock: int | None = None
         self._corral_env: dict[str, str] = {}
+        self.cluster_ids: list[str] = []
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -172,6 +174,7 @@ class Environment:
             "CORRAL_TLS_KEY_FILE": str(key),
             "CORRAL_OPERATOR_LIVENESS": self.operator_liveness,
             "CORRAL_BOOTSTRAP_PASSWORD": self.admin_password,
+            "CORRAL_CA_FILE": str(self.ca_path),
         }
         self._corral_env = env
         self.corral = [
@@ -191,6 +194,7 @@ class Environment:
             self.corral,
         )
         self.admin_token = self._admin_api_token(context)
+        self.cluster_ids = [self._import(plane, context) for plane in self.downstreams]
 
     def add_apiserver_replica(self) -> str:
         """Start one more API server replica on a free port and return its URL."""
@@ -208,6 +212,25 @@ class Environment:
         wait_for(f"corral {name} /readyz", lambda: _http_ok(f"{url}/readyz", context),
                  CORRAL_TIMEOUT, [process])  # fmt: skip
         return url
+
+    def _import(self, plane: ControlPlane, context: ssl.SSLContext) -> str:
+        """Import a downstream cluster through /v3, as a user would, and wait until Ready."""
+        encoded = base64.b64encode(plane.kubeconfig_path.read_bytes()).decode()
+        body = {"type": "cluster", "name": plane.name, "importedConfig": {"kubeConfig": encoded}}
+        created = _post_json(f"{self.api_url}/v3/clusters", body, context, self.admin_token)
+        cluster_id: str = created["id"]
+        wait_for(
+            f"cluster {plane.name} ({cluster_id}) Ready",
+            lambda: (
+                _get_json(f"{self.api_url}/v3/clusters/{cluster_id}", context, self.admin_token)[
+                    "state"
+                ]
+                == "active"
+            ),
+            CORRAL_TIMEOUT,
+            self.corral,
+        )
+        return cluster_id
 
     def _admin_api_token(self, context: ssl.SSLContext) -> str:
         """Log in as the bootstrapped admin, exactly as a client would, and create an API
@@ -258,6 +281,7 @@ class Environment:
                 "CORRAL_TOKEN": self.admin_token,
                 "CORRAL_ADMIN_USER": ADMIN_USERNAME,
                 "CORRAL_ADMIN_PASSWORD": self.admin_password,
+                "CORRAL_DOWNSTREAM_CLUSTER_IDS": ":".join(self.cluster_ids),
                 "CORRAL_OPERATOR_LIVENESS": self.operator_liveness,
             }
         text = "".join(f"{key}={value}\n" for key, value in lines.items())
@@ -290,6 +314,13 @@ def _post_json(
     if token:
         headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")  # noqa: S310
+    with urllib.request.urlopen(request, timeout=10, context=context) as response:  # noqa: S310
+        result: dict[str, Any] = json.loads(response.read())
+        return result
+
+
+def _get_json(url: str, context: ssl.SSLContext, token: str) -> dict[str, Any]:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})  # noqa: S310
     with urllib.request.urlopen(request, timeout=10, context=context) as response:  # noqa: S310
         result: dict[str, Any] = json.loads(response.read())
         return result

@@ -1,0 +1,411 @@
+"""`/v3/clusters` (spec 4.2): import, list, get, update, delete, and the cluster actions.
+
+Importing happens here, synchronously, so that a bad kubeconfig or an unreachable server is
+answered at once and nothing is stored: the kubeconfig is parsed, used once to create corral's
+own service account in the cluster, and dropped; the Cluster and the Secret holding corral's
+credential are written only after that credential has been shown to work.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from aiohttp import web
+from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
+from lightkube.resources.core_v1 import Secret
+from lightkube.types import PatchType
+
+from corral.apiserver import envelope, errors
+from corral.apiserver.authn import Principal, principal
+from corral.apiserver.authz import require_admin
+from corral.apiserver.body import read_json
+from corral.apiserver.cache import Obj
+from corral.apiserver.errors import ApiError
+from corral.apiserver.issuing import NewToken, issue
+from corral.apiserver.keys import CORRAL_CA, FEATURES, KUBE, STORES
+from corral.apiserver.routes import tokens
+from corral.apiserver.routes.common import action, base_url, flag, label_selector, text, v3
+from corral.apiserver.schemas import Field, Schema, readonly
+from corral.core import conditions, ids, kubeconfig, resources
+from corral.core.auth import ttl
+from corral.core.clusters import importing
+from corral.core.kube import as_dict, delete_if_present
+
+CONFIG_DRIVERS = {
+    "importedConfig": "imported",
+    "rke2Config": "rke2",
+    "k3sConfig": "k3s",
+    "aksConfig": "AKS",
+    "eksConfig": "EKS",
+    "gkeConfig": "GKE",
+}
+DRIVERS = (*CONFIG_DRIVERS.values(), "local", "svcKubernetesEngine")
+ACTIONS = ("generateKubeconfig", "backupEtcd", "restoreFromEtcdBackup", "rotateCertificates")
+# Fields a PUT may change; everything else is fixed at creation.
+UPDATABLE = {"displayName", "description", "enableNetworkPolicy", "localClusterAuthEndpoint",
+             "agentEnvVars", "kubernetesVersion"}  # fmt: skip
+IMMUTABLE = {"driver", "kubeConfig", *CONFIG_DRIVERS}
+
+SCHEMA = Schema(
+    id="cluster",
+    plural="clusters",
+    fields={
+        "name": Field("string", create=True, update=True, description="Display name"),
+        "displayName": Field("string", create=True, update=True, required=True),
+        "description": Field("string", create=True, update=True),
+        "driver": readonly("enum"),
+        "state": readonly("string"),
+        "transitioning": readonly("enum"),
+        "transitioningMessage": readonly("string"),
+        "enableNetworkPolicy": Field("boolean", create=True, update=True, default=False),
+        "localClusterAuthEndpoint": Field("localClusterAuthEndpoint", create=True, update=True),
+        "importedConfig": Field("importedConfig", create=True),
+        "kubeConfig": Field("string", create=True, write_only=True),
+        **{name: Field("json", create=True) for name in CONFIG_DRIVERS if name != "importedConfig"},
+        "kubernetesVersion": Field("string", create=True, update=True),
+        "agentEnvVars": Field("array[envVar]", create=True, update=True),
+        "labels": Field("map[string]", create=True, update=True),
+        "metadata": readonly("json"),
+        "spec": readonly("json"),
+        "status": readonly("json"),
+    },
+    resource_methods=("GET", "PUT", "DELETE"),
+    collection_methods=("GET", "POST"),
+    resource_actions={
+        "generateKubeconfig": {"output": "generateKubeconfigOutput"},
+        "backupEtcd": {},
+        "restoreFromEtcdBackup": {"input": "restoreFromEtcdBackupInput"},
+        "rotateCertificates": {"input": "rotateCertificatesInput"},
+    },
+)
+
+routes = web.RouteTableDef()
+
+
+def state(obj: Obj) -> tuple[str, str, str]:
+    """Rancher-style state, transitioning and its message, from the conditions."""
+    status = obj.get("status") or {}
+    conds = status.get("conditions") or []
+    if obj["metadata"].get("deletionTimestamp"):
+        return "removing", "yes", "waiting for the operator to clean up"
+    if conditions.is_true(conds, "Ready"):
+        return "active", "no", ""
+    ready = conditions.find(conds, "Ready")
+    if conditions.is_true(conds, "Pending") or ready is None:
+        return "pending", "yes", (ready or {}).get("message", "")
+    return "unavailable", "error", ready.get("message", "")
+
+
+def render(request: web.Request, obj: Obj) -> dict[str, Any]:
+    meta, spec = obj["metadata"], obj.get("spec") or {}
+    base, cluster_id = base_url(request), meta["name"]
+    current, transitioning, message = state(obj)
+    body = {
+        "id": cluster_id,
+        "name": spec.get("displayName", ""),
+        "displayName": spec.get("displayName", ""),
+        "description": spec.get("description", ""),
+        "driver": spec.get("driver", ""),
+        "state": current,
+        "transitioning": transitioning,
+        "transitioningMessage": message,
+        "enableNetworkPolicy": spec.get("enableNetworkPolicy", False),
+        "labels": meta.get("labels") or {},
+        "created": meta.get("creationTimestamp", ""),
+        "uuid": meta.get("uid", ""),
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "creationTimestamp", "labels", "annotations", "uid", "generation")
+            if k in meta
+        },
+        "spec": spec,
+        "status": obj.get("status") or {},
+    }
+    links = {
+        "nodes": f"{base}/v3/clusters/{cluster_id}/nodes",
+        "projects": f"{base}/v3/projects?clusterId={cluster_id}",
+    }
+    rendered = envelope.resource(base, SCHEMA, body, actions=ACTIONS, links=links)
+    if cluster_id == resources.LOCAL_CLUSTER:
+        rendered["links"].pop("remove", None)
+    return rendered
+
+
+def visible_cluster(request: web.Request, who: Principal, cluster_id: str) -> Obj:
+    """Clusters are for administrators until cluster role bindings exist (projects issue)."""
+    obj = request.app[STORES].clusters.get(cluster_id)
+    if obj is None or not who.is_admin:
+        raise errors.not_found(f"cluster {cluster_id} not found")
+    return obj
+
+
+@routes.get(v3("clusters"))
+async def list_clusters(request: web.Request) -> web.Response:
+    who = principal(request)
+    objs = request.app[STORES].clusters.all() if who.is_admin else []
+    selector = label_selector(request.query.get("labelSelector", ""))
+    items = [render(request, o) for o in objs if selector(o["metadata"].get("labels") or {})]
+    body = envelope.collection(
+        base_url(request), SCHEMA, items, request.query, request.path, can_create=who.is_admin
+    )
+    return web.json_response(body)
+
+
+@routes.get(v3("clusters", "/{id}"))
+async def get_cluster(request: web.Request) -> web.Response:
+    who = principal(request)
+    return web.json_response(
+        render(request, visible_cluster(request, who, request.match_info["id"]))
+    )
+
+
+@routes.post(v3("clusters"))
+async def create_cluster(request: web.Request) -> web.Response:
+    who = principal(request)
+    if "action" in request.query:
+        raise ApiError(422, "InvalidAction", "actions act on one cluster: /v3/clusters/{id}")
+    require_admin(who, "create clusters")
+    body = await read_json(request)
+    if body.get("type", "cluster") != "cluster":
+        raise errors.invalid("type", "type must be cluster")
+    display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
+    if not display:
+        raise errors.missing("displayName")
+    driver = driver_of(body)
+    spec: dict[str, Any] = {"displayName": display, "driver": driver}
+    spec |= updatable_spec(body)
+    for config, config_driver in CONFIG_DRIVERS.items():
+        if config_driver == driver and config != "importedConfig":
+            spec[config] = body[config]
+    labels = labels_of(body)
+    kube, stores = request.app[KUBE], request.app[STORES]
+    if driver == "imported":
+        encoded = (body.get("importedConfig") or {}).get("kubeConfig") or body.get("kubeConfig")
+        try:
+            imported = await importing.install_agent(importing.parse_kubeconfig(encoded))
+        except importing.ImportFailed as exc:
+            raise ApiError(422, exc.code, exc.message, "importedConfig.kubeConfig") from None
+        spec["importedConfig"] = {}
+        name = ids.generate("c")
+    else:
+        name = f"c-m-{ids.random_suffix(8)}"
+    created = as_dict(
+        await kube.create(
+            resources.Cluster(metadata=ObjectMeta(name=name, labels=labels), spec=spec)
+        )
+    )
+    if driver == "imported":
+        await store_credential(request, created, imported)
+    stores.clusters.put(created)
+    return web.json_response(render(request, created), status=201)
+
+
+async def store_credential(
+    request: web.Request, cluster: Obj, imported: importing.Imported
+) -> None:
+    meta = cluster["metadata"]
+    secret = Secret(
+        metadata=ObjectMeta(
+            name=resources.credential_secret_name(meta["name"]),
+            namespace=resources.SYSTEM_NAMESPACE,
+            labels={resources.LABEL_CLUSTER_CREDENTIAL: meta["name"]},
+            ownerReferences=[
+                OwnerReference(
+                    apiVersion=f"{resources.GROUP}/{resources.VERSION}",
+                    kind="Cluster",
+                    name=meta["name"],
+                    uid=meta["uid"],
+                )
+            ],
+        ),
+        type="Opaque",
+        data=imported.credential.secret_data(),
+    )
+    try:
+        stored = await request.app[KUBE].create(secret)
+    except Exception:
+        # Never leave a cluster behind that has no way in.
+        await delete_if_present(request.app[KUBE], resources.Cluster, meta["name"])
+        raise
+    request.app[STORES].credentials.put(as_dict(stored))
+
+
+def driver_of(body: dict[str, Any]) -> str:
+    configs = [name for name in CONFIG_DRIVERS if body.get(name) is not None]
+    if "kubeConfig" in body and "importedConfig" not in configs:
+        configs.append("importedConfig")
+    explicit = body.get("driver")
+    if explicit is not None and explicit not in DRIVERS:
+        raise errors.invalid(
+            "driver",
+            f"unknown driver {explicit!r}; known: {', '.join(DRIVERS)}",
+            code="InvalidOption",
+        )
+    if explicit == "local":
+        raise errors.invalid(
+            "driver", "the local cluster is registered by corral itself", code="InvalidOption"
+        )
+    if len(configs) > 1:
+        raise errors.invalid(
+            configs[1], f"give one cluster configuration, not {', '.join(configs)}"
+        )
+    if not configs:
+        raise errors.missing(" or ".join(CONFIG_DRIVERS))
+    driver = CONFIG_DRIVERS[configs[0]]
+    if explicit is not None and explicit != driver:
+        raise errors.invalid("driver", f"{configs[0]} makes a {driver} cluster, not {explicit}")
+    for name in configs:
+        if name != "importedConfig" and not isinstance(body[name], dict):
+            raise errors.invalid(name, f"{name} must be an object")
+    return driver
+
+
+def updatable_spec(body: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if "description" in body:
+        spec["description"] = text(body, "description")
+    if "enableNetworkPolicy" in body:
+        spec["enableNetworkPolicy"] = flag(body, "enableNetworkPolicy", False)
+    if "kubernetesVersion" in body:
+        spec["kubernetesVersion"] = text(body, "kubernetesVersion", max_length=64)
+    if "localClusterAuthEndpoint" in body:
+        endpoint = body["localClusterAuthEndpoint"] or {}
+        if not isinstance(endpoint, dict):
+            raise errors.invalid("localClusterAuthEndpoint", "must be an object")
+        spec["localClusterAuthEndpoint"] = {
+            "enabled": flag(endpoint, "enabled", False),
+            "fqdn": text(endpoint, "fqdn", max_length=253),
+            "caCerts": text(endpoint, "caCerts", max_length=65536),
+        }
+        if (
+            spec["localClusterAuthEndpoint"]["enabled"]
+            and not spec["localClusterAuthEndpoint"]["fqdn"]
+        ):
+            raise errors.invalid("localClusterAuthEndpoint", "an enabled endpoint needs an fqdn")
+    if "agentEnvVars" in body:
+        env = body["agentEnvVars"]
+        if not isinstance(env, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("name"), str) for e in env
+        ):
+            raise errors.invalid("agentEnvVars", "agentEnvVars must be a list of {name, value}")
+        spec["agentEnvVars"] = [{"name": e["name"], "value": str(e.get("value", ""))} for e in env]
+    return spec
+
+
+def labels_of(body: dict[str, Any]) -> dict[str, str]:
+    labels = body.get("labels") or {}
+    if not isinstance(labels, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise errors.invalid("labels", "labels must map text to text")
+    return labels
+
+
+@routes.put(v3("clusters", "/{id}"))
+async def update_cluster(request: web.Request) -> web.Response:
+    who = principal(request)
+    obj = visible_cluster(request, who, request.match_info["id"])
+    body = await read_json(request)
+    spec = obj.get("spec") or {}
+    for field in sorted(IMMUTABLE & set(body)):
+        if field == "driver" and body[field] == spec.get("driver"):
+            continue
+        raise errors.invalid(
+            field, f"{field} cannot be changed after the cluster is created", code="InvalidAction"
+        )
+    patch = updatable_spec(body)
+    display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
+    if display:
+        patch["displayName"] = display
+    merge: dict[str, Any] = {"spec": patch}
+    if "labels" in body:
+        merge["metadata"] = {"labels": labels_of(body)}
+    if patch or "labels" in body:
+        obj = as_dict(
+            await request.app[KUBE].patch(
+                resources.Cluster, obj["metadata"]["name"], merge, patch_type=PatchType.MERGE
+            )
+        )
+        request.app[STORES].clusters.put(obj)
+    return web.json_response(render(request, obj))
+
+
+@routes.delete(v3("clusters", "/{id}"))
+async def delete_cluster(request: web.Request) -> web.Response:
+    who = principal(request)
+    obj = visible_cluster(request, who, request.match_info["id"])
+    if obj["metadata"]["name"] == resources.LOCAL_CLUSTER:
+        raise ApiError(405, "MethodNotAllowed", "the local cluster cannot be deleted")
+    await delete_if_present(request.app[KUBE], resources.Cluster, obj["metadata"]["name"])
+    return web.Response(status=204)
+
+
+@routes.post(v3("clusters", "/{id}"))
+async def cluster_action(request: web.Request) -> web.Response:
+    who = principal(request)
+    obj = visible_cluster(request, who, request.match_info["id"])
+    name = action(request, set(ACTIONS))
+    if name is None:
+        raise ApiError(405, "MethodNotAllowed", "POST on a cluster needs ?action=<name>")
+    if name == "generateKubeconfig":
+        return await generate_kubeconfig(request, who, obj)
+    driver = obj["spec"]["driver"]
+    raise ApiError(
+        422,
+        "InvalidAction",
+        f"{name} needs a cluster that corral provisions (rke2 or k3s); this cluster "
+        f"is {driver}, and its etcd and certificates are managed outside corral",
+    )
+
+
+async def generate_kubeconfig(request: web.Request, who: Principal, obj: Obj) -> web.Response:
+    """A kubeconfig for kubectl through corral's proxy, with a kubeconfig token for this user
+    and cluster; generating again replaces the token."""
+    await read_json(request)
+    stores, kube = request.app[STORES], request.app[KUBE]
+    cluster_id = obj["metadata"]["name"]
+    token_name = f"kubeconfig-{who.user_id}.{cluster_id}"
+    if stores.tokens.get(token_name) is not None:
+        await tokens.delete(request, token_name)
+    default = ttl.minutes_to_ms(stores.number("kubeconfig-default-token-ttl-minutes"))
+    maximum = ttl.minutes_to_ms(stores.number("auth-token-max-ttl-minutes"))
+    issued = await issue(
+        kube,
+        stores,
+        NewToken(
+            user_id=who.user_id,
+            kind=resources.KIND_KUBECONFIG,
+            ttl_ms=ttl.clamp(default, maximum),
+            description=f"kubeconfig for cluster {cluster_id}",
+            cluster_name=cluster_id,
+            auth_provider=who.token.auth_provider or "local",
+            name=token_name,
+            labels={resources.LABEL_KUBECONFIG_ID: f"{who.user_id}.{cluster_id}"},
+        ),
+        hashed=request.app[FEATURES]["TokenHashing"],
+    )
+    config = kubeconfig.build(
+        cluster_id,
+        f"{base_url(request)}/k8s/clusters/{cluster_id}",
+        request.app[CORRAL_CA],
+        kubeconfig.Credentials(token=issued.value),
+    )
+    endpoint = (obj.get("spec") or {}).get("localClusterAuthEndpoint") or {}
+    if endpoint.get("enabled"):
+        direct = f"{cluster_id}-fqdn"
+        ca = endpoint.get("caCerts", "").encode() or None
+        config["clusters"].append(
+            {
+                "name": direct,
+                "cluster": {
+                    "server": f"https://{endpoint['fqdn']}",
+                    **({"certificate-authority-data": base64.b64encode(ca).decode()} if ca else {}),
+                },
+            }
+        )
+        config["contexts"].append(
+            {"name": direct, "context": {"cluster": direct, "user": cluster_id}}
+        )
+    encoded = base64.b64encode(kubeconfig.dump(config).encode()).decode()
+    return web.json_response({"type": "generateKubeconfigOutput", "config": encoded})

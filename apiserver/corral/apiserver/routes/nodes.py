@@ -1,0 +1,271 @@
+"""`/v3/clusters/{cluster_id}/nodes` (spec 4.3).
+
+Nodes are read from the Node CRs the operator mirrors. Changes go where they belong: taints
+and schedulability into the CR's desired fields (the operator applies them and reports
+`Updated` and `Drained`), deletion straight to the downstream node (the operator then drops
+the CR).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from aiohttp import web
+from lightkube.resources.core_v1 import Node as DownstreamNode
+from lightkube.types import PatchType
+
+from corral.apiserver import envelope, errors
+from corral.apiserver.authn import principal
+from corral.apiserver.body import read_json
+from corral.apiserver.cache import Obj
+from corral.apiserver.errors import ApiError
+from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.routes.clusters import visible_cluster
+from corral.apiserver.routes.common import action, base_url, label_selector, text
+from corral.apiserver.schemas import Field, Schema, readonly
+from corral.core import resources
+from corral.core.kube import as_dict, delete_if_present
+
+ROLES = ("etcd", "controlPlane", "worker")
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+SCHEMA = Schema(
+    id="node",
+    plural="nodes",
+    fields={
+        "name": readonly("string", "The downstream node's name"),
+        "clusterId": readonly("reference[cluster]"),
+        "displayName": Field("string", update=True),
+        "description": Field("string", update=True),
+        "desiredNodeTaints": Field("array[taint]", update=True),
+        "requestedHostname": readonly("string"),
+        **{role: readonly("boolean") for role in ROLES},
+        "unschedulable": readonly("boolean"),
+        "state": readonly("string"),
+        "metadata": readonly("json"),
+        "spec": readonly("json"),
+        "status": readonly("json"),
+    },
+    resource_methods=("GET", "PUT", "DELETE"),
+    collection_methods=("GET",),
+    resource_actions={"cordon": {}, "uncordon": {}, "drain": {"input": "nodeDrainInput"}},
+)
+DRAIN = Schema(
+    id="nodeDrainInput",
+    plural="nodeDrainInputs",
+    embedded=True,
+    fields={
+        "force": Field(
+            "boolean",
+            create=True,
+            default=False,
+            description="Also evict pods no controller would recreate",
+        ),
+        "deleteLocalData": Field(
+            "boolean", create=True, default=False, description="Also evict pods with emptyDir data"
+        ),
+        "gracePeriod": Field(
+            "int",
+            create=True,
+            default=-1,
+            description="Seconds each pod gets to stop; -1: the pod's own",
+        ),
+        "ignoreDaemonSets": Field("boolean", create=True, default=True),
+        "timeout": Field(
+            "int",
+            create=True,
+            default=120,
+            description="Seconds before the drain gives up (1 to 10800)",
+        ),
+    },
+)
+
+routes = web.RouteTableDef()
+NODES = "/v3/{clusters:(?i:clusters)}/{cluster}/{type:(?i:nodes)}"
+
+
+def node_id(obj: Obj) -> str:
+    return f"{obj['metadata']['namespace']}:{obj['metadata']['name']}"
+
+
+def render(request: web.Request, obj: Obj) -> dict[str, Any]:
+    meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
+    internal = status.get("internalNodeStatus") or {}
+    body = {
+        "id": node_id(obj),
+        "name": status.get("nodeName") or spec.get("requestedHostname", ""),
+        "clusterId": meta["namespace"],
+        "displayName": spec.get("displayName") or status.get("nodeName", ""),
+        "description": spec.get("description", ""),
+        "desiredNodeTaints": spec.get("desiredNodeTaints"),
+        "requestedHostname": spec.get("requestedHostname", ""),
+        **{role: bool(spec.get(role)) for role in ROLES},
+        "unschedulable": bool(internal.get("unschedulable")),
+        "state": _state(status),
+        "created": meta.get("creationTimestamp", ""),
+        "uuid": meta.get("uid", ""),
+        "metadata": {
+            k: meta[k] for k in ("name", "namespace", "creationTimestamp", "uid") if k in meta
+        },
+        "spec": spec,
+        "status": status,
+    }
+    base = base_url(request)
+    rendered = envelope.resource(base, SCHEMA, body, actions=["cordon", "uncordon", "drain"])
+    url = f"{base}/v3/clusters/{meta['namespace']}/nodes/{meta['name']}"
+    rendered["links"] = {
+        "self": url,
+        "update": url,
+        "remove": url,
+        "cluster": f"{base}/v3/clusters/{meta['namespace']}",
+    }
+    rendered["actions"] = {a: f"{url}?action={a}" for a in ("cordon", "uncordon", "drain")}
+    return rendered
+
+
+def _state(status: dict[str, Any]) -> str:
+    conds = {c["type"]: c for c in status.get("conditions") or []}
+    if (status.get("internalNodeStatus") or {}).get("unschedulable"):
+        drained = conds.get("Drained", {}).get("status") == "True"
+        return "drained" if drained else "cordoned"
+    return "active" if conds.get("Ready", {}).get("status") == "True" else "unavailable"
+
+
+def cluster_nodes(request: web.Request) -> tuple[str, list[Obj]]:
+    cluster = request.match_info["cluster"]
+    visible_cluster(request, principal(request), cluster)
+    return cluster, request.app[STORES].nodes.by_index("cluster", cluster)
+
+
+def find_node(request: web.Request) -> Obj:
+    cluster, _ = cluster_nodes(request)
+    wanted = request.match_info["node"].split(":")[-1]
+    obj = request.app[STORES].nodes.get(f"{cluster}/{wanted}")
+    if obj is None:
+        raise errors.not_found(f"node {request.match_info['node']} not found in cluster {cluster}")
+    return obj
+
+
+@routes.get(NODES)
+async def list_nodes(request: web.Request) -> web.Response:
+    _, objs = cluster_nodes(request)
+    selector = label_selector(request.query.get("labelSelector", ""))
+    items = [
+        render(request, o)
+        for o in objs
+        if selector((o.get("status") or {}).get("nodeLabels") or {})
+    ]
+    body = envelope.collection(
+        base_url(request), SCHEMA, items, request.query, request.path, can_create=False
+    )
+    return web.json_response(body)
+
+
+@routes.get(NODES + "/{node}")
+async def get_node(request: web.Request) -> web.Response:
+    return web.json_response(render(request, find_node(request)))
+
+
+@routes.put(NODES + "/{node}")
+async def update_node(request: web.Request) -> web.Response:
+    obj = find_node(request)
+    body = await read_json(request)
+    spec = obj.get("spec") or {}
+    for field in ("requestedHostname", *ROLES):
+        if field in body and body[field] != spec.get(field):
+            raise errors.invalid(field, f"{field} cannot be changed", code="InvalidAction")
+    patch: dict[str, Any] = {}
+    if "displayName" in body:
+        patch["displayName"] = text(body, "displayName", max_length=256)
+    if "description" in body:
+        patch["description"] = text(body, "description")
+    if "desiredNodeTaints" in body:
+        patch["desiredNodeTaints"] = taints(body["desiredNodeTaints"])
+    return web.json_response(render(request, await patch_spec(request, obj, patch)))
+
+
+def taints(value: Any) -> list[dict[str, str]] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise errors.invalid("desiredNodeTaints", "desiredNodeTaints must be a list of taints")
+    result = []
+    for taint in value:
+        if not isinstance(taint, dict) or not isinstance(taint.get("key"), str) or not taint["key"]:
+            raise errors.invalid("desiredNodeTaints", "every taint needs a key")
+        if taint.get("effect") not in EFFECTS:
+            raise errors.invalid(
+                "desiredNodeTaints", f"taint effect must be one of {', '.join(EFFECTS)}"
+            )
+        entry = {"key": taint["key"], "effect": taint["effect"]}
+        if taint.get("value"):
+            entry["value"] = str(taint["value"])
+        result.append(entry)
+    return result
+
+
+async def patch_spec(request: web.Request, obj: Obj, patch: dict[str, Any]) -> Obj:
+    if not patch:
+        return obj
+    meta = obj["metadata"]
+    updated = as_dict(
+        await request.app[KUBE].patch(
+            resources.Node,
+            meta["name"],
+            {"spec": patch},
+            namespace=meta["namespace"],
+            patch_type=PatchType.MERGE,
+        )
+    )
+    request.app[STORES].nodes.put(updated)
+    return updated
+
+
+@routes.delete(NODES + "/{node}")
+async def delete_node(request: web.Request) -> web.Response:
+    """Removes the node from the cluster; the operator then removes its Node CR."""
+    obj = find_node(request)
+    cluster = obj["metadata"]["namespace"]
+    credential = request.app[STORES].credential(cluster)
+    if credential is None:
+        raise ApiError(409, "Conflict", f"cluster {cluster} has no credential to reach it")
+    client = credential.client()
+    try:
+        node_name = (obj.get("status") or {}).get("nodeName") or obj["spec"]["requestedHostname"]
+        await delete_if_present(client, DownstreamNode, node_name)
+    finally:
+        await client.close()
+    return web.Response(status=204)
+
+
+@routes.post(NODES + "/{node}")
+async def node_action(request: web.Request) -> web.Response:
+    obj = find_node(request)
+    name = action(request, {"cordon", "uncordon", "drain"})
+    if name is None:
+        raise ApiError(405, "MethodNotAllowed", "POST on a node needs ?action=<name>")
+    body = await read_json(request)
+    if name == "cordon":
+        patch: dict[str, Any] = {"desiredNodeUnschedulable": "true"}
+    elif name == "uncordon":
+        patch = {"desiredNodeUnschedulable": "false"}
+    else:
+        patch = {"desiredNodeUnschedulable": "drain", "nodeDrainInput": drain_input(body)}
+    return web.json_response(render(request, await patch_spec(request, obj, patch)))
+
+
+def drain_input(body: dict[str, Any]) -> dict[str, Any]:
+    drain: dict[str, Any] = {}
+    for field in ("force", "deleteLocalData", "ignoreDaemonSets"):
+        value = body.get(field, DRAIN.fields[field].default)
+        if not isinstance(value, bool):
+            raise errors.invalid(field, f"{field} must be true or false")
+        drain[field] = value
+    for field, low, high in (("gracePeriod", -1, 86400), ("timeout", 1, 10800)):
+        value = body.get(field, DRAIN.fields[field].default)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise errors.invalid(field, f"{field} must be a whole number from {low} to {high}")
+        drain[field] = value
+    # A fresh request, even with the same options: the operator drains once per requestedAt.
+    drain["requestedAt"] = datetime.datetime.now(datetime.UTC).isoformat()
+    return drain

@@ -1,0 +1,103 @@
+"""`/k8s/clusters/{cluster_id}/…`: the Kubernetes API of a downstream cluster, through corral.
+
+The caller authenticates with a corral token (a kubeconfig token from `generateKubeconfig`,
+or any token of theirs; tokens scoped to another cluster are refused by authentication). The
+request goes on with corral's own credential for the cluster and impersonates the caller, so
+the cluster's RBAC decides: administrators are impersonated into `system:masters`, other
+users into `system:authenticated` (and what role bindings give them). Responses stream, so
+watches (`?watch=true`) and `logs -f` work. Upgrades (exec, attach, port-forward) do not.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import aiohttp
+from aiohttp import web
+
+from corral.apiserver.authn import principal
+from corral.apiserver.errors import ApiError
+from corral.apiserver.keys import SESSIONS, STORES
+from corral.apiserver.routes.clusters import visible_cluster
+
+log = logging.getLogger(__name__)
+
+routes = web.RouteTableDef()
+
+# Never forwarded: the caller's credentials, impersonation it might attempt itself, and
+# hop-by-hop headers.
+DROPPED_REQUEST = {
+    "authorization",
+    "cookie",
+    "host",
+    "connection",
+    "upgrade",
+    "keep-alive",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "content-length",
+}
+DROPPED_RESPONSE = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "content-encoding",
+    "set-cookie",
+}
+ADMIN_GROUPS = ("system:masters", "system:authenticated")
+USER_GROUPS = ("system:authenticated",)
+
+
+@routes.route("*", "/k8s/clusters/{cluster}/{path:.*}")
+@routes.route("*", "/k8s/clusters/{cluster}")
+async def proxy(request: web.Request) -> web.StreamResponse:
+    who = principal(request)
+    cluster = request.match_info["cluster"]
+    visible_cluster(request, who, cluster)
+    if request.headers.get("Upgrade"):
+        raise ApiError(400, "BadRequest", "exec, attach and port-forward are not proxied yet")
+    credential = request.app[STORES].credential(cluster)
+    if credential is None:
+        raise ApiError(503, "ClusterUnavailable", f"cluster {cluster} has no credential yet")
+
+    headers = {
+        k: v
+        for k, v in request.headers.items()
+        if k.lower() not in DROPPED_REQUEST and not k.lower().startswith("impersonate-")
+    }
+    headers["Impersonate-User"] = who.user_id
+    groups = ADMIN_GROUPS if who.is_admin else USER_GROUPS
+    path = "/" + request.match_info.get("path", "")
+    body = await request.read() if request.can_read_body else None
+    session = request.app[SESSIONS].get(cluster, credential)
+    try:
+        upstream = await session.request(
+            request.method,
+            path.lstrip("/"),
+            params=request.query,
+            data=body,
+            headers=[*headers.items(), *(("Impersonate-Group", g) for g in groups)],
+            allow_redirects=False,
+        )
+    except (aiohttp.ClientError, OSError) as exc:
+        raise ApiError(
+            503, "ClusterUnavailable", f"cannot reach cluster {cluster}: {exc}"
+        ) from None
+    async with upstream:
+        response = web.StreamResponse(
+            status=upstream.status,
+            headers={
+                k: v for k, v in upstream.headers.items() if k.lower() not in DROPPED_RESPONSE
+            },
+        )
+        await response.prepare(request)
+        try:
+            async for chunk in upstream.content.iter_any():
+                await response.write(chunk)
+        except (aiohttp.ClientError, ConnectionResetError):
+            log.debug("stream from cluster %s ended early", cluster)
+        await response.write_eof()
+        return response

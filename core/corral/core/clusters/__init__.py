@@ -1,0 +1,1 @@
+"""Downstream clusters: their credentials, importing them, and reading their state."""
