@@ -33,3 +33,8 @@ def test_a_watched_process_that_exits_fails_at_once_with_its_log(tmp_path: Path)
     process = Process("crasher", ["sh", "-c", "echo boom; exit 3"], tmp_path / "crasher.log")
     with pytest.raises(ProcessFailed, match=r"(?s)crasher exited with 3.*boom"):
         wait_for("never", lambda: None, timeout=30, watch=[process], interval=0.01)
+
+
+def test_empty_results_are_not_yet() -> None:
+    results = iter([{}, [], "", 0, {"ready": True}])
+    assert wait_for("probe", lambda: next(results), timeout=5, interval=0) == {"ready": True}

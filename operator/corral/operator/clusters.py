@@ -67,8 +67,9 @@ async def remove_agent(credential: Credential) -> None:
     """Best effort: an unreachable cluster must not block its deletion."""
     client = credential.client(timeout=5)
     try:
-        await delete_if_present(client, ClusterRoleBinding, AGENT_NAME)
+        # The namespace first: the binding is what allows deleting it.
         await delete_if_present(client, Namespace, AGENT_NAMESPACE)
+        await delete_if_present(client, ClusterRoleBinding, AGENT_NAME)
     except Exception as exc:  # noqa: BLE001 - see the docstring
         log.warning("could not remove corral from the cluster: %s", exc)
     finally:
@@ -223,8 +224,14 @@ class Observer:
     async def _sleep(self, seconds: float, stopped: kopf.DaemonStopped) -> None:
         """Until the next pass: the interval, a node event, or a Node CR change."""
         self.wakeup.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.wakeup.wait(), timeout=seconds)
+
+        async def until_stopped() -> None:
+            await stopped.wait()
+
+        waiters = [asyncio.create_task(self.wakeup.wait()), asyncio.create_task(until_stopped())]
+        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waiters:
+            waiter.cancel()
 
 
 def _now() -> datetime.datetime:

@@ -21,7 +21,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node, ServiceAccount
 
 from corral.core import kubeconfig, pki
-from corral.core.devenv.process import Process
+from corral.core.devenv.process import Process, stop_all
 from corral.core.devenv.waiting import wait_for
 
 log = logging.getLogger(__name__)
@@ -146,32 +146,38 @@ class ControlPlane:
         pki.write_private(self.kubeconfig_path, kubeconfig.dump(config).encode())
         self._client_cert = admin.write(self.pki_dir, "admin")
 
-        self._spawn(
-            self.apiserver,
-            "kube-apiserver",
-            [
-                f"--etcd-servers={self.etcd_url}",
-                f"--etcd-prefix=/clusters/{self.name}/registry",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={self.port}",
-                f"--advertise-address={address}",
-                f"--tls-cert-file={cert}",
-                f"--tls-private-key-file={key}",
-                f"--client-ca-file={self.ca_path}",
-                "--authorization-mode=Node,RBAC",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={sa_key}",
-                f"--service-account-signing-key-file={sa_key}",
-                "--service-cluster-ip-range=10.0.0.0/24",
-                "--allow-privileged=true",
-                # A development box has one client per cluster at most: take the brakes off.
-                "--enable-priority-and-fairness=false",
-                "--max-requests-inflight=0",
-                "--max-mutating-requests-inflight=0",
-                "--profiling=false",
-                "--v=1",
-            ],
-        )
+        self._apiserver_args = [
+            f"--etcd-servers={self.etcd_url}",
+            f"--etcd-prefix=/clusters/{self.name}/registry",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.port}",
+            f"--advertise-address={address}",
+            f"--tls-cert-file={cert}",
+            f"--tls-private-key-file={key}",
+            f"--client-ca-file={self.ca_path}",
+            "--authorization-mode=Node,RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={sa_key}",
+            f"--service-account-signing-key-file={sa_key}",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--allow-privileged=true",
+            # A development box has one client per cluster at most: take the brakes off.
+            "--enable-priority-and-fairness=false",
+            "--max-requests-inflight=0",
+            "--max-mutating-requests-inflight=0",
+            "--profiling=false",
+            "--v=1",
+        ]
+        self.start_apiserver()
+
+    def start_apiserver(self) -> None:
+        """Start (or restart, after stop_apiserver) kube-apiserver on the same port."""
+        self.apiserver.clear()
+        self._spawn(self.apiserver, "kube-apiserver", self._apiserver_args)
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver alone: the cluster becomes unreachable, its state stays."""
+        stop_all(self.apiserver)
 
     def wait_apiserver(self) -> None:
         context = ssl.create_default_context(cafile=str(self.ca_path))

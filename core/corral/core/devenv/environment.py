@@ -196,6 +196,17 @@ class Environment:
         self.admin_token = self._admin_api_token(context)
         self.cluster_ids = [self._import(plane, context) for plane in self.downstreams]
 
+    def add_downstream(self, name: str, nodes: int = 2) -> ControlPlane:
+        """Start one more simulated downstream cluster (not imported) and wait until Ready."""
+        assert self.etcd is not None
+        plane = ControlPlane(name, self.options.devkube, self.root, self.etcd.url, nodes=nodes)
+        self.downstreams.append(plane)
+        plane.start()
+        plane.wait_apiserver()
+        plane.start_controllers()
+        plane.wait_ready()
+        return plane
+
     def add_apiserver_replica(self) -> str:
         """Start one more API server replica on a free port and return its URL."""
         return self._start_apiserver(free_port())

@@ -22,7 +22,7 @@ def wait_for(
     watch: Iterable[Process] = (),
     interval: float = 0.1,
 ) -> T:
-    """Call `probe` until it returns something other than None (or False) and return that.
+    """Call `probe` until it returns something truthy, and return that.
 
     Exceptions from the probe count as "not yet". If a watched process exits meanwhile, its log
     tail is raised at once rather than after the timeout.
@@ -37,7 +37,7 @@ def wait_for(
             result = probe()
         except Exception as exc:  # noqa: BLE001 - any failure of a probe means "not ready yet"
             last_error, result = exc, None
-        if result is not None and result is not False:
+        if result:
             return result
         if time.monotonic() > deadline:
             detail = f" (last error: {last_error})" if last_error else ""
