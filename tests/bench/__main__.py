@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from tests.bench import auth, devenv
+from tests.bench import auth, devenv, scale
 
-BENCHMARKS = {"devenv": devenv.main, "auth": auth.main}
+BENCHMARKS = {"devenv": devenv.main, "auth": auth.main, "scale": scale.main}
 
 
 def main(argv: list[str]) -> int:

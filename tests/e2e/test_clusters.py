@@ -392,6 +392,12 @@ def test_drain_evicts_the_pods_and_stops_at_a_disruption_budget(
 
     wait_for("pods running", lambda: len(running("web")) == 2 and len(running("db")) == 1, 60)
     web_pods = {p.metadata.name for p in running("web")}
+    # The node's requests are summed from the pods on it.
+    assert wait_for(
+        "requests summed",
+        lambda: node_of(api, demo["id"], "demo-node-0")["status"]["requested"].get("pods") == "2",
+        30,
+    )
 
     free = node_of(api, demo["id"], "demo-node-0")
     url = f"/v3/clusters/{demo['id']}/nodes/{free['id']}"
@@ -481,6 +487,26 @@ def test_kubectl_works_with_the_generated_kubeconfig_and_only_for_its_cluster(
         check=True,
     )
     assert whoami.stdout == "u-admin"
+
+    assert [c["name"] for c in parsed["contexts"]] == [demo["id"]]
+    endpoint = {"enabled": True, "fqdn": "demo.example.test", "caCerts": "-----BEGIN X-----"}
+    assert (
+        api.put(f"/v3/clusters/{demo['id']}", {"localClusterAuthEndpoint": endpoint}).status == 200
+    )
+    direct = yaml.safe_load(
+        base64.b64decode(
+            api.post(f"/v3/clusters/{demo['id']}?action=generateKubeconfig").body["config"]
+        )
+    )
+    assert [c["name"] for c in direct["contexts"]] == [demo["id"], f"{demo['id']}-fqdn"]
+    assert direct["clusters"][1]["cluster"]["server"] == "https://demo.example.test"
+    api.put(f"/v3/clusters/{demo['id']}", {"localClusterAuthEndpoint": {"enabled": False}})
+    token = direct["users"][0]["user"]["token"]
+    # Generating again replaced the first token: same name, new key (spec 7: key mismatch).
+    replaced = api.as_token(parsed["users"][0]["user"]["token"]).get(
+        f"/k8s/clusters/{demo['id']}/api"
+    )
+    assert (replaced.status, replaced.body["message"]) == (422, "invalid auth token value")
 
     holder = api.as_token(token)
     assert holder.get(f"/k8s/clusters/{demo['id']}/api/v1/namespaces").status == 200

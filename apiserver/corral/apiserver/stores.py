@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -14,6 +15,8 @@ from corral.apiserver.cache import Obj, WatchCache
 from corral.core import resources, settings
 from corral.core.clusters.credential import Credential, from_environment
 from corral.core.resources import LABEL_TOKEN_USER
+
+LOCAL_REFRESH_SECONDS = 60.0
 
 
 def _token_user(obj: Obj) -> list[str]:
@@ -48,6 +51,7 @@ class Stores:
     clusters: WatchCache
     nodes: WatchCache
     credentials: WatchCache
+    _local: tuple[float, Credential] | None = None
 
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
@@ -124,8 +128,16 @@ class Stores:
 
     def credential(self, cluster_id: str) -> Credential | None:
         if cluster_id == resources.LOCAL_CLUSTER:
-            return from_environment()
+            return self._local_credential()
         secret = self.credentials.get(
             f"{resources.SYSTEM_NAMESPACE}/{resources.credential_secret_name(cluster_id)}"
         )
         return Credential.from_secret_data(secret.get("data") or {}) if secret else None
+
+    def _local_credential(self) -> Credential:
+        """This process's own connection, re-read once a minute (service account tokens
+        rotate) rather than on every proxied request."""
+        now = time.monotonic()
+        if self._local is None or now - self._local[0] > LOCAL_REFRESH_SECONDS:
+            self._local = (now, from_environment())
+        return self._local[1]
