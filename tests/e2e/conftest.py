@@ -101,23 +101,26 @@ class Person:
     api: Api  # authenticated with a fresh session token
 
 
+def new_person(api: Api, admin: bool = False) -> Person:
+    """A user created through /v3/users, logged in with a fresh session."""
+    username = f"user-{secrets.token_hex(4)}"
+    password = secrets.token_urlsafe(16)
+    created = api.post("/v3/users", {"username": username, "password": password})
+    assert created.status == 201, created.body
+    user_id = created.body["id"]
+    if admin:
+        granted = api.post("/v3/globalrolebindings", {"globalRoleId": "admin", "userId": user_id})
+        assert granted.status == 201, granted.body
+    login = wait_for("login of a new user", lambda: _logged_in(api, username, password), 10)
+    return Person(user_id, username, password, api.as_token(login))
+
+
 @pytest.fixture
 def make_user(api: Api) -> Callable[..., Person]:
     """Creates a user through /v3/users and logs them in."""
 
     def make(admin: bool = False) -> Person:
-        username = f"user-{secrets.token_hex(4)}"
-        password = secrets.token_urlsafe(16)
-        created = api.post("/v3/users", {"username": username, "password": password})
-        assert created.status == 201, created.body
-        user_id = created.body["id"]
-        if admin:
-            granted = api.post(
-                "/v3/globalrolebindings", {"globalRoleId": "admin", "userId": user_id}
-            )
-            assert granted.status == 201, granted.body
-        login = wait_for("login of a new user", lambda: _logged_in(api, username, password), 10)
-        return Person(user_id, username, password, api.as_token(login))
+        return new_person(api, admin)
 
     return make
 

@@ -16,9 +16,11 @@ from lightkube.types import PatchType
 from corral.apiserver import errors
 from corral.apiserver.activity import ActivityTracker
 from corral.apiserver.authn import auth_middleware
+from corral.apiserver.downstream import DownstreamCaches
 from corral.apiserver.keys import (
     ACTIVITY,
     CORRAL_CA,
+    DOWNSTREAM,
     FEATURES,
     KUBE,
     LIMITER,
@@ -31,11 +33,15 @@ from corral.apiserver.keys import (
 from corral.apiserver.ratelimit import RateLimiter
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.routes import (
+    clusterroletemplatebindings,
     clusters,
     globalrolebindings,
     health,
     login,
+    namespaces,
     nodes,
+    projectroletemplatebindings,
+    projects,
     proxy,
     root,
     schemas,
@@ -54,11 +60,13 @@ log = logging.getLogger(__name__)
 
 ROUTE_MODULES = [
     health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
-    proxy,
+    proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
     globalrolebindings.SCHEMA, settings.SCHEMA, clusters.SCHEMA, nodes.SCHEMA, nodes.DRAIN,
+    projects.SCHEMA, projects.EVENT, namespaces.SCHEMA, projectroletemplatebindings.SCHEMA,
+    clusterroletemplatebindings.SCHEMA,
 ]  # fmt: skip
 
 
@@ -72,6 +80,7 @@ def create_app(
     app[SESSIONS] = SessionPool()
     app[READINESS] = Readiness()
     app[STORES] = Stores.create(kube)
+    app[DOWNSTREAM] = DownstreamCaches(app[STORES])
     app[ACTIVITY] = ActivityTracker(_activity_writer(kube))
     app[LIMITER] = RateLimiter()
     app[THROTTLE] = LoginThrottle()
@@ -122,4 +131,5 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(*tasks)
     await app[SESSIONS].close()
+    await app[DOWNSTREAM].close()
     await app[KUBE].close()

@@ -56,17 +56,20 @@ def collection(
     query: MultiMapping[str],
     path: str,
     can_create: bool,
+    default_sort: str = "id",
+    newest_first: bool = False,
 ) -> dict[str, Any]:
-    """Filter, sort and page rendered resources into a collection."""
+    """Filter, sort and page rendered resources into a collection. Without `sort` and `order`
+    in the query, items sort by `default_sort`, descending when `newest_first`."""
     self_url = f"{base}{path}"
     filterable = schema.filters()
     conditions = _conditions(query, filterable)
     matching = [item for item in items if _matches(item, conditions)]
 
-    sort_field = query.get("sort", "id")
+    sort_field = query.get("sort", default_sort)
     if sort_field not in filterable:
-        sort_field = "id"
-    descending = query.get("order") == "desc"
+        sort_field = default_sort
+    descending = query.get("order", "desc" if newest_first else "asc") == "desc"
     matching.sort(key=lambda item: _text(item.get(sort_field)), reverse=descending)
 
     limit = _limit(query.get("limit"))

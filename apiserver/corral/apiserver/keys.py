@@ -6,6 +6,7 @@ from aiohttp import web
 from lightkube import AsyncClient
 
 from corral.apiserver.activity import ActivityTracker
+from corral.apiserver.downstream import DownstreamCaches
 from corral.apiserver.ratelimit import RateLimiter
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.schemas import Registry
@@ -24,3 +25,4 @@ THROTTLE = web.AppKey("throttle", LoginThrottle)
 # The CA of this server's certificate, for kubeconfigs; None when clients trust it already.
 CORRAL_CA: web.AppKey[bytes | None] = web.AppKey("corral_ca")
 SESSIONS = web.AppKey("sessions", SessionPool)
+DOWNSTREAM = web.AppKey("downstream", DownstreamCaches)

@@ -42,6 +42,10 @@ def _binding_user(obj: Obj) -> list[str]:
     return [obj.get("spec", {}).get("userName", "")]
 
 
+def _binding_project(obj: Obj) -> list[str]:
+    return [obj.get("spec", {}).get("projectName", "")]
+
+
 @dataclass
 class Stores:
     tokens: WatchCache
@@ -51,6 +55,9 @@ class Stores:
     clusters: WatchCache
     nodes: WatchCache
     credentials: WatchCache
+    projects: WatchCache
+    project_bindings: WatchCache
+    cluster_bindings: WatchCache
     _local: tuple[float, Credential] | None = None
 
     @classmethod
@@ -68,6 +75,19 @@ class Stores:
                 namespace=resources.SYSTEM_NAMESPACE,
                 labels={resources.LABEL_CLUSTER_CREDENTIAL: operators.exists()},
             ),
+            projects=WatchCache(client, resources.Project, {"cluster": _namespace}, namespace="*"),
+            project_bindings=WatchCache(
+                client,
+                resources.ProjectRoleTemplateBinding,
+                {"user": _binding_user, "project": _binding_project},
+                namespace="*",
+            ),
+            cluster_bindings=WatchCache(
+                client,
+                resources.ClusterRoleTemplateBinding,
+                {"user": _binding_user, "cluster": _namespace},
+                namespace="*",
+            ),
         )
 
     def all(self) -> list[WatchCache]:
@@ -79,6 +99,9 @@ class Stores:
             self.clusters,
             self.nodes,
             self.credentials,
+            self.projects,
+            self.project_bindings,
+            self.cluster_bindings,
         ]
 
     @contextlib.asynccontextmanager

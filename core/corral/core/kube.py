@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from lightkube import ApiError, AsyncClient, KubeConfig
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace
 
 FIELD_MANAGER = "corral"
 
@@ -28,4 +30,13 @@ async def delete_if_present(
         await client.delete(resource, name, namespace=namespace)
     except ApiError as exc:
         if exc.status.code != 404:
+            raise
+
+
+async def ensure_namespace(client: AsyncClient, name: str, labels: dict[str, str]) -> None:
+    """Create a namespace unless it exists: several writers may race to create it."""
+    try:
+        await client.create(Namespace(metadata=ObjectMeta(name=name, labels=labels)))
+    except ApiError as exc:
+        if exc.status.code != 409:
             raise

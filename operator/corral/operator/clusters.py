@@ -17,7 +17,6 @@ from typing import Any
 import aiohttp
 import kopf
 from lightkube import ApiError, AsyncClient
-from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Pod, Secret
 from lightkube.resources.core_v1 import Node as DownstreamNode
 from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
@@ -27,8 +26,9 @@ from corral.core import conditions, resources
 from corral.core.clusters import observe
 from corral.core.clusters.credential import Credential
 from corral.core.clusters.importing import AGENT_NAME, AGENT_NAMESPACE
-from corral.core.kube import as_dict, delete_if_present
-from corral.operator import connections, nodes
+from corral.core.kube import as_dict, delete_if_present, ensure_namespace
+from corral.operator import connections, nodes, projects
+from corral.operator.mirror import Mirror
 
 log = logging.getLogger(__name__)
 
@@ -38,14 +38,27 @@ RETRY_INTERVAL = 5.0
 
 @kopf.daemon(resources.GROUP, resources.VERSION, "clusters", cancellation_timeout=10)
 async def observe_cluster(
-    name: str, body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, **_: Any
+    name: str, body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, **kwargs: Any
 ) -> None:
     wakeup = memo.setdefault("wakeups", {}).setdefault(name, asyncio.Event())
-    observer = Observer(memo.kube, name, body, wakeup)
+    sync = projects.ProjectSync(memo.kube, name, projects.Indices.of(kwargs))
+    observer = Observer(memo.kube, name, body, wakeup, sync)
     try:
         await observer.run(stopped)
     finally:
         memo.wakeups.pop(name, None)
+
+
+@kopf.on.event(resources.GROUP, resources.VERSION, "clusters")
+async def wake_on_change(name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """A changed spec (enableNetworkPolicy, say) is acted on at once, not at the next probe."""
+    generation = body["metadata"].get("generation")
+    seen = memo.setdefault("cluster_generations", {})
+    if seen.get(name) != generation:
+        seen[name] = generation
+        wakeup = memo.get("wakeups", {}).get(name)
+        if wakeup is not None:
+            wakeup.set()
 
 
 @kopf.on.delete(resources.GROUP, resources.VERSION, "clusters")
@@ -79,15 +92,20 @@ async def remove_agent(credential: Credential) -> None:
 class Observer:
     """Everything the daemon of one cluster keeps between passes."""
 
-    def __init__(self, kube: AsyncClient, cluster: str, body: kopf.Body, wakeup: asyncio.Event):
+    def __init__(
+        self,
+        kube: AsyncClient,
+        cluster: str,
+        body: kopf.Body,
+        wakeup: asyncio.Event,
+        sync: projects.ProjectSync,
+    ) -> None:
         self.kube = kube
         self.cluster = cluster
         self.body = body  # kopf keeps a daemon's body current: no GET per pass
         self.driver = body["spec"]["driver"]
         self.wakeup = wakeup
-        self.nodes: dict[str, dict[str, Any]] = {}
-        self.watching = False
-        self.last_status: dict[str, Any] | None = None
+        self.projects = sync
 
     async def run(self, stopped: kopf.DaemonStopped) -> None:
         await self._ensure_namespace()
@@ -97,37 +115,64 @@ class Observer:
                 credential = await connections.credential(self.kube, self.cluster)
             if credential is None:
                 await self.write_status(None, None, [], {})
+                await self._sync_projects(None, None, ready=False)
                 await self._sleep(RETRY_INTERVAL * 6, stopped)
                 continue
             client = credential.client()
-            watch = asyncio.create_task(self._watch_nodes(client))
+            nodes = Mirror(client, DownstreamNode, f"cluster {self.cluster} nodes", self.wakeup.set)
+            namespaces = Mirror(
+                client, Namespace, f"cluster {self.cluster} namespaces", self.wakeup.set
+            )
+            # The cluster's watches: they keep nodes and namespaces current between probes.
+            watches = [asyncio.create_task(m.run()) for m in (nodes, namespaces)]
             try:
-                await self._observe(credential, client, stopped)
+                await self._observe(credential, client, nodes, namespaces, stopped)
             finally:
-                watch.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watch
+                for watch in watches:
+                    watch.cancel()
+                await asyncio.gather(*watches, return_exceptions=True)
                 await client.close()
 
     async def _observe(
-        self, credential: Credential, client: AsyncClient, stopped: kopf.DaemonStopped
+        self,
+        credential: Credential,
+        client: AsyncClient,
+        node_mirror: Mirror,
+        namespaces: Mirror,
+        stopped: kopf.DaemonStopped,
     ) -> None:
         while not stopped:
             probe = await self._probe(credential)
             totals: dict[str, observe.PodTotals] = {}
-            if probe.reachable and not self.watching:
-                await self._relist(client)
             if probe.reachable:
+                for mirror in (node_mirror, namespaces):
+                    if not mirror.watching:
+                        await mirror.relist()
                 try:
                     pods = [as_dict(p) async for p in client.list(Pod, namespace="*")]
                     totals = observe.pod_totals(pods)
                 except Exception as exc:  # noqa: BLE001 - next pass tries again
                     log.info("cluster %s: cannot list pods: %s", self.cluster, exc)
-            node_list = list(self.nodes.values())
+            node_list = list(node_mirror.objects.values())
             await self.write_status(credential, probe, node_list, totals)
             if probe.reachable:
                 await nodes.sync(self.kube, client, self.cluster, node_list, totals)
+                await self._sync_projects(client, namespaces.objects, probe.ready)
+            else:
+                await self._sync_projects(None, None, ready=False)
             await self._sleep(PROBE_INTERVAL, stopped)
+
+    async def _sync_projects(
+        self,
+        client: AsyncClient | None,
+        namespaces: dict[str, dict[str, Any]] | None,
+        ready: bool,
+    ) -> None:
+        isolate = bool(self.body["spec"].get("enableNetworkPolicy"))
+        try:
+            await self.projects.run(client, namespaces, ready, isolate)
+        except Exception as exc:  # noqa: BLE001 - the next pass tries again
+            log.warning("cluster %s: project pass failed: %s", self.cluster, exc)
 
     async def _probe(self, credential: Credential) -> observe.Probe:
         try:
@@ -147,39 +192,8 @@ class Observer:
                     ready = response.status == 200
                     return observe.Probe(True, ready, "" if ready else text[-500:], False, version)
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            self.watching = False
             message = f"cannot reach {credential.server}: {exc or type(exc).__name__}"
             return observe.Probe(False, False, message)
-
-    async def _relist(self, client: AsyncClient) -> None:
-        listed = [as_dict(o) async for o in client.list(DownstreamNode)]
-        self.nodes = {n["metadata"]["name"]: n for n in listed}
-
-    async def _watch_nodes(self, client: AsyncClient) -> None:
-        """The one watch connection to the cluster: keeps `nodes` current between probes."""
-        while True:
-            try:
-                listing = client.list(DownstreamNode)
-                fresh = {}
-                async for obj in listing:
-                    data = as_dict(obj)
-                    fresh[data["metadata"]["name"]] = data
-                self.nodes, self.watching = fresh, True
-                async for event, obj in client.watch(
-                    DownstreamNode, resource_version=listing.resourceVersion, server_timeout=300
-                ):
-                    data = as_dict(obj)
-                    if event == "DELETED":
-                        self.nodes.pop(data["metadata"]["name"], None)
-                    else:
-                        self.nodes[data["metadata"]["name"]] = data
-                    self.wakeup.set()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - relist after any watch failure
-                self.watching = False
-                log.info("cluster %s: node watch ended: %s", self.cluster, exc)
-                await asyncio.sleep(RETRY_INTERVAL)
 
     async def write_status(
         self,
@@ -208,18 +222,9 @@ class Observer:
         )
 
     async def _ensure_namespace(self) -> None:
-        """Node CRs live in a namespace named after the cluster."""
-        try:
-            await self.kube.create(
-                Namespace(
-                    metadata=ObjectMeta(
-                        name=self.cluster, labels={"management.svc.io/cluster": self.cluster}
-                    )
-                )
-            )
-        except ApiError as exc:
-            if exc.status.code != 409:
-                raise
+        """Node CRs, projects and cluster role bindings live in a namespace named after the
+        cluster."""
+        await ensure_namespace(self.kube, self.cluster, {resources.LABEL_CLUSTER: self.cluster})
 
     async def _sleep(self, seconds: float, stopped: kopf.DaemonStopped) -> None:
         """Until the next pass: the interval, a node event, or a Node CR change."""

@@ -9,7 +9,7 @@ import kopf
 from corral.core.logs import quiet_http_clients
 
 # Importing a handler module registers its handlers with kopf.
-from corral.operator import clusters, nodes, probes, startup, tokens, users  # noqa: F401
+from corral.operator import clusters, nodes, probes, projects, startup, tokens, users  # noqa: F401
 from corral.operator.config import OperatorConfig
 
 

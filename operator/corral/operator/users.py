@@ -17,14 +17,24 @@ log = logging.getLogger(__name__)
 @kopf.on.delete(resources.GROUP, resources.VERSION, "users")
 async def remove_credentials(name: str, memo: kopf.Memo, **_: Any) -> None:
     """The password Secret goes by garbage collection (it is owned by the User); tokens and
-    global role bindings name the user only by id, so they are deleted here."""
+    role bindings name the user only by id, so they are deleted here."""
     kube: AsyncClient = memo.kube
     tokens = [
         t async for t in kube.list(resources.Token, labels={resources.LABEL_TOKEN_USER: name})
     ]
-    bindings = [b async for b in kube.list(resources.GlobalRoleBinding)
-                if b.get("spec", {}).get("userName") == name]  # fmt: skip
-    for resource, objs in ((resources.Token, tokens), (resources.GlobalRoleBinding, bindings)):
-        for obj in objs:
-            await delete_if_present(kube, resource, as_dict(obj)["metadata"]["name"])
-    log.info("user %s deleted with %d tokens and %d bindings", name, len(tokens), len(bindings))
+    deleted = {"tokens": 0, "bindings": 0}
+    for token in tokens:
+        await delete_if_present(kube, resources.Token, as_dict(token)["metadata"]["name"])
+        deleted["tokens"] += 1
+    bindings: list[tuple[Any, dict[str, Any]]] = [
+        (resources.GlobalRoleBinding, as_dict(b))
+        async for b in kube.list(resources.GlobalRoleBinding)
+    ]
+    for resource in (resources.ProjectRoleTemplateBinding, resources.ClusterRoleTemplateBinding):
+        bindings += [(resource, as_dict(b)) async for b in kube.list(resource, namespace="*")]
+    for resource, binding in bindings:
+        meta = binding["metadata"]
+        if binding.get("spec", {}).get("userName") == name:
+            await delete_if_present(kube, resource, meta["name"], meta.get("namespace"))
+            deleted["bindings"] += 1
+    log.info("user %s deleted with %d tokens and %d bindings", name, *deleted.values())

@@ -18,7 +18,7 @@ from lightkube.types import PatchType
 
 from corral.apiserver import envelope, errors
 from corral.apiserver.authn import Principal, principal
-from corral.apiserver.authz import require_admin
+from corral.apiserver.authz import access, require_admin
 from corral.apiserver.body import read_json
 from corral.apiserver.cache import Obj
 from corral.apiserver.errors import ApiError
@@ -31,6 +31,7 @@ from corral.core import conditions, ids, kubeconfig, resources
 from corral.core.auth import ttl
 from corral.core.clusters import importing
 from corral.core.kube import as_dict, delete_if_present
+from corral.core.projects import roles
 
 CONFIG_DRIVERS = {
     "importedConfig": "imported",
@@ -132,18 +133,28 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
     return rendered
 
 
-def visible_cluster(request: web.Request, who: Principal, cluster_id: str) -> Obj:
-    """Clusters are for administrators until cluster role bindings exist (projects issue)."""
+def visible_cluster(request: web.Request, cluster_id: str) -> Obj:
+    """A cluster the caller is bound to (or any, for administrators); else 404."""
     obj = request.app[STORES].clusters.get(cluster_id)
-    if obj is None or not who.is_admin:
+    if obj is None or not access(request).sees_cluster(cluster_id):
         raise errors.not_found(f"cluster {cluster_id} not found")
+    return obj
+
+
+def owned_cluster(request: web.Request, cluster_id: str, what: str) -> Obj:
+    """A cluster the caller may administer; 403 for one they only see."""
+    obj = visible_cluster(request, cluster_id)
+    if access(request).cluster_role(cluster_id) != roles.CLUSTER_OWNER:
+        raise errors.forbidden(f"only owners of cluster {cluster_id} may {what}")
     return obj
 
 
 @routes.get(v3("clusters"))
 async def list_clusters(request: web.Request) -> web.Response:
-    who = principal(request)
-    objs = request.app[STORES].clusters.all() if who.is_admin else []
+    who, allowed = principal(request), access(request)
+    objs = [
+        c for c in request.app[STORES].clusters.all() if allowed.sees_cluster(c["metadata"]["name"])
+    ]
     selector = label_selector(request.query.get("labelSelector", ""))
     items = [render(request, o) for o in objs if selector(o["metadata"].get("labels") or {})]
     body = envelope.collection(
@@ -154,10 +165,7 @@ async def list_clusters(request: web.Request) -> web.Response:
 
 @routes.get(v3("clusters", "/{id}"))
 async def get_cluster(request: web.Request) -> web.Response:
-    who = principal(request)
-    return web.json_response(
-        render(request, visible_cluster(request, who, request.match_info["id"]))
-    )
+    return web.json_response(render(request, visible_cluster(request, request.match_info["id"])))
 
 
 @routes.post(v3("clusters"))
@@ -304,8 +312,7 @@ def labels_of(body: dict[str, Any]) -> dict[str, str]:
 
 @routes.put(v3("clusters", "/{id}"))
 async def update_cluster(request: web.Request) -> web.Response:
-    who = principal(request)
-    obj = visible_cluster(request, who, request.match_info["id"])
+    obj = owned_cluster(request, request.match_info["id"], "change it")
     body = await read_json(request)
     spec = obj.get("spec") or {}
     for field in sorted(IMMUTABLE & set(body)):
@@ -333,8 +340,7 @@ async def update_cluster(request: web.Request) -> web.Response:
 
 @routes.delete(v3("clusters", "/{id}"))
 async def delete_cluster(request: web.Request) -> web.Response:
-    who = principal(request)
-    obj = visible_cluster(request, who, request.match_info["id"])
+    obj = owned_cluster(request, request.match_info["id"], "delete it")
     if obj["metadata"]["name"] == resources.LOCAL_CLUSTER:
         raise ApiError(405, "MethodNotAllowed", "the local cluster cannot be deleted")
     await delete_if_present(request.app[KUBE], resources.Cluster, obj["metadata"]["name"])
@@ -344,12 +350,13 @@ async def delete_cluster(request: web.Request) -> web.Response:
 @routes.post(v3("clusters", "/{id}"))
 async def cluster_action(request: web.Request) -> web.Response:
     who = principal(request)
-    obj = visible_cluster(request, who, request.match_info["id"])
+    obj = visible_cluster(request, request.match_info["id"])
     name = action(request, set(ACTIONS))
     if name is None:
         raise ApiError(405, "MethodNotAllowed", "POST on a cluster needs ?action=<name>")
     if name == "generateKubeconfig":
         return await generate_kubeconfig(request, who, obj)
+    owned_cluster(request, obj["metadata"]["name"], name)
     driver = obj["spec"]["driver"]
     raise ApiError(
         422,

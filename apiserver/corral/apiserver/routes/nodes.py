@@ -16,12 +16,12 @@ from lightkube.resources.core_v1 import Node as DownstreamNode
 from lightkube.types import PatchType
 
 from corral.apiserver import envelope, errors
-from corral.apiserver.authn import principal
+from corral.apiserver.authz import access
 from corral.apiserver.body import read_json
 from corral.apiserver.cache import Obj
 from corral.apiserver.errors import ApiError
 from corral.apiserver.keys import KUBE, STORES
-from corral.apiserver.routes.clusters import visible_cluster
+from corral.apiserver.routes.clusters import owned_cluster, visible_cluster
 from corral.apiserver.routes.common import action, base_url, label_selector, text
 from corral.apiserver.schemas import Field, Schema, readonly
 from corral.core import resources
@@ -132,13 +132,20 @@ def _state(status: dict[str, Any]) -> str:
 
 
 def cluster_nodes(request: web.Request) -> tuple[str, list[Obj]]:
+    """Nodes are for the cluster's members and owners; a user bound only to one of its
+    projects sees the cluster, not its machines."""
     cluster = request.match_info["cluster"]
-    visible_cluster(request, principal(request), cluster)
+    visible_cluster(request, cluster)
+    if access(request).cluster_role(cluster) is None:
+        raise errors.forbidden(f"only members of cluster {cluster} may see its nodes")
     return cluster, request.app[STORES].nodes.by_index("cluster", cluster)
 
 
-def find_node(request: web.Request) -> Obj:
+def find_node(request: web.Request, change: str | None = None) -> Obj:
+    """The node the path names; with `change`, the caller must own the cluster."""
     cluster, _ = cluster_nodes(request)
+    if change is not None:
+        owned_cluster(request, cluster, change)
     wanted = request.match_info["node"].split(":")[-1]
     obj = request.app[STORES].nodes.get(f"{cluster}/{wanted}")
     if obj is None:
@@ -168,7 +175,7 @@ async def get_node(request: web.Request) -> web.Response:
 
 @routes.put(NODES + "/{node}")
 async def update_node(request: web.Request) -> web.Response:
-    obj = find_node(request)
+    obj = find_node(request, "change its nodes")
     body = await read_json(request)
     spec = obj.get("spec") or {}
     for field in ("requestedHostname", *ROLES):
@@ -224,7 +231,7 @@ async def patch_spec(request: web.Request, obj: Obj, patch: dict[str, Any]) -> O
 @routes.delete(NODES + "/{node}")
 async def delete_node(request: web.Request) -> web.Response:
     """Removes the node from the cluster; the operator then removes its Node CR."""
-    obj = find_node(request)
+    obj = find_node(request, "delete its nodes")
     cluster = obj["metadata"]["namespace"]
     credential = request.app[STORES].credential(cluster)
     if credential is None:
@@ -240,7 +247,7 @@ async def delete_node(request: web.Request) -> web.Response:
 
 @routes.post(NODES + "/{node}")
 async def node_action(request: web.Request) -> web.Response:
-    obj = find_node(request)
+    obj = find_node(request, "cordon, uncordon or drain its nodes")
     name = action(request, {"cordon", "uncordon", "drain"})
     if name is None:
         raise ApiError(405, "MethodNotAllowed", "POST on a node needs ?action=<name>")

@@ -56,7 +56,7 @@ USER_GROUPS = ("system:authenticated",)
 async def proxy(request: web.Request) -> web.StreamResponse:
     who = principal(request)
     cluster = request.match_info["cluster"]
-    visible_cluster(request, who, cluster)
+    visible_cluster(request, cluster)
     if request.headers.get("Upgrade"):
         raise ApiError(400, "BadRequest", "exec, attach and port-forward are not proxied yet")
     credential = request.app[STORES].credential(cluster)

@@ -1,0 +1,247 @@
+"""`/v3/clusters/{cluster_id}/namespaces` (spec 4.6): the cluster's own namespaces, and their
+project membership, the annotation `field.svc.io/projectId: <cluster>:<project>`.
+
+Reads come from the API server's watch of the cluster's namespaces. Creating a namespace in a
+project, or moving one into it, is checked against the project's quota first: one more
+namespace takes one more namespace default, which must fit in the project's limit. Checks and
+writes of one project are serialised in this process so two requests cannot both take the
+last room.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import defaultdict
+from typing import Any
+
+from aiohttp import web
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace
+from lightkube.types import PatchType
+
+from corral.apiserver import envelope, errors
+from corral.apiserver.authz import access
+from corral.apiserver.body import read_json
+from corral.apiserver.cache import Obj
+from corral.apiserver.keys import DOWNSTREAM, STORES
+from corral.apiserver.routes.clusters import visible_cluster
+from corral.apiserver.routes.common import base_url, text
+from corral.apiserver.routes.projects import default_of, limit_of, quota_refusal
+from corral.apiserver.schemas import Field, Schema, readonly
+from corral.core import resources
+from corral.core.kube import as_dict, delete_if_present
+from corral.core.projects import quota, roles
+
+SCHEMA = Schema(
+    id="namespace",
+    plural="namespaces",
+    fields={
+        "name": Field("dnsLabel", create=True, required=True),
+        "projectId": Field("reference[project]", create=True, update=True),
+        "clusterId": readonly("reference[cluster]"),
+        "state": readonly("enum", "active or removing"),
+        "labels": readonly("map[string]"),
+        "annotations": readonly("map[string]"),
+    },
+    resource_methods=("GET", "PUT", "DELETE"),
+    collection_methods=("GET", "POST"),
+)
+NAMESPACES = "/v3/{clusters:(?i:clusters)}/{cluster}/{type:(?i:namespaces)}"
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+routes = web.RouteTableDef()
+
+
+def render(request: web.Request, cluster: str, obj: Obj) -> dict[str, Any]:
+    meta = obj["metadata"]
+    name = meta["name"]
+    body = {
+        "id": name,
+        "name": name,
+        "projectId": (meta.get("annotations") or {}).get(resources.ANNOTATION_PROJECT),
+        "clusterId": cluster,
+        "state": "removing" if meta.get("deletionTimestamp") else "active",
+        "labels": meta.get("labels") or {},
+        "annotations": meta.get("annotations") or {},
+        "created": meta.get("creationTimestamp", ""),
+        "uuid": meta.get("uid", ""),
+    }
+    base = base_url(request)
+    rendered = envelope.resource(base, SCHEMA, body)
+    url = f"{base}/v3/clusters/{cluster}/namespaces/{name}"
+    rendered["links"] = {"self": url, "update": url, "remove": url}
+    if body["projectId"]:
+        rendered["links"]["project"] = f"{base}/v3/projects/{body['projectId']}"
+    return rendered
+
+
+def may_see(request: web.Request, cluster: str, obj: Obj) -> bool:
+    """Cluster members see every namespace; others those of projects they are bound to."""
+    allowed = access(request)
+    if allowed.cluster_role(cluster) is not None:
+        return True
+    project = (obj["metadata"].get("annotations") or {}).get(resources.ANNOTATION_PROJECT)
+    return isinstance(project, str) and allowed.project_role(project) is not None
+
+
+def may_change(request: web.Request, cluster: str, project: str | None) -> bool:
+    """Namespaces of a project are changed by its owners and members; namespaces outside
+    every project by the cluster's owners."""
+    allowed = access(request)
+    if project:
+        return roles.may_write_namespaces(allowed.project_role(project))
+    return allowed.cluster_role(cluster) == roles.CLUSTER_OWNER
+
+
+def target_project(request: web.Request, cluster: str, value: Any) -> str | None:
+    """The `projectId` of a body, checked: a project of this cluster the caller can see."""
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str) or value.partition(":")[0] != cluster:
+        raise errors.invalid("projectId", f"projectId must be a project of cluster {cluster}")
+    _, _, name = value.partition(":")
+    project = request.app[STORES].projects.get(f"{cluster}/{name}")
+    if project is None or access(request).project_role(value) is None:
+        raise errors.invalid("projectId", f"project {value} not found", "InvalidReference")
+    if project["metadata"].get("deletionTimestamp"):
+        raise errors.invalid("projectId", f"project {value} is being deleted", "InvalidState")
+    return value
+
+
+async def check_room(request: web.Request, cluster: str, project: str) -> None:
+    """One more namespace in `project` must fit its quota."""
+    _, _, name = project.partition(":")
+    obj = request.app[STORES].projects.get(f"{cluster}/{name}")
+    spec = (obj or {}).get("spec") or {}
+    limit, default = limit_of(spec), default_of(spec)
+    if not limit:
+        return
+    members = (await request.app[DOWNSTREAM].namespaces(cluster)).by_index("project", project)
+    excess = quota.overcommit(limit, default, len(members) + 1)
+    if excess:
+        raise quota_refusal(project, excess)
+
+
+def _membership(cluster: str, project: str | None) -> dict[str, Any]:
+    """Annotation (the contract) and label (for selectors) of a namespace in `project`."""
+    name = project.partition(":")[2] if project else None
+    return {
+        "annotations": {resources.ANNOTATION_PROJECT: project},
+        "labels": {resources.LABEL_PROJECT: name},
+    }
+
+
+async def find(request: web.Request) -> tuple[str, Obj]:
+    cluster = request.match_info["cluster"]
+    visible_cluster(request, cluster)
+    name = request.match_info["namespace"]
+    obj = (await request.app[DOWNSTREAM].namespaces(cluster)).get(name)
+    if obj is None or not may_see(request, cluster, obj):
+        raise errors.not_found(f"namespace {name} not found in cluster {cluster}")
+    return cluster, obj
+
+
+@routes.get(NAMESPACES)
+async def list_namespaces(request: web.Request) -> web.Response:
+    cluster = request.match_info["cluster"]
+    visible_cluster(request, cluster)
+    cache = await request.app[DOWNSTREAM].namespaces(cluster)
+    project = request.query.get("projectId")
+    objs = cache.by_index("project", project) if project else cache.all()
+    items = [render(request, cluster, o) for o in objs if may_see(request, cluster, o)]
+    can_create = access(request).cluster_role(cluster) is not None or bool(project)
+    body = envelope.collection(
+        base_url(request), SCHEMA, items, request.query, request.path, can_create=can_create
+    )
+    return web.json_response(body)
+
+
+@routes.get(NAMESPACES + "/{namespace}")
+async def get_namespace(request: web.Request) -> web.Response:
+    cluster, obj = await find(request)
+    return web.json_response(render(request, cluster, obj))
+
+
+@routes.post(NAMESPACES)
+async def create_namespace(request: web.Request) -> web.Response:
+    cluster = request.match_info["cluster"]
+    visible_cluster(request, cluster)
+    body = await read_json(request)
+    if body.get("type", "namespace") != "namespace":
+        raise errors.invalid("type", "type must be namespace")
+    name = text(body, "name", max_length=63, required=True)
+    if not DNS_LABEL.match(name):
+        raise errors.invalid(
+            "name", "name must be lower-case letters, digits and '-', starting and ending "
+            "with a letter or digit (at most 63)",
+        )  # fmt: skip
+    project = target_project(request, cluster, body.get("projectId"))
+    if not may_change(request, cluster, project):
+        raise errors.forbidden(
+            f"you may not create namespaces in {project or f'cluster {cluster} outside projects'}"
+        )
+    caches = request.app[DOWNSTREAM]
+    cache = await caches.namespaces(cluster)
+    async with _locks[project or cluster]:
+        if cache.get(name) is not None:
+            raise errors.conflict(f"namespace {name} already exists in cluster {cluster}")
+        if project:
+            await check_room(request, cluster, project)
+        membership = _membership(cluster, project)
+        namespace = Namespace(
+            metadata=ObjectMeta(
+                name=name,
+                annotations={k: v for k, v in membership["annotations"].items() if v},
+                labels={k: v for k, v in membership["labels"].items() if v},
+            )
+        )
+        created = as_dict(await (await caches.client(cluster)).create(namespace))
+        cache.put(created)
+    return web.json_response(render(request, cluster, created), status=201)
+
+
+@routes.put(NAMESPACES + "/{namespace}")
+async def move_namespace(request: web.Request) -> web.Response:
+    """Moves the namespace into `projectId`, or out of every project with an empty value."""
+    cluster, obj = await find(request)
+    body = await read_json(request)
+    if "projectId" not in body:
+        return web.json_response(render(request, cluster, obj))
+    current = (obj["metadata"].get("annotations") or {}).get(resources.ANNOTATION_PROJECT)
+    project = target_project(request, cluster, body["projectId"])
+    if project == current:
+        return web.json_response(render(request, cluster, obj))
+    for side in (current, project):
+        if not may_change(request, cluster, side):
+            raise errors.forbidden(
+                f"you may not move namespaces {'out of' if side == current else 'into'} "
+                f"{side or f'cluster {cluster} outside projects'}"
+            )
+    caches = request.app[DOWNSTREAM]
+    async with _locks[project or cluster]:
+        if project:
+            await check_room(request, cluster, project)
+        client = await caches.client(cluster)
+        moved = as_dict(
+            await client.patch(
+                Namespace,
+                obj["metadata"]["name"],
+                {"metadata": _membership(cluster, project)},
+                patch_type=PatchType.MERGE,
+            )
+        )
+        (await caches.namespaces(cluster)).put(moved)
+    return web.json_response(render(request, cluster, moved))
+
+
+@routes.delete(NAMESPACES + "/{namespace}")
+async def delete_namespace(request: web.Request) -> web.Response:
+    cluster, obj = await find(request)
+    project = (obj["metadata"].get("annotations") or {}).get(resources.ANNOTATION_PROJECT)
+    if not may_change(request, cluster, project):
+        raise errors.forbidden(f"you may not delete namespaces of {project or cluster}")
+    client = await request.app[DOWNSTREAM].client(cluster)
+    await delete_if_present(client, Namespace, obj["metadata"]["name"])
+    return web.Response(status=204)

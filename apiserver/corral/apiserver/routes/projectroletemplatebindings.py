@@ -1,0 +1,161 @@
+"""`/v3/projectroletemplatebindings` (spec 2.10, 4.6): who has which role in a project.
+
+A binding lives in its project's backing namespace; its id is `<namespace>:<name>`. Project
+owners (and cluster owners, and administrators) grant and revoke; everyone with a role in the
+project sees its bindings. The operator turns each into RoleBindings in every namespace of the
+project downstream. Bindings are immutable: replace one to change it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from lightkube.models.meta_v1 import ObjectMeta
+
+from corral.apiserver import envelope, errors
+from corral.apiserver.authz import access
+from corral.apiserver.body import read_json
+from corral.apiserver.cache import Obj
+from corral.apiserver.errors import ApiError
+from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.routes.common import base_url, text, v3
+from corral.apiserver.routes.projects import owned_project, visible_project
+from corral.apiserver.schemas import Field, Schema
+from corral.core import ids, resources
+from corral.core.kube import as_dict, delete_if_present, ensure_namespace
+from corral.core.projects import roles
+
+SCHEMA = Schema(
+    id="projectRoleTemplateBinding",
+    plural="projectRoleTemplateBindings",
+    fields={
+        "projectId": Field("reference[project]", create=True, required=True),
+        "userId": Field("reference[user]", create=True, required=True),
+        "roleTemplateId": Field(
+            "enum", create=True, required=True, options=tuple(roles.PROJECT_ROLES)
+        ),
+    },
+    resource_methods=("GET", "DELETE"),
+    collection_methods=("GET", "POST"),
+)
+
+routes = web.RouteTableDef()
+
+
+def binding_id(obj: Obj) -> str:
+    return f"{obj['metadata']['namespace']}:{obj['metadata']['name']}"
+
+
+def render(request: web.Request, obj: Obj) -> dict[str, Any]:
+    spec, meta = obj.get("spec") or {}, obj["metadata"]
+    body = {
+        "id": binding_id(obj),
+        "name": meta["name"],
+        "projectId": spec.get("projectName", ""),
+        "userId": spec.get("userName", ""),
+        "roleTemplateId": spec.get("roleTemplateName", ""),
+        "created": meta.get("creationTimestamp", ""),
+        "uuid": meta.get("uid", ""),
+    }
+    return envelope.resource(base_url(request), SCHEMA, body)
+
+
+def visible(request: web.Request) -> Obj:
+    namespace, _, name = request.match_info["id"].partition(":")
+    obj = request.app[STORES].project_bindings.get(f"{namespace}/{name}")
+    project = ((obj or {}).get("spec") or {}).get("projectName", "")
+    if obj is None or access(request).project_role(project) is None:
+        raise errors.not_found(f"projectRoleTemplateBinding {request.match_info['id']} not found")
+    return obj
+
+
+def subject(body: dict[str, Any], request: web.Request) -> tuple[str, str]:
+    """(user id, role) of a new binding, checked. Accepts the `/v3` names and the stored ones."""
+    user = text(body, "userId", 253) or text(body, "userName", 253)
+    if not user:
+        raise errors.missing("userId")
+    if request.app[STORES].user_active(user) is None:
+        raise errors.invalid("userId", f"user {user} not found", "InvalidReference")
+    role = text(body, "roleTemplateId", 64) or text(body, "roleTemplateName", 64)
+    if not role:
+        raise errors.missing("roleTemplateId")
+    return user, role
+
+
+@routes.get(v3("projectroletemplatebindings"))
+async def list_bindings(request: web.Request) -> web.Response:
+    allowed, stores = access(request), request.app[STORES]
+    project = request.query.get("projectId")
+    objs = stores.project_bindings.by_index("project", project) if project else (
+        stores.project_bindings.all()
+    )  # fmt: skip
+    items = [
+        render(request, o)
+        for o in objs
+        if allowed.project_role((o.get("spec") or {}).get("projectName", "")) is not None
+    ]
+    body = envelope.collection(
+        base_url(request), SCHEMA, items, request.query, request.path, can_create=True
+    )
+    return web.json_response(body)
+
+
+@routes.get(v3("projectroletemplatebindings", "/{id}"))
+async def get_binding(request: web.Request) -> web.Response:
+    return web.json_response(render(request, visible(request)))
+
+
+@routes.post(v3("projectroletemplatebindings"))
+async def create_binding(request: web.Request) -> web.Response:
+    body = await read_json(request)
+    if body.get("type", "projectRoleTemplateBinding") != "projectRoleTemplateBinding":
+        raise errors.invalid("type", "type must be projectRoleTemplateBinding")
+    project_id = text(body, "projectId", 127) or text(body, "projectName", 127)
+    if not project_id:
+        raise errors.missing("projectId")
+    try:
+        visible_project(request, project_id)
+    except ApiError:
+        raise errors.invalid(
+            "projectId", f"project {project_id} not found", "InvalidReference"
+        ) from None
+    user, role = subject(body, request)
+    if role not in roles.PROJECT_ROLES:
+        raise errors.invalid(
+            "roleTemplateId",
+            f"roleTemplateId must be one of {', '.join(roles.PROJECT_ROLES)}",
+            "InvalidOption",
+        )
+    owned_project(request, project_id, "grant roles in it")
+    stores = request.app[STORES]
+    for existing in stores.project_bindings.by_index("project", project_id):
+        spec = existing.get("spec") or {}
+        if spec.get("userName") == user and spec.get("roleTemplateName") == role:
+            raise errors.conflict(f"{user} already has {role} in project {project_id}")
+    cluster, _, name = project_id.partition(":")
+    namespace = resources.backing_namespace(cluster, name)
+    kube = request.app[KUBE]
+    await ensure_namespace(kube, namespace, resources.backing_namespace_labels(cluster, name))
+    created = as_dict(
+        await kube.create(
+            resources.ProjectRoleTemplateBinding(
+                metadata=ObjectMeta(name=ids.generate("prtb"), namespace=namespace),
+                spec={"projectName": project_id, "userName": user, "roleTemplateName": role},
+            )
+        )
+    )
+    stores.project_bindings.put(created)
+    return web.json_response(render(request, created), status=201)
+
+
+@routes.delete(v3("projectroletemplatebindings", "/{id}"))
+async def delete_binding(request: web.Request) -> web.Response:
+    obj = visible(request)
+    owned_project(request, obj["spec"]["projectName"], "revoke roles in it")
+    meta = obj["metadata"]
+    await delete_if_present(
+        request.app[KUBE], resources.ProjectRoleTemplateBinding, meta["name"], meta["namespace"]
+    )
+    request.app[STORES].project_bindings.forget(f"{meta['namespace']}/{meta['name']}")
+    return web.Response(status=204)

@@ -1,0 +1,409 @@
+"""`/v3/projects` (spec 2.9, 4.6 and 6): create, list, get (with usage), update, delete, and
+the project's events.
+
+A project is a `Project` in the namespace named after its cluster; its id is
+`<cluster>:<project>`. Quota changes are checked here against what the project's namespaces
+have and use, so a change that would not fit is refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from aiohttp import web
+from lightkube import AsyncClient
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Event, ResourceQuota
+from lightkube.types import PatchType
+
+from corral.apiserver import envelope, errors
+from corral.apiserver.authn import principal
+from corral.apiserver.authz import access
+from corral.apiserver.body import read_json
+from corral.apiserver.cache import Obj
+from corral.apiserver.errors import ApiError
+from corral.apiserver.keys import DOWNSTREAM, KUBE, STORES
+from corral.apiserver.routes.clusters import visible_cluster
+from corral.apiserver.routes.common import base_url, text, v3
+from corral.apiserver.schemas import Field, Schema, readonly
+from corral.core import ids, resources
+from corral.core.kube import as_dict, delete_if_present, ensure_namespace
+from corral.core.projects import defaults, downstream, quota, roles, status
+
+QUOTA_PARTS = ("resourceQuota", "namespaceDefaultResourceQuota", "containerDefaultResourceLimit")
+SCHEMA = Schema(
+    id="project",
+    plural="projects",
+    fields={
+        "name": Field("string", create=True, update=True, description="Display name"),
+        "displayName": Field("string", create=True, update=True, required=True),
+        "description": Field("string", create=True, update=True),
+        "clusterId": Field("reference[cluster]", create=True, required=True),
+        "resourceQuota": Field("projectResourceQuota", create=True, update=True),
+        "namespaceDefaultResourceQuota": Field("namespaceResourceQuota", create=True, update=True),
+        "containerDefaultResourceLimit": Field("containerResourceLimit", create=True, update=True),
+        "state": readonly("string"),
+        "transitioning": readonly("enum"),
+        "transitioningMessage": readonly("string"),
+        "usage": readonly("json", "With ?include=usage: used and hard per quota field"),
+        "metadata": readonly("json"),
+        "spec": readonly("json"),
+        "status": readonly("json"),
+    },
+    resource_methods=("GET", "PUT", "DELETE"),
+    collection_methods=("GET", "POST"),
+)
+EVENT = Schema(
+    id="event",
+    plural="events",
+    fields={
+        "eventType": readonly("enum", "Normal or Warning"),
+        "reason": readonly("string"),
+        "message": readonly("string"),
+        "count": readonly("int"),
+        "firstTimestamp": readonly("date"),
+        "lastTimestamp": readonly("date"),
+        "namespaceId": readonly("string", "Namespace of the object, empty for the project"),
+        "involvedObject": readonly("json", "kind, name, namespace of the object"),
+        "source": readonly("string", "The component that reported it"),
+        "origin": readonly("enum", "project (the Project itself) or cluster (its namespaces)"),
+    },
+)
+
+routes = web.RouteTableDef()
+
+
+def project_id(obj: Obj) -> str:
+    return f"{obj['metadata']['namespace']}:{obj['metadata']['name']}"
+
+
+def state(obj: Obj) -> tuple[str, str, str]:
+    if obj["metadata"].get("deletionTimestamp"):
+        return "removing", "yes", "deleting the project's namespaces"
+    conds = (obj.get("status") or {}).get("conditions") or []
+    if status.all_true(conds):
+        return "active", "no", ""
+    waiting = [c for c in conds if c.get("status") != "True"]
+    message = "; ".join(f"{c['type']}: {c.get('message', '')}" for c in waiting)
+    return "initializing", "yes", message or "waiting for the operator"
+
+
+def render(request: web.Request, obj: Obj, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    meta, spec = obj["metadata"], obj.get("spec") or {}
+    base, pid, cluster = base_url(request), project_id(obj), meta["namespace"]
+    current, transitioning, message = state(obj)
+    body = {
+        "id": pid,
+        "name": spec.get("displayName", ""),
+        "displayName": spec.get("displayName", ""),
+        "description": spec.get("description", ""),
+        "clusterId": cluster,
+        **{part: spec.get(part) for part in QUOTA_PARTS},
+        "state": current,
+        "transitioning": transitioning,
+        "transitioningMessage": message,
+        "created": meta.get("creationTimestamp", ""),
+        "uuid": meta.get("uid", ""),
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "creationTimestamp", "labels", "annotations", "uid")
+            if k in meta
+        },
+        "spec": spec,
+        "status": obj.get("status") or {},
+    }
+    if usage is not None:
+        body["usage"] = usage
+    links = {
+        "namespaces": f"{base}/v3/clusters/{cluster}/namespaces?projectId={pid}",
+        "projectRoleTemplateBindings": f"{base}/v3/projectroletemplatebindings?projectId={pid}",
+        "events": f"{base}/v3/projects/{pid}/events",
+        "cluster": f"{base}/v3/clusters/{cluster}",
+    }
+    return envelope.resource(base, SCHEMA, body, links=links)
+
+
+def visible_project(request: web.Request, pid: str) -> Obj:
+    """A project the caller has a role in; else 404, whether it exists or not."""
+    cluster, _, name = pid.partition(":")
+    obj = request.app[STORES].projects.get(f"{cluster}/{name}")
+    if obj is None or access(request).project_role(pid) is None:
+        raise errors.not_found(f"project {pid} not found")
+    return obj
+
+
+def owned_project(request: web.Request, pid: str, what: str) -> Obj:
+    obj = visible_project(request, pid)
+    if not roles.may_manage_project(access(request).project_role(pid)):
+        raise errors.forbidden(f"only owners of project {pid} may {what}")
+    return obj
+
+
+def quota_spec(body: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """The quota parts of a project spec after applying `body` to `current`, validated."""
+    merged = {part: current.get(part) for part in QUOTA_PARTS if current.get(part)}
+    try:
+        for part in ("resourceQuota", "namespaceDefaultResourceQuota"):
+            if part in body:
+                value = body[part] or {}
+                if not isinstance(value, dict):
+                    raise quota.QuotaError(part, f"{part} must be an object with a limit")
+                limits = quota.parse_limits(value.get("limit"), f"{part}.limit")
+                merged[part] = {"limit": limits} if limits else None
+        if "containerDefaultResourceLimit" in body:
+            field = "containerDefaultResourceLimit"
+            defaults_ = quota.parse_limits(body[field], field, quota.CONTAINER_DEFAULT_FIELDS)
+            quota.check_container_defaults(defaults_)
+            merged[field] = defaults_ or None
+        quota.check_project_quota(limit_of(merged), default_of(merged))
+    except quota.QuotaError as exc:
+        raise errors.invalid(exc.field, exc.message) from None
+    return merged
+
+
+def limit_of(spec: dict[str, Any]) -> dict[str, str]:
+    return dict((spec.get("resourceQuota") or {}).get("limit") or {})
+
+
+def default_of(spec: dict[str, Any]) -> dict[str, str]:
+    return dict((spec.get("namespaceDefaultResourceQuota") or {}).get("limit") or {})
+
+
+def quota_refusal(pid: str, excesses: list[quota.Excess]) -> ApiError:
+    detail = "; ".join(e.describe() for e in excesses)
+    return ApiError(422, "QuotaExceeded", f"project {pid} quota: {detail}", excesses[0].field)
+
+
+@routes.get(v3("projects"))
+async def list_projects(request: web.Request) -> web.Response:
+    allowed, stores = access(request), request.app[STORES]
+    cluster = request.query.get("clusterId")
+    objs = stores.projects.by_index("cluster", cluster) if cluster else stores.projects.all()
+    items = [render(request, o) for o in objs if allowed.project_role(project_id(o))]
+    body = envelope.collection(
+        base_url(request), SCHEMA, items, request.query, request.path, can_create=True
+    )
+    return web.json_response(body)
+
+
+@routes.get(v3("projects", "/{id}"))
+async def get_project(request: web.Request) -> web.Response:
+    obj = visible_project(request, request.match_info["id"])
+    usage = None
+    if "usage" in request.query.getall("include", []):
+        usage = await project_usage(request, obj)
+    return web.json_response(render(request, obj, usage))
+
+
+@routes.post(v3("projects"))
+async def create_project(request: web.Request) -> web.Response:
+    who, allowed = principal(request), access(request)
+    body = await read_json(request)
+    if body.get("type", "project") != "project":
+        raise errors.invalid("type", "type must be project")
+    display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
+    if not display:
+        raise errors.missing("displayName")
+    cluster = text(body, "clusterId", max_length=63) or text(body, "clusterName", max_length=63)
+    if not cluster:
+        raise errors.missing("clusterId")
+    try:
+        visible_cluster(request, cluster)
+    except ApiError:
+        raise errors.invalid(
+            "clusterId", f"cluster {cluster} not found", "InvalidReference"
+        ) from None
+    if allowed.cluster_role(cluster) is None:
+        raise errors.forbidden(f"only members of cluster {cluster} may create projects in it")
+    spec: dict[str, Any] = {
+        "displayName": display,
+        "description": text(body, "description"),
+        "clusterName": cluster,
+        **{k: v for k, v in quota_spec(body, {}).items() if v},
+    }
+    name = ids.generate("p")
+    kube = request.app[KUBE]
+    await ensure_namespace(kube, cluster, {resources.LABEL_CLUSTER: cluster})
+    created = as_dict(
+        await kube.create(
+            resources.Project(
+                metadata=ObjectMeta(
+                    name=name,
+                    namespace=cluster,
+                    annotations={resources.ANNOTATION_CREATOR: who.user_id},
+                ),
+                spec=spec,
+            )
+        )
+    )
+    await ensure_namespace(
+        kube,
+        resources.backing_namespace(cluster, name),
+        resources.backing_namespace_labels(cluster, name),
+    )
+    request.app[STORES].projects.put(created)
+    return web.json_response(render(request, created), status=201)
+
+
+@routes.put(v3("projects", "/{id}"))
+async def update_project(request: web.Request) -> web.Response:
+    pid = request.match_info["id"]
+    obj = owned_project(request, pid, "change it")
+    body = await read_json(request)
+    spec = obj.get("spec") or {}
+    for field in ("clusterId", "clusterName"):
+        if field in body and body[field] != spec.get("clusterName"):
+            raise errors.invalid(field, "a project cannot move to another cluster", "InvalidAction")
+    patch: dict[str, Any] = {}
+    display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
+    if display:
+        patch["displayName"] = display
+    if "description" in body:
+        patch["description"] = text(body, "description")
+    if any(part in body for part in QUOTA_PARTS):
+        merged = quota_spec(body, spec)
+        await check_quota_change(request, obj, merged)
+        patch |= {part: merged.get(part) or {} for part in QUOTA_PARTS}
+    if patch:
+        operations = [{"op": "add", "path": f"/spec/{k}", "value": v} for k, v in patch.items()]
+        meta = obj["metadata"]
+        obj = as_dict(
+            await request.app[KUBE].patch(
+                resources.Project,
+                meta["name"],
+                operations,
+                namespace=meta["namespace"],
+                patch_type=PatchType.JSON,
+            )
+        )
+        request.app[STORES].projects.put(obj)
+    return web.json_response(render(request, obj))
+
+
+async def check_quota_change(request: web.Request, obj: Obj, spec: dict[str, Any]) -> None:
+    """A new quota must hold what the project's namespaces have and already use."""
+    pid = project_id(obj)
+    limit, default = limit_of(spec), default_of(spec)
+    if not limit:
+        return
+    cluster = obj["metadata"]["namespace"]
+    members = (await request.app[DOWNSTREAM].namespaces(cluster)).by_index("project", pid)
+    excess = quota.overcommit(limit, default, len(members))
+    if excess:
+        raise quota_refusal(pid, excess)
+    quotas = await project_quotas(request, obj)
+    excess = quota.below_use(limit, quota.usage(quotas)["used"], "the project")
+    for each in quotas:
+        name = each["metadata"]["namespace"]
+        used = quota.usage([each])["used"]
+        excess += quota.below_use(default, used, f"namespace {name}")
+    if excess:
+        raise quota_refusal(pid, excess)
+
+
+@routes.delete(v3("projects", "/{id}"))
+async def delete_project(request: web.Request) -> web.Response:
+    pid = request.match_info["id"]
+    obj = owned_project(request, pid, "delete it")
+    role = (obj["metadata"].get("labels") or {}).get(defaults.LABEL_ROLE)
+    if role:
+        raise ApiError(422, "InvalidAction", f"the {role} project of a cluster cannot be deleted")
+    meta = obj["metadata"]
+    await delete_if_present(request.app[KUBE], resources.Project, meta["name"], meta["namespace"])
+    return web.Response(status=204)
+
+
+# -- usage --------------------------------------------------------------------------------------
+
+
+async def project_quotas(request: web.Request, obj: Obj) -> list[Obj]:
+    """The ResourceQuotas corral keeps in the project's namespaces, with their status: one
+    list call, selected by the project label."""
+    cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+    client: AsyncClient = await request.app[DOWNSTREAM].client(cluster)
+    labels = {resources.LABEL_PROJECT: name, resources.LABEL_MANAGED_BY: resources.MANAGED_BY}
+    try:
+        return [
+            as_dict(q)
+            async for q in client.list(ResourceQuota, namespace="*", labels=dict(labels))
+            if as_dict(q)["metadata"].get("name") == downstream.QUOTA_NAME
+        ]
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the cluster is a 503
+        raise ApiError(503, "ClusterUnavailable", f"cannot read cluster {cluster}: {exc}") from None
+
+
+async def project_usage(request: web.Request, obj: Obj) -> dict[str, Any]:
+    totals = quota.usage(await project_quotas(request, obj))
+    members = (await request.app[DOWNSTREAM].namespaces(obj["metadata"]["namespace"])).by_index(
+        "project", project_id(obj)
+    )
+    return {
+        "namespaces": len(members),
+        "limit": limit_of(obj.get("spec") or {}),
+        "used": quota.printable(totals["used"]),
+        "hard": quota.printable(totals["hard"]),
+    }
+
+
+# -- events -------------------------------------------------------------------------------------
+
+
+@routes.get(v3("projects", "/{id}/events"))
+async def project_events(request: web.Request) -> web.Response:
+    """The events of the Project itself (management cluster) and of everything in its
+    namespaces (its cluster), newest first."""
+    obj = visible_project(request, request.match_info["id"])
+    cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+    own = request.app[KUBE].list(Event, namespace=cluster, fields={"involvedObject.name": name})
+    items = [render_event(request, as_dict(e), "project") async for e in own]
+    members = {
+        n["metadata"]["name"]
+        for n in (await request.app[DOWNSTREAM].namespaces(cluster)).by_index(
+            "project", project_id(obj)
+        )
+    }
+    if members:
+        client: AsyncClient = await request.app[DOWNSTREAM].client(cluster)
+        try:
+            async for event in client.list(Event, namespace="*"):
+                data = as_dict(event)
+                if data["metadata"].get("namespace") in members:
+                    items.append(render_event(request, data, "cluster"))
+        except Exception as exc:  # noqa: BLE001 - any failure to reach the cluster is a 503
+            raise ApiError(
+                503, "ClusterUnavailable", f"cannot read events of cluster {cluster}: {exc}"
+            ) from None
+    body = envelope.collection(
+        base_url(request), EVENT, items, request.query, request.path, can_create=False,
+        default_sort="lastTimestamp", newest_first=True,
+    )  # fmt: skip
+    return web.json_response(body)
+
+
+def render_event(request: web.Request, event: Obj, origin: str) -> dict[str, Any]:
+    meta, involved = event["metadata"], event.get("involvedObject") or {}
+    last = event.get("lastTimestamp") or event.get("eventTime") or meta.get("creationTimestamp")
+    body = {
+        "id": meta.get("uid") or meta["name"],
+        "eventType": event.get("type", ""),
+        "reason": event.get("reason", ""),
+        "message": event.get("message", ""),
+        "count": event.get("count") or 1,
+        "firstTimestamp": _time(event.get("firstTimestamp") or last),
+        "lastTimestamp": _time(last),
+        "namespaceId": meta.get("namespace", "") if origin == "cluster" else "",
+        "involvedObject": {k: involved.get(k, "") for k in ("kind", "name", "namespace")},
+        "source": (event.get("source") or {}).get("component")
+        or event.get("reportingComponent", ""),
+        "origin": origin,
+    }
+    rendered = envelope.resource(base_url(request), EVENT, body)
+    rendered["links"] = {}
+    return rendered
+
+
+def _time(value: Any) -> str:
+    if isinstance(value, datetime.datetime):
+        return value.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return str(value or "")

@@ -1,0 +1,1 @@
+"""Projects: role templates, quota arithmetic, what lands downstream, and project conditions."""

@@ -1,0 +1,219 @@
+"""What corral keeps in a downstream cluster for its projects, computed from what it knows.
+
+For every namespace that belongs to a project (annotation `field.svc.io/projectId`):
+
+- a ResourceQuota with the project's namespace default quota, when the project has one;
+- a LimitRange with the project's container defaults, when it has them;
+- a RoleBinding per project role binding, to the role's ClusterRole (`admin`, `edit`, `view`);
+- with `enableNetworkPolicy` on the cluster, a NetworkPolicy that admits traffic only from the
+  same project and the System project (whose DNS and ingress every project needs).
+
+And cluster-wide: a ClusterRoleBinding per cluster role binding, and the ClusterRole cluster
+members are bound to. Every object carries the managed-by label and a hash of its content, so
+a pass compares hashes instead of fields Kubernetes defaults.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from corral.core import resources
+from corral.core.projects import quota, roles
+
+ANNOTATION_HASH = "management.svc.io/content-hash"
+QUOTA_NAME = "corral-project-quota"
+LIMIT_RANGE_NAME = "corral-container-defaults"
+POLICY_NAME = "corral-project-isolation"
+
+# (kind, namespace, name); namespace is "" for cluster-wide objects.
+Key = tuple[str, str, str]
+KINDS = ("ResourceQuota", "LimitRange", "RoleBinding", "NetworkPolicy",
+         "ClusterRoleBinding", "ClusterRole")  # fmt: skip
+API_VERSIONS = {
+    "ResourceQuota": "v1",
+    "LimitRange": "v1",
+    "RoleBinding": "rbac.authorization.k8s.io/v1",
+    "NetworkPolicy": "networking.k8s.io/v1",
+    "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
+    "ClusterRole": "rbac.authorization.k8s.io/v1",
+}
+
+
+@dataclass(frozen=True)
+class ProjectView:
+    """What the downstream objects of a project depend on."""
+
+    name: str
+    namespace_quota: Mapping[str, str] = field(default_factory=dict)
+    container_defaults: Mapping[str, str] = field(default_factory=dict)
+    system: bool = False
+
+
+@dataclass(frozen=True)
+class Binding:
+    name: str
+    user: str
+    role: str
+    project: str = ""  # project name for project role bindings
+
+
+def project_of(namespace: Mapping[str, Any], cluster_id: str) -> str | None:
+    """The project (name, not id) a downstream namespace belongs to, by its annotation."""
+    value = (namespace["metadata"].get("annotations") or {}).get(resources.ANNOTATION_PROJECT)
+    if not value:
+        return None
+    cluster, _, project = str(value).partition(":")
+    return project if cluster == cluster_id and project else None
+
+
+def active(namespace: Mapping[str, Any]) -> bool:
+    """Objects cannot be created in a namespace being deleted."""
+    phase = (namespace.get("status") or {}).get("phase")
+    return not namespace["metadata"].get("deletionTimestamp") and phase != "Terminating"
+
+
+def desired(
+    cluster_id: str,
+    namespaces: Iterable[Mapping[str, Any]],
+    projects: Mapping[str, ProjectView],
+    project_bindings: Iterable[Binding],
+    cluster_bindings: Iterable[Binding],
+    isolate: bool,
+) -> dict[Key, dict[str, Any]]:
+    """Every object corral should have in the cluster, by key."""
+    by_project: dict[str, list[Binding]] = {}
+    for binding in project_bindings:
+        by_project.setdefault(binding.project, []).append(binding)
+    system = next((p.name for p in projects.values() if p.system), None)
+    wanted: dict[Key, dict[str, Any]] = {}
+    for namespace in namespaces:
+        name = namespace["metadata"]["name"]
+        project = projects.get(project_of(namespace, cluster_id) or "")
+        if project is None or not active(namespace):
+            continue
+        labels = {resources.LABEL_PROJECT: project.name}
+        if project.namespace_quota:
+            hard = quota.resource_quota_hard(project.namespace_quota)
+            _add(wanted, "ResourceQuota", name, QUOTA_NAME, labels, spec={"hard": hard})
+        if project.container_defaults:
+            limits = quota.limit_range_limits(project.container_defaults)
+            _add(wanted, "LimitRange", name, LIMIT_RANGE_NAME, labels, spec={"limits": limits})
+        for binding in by_project.get(project.name, []):
+            role = roles.PROJECT_ROLES.get(binding.role)
+            if role is not None:
+                grant = _grant(role.downstream_role, binding.user)
+                _add(wanted, "RoleBinding", name, f"corral-{binding.name}", labels, **grant)
+        if isolate and not project.system:
+            _add(wanted, "NetworkPolicy", name, POLICY_NAME, labels,
+                 spec=isolation_policy(project.name, system))  # fmt: skip
+    _add(wanted, "ClusterRole", "", roles.CLUSTER_MEMBER_CLUSTERROLE, {},
+         rules=roles.CLUSTER_MEMBER_RULES)  # fmt: skip
+    for binding in cluster_bindings:
+        role = roles.CLUSTER_ROLES.get(binding.role)
+        if role is not None:
+            grant = _grant(role.downstream_role, binding.user)
+            _add(wanted, "ClusterRoleBinding", "", f"corral-{binding.name}", {}, **grant)
+    return wanted
+
+
+def isolation_policy(project: str, system: str | None) -> dict[str, Any]:
+    """Ingress from pods of the same project (and the System project) only. NetworkPolicies
+    add up, so an explicit policy in the namespace can still admit more."""
+    sources = [{"namespaceSelector": {"matchLabels": {resources.LABEL_PROJECT: project}}}]
+    if system and system != project:
+        sources.append({"namespaceSelector": {"matchLabels": {resources.LABEL_PROJECT: system}}})
+    return {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": sources}]}
+
+
+def content_hash(manifest: Mapping[str, Any]) -> str:
+    content = {k: v for k, v in manifest.items() if k not in ("metadata", "apiVersion", "kind")}
+    content["labels"] = manifest["metadata"].get("labels") or {}
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def key_of(obj: Mapping[str, Any]) -> Key:
+    meta = obj["metadata"]
+    return (obj["kind"], meta.get("namespace") or "", meta["name"])
+
+
+def differences(
+    wanted: Mapping[Key, Mapping[str, Any]], existing: Mapping[Key, Mapping[str, Any]]
+) -> tuple[list[Key], list[Key]]:
+    """(keys to apply, keys to delete): objects missing or changed, and objects not wanted."""
+    stale = [
+        key
+        for key, manifest in wanted.items()
+        if _hash(existing.get(key)) != manifest["metadata"]["annotations"][ANNOTATION_HASH]
+    ]
+    unwanted = [key for key in existing if key not in wanted]
+    return sorted(stale), sorted(unwanted)
+
+
+def pending_by_project(
+    wanted: Mapping[Key, Mapping[str, Any]], existing: Mapping[Key, Mapping[str, Any]]
+) -> dict[str, dict[str, int]]:
+    """Per project and kind, how many wanted objects are not (yet) in place."""
+    pending: dict[str, dict[str, int]] = {}
+    for key, manifest in wanted.items():
+        project = (manifest["metadata"].get("labels") or {}).get(resources.LABEL_PROJECT)
+        if (
+            project
+            and _hash(existing.get(key)) != manifest["metadata"]["annotations"][ANNOTATION_HASH]
+        ):
+            counts = pending.setdefault(project, {})
+            counts[key[0]] = counts.get(key[0], 0) + 1
+    return pending
+
+
+def label_fixes(namespaces: Iterable[Mapping[str, Any]], cluster_id: str) -> dict[str, str | None]:
+    """Namespaces whose project label does not match their annotation: the label to set
+    (None to remove). The annotation is the contract; the label serves selectors."""
+    fixes: dict[str, str | None] = {}
+    for namespace in namespaces:
+        if not active(namespace):
+            continue
+        project = project_of(namespace, cluster_id)
+        label = (namespace["metadata"].get("labels") or {}).get(resources.LABEL_PROJECT)
+        if label != project:
+            fixes[namespace["metadata"]["name"]] = project
+    return fixes
+
+
+def _hash(obj: Mapping[str, Any] | None) -> str | None:
+    if obj is None:
+        return None
+    value = (obj["metadata"].get("annotations") or {}).get(ANNOTATION_HASH)
+    return str(value) if value is not None else None
+
+
+def _grant(cluster_role: str, user_id: str) -> dict[str, Any]:
+    """roleRef and subjects of a binding of `cluster_role` to a corral user (the proxy
+    impersonates users by id)."""
+    group = "rbac.authorization.k8s.io"
+    return {
+        "roleRef": {"apiGroup": group, "kind": "ClusterRole", "name": cluster_role},
+        "subjects": [{"apiGroup": group, "kind": "User", "name": user_id}],
+    }
+
+
+def _add(
+    wanted: dict[Key, dict[str, Any]],
+    kind: str,
+    namespace: str,
+    name: str,
+    labels: Mapping[str, str],
+    **content: Any,
+) -> None:
+    meta: dict[str, Any] = {
+        "name": name,
+        "labels": {resources.LABEL_MANAGED_BY: resources.MANAGED_BY, **labels},
+    }
+    if namespace:
+        meta["namespace"] = namespace
+    manifest = {"apiVersion": API_VERSIONS[kind], "kind": kind, "metadata": meta, **content}
+    meta["annotations"] = {ANNOTATION_HASH: content_hash(manifest)}
+    wanted[(kind, namespace, name)] = manifest
