@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from tests.bench import auth, devenv, scale
+from tests.bench import auth, devenv, projects, scale
 
-BENCHMARKS = {"devenv": devenv.main, "auth": auth.main, "scale": scale.main}
+BENCHMARKS = {
+    "devenv": devenv.main,
+    "auth": auth.main,
+    "scale": scale.main,
+    "projects": projects.main,
+}
 
 
 def main(argv: list[str]) -> int:

@@ -7,24 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import json
 import ssl
 import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
-from urllib.request import Request, urlopen
 
 import aiohttp
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from corral.core.auth import hashing
 from corral.core.auth.tokens import Policy, TokenRecord, check, split
 from corral.core.devenv.environment import Environment, Options
-from corral.core.devenv.waiting import wait_for
-from tests.bench.devenv import machine
+from tests.bench.common import lift_rate_limit, machine
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUESTS = {1: 2000, 32: 6000}
@@ -84,14 +79,7 @@ def main() -> None:
         Path(tmp), ROOT / "tools/devkube/bin/devkube", ROOT / "crds",
         downstream_clusters=0, api_port=0,
     )) as env:  # fmt: skip
-        management = k8s_config.new_client_from_config(str(env.management_kubeconfig))
-        k8s.CustomObjectsApi(management).patch_cluster_custom_object(
-            "management.svc.io",
-            "v3",
-            "settings",
-            "api-rate-limit-per-minute",
-            {"value": "0"},  # a benchmark is not a user: no limit
-        )
+        lift_rate_limit(env)
         token_name = env.admin_token.split(":")[0]
         corral_tls = ssl.create_default_context(cafile=str(env.ca_path))
         kube_tls = ssl.create_default_context(cafile=str(env.management.ca_path))  # type: ignore[union-attr]
@@ -104,14 +92,6 @@ def main() -> None:
             ("kube-apiserver GET of the Token CR",
              f"{kube_url}/apis/management.svc.io/v3/tokens/{token_name}", {}, kube_tls),
         ]  # fmt: skip
-        setting = f"{env.api_url}/v3/settings/api-rate-limit-per-minute"
-        headers = {"Authorization": f"Bearer {env.admin_token}"}
-
-        def applied() -> bool:
-            with urlopen(Request(setting, headers=headers), context=corral_tls) as response:
-                return bool(json.loads(response.read())["value"] == "0")
-
-        wait_for("the API server to see the setting", applied, 10)
         print(f"{'case':<45} {'clients':>7} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}")
         for label, url, headers, context in cases:
             for concurrency, total in REQUESTS.items():

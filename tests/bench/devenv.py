@@ -3,8 +3,6 @@ operator and API server), its stop time, and the resident memory of every proces
 
 from __future__ import annotations
 
-import os
-import platform
 import statistics
 import subprocess
 import tempfile
@@ -12,21 +10,10 @@ import time
 from pathlib import Path
 
 from corral.core.devenv.environment import Environment, Options
-from corral.core.devenv.process import Process
+from tests.bench.common import machine, rss_mib
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = 3
-
-
-def rss_mib(process: Process) -> float:
-    for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def machine() -> str:
-    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def main() -> None:

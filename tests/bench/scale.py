@@ -5,19 +5,14 @@ reconciled every cluster."""
 from __future__ import annotations
 
 import asyncio
-import json
 import random
-import ssl
-import statistics
 import subprocess
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 from lightkube import AsyncClient, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
@@ -26,7 +21,7 @@ from lightkube.types import PatchType
 from corral.core import resources
 from corral.core.devenv.environment import Environment, Options
 from corral.core.devenv.waiting import wait_for
-from tests.bench.devenv import machine, rss_mib
+from tests.bench.common import get_json, lift_rate_limit, machine, rss_mib, session, timings
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTERS = 1000
@@ -90,25 +85,7 @@ async def populate(kube: AsyncClient) -> float:
     return time.monotonic() - began
 
 
-async def timings(
-    session: aiohttp.ClientSession, urls: Callable[[], str], rounds: int
-) -> tuple[float, float, int]:
-    latencies, size = [], 0
-    for _ in range(rounds):
-        began = time.perf_counter()
-        async with session.get(urls()) as response:
-            body = await response.read()
-            assert response.status == 200, body[:200]
-        latencies.append(time.perf_counter() - began)
-        size = len(body)
-    latencies.sort()
-    p99 = latencies[max(int(len(latencies) * 0.99) - 1, 0)]
-    return statistics.median(latencies) * 1000, p99 * 1000, size
-
-
 async def measure(env: Environment) -> list[tuple[str, int, tuple[float, float, int]]]:
-    context = ssl.create_default_context(cafile=str(env.ca_path))
-    headers = {"Authorization": f"Bearer {env.admin_token}"}
     base = env.api_url
     ids = [f"c-bench{i:04d}" for i in range(CLUSTERS)]
 
@@ -131,12 +108,8 @@ async def measure(env: Environment) -> list[tuple[str, int, tuple[float, float, 
             500,
         ),
     ]
-    async with aiohttp.ClientSession(
-        headers=headers, connector=aiohttp.TCPConnector(ssl=context)
-    ) as session:
-        return [
-            (label, rounds, await timings(session, url, rounds)) for label, url, rounds in cases
-        ]
+    async with session(env) as client:
+        return [(label, rounds, await timings(client, url, rounds)) for label, url, rounds in cases]
 
 
 def main() -> None:
@@ -154,6 +127,7 @@ def main() -> None:
             )
         ) as env,
     ):
+        lift_rate_limit(env)
         kube = AsyncClient(KubeConfig.from_file(env.management_kubeconfig), field_manager="bench")
         seconds = asyncio.run(populate(kube))
         print(
@@ -178,18 +152,10 @@ def main() -> None:
 
 
 def total(env: Environment, url: str) -> int:
-    return int(_get(env, url)["pagination"]["total"])
+    return int(get_json(env, url)["pagination"]["total"])
 
 
 def reconciled(env: Environment) -> int:
     """Clusters whose status the operator has written (they carry a Pending condition)."""
-    body = _get(env, f"{env.api_url}/v3/clusters?limit=-1")
+    body = get_json(env, f"{env.api_url}/v3/clusters?limit=-1")
     return sum(1 for c in body["data"] if c["status"].get("conditions"))
-
-
-def _get(env: Environment, url: str) -> dict[str, Any]:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {env.admin_token}"})
-    context = ssl.create_default_context(cafile=str(env.ca_path))
-    with urllib.request.urlopen(request, timeout=60, context=context) as response:
-        result: dict[str, Any] = json.loads(response.read())
-        return result

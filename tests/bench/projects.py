@@ -1,0 +1,149 @@
+"""1,000 projects and 5,000 namespaces in one downstream cluster, all made through /v3 as a
+client would: how long until every project has all its conditions true (each namespace gets a
+ResourceQuota, a LimitRange and its creator's RoleBinding downstream), /v3 read latencies, and
+the resident memory of the operator and the API server."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from corral.core.devenv.environment import Environment, Options
+from corral.core.devenv.waiting import wait_for
+from tests.bench.common import get_json, lift_rate_limit, machine, rss_mib, session, timings
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECTS = 1000
+NAMESPACES_PER_PROJECT = 5
+CONCURRENCY = 16
+QUOTA = {
+    "resourceQuota": {"limit": {"limitsCpu": "10", "limitsMemory": "10Gi", "pods": "100"}},
+    "namespaceDefaultResourceQuota": {
+        "limit": {"limitsCpu": "2", "limitsMemory": "2Gi", "pods": "20"}
+    },
+    "containerDefaultResourceLimit": {"limitsCpu": "100m", "limitsMemory": "64Mi"},
+}
+CONDITIONS = (
+    "BackingNamespaceCreated",
+    "CreatorMadeOwner",
+    "DefaultNetworkPolicyCreated",
+    "InitialRolesPopulated",
+)
+
+
+async def populate(env: Environment, cluster: str) -> tuple[list[str], float, float]:
+    """Creates the projects, then their namespaces; returns ids and both durations."""
+    limit = asyncio.Semaphore(CONCURRENCY)
+
+    async def post(client: aiohttp.ClientSession, path: str, body: dict[str, Any]) -> Any:
+        async with limit, client.post(env.api_url + path, json=body) as response:
+            found = await response.json()
+            assert response.status == 201, found
+            return found
+
+    async with session(env) as client:
+        began = time.monotonic()
+        created = await asyncio.gather(
+            *(
+                post(client, "/v3/projects", {"name": f"bench {i}", "clusterId": cluster, **QUOTA})
+                for i in range(PROJECTS)
+            )
+        )
+        projects = [p["id"] for p in created]
+        projects_seconds = time.monotonic() - began
+        began = time.monotonic()
+        await asyncio.gather(
+            *(
+                post(
+                    client,
+                    f"/v3/clusters/{cluster}/namespaces",
+                    {"name": f"bench-{i:04d}-{n}", "projectId": project},
+                )
+                for i, project in enumerate(projects)
+                for n in range(NAMESPACES_PER_PROJECT)
+            )
+        )
+        return projects, projects_seconds, time.monotonic() - began
+
+
+def settled(env: Environment, projects: set[str]) -> int:
+    """How many of `projects` have every condition true."""
+    listing = get_json(env, f"{env.api_url}/v3/projects?limit=-1")["data"]
+    done = 0
+    for project in listing:
+        found = {c["type"]: c["status"] for c in project["status"].get("conditions", [])}
+        if project["id"] in projects and all(found.get(t) == "True" for t in CONDITIONS):
+            done += 1
+    return done
+
+
+async def measure(
+    env: Environment, cluster: str, projects: list[str]
+) -> list[tuple[str, int, Any]]:
+    base = env.api_url
+
+    def pick(path: str) -> Any:
+        return lambda: base + path.format(random.choice(projects))  # noqa: S311 - sampling
+
+    cases = [
+        ("GET /v3/projects (1,002 projects, one page)", lambda: f"{base}/v3/projects", 30),
+        ("GET /v3/projects?limit=50", lambda: f"{base}/v3/projects?limit=50", 200),
+        (
+            f"GET /v3/projects?clusterId={cluster}",
+            lambda: f"{base}/v3/projects?clusterId={cluster}",
+            30,
+        ),
+        ("GET /v3/projects/{id}", pick("/v3/projects/{}"), 300),
+        (
+            "GET /v3/clusters/{c}/namespaces?projectId= (5)",
+            pick(f"/v3/clusters/{cluster}/namespaces?projectId={{}}"),
+            300,
+        ),
+        ("GET /v3/projects/{id}?include=usage", pick("/v3/projects/{}?include=usage"), 100),
+    ]
+    async with session(env) as client:
+        return [(label, rounds, await timings(client, url, rounds)) for label, url, rounds in cases]
+
+
+def main() -> None:
+    subprocess.run([str(ROOT / "tools/devkube/build.sh")], check=True)
+    print(f"machine: {machine()}")
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Environment(
+            Options(
+                Path(tmp),
+                ROOT / "tools/devkube/bin/devkube",
+                ROOT / "crds",
+                downstream_clusters=1,
+                api_port=0,
+            )
+        ) as env,
+    ):
+        lift_rate_limit(env)
+        cluster = env.cluster_ids[0]
+        began = time.monotonic()
+        projects, project_s, namespace_s = asyncio.run(populate(env, cluster))
+        print(
+            f"created {PROJECTS} projects through /v3 in {project_s:.0f} s, then "
+            f"{PROJECTS * NAMESPACES_PER_PROJECT} namespaces in {namespace_s:.0f} s"
+        )
+        wanted = set(projects)
+        wait_for("every project settled", lambda: settled(env, wanted) == len(wanted), 1800)
+        total = time.monotonic() - began
+        print(
+            f"all {PROJECTS} projects had every condition true {total:.0f} s after the first "
+            f"request ({total - project_s - namespace_s:.0f} s after the last)"
+        )
+        print(f"{'case':<52} {'rounds':>6} {'p50 ms':>8} {'p99 ms':>8} {'bytes':>10}")
+        for label, rounds, (p50, p99, size) in asyncio.run(measure(env, cluster, projects)):
+            print(f"{label:<52} {rounds:>6} {p50:>8.1f} {p99:>8.1f} {size:>10}", flush=True)
+        for process in env.corral:
+            print(f"RSS {process.name}: {rss_mib(process):.0f} MiB")
