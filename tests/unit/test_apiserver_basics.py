@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 
+from corral.apiserver.app import ROUTE_MODULES, SCHEMA_LIST
 from corral.apiserver.config import ApiServerConfig, ConfigError
 from corral.apiserver.keys import READINESS, SCHEMAS
 from corral.apiserver.readiness import Readiness
@@ -63,3 +64,18 @@ async def test_readyz_reports_pending_gates_until_they_open() -> None:
         assert (await client.get("/readyz")).status == 200
         body = await (await client.get("/v3")).json()
         assert body["links"]["self"].endswith("/v3")
+
+
+async def test_every_collection_the_root_links_to_is_routed() -> None:
+    """Types that live under another (nodes, namespaces, events) must not be linked as if
+    `/v3/<plural>` existed."""
+    app = web.Application()
+    for module in ROUTE_MODULES:
+        app.add_routes(module.routes)
+    registry = Registry()
+    registry.add(*SCHEMA_LIST)
+    for schema in registry.collections():
+        path = f"/v3/{schema.plural.lower()}"
+        match = await app.router.resolve(make_mocked_request("GET", path, app=app))
+        assert match.http_exception is None, f"/v3 links {path}, which no route serves"
+    assert {"node", "namespace", "event"} <= {s.id for s in registry.all() if s.parent}

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from corral.apiserver.authz import Access
 from corral.core import resources
 from corral.core.projects import defaults, downstream, quota, roles, status
 from corral.core.projects.downstream import Binding, ProjectView
@@ -265,3 +266,31 @@ def test_the_strongest_role_wins() -> None:
     assert roles.may_write_namespaces("project-member")
     assert not roles.may_write_namespaces("read-only")
     assert not roles.may_manage_project("project-member")
+
+
+# -- access from bindings -------------------------------------------------------------------------
+
+
+def binding(namespace: str, **spec: str) -> dict[str, Any]:
+    return {"metadata": {"namespace": namespace}, "spec": spec}
+
+
+def test_access_follows_the_strongest_binding_stored_in_its_place() -> None:
+    project_bindings = [
+        binding("c-1-p-a", projectName="c-1:p-a", roleTemplateName="read-only"),
+        binding("c-1-p-a", projectName="c-1:p-a", roleTemplateName="project-member"),
+        # Not in p-b's backing namespace: the operator ignores it, so must the API.
+        binding("elsewhere", projectName="c-1:p-b", roleTemplateName="project-owner"),
+    ]
+    cluster_bindings = [
+        binding("c-2", clusterName="c-2", roleTemplateName="cluster-owner"),
+        binding("c-1", clusterName="c-3", roleTemplateName="cluster-owner"),
+    ]
+    access = Access.of("u-1", False, cluster_bindings, project_bindings)
+    assert access.project_role("c-1:p-a") == "project-member"
+    assert access.project_role("c-1:p-b") is None
+    assert access.sees_cluster("c-1") and access.cluster_role("c-1") is None
+    assert access.project_role("c-2:p-any") == "project-owner"  # cluster owners own projects
+    assert not access.sees_cluster("c-3")
+    admin = Access.of("u-admin", True, [], [])
+    assert admin.cluster_role("c-9") == "cluster-owner" and admin.project_role("c-9:p-x")

@@ -13,15 +13,16 @@ not leak; 403 is for what they can see but not change.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
 
 from corral.apiserver import errors
 from corral.apiserver.authn import Principal, principal
+from corral.apiserver.cache import Obj
 from corral.apiserver.keys import STORES
-from corral.apiserver.stores import Stores
+from corral.core import resources
 from corral.core.projects import roles
 
 
@@ -39,22 +40,32 @@ class Access:
     project_roles: Mapping[str, str]  # project id (`<cluster>:<project>`) -> strongest role
 
     @classmethod
-    def of(cls, who: Principal, stores: Stores) -> Access:
+    def of(
+        cls,
+        user_id: str,
+        is_admin: bool,
+        cluster_bindings: Iterable[Obj],
+        project_bindings: Iterable[Obj],
+    ) -> Access:
+        """From the user's bindings. Only a binding stored where the API puts it counts (a
+        cluster binding in its cluster's namespace, a project binding in its project's backing
+        namespace), as for the operator, which turns only those into RBAC."""
         by_cluster: dict[str, list[str]] = {}
-        for binding in stores.cluster_bindings.by_index("user", who.user_id):
+        for binding in cluster_bindings:
             spec = binding.get("spec") or {}
-            by_cluster.setdefault(spec.get("clusterName", ""), []).append(
-                spec.get("roleTemplateName", "")
-            )
+            cluster = spec.get("clusterName", "")
+            if binding["metadata"].get("namespace") == cluster:
+                by_cluster.setdefault(cluster, []).append(spec.get("roleTemplateName", ""))
         by_project: dict[str, list[str]] = {}
-        for binding in stores.project_bindings.by_index("user", who.user_id):
+        for binding in project_bindings:
             spec = binding.get("spec") or {}
-            by_project.setdefault(spec.get("projectName", ""), []).append(
-                spec.get("roleTemplateName", "")
-            )
+            project = spec.get("projectName", "")
+            cluster, _, name = project.partition(":")
+            if binding["metadata"].get("namespace") == resources.backing_namespace(cluster, name):
+                by_project.setdefault(project, []).append(spec.get("roleTemplateName", ""))
         return cls(
-            who.user_id,
-            who.is_admin,
+            user_id,
+            is_admin,
             _strongest(by_cluster, roles.CLUSTER_ROLES),
             _strongest(by_project, roles.PROJECT_ROLES),
         )
@@ -77,7 +88,13 @@ class Access:
 def access(request: web.Request) -> Access:
     """The caller's access, worked out once per request."""
     if "access" not in request:
-        request["access"] = Access.of(principal(request), request.app[STORES])
+        who, stores = principal(request), request.app[STORES]
+        request["access"] = Access.of(
+            who.user_id,
+            who.is_admin,
+            stores.cluster_bindings.by_index("user", who.user_id),
+            stores.project_bindings.by_index("user", who.user_id),
+        )
     found: Access = request["access"]
     return found
 

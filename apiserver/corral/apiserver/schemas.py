@@ -67,6 +67,9 @@ class Schema:
     resource_actions: dict[str, dict[str, str]] = field(default_factory=dict)
     collection_actions: dict[str, dict[str, str]] = field(default_factory=dict)
     embedded: bool = False  # an action input or output type, not a collection
+    # A type whose collections exist only under one of this type (nodes under a cluster):
+    # it has no top-level collection to link to.
+    parent: str | None = None
 
     @property
     def all_fields(self) -> dict[str, Field]:
@@ -82,7 +85,7 @@ class Schema:
 
     def document(self, base: str) -> dict[str, Any]:
         links = {"self": f"{base}/v3/schemas/{self.id}"}
-        if "GET" in self.collection_methods and not self.embedded:
+        if "GET" in self.collection_methods and not self.embedded and self.parent is None:
             links["collection"] = f"{base}/v3/{self.plural.lower()}"
         doc: dict[str, Any] = {
             "id": self.id,
@@ -99,6 +102,8 @@ class Schema:
             doc["resourceActions"] = self.resource_actions
         if self.collection_actions:
             doc["collectionActions"] = self.collection_actions
+        if self.parent is not None:
+            doc["parent"] = self.parent
         if not self.embedded:
             doc["collectionFilters"] = {
                 n: {"modifiers": ["eq", "ne", "in", "notin"]} for n in self.filters()
@@ -127,4 +132,8 @@ class Registry:
         return sorted(self._by_id.values(), key=lambda s: s.id)
 
     def collections(self) -> list[Schema]:
-        return [s for s in self.all() if not s.embedded and "GET" in s.collection_methods]
+        return [
+            s
+            for s in self.all()
+            if not s.embedded and s.parent is None and "GET" in s.collection_methods
+        ]

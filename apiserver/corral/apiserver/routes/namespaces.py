@@ -46,6 +46,7 @@ SCHEMA = Schema(
     },
     resource_methods=("GET", "PUT", "DELETE"),
     collection_methods=("GET", "POST"),
+    parent="cluster",
 )
 NAMESPACES = "/v3/{clusters:(?i:clusters)}/{cluster}/{type:(?i:namespaces)}"
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -49,6 +49,7 @@ SCHEMA = Schema(
     resource_methods=("GET", "PUT", "DELETE"),
     collection_methods=("GET",),
     resource_actions={"cordon": {}, "uncordon": {}, "drain": {"input": "nodeDrainInput"}},
+    parent="cluster",
 )
 DRAIN = Schema(
     id="nodeDrainInput",

@@ -69,6 +69,7 @@ EVENT = Schema(
         "source": readonly("string", "The component that reported it"),
         "origin": readonly("enum", "project (the Project itself) or cluster (its namespaces)"),
     },
+    parent="project",
 )
 
 routes = web.RouteTableDef()
