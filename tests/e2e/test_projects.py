@@ -324,6 +324,32 @@ def test_quotas_follow_namespaces_and_refuse_what_does_not_fit(
         )
 
 
+def test_a_namespace_deleted_and_made_again_gets_its_quota_again(
+    api: Api, cluster: str, core: k8s.CoreV1Api
+) -> None:
+    project = create_project(api, cluster, **QUOTA)["id"]
+    name = create_namespace(api, cluster, project).body["name"]
+
+    def quota() -> object:
+        return core.read_namespaced_resource_quota("corral-project-quota", name)
+
+    wait_for("the namespace quota", quota, 30)
+    assert api.delete(f"/v3/clusters/{cluster}/namespaces/{name}").status == 204
+
+    def gone() -> bool:
+        try:
+            core.read_namespace(name)
+        except k8s.ApiException as exc:
+            return exc.status == 404
+        return False
+
+    wait_for("the namespace deleted", gone, 60)
+    # The API server's watch may see the deletion a moment after the cluster's API does.
+    wait_for("made again", lambda: create_namespace(api, cluster, project, name).status == 201, 10)
+    # Well within the operator's one-minute relisting of what it manages.
+    wait_for("the quota in the new namespace", quota, 20)
+
+
 def test_bad_namespace_input_is_refused(api: Api, cluster: str) -> None:
     project = create_project(api, cluster)["id"]
     cases = [

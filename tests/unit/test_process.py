@@ -18,7 +18,8 @@ def test_stop_terminates_the_whole_process_group(tmp_path: Path) -> None:
     process.stop(grace=5)
 
     assert not process.running()
-    assert not _alive(grandchild)
+    # The signal reached the grandchild with its group; under load it may take a moment to die.
+    wait_for("the grandchild to end", lambda: not _alive(grandchild), 5)
 
 
 def test_a_process_ignoring_term_is_killed_after_the_grace_period(tmp_path: Path) -> None:

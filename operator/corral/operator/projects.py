@@ -339,6 +339,13 @@ class ProjectSync:
             await _set_label(client, name, label)
         if time.monotonic() - self.listed_at > RELIST_INTERVAL:
             await self._relist(client)
+        # What was in a namespace that is gone (or going) went with it: a namespace of the
+        # same name made again starts empty, whatever the last listing said.
+        self.managed = {
+            key: obj
+            for key, obj in self.managed.items()
+            if not key[1] or (key[1] in namespaces and downstream.active(namespaces[key[1]]))
+        }
         wanted = downstream.desired(
             self.cluster,
             namespaces.values(),

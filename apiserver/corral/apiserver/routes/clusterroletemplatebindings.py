@@ -17,11 +17,10 @@ from corral.apiserver import envelope, errors
 from corral.apiserver.authz import access
 from corral.apiserver.body import read_json
 from corral.apiserver.cache import Obj
-from corral.apiserver.errors import ApiError
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.routes.clusters import owned_cluster, visible_cluster
-from corral.apiserver.routes.common import base_url, text, v3
-from corral.apiserver.routes.projectroletemplatebindings import subject
+from corral.apiserver.routes.common import base_url, either, referenced, v3
+from corral.apiserver.routes.projectroletemplatebindings import grant
 from corral.apiserver.schemas import Field, Schema
 from corral.core import ids, resources
 from corral.core.kube import as_dict, delete_if_present, ensure_namespace
@@ -94,28 +93,12 @@ async def create_binding(request: web.Request) -> web.Response:
     body = await read_json(request)
     if body.get("type", "clusterRoleTemplateBinding") != "clusterRoleTemplateBinding":
         raise errors.invalid("type", "type must be clusterRoleTemplateBinding")
-    cluster = text(body, "clusterId", 63) or text(body, "clusterName", 63)
-    if not cluster:
-        raise errors.missing("clusterId")
-    try:
-        visible_cluster(request, cluster)
-    except ApiError:
-        raise errors.invalid(
-            "clusterId", f"cluster {cluster} not found", "InvalidReference"
-        ) from None
-    user, role = subject(body, request)
-    if role not in roles.CLUSTER_ROLES:
-        raise errors.invalid(
-            "roleTemplateId",
-            f"roleTemplateId must be one of {', '.join(roles.CLUSTER_ROLES)}",
-            "InvalidOption",
-        )
-    owned_cluster(request, cluster, "grant roles in it")
+    cluster = either(body, ("clusterId", "clusterName"), 63)
+    referenced(lambda: visible_cluster(request, cluster), "clusterId", f"cluster {cluster}")
     stores = request.app[STORES]
-    for existing in stores.cluster_bindings.by_index("cluster", cluster):
-        spec = existing.get("spec") or {}
-        if spec.get("userName") == user and spec.get("roleTemplateName") == role:
-            raise errors.conflict(f"{user} already has {role} in cluster {cluster}")
+    existing = stores.cluster_bindings.by_index("cluster", cluster)
+    user, role = grant(request, body, roles.CLUSTER_ROLES, existing, f"cluster {cluster}")
+    owned_cluster(request, cluster, "grant roles in it")
     kube = request.app[KUBE]
     await ensure_namespace(kube, cluster, {resources.LABEL_CLUSTER: cluster})
     created = as_dict(

@@ -42,6 +42,24 @@ def text(body: dict[str, Any], field: str, max_length: int = 1024, required: boo
     return value
 
 
+def either(body: dict[str, Any], fields: tuple[str, str], max_length: int) -> str:
+    """A required text given under its `/v3` name or its stored name (`clusterId` or
+    `clusterName`)."""
+    value = text(body, fields[0], max_length) or text(body, fields[1], max_length)
+    if not value:
+        raise errors.missing(fields[0])
+    return value
+
+
+def referenced(find: Callable[[], Obj], field: str, what: str) -> Obj:
+    """An object a body names: one the caller cannot see is an invalid reference, exactly as
+    one that does not exist."""
+    try:
+        return find()
+    except errors.ApiError:
+        raise errors.invalid(field, f"{what} not found", "InvalidReference") from None
+
+
 def flag(body: dict[str, Any], field: str, default: bool) -> bool:
     value = body.get(field, default)
     if not isinstance(value, bool):

@@ -17,9 +17,8 @@ from corral.apiserver import envelope, errors
 from corral.apiserver.authz import access
 from corral.apiserver.body import read_json
 from corral.apiserver.cache import Obj
-from corral.apiserver.errors import ApiError
 from corral.apiserver.keys import KUBE, STORES
-from corral.apiserver.routes.common import base_url, text, v3
+from corral.apiserver.routes.common import base_url, either, referenced, v3
 from corral.apiserver.routes.projects import owned_project, visible_project
 from corral.apiserver.schemas import Field, Schema
 from corral.core import ids, resources
@@ -70,16 +69,27 @@ def visible(request: web.Request) -> Obj:
     return obj
 
 
-def subject(body: dict[str, Any], request: web.Request) -> tuple[str, str]:
-    """(user id, role) of a new binding, checked. Accepts the `/v3` names and the stored ones."""
-    user = text(body, "userId", 253) or text(body, "userName", 253)
-    if not user:
-        raise errors.missing("userId")
+def grant(
+    request: web.Request,
+    body: dict[str, Any],
+    catalog: dict[str, roles.RoleTemplate],
+    existing: list[Obj],
+    where: str,
+) -> tuple[str, str]:
+    """(user id, role) of a new binding, checked: a known user, a role of `catalog`, and not
+    a grant the user already has among `existing`."""
+    user = either(body, ("userId", "userName"), 253)
     if request.app[STORES].user_active(user) is None:
         raise errors.invalid("userId", f"user {user} not found", "InvalidReference")
-    role = text(body, "roleTemplateId", 64) or text(body, "roleTemplateName", 64)
-    if not role:
-        raise errors.missing("roleTemplateId")
+    role = either(body, ("roleTemplateId", "roleTemplateName"), 64)
+    if role not in catalog:
+        raise errors.invalid(
+            "roleTemplateId", f"roleTemplateId must be one of {', '.join(catalog)}", "InvalidOption"
+        )
+    for binding in existing:
+        spec = binding.get("spec") or {}
+        if spec.get("userName") == user and spec.get("roleTemplateName") == role:
+            raise errors.conflict(f"{user} already has {role} in {where}")
     return user, role
 
 
@@ -111,28 +121,12 @@ async def create_binding(request: web.Request) -> web.Response:
     body = await read_json(request)
     if body.get("type", "projectRoleTemplateBinding") != "projectRoleTemplateBinding":
         raise errors.invalid("type", "type must be projectRoleTemplateBinding")
-    project_id = text(body, "projectId", 127) or text(body, "projectName", 127)
-    if not project_id:
-        raise errors.missing("projectId")
-    try:
-        visible_project(request, project_id)
-    except ApiError:
-        raise errors.invalid(
-            "projectId", f"project {project_id} not found", "InvalidReference"
-        ) from None
-    user, role = subject(body, request)
-    if role not in roles.PROJECT_ROLES:
-        raise errors.invalid(
-            "roleTemplateId",
-            f"roleTemplateId must be one of {', '.join(roles.PROJECT_ROLES)}",
-            "InvalidOption",
-        )
-    owned_project(request, project_id, "grant roles in it")
+    project_id = either(body, ("projectId", "projectName"), 127)
+    referenced(lambda: visible_project(request, project_id), "projectId", f"project {project_id}")
     stores = request.app[STORES]
-    for existing in stores.project_bindings.by_index("project", project_id):
-        spec = existing.get("spec") or {}
-        if spec.get("userName") == user and spec.get("roleTemplateName") == role:
-            raise errors.conflict(f"{user} already has {role} in project {project_id}")
+    existing = stores.project_bindings.by_index("project", project_id)
+    user, role = grant(request, body, roles.PROJECT_ROLES, existing, f"project {project_id}")
+    owned_project(request, project_id, "grant roles in it")
     cluster, _, name = project_id.partition(":")
     namespace = resources.backing_namespace(cluster, name)
     kube = request.app[KUBE]

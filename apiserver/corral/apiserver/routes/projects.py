@@ -25,7 +25,7 @@ from corral.apiserver.cache import Obj
 from corral.apiserver.errors import ApiError
 from corral.apiserver.keys import DOWNSTREAM, KUBE, STORES
 from corral.apiserver.routes.clusters import visible_cluster
-from corral.apiserver.routes.common import base_url, text, v3
+from corral.apiserver.routes.common import base_url, either, referenced, text, v3
 from corral.apiserver.schemas import Field, Schema, readonly
 from corral.core import ids, resources
 from corral.core.kube import as_dict, delete_if_present, ensure_namespace
@@ -206,15 +206,8 @@ async def create_project(request: web.Request) -> web.Response:
     display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
     if not display:
         raise errors.missing("displayName")
-    cluster = text(body, "clusterId", max_length=63) or text(body, "clusterName", max_length=63)
-    if not cluster:
-        raise errors.missing("clusterId")
-    try:
-        visible_cluster(request, cluster)
-    except ApiError:
-        raise errors.invalid(
-            "clusterId", f"cluster {cluster} not found", "InvalidReference"
-        ) from None
+    cluster = either(body, ("clusterId", "clusterName"), 63)
+    referenced(lambda: visible_cluster(request, cluster), "clusterId", f"cluster {cluster}")
     if allowed.cluster_role(cluster) is None:
         raise errors.forbidden(f"only members of cluster {cluster} may create projects in it")
     spec: dict[str, Any] = {
