@@ -157,16 +157,13 @@ class Observer:
             await self.write_status(credential, probe, node_list, totals)
             if probe.reachable:
                 await nodes.sync(self.kube, client, self.cluster, node_list, totals)
-                await self._sync_projects(client, namespaces.objects, probe.ready)
+                await self._sync_projects(client, namespaces, probe.ready)
             else:
                 await self._sync_projects(None, None, ready=False)
             await self._sleep(PROBE_INTERVAL, stopped)
 
     async def _sync_projects(
-        self,
-        client: AsyncClient | None,
-        namespaces: dict[str, dict[str, Any]] | None,
-        ready: bool,
+        self, client: AsyncClient | None, namespaces: Mirror | None, ready: bool
     ) -> None:
         isolate = bool(self.body["spec"].get("enableNetworkPolicy"))
         try:

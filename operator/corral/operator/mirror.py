@@ -34,11 +34,13 @@ class Mirror:
         self.on_change = on_change
         self.objects: dict[str, dict[str, Any]] = {}
         self.watching = False
+        self.changes = 0  # moves with every listing and event: "has anything changed?"
 
     async def relist(self) -> None:
         listing = self.client.list(self.resource)
         self.objects = {o["metadata"]["name"]: o for o in [as_dict(x) async for x in listing]}
         self._version = listing.resourceVersion
+        self.changes += 1
 
     async def run(self) -> None:
         while True:
@@ -53,6 +55,7 @@ class Mirror:
                         self.objects.pop(data["metadata"]["name"], None)
                     else:
                         self.objects[data["metadata"]["name"]] = data
+                    self.changes += 1
                     self.on_change()
             except asyncio.CancelledError:
                 raise
@@ -64,3 +67,4 @@ class Mirror:
     def put(self, obj: dict[str, Any]) -> None:
         """Record an object this process just wrote, before its watch event arrives."""
         self.objects[obj["metadata"]["name"]] = obj
+        self.changes += 1

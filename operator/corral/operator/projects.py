@@ -31,6 +31,7 @@ from corral.core.kube import as_dict, delete_if_present, ensure_namespace
 from corral.core.projects import defaults, downstream, roles, status
 from corral.core.projects.downstream import Binding, Key, ProjectView
 from corral.operator import connections
+from corral.operator.mirror import Mirror
 
 log = logging.getLogger(__name__)
 
@@ -219,16 +220,17 @@ class ProjectSync:
         self.indices = indices
         self.managed: dict[Key, dict[str, Any]] = {}
         self.listed_at = 0.0
+        # What the last downstream pass saw and left pending: an unchanged cluster with
+        # nothing pending needs no new pass (computing one costs CPU in proportion to the
+        # number of namespaces).
+        self.last_inputs: tuple[Any, ...] | None = None
+        self.pending: dict[str, dict[str, int]] = {}
 
     def projects(self) -> list[ProjectSnapshot]:
         return [p for p in self.indices.projects.get(self.cluster, []) if not p.deleting]
 
     async def run(
-        self,
-        client: AsyncClient | None,
-        namespaces: Mapping[str, Mapping[str, Any]] | None,
-        ready: bool,
-        isolate: bool,
+        self, client: AsyncClient | None, namespaces: Mirror | None, ready: bool, isolate: bool
     ) -> None:
         """One pass. `client` and `namespaces` are None while the cluster cannot be reached."""
         projects = self.projects()
@@ -237,10 +239,15 @@ class ProjectSync:
         reachable = client is not None and namespaces is not None
         if client is not None and namespaces is not None:
             if ready:
-                await self._ensure_default_projects(client, projects, namespaces)
-            pending = await self._apply(client, namespaces, projects, isolate)
+                await self._ensure_default_projects(client, projects, namespaces.objects)
+            inputs = self._inputs(namespaces, projects, isolate)
+            relist = time.monotonic() - self.listed_at > RELIST_INTERVAL
+            if relist or inputs != self.last_inputs or any(self.pending.values()):
+                self.pending = await self._apply(client, namespaces.objects, projects, isolate)
+                self.last_inputs = inputs
+            pending = self.pending
         counts: dict[str, int] = {}
-        for ns in (namespaces or {}).values():
+        for ns in (namespaces.objects if namespaces is not None else {}).values():
             if member_of := downstream.project_of(ns, self.cluster):
                 counts[member_of] = counts.get(member_of, 0) + 1
         for project in projects:
@@ -260,6 +267,17 @@ class ProjectSync:
                 pending=pending.get(project.name, {}),
             )
             await self._write_status(project, observed)
+
+    def _inputs(
+        self, namespaces: Mirror, projects: list[ProjectSnapshot], isolate: bool
+    ) -> tuple[Any, ...]:
+        return (
+            namespaces.changes,
+            isolate,
+            frozenset((p.name, repr(p.view())) for p in projects),
+            frozenset(self.indices.project_bindings.get(self.cluster, [])),
+            frozenset(self.indices.cluster_bindings.get(self.cluster, [])),
+        )
 
     # -- management cluster ---------------------------------------------------------------------
 

@@ -89,35 +89,56 @@ def desired(
     for binding in project_bindings:
         by_project.setdefault(binding.project, []).append(binding)
     system = next((p.name for p in projects.values() if p.system), None)
+    # The objects of one project differ between its namespaces only by namespace: build and
+    # hash them once per project, then place a copy in each namespace.
+    templates: dict[str, list[dict[str, Any]]] = {}
     wanted: dict[Key, dict[str, Any]] = {}
     for namespace in namespaces:
         name = namespace["metadata"]["name"]
         project = projects.get(project_of(namespace, cluster_id) or "")
         if project is None or not active(namespace):
             continue
-        labels = {resources.LABEL_PROJECT: project.name}
-        if project.namespace_quota:
-            hard = quota.resource_quota_hard(project.namespace_quota)
-            _add(wanted, "ResourceQuota", name, QUOTA_NAME, labels, spec={"hard": hard})
-        if project.container_defaults:
-            limits = quota.limit_range_limits(project.container_defaults)
-            _add(wanted, "LimitRange", name, LIMIT_RANGE_NAME, labels, spec={"limits": limits})
-        for binding in by_project.get(project.name, []):
-            role = roles.PROJECT_ROLES.get(binding.role)
-            if role is not None:
-                grant = _grant(role.downstream_role, binding.user)
-                _add(wanted, "RoleBinding", name, f"corral-{binding.name}", labels, **grant)
-        if isolate and not project.system:
-            _add(wanted, "NetworkPolicy", name, POLICY_NAME, labels,
-                 spec=isolation_policy(project.name, system))  # fmt: skip
-    _add(wanted, "ClusterRole", "", roles.CLUSTER_MEMBER_CLUSTERROLE, {},
-         rules=roles.CLUSTER_MEMBER_RULES)  # fmt: skip
+        if project.name not in templates:
+            bindings = by_project.get(project.name, [])
+            templates[project.name] = project_objects(project, bindings, isolate, system)
+        for template in templates[project.name]:
+            placed = {**template, "metadata": {**template["metadata"], "namespace": name}}
+            wanted[key_of(placed)] = placed
+    wanted[("ClusterRole", "", roles.CLUSTER_MEMBER_CLUSTERROLE)] = _manifest(
+        "ClusterRole", roles.CLUSTER_MEMBER_CLUSTERROLE, {}, rules=roles.CLUSTER_MEMBER_RULES
+    )
     for binding in cluster_bindings:
         role = roles.CLUSTER_ROLES.get(binding.role)
         if role is not None:
+            name = f"corral-{binding.name}"
             grant = _grant(role.downstream_role, binding.user)
-            _add(wanted, "ClusterRoleBinding", "", f"corral-{binding.name}", {}, **grant)
+            wanted[("ClusterRoleBinding", "", name)] = _manifest(
+                "ClusterRoleBinding", name, {}, **grant
+            )
     return wanted
+
+
+def project_objects(
+    project: ProjectView, bindings: Iterable[Binding], isolate: bool, system: str | None
+) -> list[dict[str, Any]]:
+    """What every namespace of `project` holds, without its namespace."""
+    labels = {resources.LABEL_PROJECT: project.name}
+    objects = []
+    if project.namespace_quota:
+        hard = quota.resource_quota_hard(project.namespace_quota)
+        objects.append(_manifest("ResourceQuota", QUOTA_NAME, labels, spec={"hard": hard}))
+    if project.container_defaults:
+        limits = quota.limit_range_limits(project.container_defaults)
+        objects.append(_manifest("LimitRange", LIMIT_RANGE_NAME, labels, spec={"limits": limits}))
+    for binding in bindings:
+        role = roles.PROJECT_ROLES.get(binding.role)
+        if role is not None:
+            grant = _grant(role.downstream_role, binding.user)
+            objects.append(_manifest("RoleBinding", f"corral-{binding.name}", labels, **grant))
+    if isolate and not project.system:
+        policy = isolation_policy(project.name, system)
+        objects.append(_manifest("NetworkPolicy", POLICY_NAME, labels, spec=policy))
+    return objects
 
 
 def isolation_policy(project: str, system: str | None) -> dict[str, Any]:
@@ -200,20 +221,11 @@ def _grant(cluster_role: str, user_id: str) -> dict[str, Any]:
     }
 
 
-def _add(
-    wanted: dict[Key, dict[str, Any]],
-    kind: str,
-    namespace: str,
-    name: str,
-    labels: Mapping[str, str],
-    **content: Any,
-) -> None:
+def _manifest(kind: str, name: str, labels: Mapping[str, str], **content: Any) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "name": name,
         "labels": {resources.LABEL_MANAGED_BY: resources.MANAGED_BY, **labels},
     }
-    if namespace:
-        meta["namespace"] = namespace
     manifest = {"apiVersion": API_VERSIONS[kind], "kind": kind, "metadata": meta, **content}
     meta["annotations"] = {ANNOTATION_HASH: content_hash(manifest)}
-    wanted[(kind, namespace, name)] = manifest
+    return manifest
