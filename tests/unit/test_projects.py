@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from corral.apiserver.authz import Access
+from corral.apiserver.access import Access, AccessMemo
+from corral.apiserver.cache import WatchCache
 from corral.core import resources
 from corral.core.projects import defaults, downstream, quota, roles, status
 from corral.core.projects.downstream import Binding, ProjectView
@@ -294,3 +296,21 @@ def test_access_follows_the_strongest_binding_stored_in_its_place() -> None:
     assert not access.sees_cluster("c-3")
     admin = Access.of("u-admin", True, [], [])
     assert admin.cluster_role("c-9") == "cluster-owner" and admin.project_role("c-9:p-x")
+
+
+def test_access_is_worked_out_again_when_a_binding_changes() -> None:
+    by_user = {"user": lambda o: [o["spec"]["userName"]]}
+    project_bindings = WatchCache(None, resources.ProjectRoleTemplateBinding, by_user)
+    cluster_bindings = WatchCache(None, resources.ClusterRoleTemplateBinding, by_user)
+    stores = SimpleNamespace(project_bindings=project_bindings, cluster_bindings=cluster_bindings)
+    memo = AccessMemo()
+    assert memo.get("u-1", False, stores).project_role("c-1:p-a") is None
+    project_bindings.put(
+        {
+            "metadata": {"name": "prtb-1", "namespace": "c-1-p-a"},
+            "spec": {"projectName": "c-1:p-a", "userName": "u-1", "roleTemplateName": "read-only"},
+        }
+    )
+    assert memo.get("u-1", False, stores).project_role("c-1:p-a") == "read-only"
+    project_bindings.forget("c-1-p-a/prtb-1")
+    assert memo.get("u-1", False, stores).project_role("c-1:p-a") is None

@@ -14,10 +14,12 @@ from lightkube import AsyncClient
 from lightkube.types import PatchType
 
 from corral.apiserver import errors
+from corral.apiserver.access import AccessMemo
 from corral.apiserver.activity import ActivityTracker
 from corral.apiserver.authn import auth_middleware
 from corral.apiserver.downstream import DownstreamCaches
 from corral.apiserver.keys import (
+    ACCESS,
     ACTIVITY,
     CORRAL_CA,
     DOWNSTREAM,
@@ -81,6 +83,7 @@ def create_app(
     app[READINESS] = Readiness()
     app[STORES] = Stores.create(kube)
     app[DOWNSTREAM] = DownstreamCaches(app[STORES])
+    app[ACCESS] = AccessMemo()
     app[ACTIVITY] = ActivityTracker(_activity_writer(kube))
     app[LIMITER] = RateLimiter()
     app[THROTTLE] = LoginThrottle()

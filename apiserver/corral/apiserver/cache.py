@@ -52,6 +52,7 @@ class WatchCache:
         self._indexes: dict[str, dict[str, set[str]]] = {n: {} for n in self._index_fns}
         self.synced = asyncio.Event()
         self.name = resource._api_info.plural
+        self.version = 0  # moves with every change: lets readers memoise what they derive
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -118,6 +119,7 @@ class WatchCache:
     def _store(self, obj: Obj) -> None:
         name = name_of(obj)
         self._remove(name)
+        self.version += 1
         self._objects[name] = obj
         for index, fn in self._index_fns.items():
             for value in fn(obj):
@@ -127,6 +129,7 @@ class WatchCache:
         old = self._objects.pop(name, None)
         if old is None:
             return
+        self.version += 1
         for index, fn in self._index_fns.items():
             for value in fn(old):
                 members = self._indexes[index].get(value)

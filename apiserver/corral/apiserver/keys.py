@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 from lightkube import AsyncClient
 
+from corral.apiserver.access import AccessMemo
 from corral.apiserver.activity import ActivityTracker
 from corral.apiserver.downstream import DownstreamCaches
 from corral.apiserver.ratelimit import RateLimiter
@@ -26,3 +27,4 @@ THROTTLE = web.AppKey("throttle", LoginThrottle)
 CORRAL_CA: web.AppKey[bytes | None] = web.AppKey("corral_ca")
 SESSIONS = web.AppKey("sessions", SessionPool)
 DOWNSTREAM = web.AppKey("downstream", DownstreamCaches)
+ACCESS = web.AppKey("access", AccessMemo)

@@ -250,16 +250,15 @@ class ProjectSync:
         for ns in (namespaces.objects if namespaces is not None else {}).values():
             if member_of := downstream.project_of(ns, self.cluster):
                 counts[member_of] = counts.get(member_of, 0) + 1
+        backing = set(self.indices.backing.get(self.cluster, []))
+        creators = self._creator_bound()
         for project in projects:
+            namespace = resources.backing_namespace(self.cluster, project.name)
             observed = status.Observed(
-                backing_namespace=resources.backing_namespace(self.cluster, project.name),
-                backing_exists=resources.backing_namespace(self.cluster, project.name)
-                in self.indices.backing.get(self.cluster, []),
+                backing_namespace=namespace,
+                backing_exists=namespace in backing,
                 creator=project.creator,
-                creator_bound=any(
-                    b.name == CREATOR_BINDING and b.project == project.name
-                    for b in self.indices.project_bindings.get(self.cluster, [])
-                ),
+                creator_bound=project.name in creators,
                 reachable=reachable,
                 isolate=isolate,
                 system=project.view().system,
@@ -283,11 +282,7 @@ class ProjectSync:
 
     async def _ensure_management_side(self, projects: list[ProjectSnapshot]) -> None:
         backing = set(self.indices.backing.get(self.cluster, []))
-        bound = {
-            b.project
-            for b in self.indices.project_bindings.get(self.cluster, [])
-            if b.name == CREATOR_BINDING
-        }
+        bound = self._creator_bound()
         for project in projects:
             namespace = resources.backing_namespace(self.cluster, project.name)
             if namespace not in backing:
@@ -296,6 +291,14 @@ class ProjectSync:
             done = conditions.is_true(project.status.get("conditions") or [], "CreatorMadeOwner")
             if project.creator and project.name not in bound and not done:
                 await self._bind_creator(project, namespace)
+
+    def _creator_bound(self) -> set[str]:
+        """The projects whose creator has their owner binding."""
+        return {
+            b.project
+            for b in self.indices.project_bindings.get(self.cluster, [])
+            if b.name == CREATOR_BINDING
+        }
 
     async def _bind_creator(self, project: ProjectSnapshot, namespace: str) -> None:
         binding = resources.ProjectRoleTemplateBinding(

@@ -1,0 +1,105 @@
+"""What a user may reach through role bindings, worked out from the cache of bindings.
+
+See `authz` for the rules; this module only computes them, and keeps them per user until a
+binding changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from corral.apiserver.cache import Obj
+from corral.apiserver.stores import Stores
+from corral.core import resources
+from corral.core.projects import roles
+
+
+@dataclass(frozen=True)
+class Access:
+    user_id: str
+    is_admin: bool
+    cluster_roles: Mapping[str, str]  # cluster id -> the strongest cluster role
+    project_roles: Mapping[str, str]  # project id (`<cluster>:<project>`) -> strongest role
+
+    @classmethod
+    def of(
+        cls,
+        user_id: str,
+        is_admin: bool,
+        cluster_bindings: Iterable[Obj],
+        project_bindings: Iterable[Obj],
+    ) -> Access:
+        """From the user's bindings. Only a binding stored where the API puts it counts (a
+        cluster binding in its cluster's namespace, a project binding in its project's backing
+        namespace), as for the operator, which turns only those into RBAC."""
+        if is_admin:
+            return cls(user_id, True, {}, {})  # owners of everything: no binding matters
+        by_cluster: dict[str, list[str]] = {}
+        for binding in cluster_bindings:
+            spec = binding.get("spec") or {}
+            cluster = spec.get("clusterName", "")
+            if binding["metadata"].get("namespace") == cluster:
+                by_cluster.setdefault(cluster, []).append(spec.get("roleTemplateName", ""))
+        by_project: dict[str, list[str]] = {}
+        for binding in project_bindings:
+            spec = binding.get("spec") or {}
+            project = spec.get("projectName", "")
+            cluster, _, name = project.partition(":")
+            if binding["metadata"].get("namespace") == resources.backing_namespace(cluster, name):
+                by_project.setdefault(project, []).append(spec.get("roleTemplateName", ""))
+        return cls(
+            user_id,
+            is_admin,
+            _strongest(by_cluster, roles.CLUSTER_ROLES),
+            _strongest(by_project, roles.PROJECT_ROLES),
+        )
+
+    def cluster_role(self, cluster: str) -> str | None:
+        return roles.CLUSTER_OWNER if self.is_admin else self.cluster_roles.get(cluster)
+
+    def sees_cluster(self, cluster: str) -> bool:
+        return self.cluster_role(cluster) is not None or any(
+            p.partition(":")[0] == cluster for p in self.project_roles
+        )
+
+    def project_role(self, project_id: str) -> str | None:
+        """Cluster owners own every project of their cluster."""
+        if self.cluster_role(project_id.partition(":")[0]) == roles.CLUSTER_OWNER:
+            return roles.PROJECT_OWNER
+        return self.project_roles.get(project_id)
+
+
+class AccessMemo:
+    """Each user's Access, worked out again only after some role binding changed: a user
+    with many bindings (an admin who created a thousand projects) costs nothing per request."""
+
+    def __init__(self) -> None:
+        self._versions: tuple[int, int] | None = None
+        self._by_user: dict[tuple[str, bool], Access] = {}
+
+    def get(self, user_id: str, is_admin: bool, stores: Stores) -> Access:
+        versions = (stores.cluster_bindings.version, stores.project_bindings.version)
+        if versions != self._versions:
+            self._by_user.clear()
+            self._versions = versions
+        found = self._by_user.get((user_id, is_admin))
+        if found is None:
+            found = self._by_user[(user_id, is_admin)] = Access.of(
+                user_id,
+                is_admin,
+                stores.cluster_bindings.by_index("user", user_id),
+                stores.project_bindings.by_index("user", user_id),
+            )
+        return found
+
+
+def _strongest(
+    granted: Mapping[str, list[str]], catalog: dict[str, roles.RoleTemplate]
+) -> dict[str, str]:
+    result = {}
+    for target, names in granted.items():
+        role = roles.strongest(names, catalog)
+        if role is not None:
+            result[target] = role
+    return result
