@@ -10,6 +10,7 @@ reads nothing from the management cluster.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 import time
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 CREATOR_BINDING = "creator-project-owner"
 # How often the objects corral manages downstream are listed again, to notice hand edits.
 RELIST_INTERVAL = 60.0
+# Writes in flight at once to one cluster while a pass applies what differs.
+WRITE_CONCURRENCY = 8
 KIND_RESOURCES: dict[str, Any] = {
     "ResourceQuota": ResourceQuota,
     "LimitRange": LimitRange,
@@ -376,17 +379,27 @@ class ProjectSync:
             isolate,
         )
         stale, unwanted = downstream.differences(wanted, self.managed)
-        for key in stale:
-            try:
-                self.managed[key] = await _apply_one(client, wanted[key])
-            except ApiError as exc:
-                log.warning("cluster %s: cannot apply %s: %s", self.cluster, key, exc)
-        for kind, namespace, name in unwanted:
-            try:
-                await delete_if_present(client, KIND_RESOURCES[kind], name, namespace or None)
-                self.managed.pop((kind, namespace, name), None)
-            except ApiError as exc:
-                log.warning("cluster %s: cannot delete %s %s: %s", self.cluster, kind, name, exc)
+        limit = asyncio.Semaphore(WRITE_CONCURRENCY)
+
+        async def put(key: Key) -> None:
+            async with limit:
+                try:
+                    self.managed[key] = await _apply_one(client, wanted[key])
+                except ApiError as exc:
+                    log.warning("cluster %s: cannot apply %s: %s", self.cluster, key, exc)
+
+        async def drop(key: Key) -> None:
+            kind, namespace, name = key
+            async with limit:
+                try:
+                    await delete_if_present(client, KIND_RESOURCES[kind], name, namespace or None)
+                    self.managed.pop(key, None)
+                except ApiError as exc:
+                    log.warning("cluster %s: cannot delete %s: %s", self.cluster, key, exc)
+
+        # Keys to apply and to delete never overlap, and RBAC tolerates a binding that comes
+        # before its role: no order to keep.
+        await asyncio.gather(*map(put, stale), *map(drop, unwanted))
         return downstream.pending_by_project(wanted, self.managed)
 
     async def _relist(self, client: AsyncClient) -> None:
