@@ -28,6 +28,7 @@ from corral.apiserver.routes.clusters import visible_cluster
 from corral.apiserver.routes.common import base_url, either, referenced, text, v3
 from corral.apiserver.schemas import Field, Schema, readonly
 from corral.core import ids, resources
+from corral.core.auth import ttl
 from corral.core.kube import as_dict, delete_if_present, ensure_namespace
 from corral.core.projects import defaults, downstream, quota, roles, status
 
@@ -398,6 +399,5 @@ def render_event(request: web.Request, event: Obj, origin: str) -> dict[str, Any
 
 
 def _time(value: Any) -> str:
-    if isinstance(value, datetime.datetime):
-        return value.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return str(value or "")
+    """lightkube gives event times as datetimes: the wire has Kubernetes' text form."""
+    return ttl.format_time(value) if isinstance(value, datetime.datetime) else str(value or "")
