@@ -236,9 +236,14 @@ def test_project_conditions_from_observations() -> None:
     assert pending == {
         "BackingNamespaceCreated": ("False", "Creating"),
         "CreatorMadeOwner": ("False", "Binding"),
-        "InitialRolesPopulated": ("False", "Pending"),
+        "InitialRolesPopulated": ("False", "WaitingForOwner"),
         "DefaultNetworkPolicyCreated": ("False", "Pending"),
     }
+    # Nothing pending yet, but no creator binding yet either: the roles are not in place.
+    waiting = by_type(status.project_conditions(observed(creator_bound=False), []))
+    assert waiting["InitialRolesPopulated"] == ("False", "WaitingForOwner")
+    bindings = by_type(status.project_conditions(observed(pending={"RoleBinding": 1}), []))
+    assert bindings["InitialRolesPopulated"] == ("False", "Pending")
     away = by_type(status.project_conditions(observed(reachable=False), []))
     assert away["InitialRolesPopulated"] == ("Unknown", "ClusterUnavailable")
 
