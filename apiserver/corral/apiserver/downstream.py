@@ -1,19 +1,19 @@
-"""Downstream namespaces, served from memory: one watch-fed cache per cluster, started the
-first time a request needs that cluster and kept while its credential stays the same.
+"""Downstream namespaces and corral's ResourceQuotas, served from memory: watch-fed caches
+per cluster, started the first time a request needs that cluster and kept while its
+credential stays the same.
 
-Project membership is read from here for every namespace listing and quota check, so those
-never cost a round trip to the downstream cluster; writes go to the cluster and are put into
-the cache at once.
+Project membership and quota usage are read from here for every namespace listing, usage
+report and quota check, so those never cost a round trip to the downstream cluster; writes go
+to the cluster and are put into the cache at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from dataclasses import dataclass
 
 from lightkube import AsyncClient
-from lightkube.resources.core_v1 import Namespace
+from lightkube.resources.core_v1 import Namespace, ResourceQuota
 
 from corral.apiserver.cache import Obj, WatchCache
 from corral.apiserver.errors import ApiError
@@ -29,12 +29,18 @@ def _project(obj: Obj) -> list[str]:
     return [value] if value else []
 
 
+def _quota_project(obj: Obj) -> list[str]:
+    value = (obj["metadata"].get("labels") or {}).get(resources.LABEL_PROJECT)
+    return [value] if value else []
+
+
 @dataclass
 class _Entry:
     credential: Credential
     client: AsyncClient
     namespaces: WatchCache
-    task: asyncio.Task[None]
+    quotas: WatchCache
+    tasks: list[asyncio.Task[None]]
 
 
 class DownstreamCaches:
@@ -44,14 +50,20 @@ class DownstreamCaches:
 
     async def namespaces(self, cluster: str) -> WatchCache:
         """The cluster's namespaces (indexed by `project` id), listed at least once."""
-        entry = await self._entry(cluster)
+        return await self._synced(cluster, (await self._entry(cluster)).namespaces)
+
+    async def quotas(self, cluster: str) -> WatchCache:
+        """The ResourceQuotas corral keeps in the cluster (indexed by `project` name)."""
+        return await self._synced(cluster, (await self._entry(cluster)).quotas)
+
+    async def _synced(self, cluster: str, cache: WatchCache) -> WatchCache:
         try:
-            await asyncio.wait_for(entry.namespaces.synced.wait(), SYNC_TIMEOUT)
+            await asyncio.wait_for(cache.synced.wait(), SYNC_TIMEOUT)
         except TimeoutError:
             raise ApiError(
                 503, "ClusterUnavailable", f"cluster {cluster} did not answer in time"
             ) from None
-        return entry.namespaces
+        return cache
 
     async def client(self, cluster: str) -> AsyncClient:
         """A client for writes to the cluster, with corral's credential."""
@@ -68,8 +80,13 @@ class DownstreamCaches:
             entry = None
         if entry is None:
             client = credential.client()
-            cache = WatchCache(client, Namespace, {"project": _project})
-            entry = _Entry(credential, client, cache, asyncio.create_task(cache.run()))
+            namespaces = WatchCache(client, Namespace, {"project": _project})
+            managed = {resources.LABEL_MANAGED_BY: resources.MANAGED_BY}
+            quotas = WatchCache(
+                client, ResourceQuota, {"project": _quota_project}, namespace="*", labels=managed
+            )
+            tasks = [asyncio.create_task(c.run()) for c in (namespaces, quotas)]
+            entry = _Entry(credential, client, namespaces, quotas, tasks)
             self._entries[cluster] = entry
         return entry
 
@@ -79,9 +96,9 @@ class DownstreamCaches:
 
     async def _stop(self, cluster: str) -> None:
         entry = self._entries.pop(cluster)
-        entry.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await entry.task
+        for task in entry.tasks:
+            task.cancel()
+        await asyncio.gather(*entry.tasks, return_exceptions=True)
         await entry.client.close()
 
     async def close(self) -> None:

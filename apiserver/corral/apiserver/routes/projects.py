@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Event, ResourceQuota
+from lightkube.resources.core_v1 import Event
 from lightkube.types import PatchType
 
 from corral.apiserver import envelope, errors
@@ -313,19 +313,10 @@ async def delete_project(request: web.Request) -> web.Response:
 
 
 async def project_quotas(request: web.Request, obj: Obj) -> list[Obj]:
-    """The ResourceQuotas corral keeps in the project's namespaces, with their status: one
-    list call, selected by the project label."""
+    """The ResourceQuotas corral keeps in the project's namespaces, with their status."""
     cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
-    client: AsyncClient = await request.app[DOWNSTREAM].client(cluster)
-    labels = {resources.LABEL_PROJECT: name, resources.LABEL_MANAGED_BY: resources.MANAGED_BY}
-    try:
-        return [
-            as_dict(q)
-            async for q in client.list(ResourceQuota, namespace="*", labels=dict(labels))
-            if as_dict(q)["metadata"].get("name") == downstream.QUOTA_NAME
-        ]
-    except Exception as exc:  # noqa: BLE001 - any failure to reach the cluster is a 503
-        raise ApiError(503, "ClusterUnavailable", f"cannot read cluster {cluster}: {exc}") from None
+    quotas = (await request.app[DOWNSTREAM].quotas(cluster)).by_index("project", name)
+    return [q for q in quotas if q["metadata"]["name"] == downstream.QUOTA_NAME]
 
 
 async def project_usage(request: web.Request, obj: Obj) -> dict[str, Any]:
