@@ -9,19 +9,14 @@ import asyncio
 import datetime
 import ssl
 import statistics
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import aiohttp
 
 from corral.core.auth import hashing
 from corral.core.auth.tokens import Policy, TokenRecord, check, split
-from corral.core.devenv.environment import Environment, Options
-from tests.bench.common import lift_rate_limit, machine
+from tests.bench.common import stack
 
-ROOT = Path(__file__).resolve().parents[2]
 REQUESTS = {1: 2000, 32: 6000}
 WARMUP = 200
 
@@ -72,14 +67,8 @@ def decision_cost() -> float:
 
 
 def main() -> None:
-    subprocess.run([str(ROOT / "tools/devkube/build.sh")], check=True)
-    print(f"machine: {machine()}")
-    print(f"authentication decision in-process: {decision_cost():.1f} µs")
-    with tempfile.TemporaryDirectory() as tmp, Environment(Options(
-        Path(tmp), ROOT / "tools/devkube/bin/devkube", ROOT / "crds",
-        downstream_clusters=0, api_port=0,
-    )) as env:  # fmt: skip
-        lift_rate_limit(env)
+    with stack(downstream_clusters=0) as env:
+        print(f"authentication decision in-process: {decision_cost():.1f} µs")
         token_name = env.admin_token.split(":")[0]
         corral_tls = ssl.create_default_context(cafile=str(env.ca_path))
         kube_tls = ssl.create_default_context(cafile=str(env.management.ca_path))  # type: ignore[union-attr]

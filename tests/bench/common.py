@@ -3,14 +3,18 @@ API's rate limit (a benchmark is not a user)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import platform
 import ssl
 import statistics
+import subprocess
+import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +22,46 @@ import aiohttp
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from corral.core.devenv.environment import Environment
+from corral.core.devenv.environment import Environment, Options
 from corral.core.devenv.process import Process
 from corral.core.devenv.waiting import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+# (label, a function giving the next URL, rounds)
+Case = tuple[str, Callable[[], str], int]
+
+
+@contextlib.contextmanager
+def stack(downstream_clusters: int) -> Iterator[Environment]:
+    """The local stack as `make run` starts it, for a benchmark: devkube built, the machine
+    printed, the rate limit lifted."""
+    subprocess.run([str(ROOT / "tools/devkube/build.sh")], check=True)
+    print(f"machine: {machine()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        options = Options(
+            Path(tmp),
+            ROOT / "tools/devkube/bin/devkube",
+            ROOT / "crds",
+            downstream_clusters=downstream_clusters,
+            api_port=0,
+        )
+        with Environment(options) as env:
+            lift_rate_limit(env)
+            yield env
+
+
+def report(env: Environment, cases: Sequence[Case]) -> None:
+    """Time each case's GETs, print a table, then the resident memory of corral's processes."""
+
+    async def measure() -> list[tuple[float, float, int]]:
+        async with session(env) as client:
+            return [await timings(client, url, rounds) for _, url, rounds in cases]
+
+    print(f"{'case':<52} {'rounds':>6} {'p50 ms':>8} {'p99 ms':>8} {'bytes':>10}")
+    for (label, _, rounds), (p50, p99, size) in zip(cases, asyncio.run(measure()), strict=True):
+        print(f"{label:<52} {rounds:>6} {p50:>8.1f} {p99:>8.1f} {size:>10}", flush=True)
+    for process in env.corral:
+        print(f"RSS {process.name}: {rss_mib(process):.0f} MiB")
 
 
 def machine() -> str:

@@ -7,19 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import random
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from corral.core.devenv.environment import Environment, Options
+from corral.core.devenv.environment import Environment
 from corral.core.devenv.waiting import wait_for
-from tests.bench.common import get_json, lift_rate_limit, machine, rss_mib, session, timings
+from tests.bench.common import Case, get_json, report, session, stack
 
-ROOT = Path(__file__).resolve().parents[2]
 PROJECTS = 1000
 NAMESPACES_PER_PROJECT = 5
 CONCURRENCY = 16
@@ -84,15 +80,13 @@ def settled(env: Environment, projects: set[str]) -> int:
     return done
 
 
-async def measure(
-    env: Environment, cluster: str, projects: list[str]
-) -> list[tuple[str, int, Any]]:
+def cases(env: Environment, cluster: str, projects: list[str]) -> list[Case]:
     base = env.api_url
 
     def pick(path: str) -> Any:
         return lambda: base + path.format(random.choice(projects))  # noqa: S311 - sampling
 
-    cases = [
+    return [
         ("GET /v3/projects (1,002 projects, one page)", lambda: f"{base}/v3/projects", 30),
         ("GET /v3/projects?limit=50", lambda: f"{base}/v3/projects?limit=50", 200),
         (
@@ -108,26 +102,10 @@ async def measure(
         ),
         ("GET /v3/projects/{id}?include=usage", pick("/v3/projects/{}?include=usage"), 100),
     ]
-    async with session(env) as client:
-        return [(label, rounds, await timings(client, url, rounds)) for label, url, rounds in cases]
 
 
 def main() -> None:
-    subprocess.run([str(ROOT / "tools/devkube/build.sh")], check=True)
-    print(f"machine: {machine()}")
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        Environment(
-            Options(
-                Path(tmp),
-                ROOT / "tools/devkube/bin/devkube",
-                ROOT / "crds",
-                downstream_clusters=1,
-                api_port=0,
-            )
-        ) as env,
-    ):
-        lift_rate_limit(env)
+    with stack(downstream_clusters=1) as env:
         cluster = env.cluster_ids[0]
         began = time.monotonic()
         projects, project_s, namespace_s = asyncio.run(populate(env, cluster))
@@ -142,8 +120,4 @@ def main() -> None:
             f"all {PROJECTS} projects had every condition true {total:.0f} s after the first "
             f"request ({total - project_s - namespace_s:.0f} s after the last)"
         )
-        print(f"{'case':<52} {'rounds':>6} {'p50 ms':>8} {'p99 ms':>8} {'bytes':>10}")
-        for label, rounds, (p50, p99, size) in asyncio.run(measure(env, cluster, projects)):
-            print(f"{label:<52} {rounds:>6} {p50:>8.1f} {p99:>8.1f} {size:>10}", flush=True)
-        for process in env.corral:
-            print(f"RSS {process.name}: {rss_mib(process):.0f} MiB")
+        report(env, cases(env, cluster, projects))

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from lightkube import AsyncClient, KubeConfig
@@ -19,11 +16,10 @@ from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
 from corral.core import resources
-from corral.core.devenv.environment import Environment, Options
+from corral.core.devenv.environment import Environment
 from corral.core.devenv.waiting import wait_for
-from tests.bench.common import get_json, lift_rate_limit, machine, rss_mib, session, timings
+from tests.bench.common import Case, get_json, report, stack
 
-ROOT = Path(__file__).resolve().parents[2]
 CLUSTERS = 1000
 NODES_PER_CLUSTER = 10
 CONCURRENCY = 32
@@ -85,14 +81,14 @@ async def populate(kube: AsyncClient) -> float:
     return time.monotonic() - began
 
 
-async def measure(env: Environment) -> list[tuple[str, int, tuple[float, float, int]]]:
+def cases(env: Environment) -> list[Case]:
     base = env.api_url
     ids = [f"c-bench{i:04d}" for i in range(CLUSTERS)]
 
     def pick(path: Callable[[str], str]) -> Callable[[], str]:
         return lambda: base + path(random.choice(ids))  # noqa: S311 - sampling, not security
 
-    cases: list[tuple[str, Callable[[], str], int]] = [
+    return [
         ("GET /v3/clusters (1,001 clusters, one page)", lambda: f"{base}/v3/clusters", 30),
         ("GET /v3/clusters?limit=50", lambda: f"{base}/v3/clusters?limit=50", 200),
         (
@@ -108,26 +104,10 @@ async def measure(env: Environment) -> list[tuple[str, int, tuple[float, float, 
             500,
         ),
     ]
-    async with session(env) as client:
-        return [(label, rounds, await timings(client, url, rounds)) for label, url, rounds in cases]
 
 
 def main() -> None:
-    subprocess.run([str(ROOT / "tools/devkube/build.sh")], check=True)
-    print(f"machine: {machine()}")
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        Environment(
-            Options(
-                Path(tmp),
-                ROOT / "tools/devkube/bin/devkube",
-                ROOT / "crds",
-                downstream_clusters=0,
-                api_port=0,
-            )
-        ) as env,
-    ):
-        lift_rate_limit(env)
+    with stack(downstream_clusters=0) as env:
         kube = AsyncClient(KubeConfig.from_file(env.management_kubeconfig), field_manager="bench")
         seconds = asyncio.run(populate(kube))
         print(
@@ -144,11 +124,7 @@ def main() -> None:
             f"operator reconciled all clusters {time.monotonic() - began:.0f} s after the API "
             "server had them"
         )
-        print(f"{'case':<52} {'rounds':>6} {'p50 ms':>8} {'p99 ms':>8} {'bytes':>10}")
-        for label, rounds, (p50, p99, size) in asyncio.run(measure(env)):
-            print(f"{label:<52} {rounds:>6} {p50:>8.1f} {p99:>8.1f} {size:>10}", flush=True)
-        for process in env.corral:
-            print(f"RSS {process.name}: {rss_mib(process):.0f} MiB")
+        report(env, cases(env))
 
 
 def total(env: Environment, url: str) -> int:
