@@ -365,6 +365,21 @@ def test_bad_namespace_input_is_refused(api: Api, cluster: str) -> None:
         assert (refused.status, refused.body.get("fieldName")) == (status, field), body
     missing = api.put(f"/v3/clusters/{cluster}/namespaces/nothere", {"projectId": project})
     assert missing.status == 404
+    for path in (
+        f"/v3/clusters/{cluster}/namespaces",
+        "/v3/projects",
+        "/v3/projectroletemplatebindings",
+        "/v3/clusterroletemplatebindings",
+    ):
+        garbled = api.request(
+            "POST", path, raw=b"{not json", headers={"Content-Type": "application/json"}
+        )
+        assert (garbled.status, garbled.body["code"]) == (422, "InvalidBodyContent"), path
+    unknown = api.post(
+        "/v3/projectroletemplatebindings",
+        {"projectId": f"{cluster}:p-nothere", "userId": "u-admin", "roleTemplateId": "read-only"},
+    )
+    assert (unknown.status, unknown.body["fieldName"]) == (422, "projectId")
 
 
 # -- roles and authorization --------------------------------------------------------------------
@@ -563,6 +578,39 @@ def test_cluster_roles_give_the_cluster_and_new_projects(
         {"clusterId": cluster, "userId": team.outsider.id, "roleTemplateId": "cluster-owner"},
     )
     assert refused.status == 403
+
+    before = len(api.get(f"/v3/clusterroletemplatebindings?clusterId={cluster}").body["data"])
+    for body, field, code in (
+        (
+            {"clusterId": "c-nothere", "userId": member.id, "roleTemplateId": "cluster-member"},
+            "clusterId",
+            "InvalidReference",
+        ),
+        (
+            {"clusterId": cluster, "userId": member.id, "roleTemplateId": "cluster-god"},
+            "roleTemplateId",
+            "InvalidOption",
+        ),
+        ({"clusterId": cluster, "userId": member.id}, "roleTemplateId", "MissingRequired"),
+        (
+            {"clusterId": cluster, "userId": "u-nobody", "roleTemplateId": "cluster-member"},
+            "userId",
+            "InvalidReference",
+        ),
+    ):
+        refused = api.post("/v3/clusterroletemplatebindings", body)
+        assert (refused.status, refused.body.get("fieldName"), refused.body["code"]) == (
+            422,
+            field,
+            code,
+        ), body
+    again = api.post(
+        "/v3/clusterroletemplatebindings",
+        {"clusterId": cluster, "userId": member.id, "roleTemplateId": "cluster-member"},
+    )
+    assert (again.status, again.body["code"]) == (409, "AlreadyExists")
+    after = api.get(f"/v3/clusterroletemplatebindings?clusterId={cluster}").body["data"]
+    assert len(after) == before
 
     assert member.api.get(f"/v3/clusters/{cluster}/nodes").status == 200
     assert member.api.get(f"/v3/projects/{team.project}").status == 404

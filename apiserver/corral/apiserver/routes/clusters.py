@@ -25,7 +25,15 @@ from corral.apiserver.errors import ApiError
 from corral.apiserver.issuing import NewToken, issue
 from corral.apiserver.keys import CORRAL_CA, FEATURES, KUBE, STORES
 from corral.apiserver.routes import tokens
-from corral.apiserver.routes.common import action, base_url, flag, label_selector, text, v3
+from corral.apiserver.routes.common import (
+    action,
+    base_url,
+    flag,
+    label_selector,
+    object_fields,
+    text,
+    v3,
+)
 from corral.apiserver.schemas import Field, Schema, readonly
 from corral.core import conditions, ids, kubeconfig, resources
 from corral.core.auth import ttl
@@ -113,15 +121,9 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
         "transitioningMessage": message,
         "enableNetworkPolicy": spec.get("enableNetworkPolicy", False),
         "labels": meta.get("labels") or {},
-        "created": meta.get("creationTimestamp", ""),
-        "uuid": meta.get("uid", ""),
-        "metadata": {
-            k: meta[k]
-            for k in ("name", "creationTimestamp", "labels", "annotations", "uid", "generation")
-            if k in meta
-        },
-        "spec": spec,
-        "status": obj.get("status") or {},
+        **object_fields(
+            obj, ("name", "creationTimestamp", "labels", "annotations", "uid", "generation")
+        ),
     }
     links = {
         "nodes": f"{base}/v3/clusters/{cluster_id}/nodes",

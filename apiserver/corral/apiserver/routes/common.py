@@ -31,6 +31,19 @@ def meta_fields(obj: Obj) -> dict[str, Any]:
     }
 
 
+def object_fields(obj: Obj, metadata: tuple[str, ...]) -> dict[str, Any]:
+    """What a resource backed by a custom resource shows of it: creation time, uid, the named
+    metadata keys, spec and status."""
+    meta = obj["metadata"]
+    return {
+        "created": meta.get("creationTimestamp", ""),
+        "uuid": meta.get("uid", ""),
+        "metadata": {k: meta[k] for k in metadata if k in meta},
+        "spec": obj.get("spec") or {},
+        "status": obj.get("status") or {},
+    }
+
+
 def text(body: dict[str, Any], field: str, max_length: int = 1024, required: bool = False) -> str:
     value = body.get(field, "")
     if value is None:

@@ -22,7 +22,7 @@ from corral.apiserver.cache import Obj
 from corral.apiserver.errors import ApiError
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.routes.clusters import owned_cluster, visible_cluster
-from corral.apiserver.routes.common import action, base_url, label_selector, text
+from corral.apiserver.routes.common import action, base_url, label_selector, object_fields, text
 from corral.apiserver.schemas import Field, Schema, readonly
 from corral.core import resources
 from corral.core.kube import as_dict, delete_if_present
@@ -103,13 +103,7 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
         **{role: bool(spec.get(role)) for role in ROLES},
         "unschedulable": bool(internal.get("unschedulable")),
         "state": _state(status),
-        "created": meta.get("creationTimestamp", ""),
-        "uuid": meta.get("uid", ""),
-        "metadata": {
-            k: meta[k] for k in ("name", "namespace", "creationTimestamp", "uid") if k in meta
-        },
-        "spec": spec,
-        "status": status,
+        **object_fields(obj, ("name", "namespace", "creationTimestamp", "uid")),
     }
     base = base_url(request)
     rendered = envelope.resource(base, SCHEMA, body, actions=["cordon", "uncordon", "drain"])

@@ -25,7 +25,7 @@ from corral.apiserver.cache import Obj
 from corral.apiserver.errors import ApiError
 from corral.apiserver.keys import DOWNSTREAM, KUBE, STORES
 from corral.apiserver.routes.clusters import visible_cluster
-from corral.apiserver.routes.common import base_url, either, referenced, text, v3
+from corral.apiserver.routes.common import base_url, either, object_fields, referenced, text, v3
 from corral.apiserver.schemas import Field, Schema, readonly
 from corral.core import ids, resources
 from corral.core.auth import ttl
@@ -105,15 +105,9 @@ def render(request: web.Request, obj: Obj, usage: dict[str, Any] | None = None) 
         "state": current,
         "transitioning": transitioning,
         "transitioningMessage": message,
-        "created": meta.get("creationTimestamp", ""),
-        "uuid": meta.get("uid", ""),
-        "metadata": {
-            k: meta[k]
-            for k in ("name", "namespace", "creationTimestamp", "labels", "annotations", "uid")
-            if k in meta
-        },
-        "spec": spec,
-        "status": obj.get("status") or {},
+        **object_fields(
+            obj, ("name", "namespace", "creationTimestamp", "labels", "annotations", "uid")
+        ),
     }
     if usage is not None:
         body["usage"] = usage
