@@ -8,7 +8,7 @@ from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 
 from corral.apiserver.app import ROUTE_MODULES, SCHEMA_LIST
 from corral.apiserver.config import ApiServerConfig, ConfigError
-from corral.apiserver.keys import READINESS, SCHEMAS
+from corral.apiserver.keys import EXTERNAL_URL, READINESS, SCHEMAS
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.routes import health, root
 from corral.apiserver.schemas import Registry
@@ -37,6 +37,42 @@ def test_config_rejects_a_listen_address_without_port(monkeypatch: pytest.Monkey
         ApiServerConfig.from_env()
 
 
+@pytest.mark.parametrize(
+    ("listen", "given", "expected"),
+    [
+        ("0.0.0.0:8443", None, "https://localhost:8443"),
+        ("127.0.0.1:9443", None, "https://127.0.0.1:9443"),
+        ("0.0.0.0:8443", "https://corral.example.com/", "https://corral.example.com"),
+        ("0.0.0.0:8443", "https://corral.example.com:444", "https://corral.example.com:444"),
+    ],
+)
+def test_config_external_url(
+    monkeypatch: pytest.MonkeyPatch, listen: str, given: str | None, expected: str
+) -> None:
+    monkeypatch.setenv("CORRAL_LISTEN", listen)
+    monkeypatch.setenv("CORRAL_TLS_CERT_FILE", "/c.crt")
+    monkeypatch.setenv("CORRAL_TLS_KEY_FILE", "/c.key")
+    if given is None:
+        monkeypatch.delenv("CORRAL_EXTERNAL_URL", raising=False)
+    else:
+        monkeypatch.setenv("CORRAL_EXTERNAL_URL", given)
+    assert ApiServerConfig.from_env().external_url == expected
+
+
+@pytest.mark.parametrize(
+    "given", ["corral.example.com", "ftp://x", "https://x/prefix", "https://x/?a=b", "https://"]
+)
+def test_config_refuses_an_external_url_that_is_not_an_origin(
+    monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    monkeypatch.setenv("CORRAL_LISTEN", "0.0.0.0:8443")
+    monkeypatch.setenv("CORRAL_TLS_CERT_FILE", "/c.crt")
+    monkeypatch.setenv("CORRAL_TLS_KEY_FILE", "/c.key")
+    monkeypatch.setenv("CORRAL_EXTERNAL_URL", given)
+    with pytest.raises(ConfigError, match="CORRAL_EXTERNAL_URL"):
+        ApiServerConfig.from_env()
+
+
 def test_readiness_waits_for_every_gate() -> None:
     readiness = Readiness()
     readiness.gate("b")
@@ -52,6 +88,7 @@ async def test_readyz_reports_pending_gates_until_they_open() -> None:
     app[READINESS] = Readiness()
     app[READINESS].gate("management-cluster")
     app[SCHEMAS] = Registry()
+    app[EXTERNAL_URL] = "https://corral.example.com"
     app.add_routes(health.routes)
     app.add_routes(root.routes)
     async with TestClient(TestServer(app)) as client:
@@ -62,8 +99,8 @@ async def test_readyz_reports_pending_gates_until_they_open() -> None:
 
         app[READINESS].open("management-cluster")
         assert (await client.get("/readyz")).status == 200
-        body = await (await client.get("/v3")).json()
-        assert body["links"]["self"].endswith("/v3")
+        body = await (await client.get("/v3", headers={"Host": "evil.example.net"})).json()
+        assert body["links"]["self"] == "https://corral.example.com/v3"
 
 
 async def test_every_collection_the_root_links_to_is_routed() -> None:

@@ -13,7 +13,7 @@ from aiohttp import web
 from lightkube import AsyncClient
 from lightkube.types import PatchType
 
-from corral.apiserver import errors
+from corral.apiserver import errors, serving
 from corral.apiserver.access import AccessMemo
 from corral.apiserver.activity import ActivityTracker
 from corral.apiserver.authn import auth_middleware
@@ -23,6 +23,7 @@ from corral.apiserver.keys import (
     ACTIVITY,
     CORRAL_CA,
     DOWNSTREAM,
+    EXTERNAL_URL,
     FEATURES,
     KUBE,
     LIMITER,
@@ -73,10 +74,15 @@ SCHEMA_LIST = [
 
 
 def create_app(
-    kube: AsyncClient, features: dict[str, bool], corral_ca: bytes | None = None
+    kube: AsyncClient,
+    features: dict[str, bool],
+    external_url: str,
+    corral_ca: bytes | None = None,
 ) -> web.Application:
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
+    app.on_response_prepare.append(serving.set_response_headers)
     app[KUBE] = kube
+    app[EXTERNAL_URL] = external_url
     app[FEATURES] = features
     app[CORRAL_CA] = corral_ca
     app[SESSIONS] = SessionPool()

@@ -14,25 +14,62 @@ from corral.core.quantity import parse_bytes
 # Every /v3 body is bounded; authentication endpoints by SVC_AUTH_API_BODY_LIMIT.
 DEFAULT_LIMIT = 2 * 1024 * 1024
 AUTH_LIMIT = parse_bytes(os.environ.get("SVC_AUTH_API_BODY_LIMIT", "1Mi"))
+# No /v3 body nests deeper than a workload's affinity rules (about ten levels); a bound keeps
+# recursive code downstream of the parser (rendering, merging, Kubernetes' own clients) safe.
+MAX_DEPTH = 64
+_CHUNK = 64 * 1024
 
 
 def too_large(limit: int) -> ApiError:
     return ApiError(413, "RequestEntityTooLarge", f"request body exceeds {limit} bytes")
 
 
-async def read_json(request: web.Request, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
-    """The body as a JSON object; an empty body is an empty object."""
+def unparsable(reason: str) -> ApiError:
+    return ApiError(422, "InvalidBodyContent", f"Failed to parse body: {reason}")
+
+
+async def read_bounded(request: web.Request, limit: int) -> bytes:
+    """The whole body, however it arrives (several TCP writes, chunked), up to `limit` bytes."""
     if request.content_length is not None and request.content_length > limit:
         raise too_large(limit)
-    raw = await request.content.read(limit + 1)
-    if len(raw) > limit:
-        raise too_large(limit)
+    raw = bytearray()
+    async for chunk in request.content.iter_chunked(_CHUNK):
+        raw += chunk
+        if len(raw) > limit:
+            raise too_large(limit)
+    return bytes(raw)
+
+
+def parse_object(raw: bytes) -> dict[str, Any]:
+    """A JSON object from bytes; an empty body is an empty object."""
     if not raw.strip():
         return {}
     try:
         body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(422, "InvalidBodyContent", f"Failed to parse body: {exc}") from None
+    except RecursionError:
+        raise unparsable(f"JSON nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise unparsable(str(exc)) from None
     if not isinstance(body, dict):
         raise ApiError(422, "InvalidBodyContent", "body must be a JSON object")
+    if nesting(body) > MAX_DEPTH:
+        raise unparsable(f"JSON nests deeper than {MAX_DEPTH} levels")
     return body
+
+
+def nesting(value: Any) -> int:
+    """How deeply lists and objects nest in a parsed JSON value (walked without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
+
+
+async def read_json(request: web.Request, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
+    """The body as a JSON object; an empty body is an empty object."""
+    return parse_object(await read_bounded(request, limit))

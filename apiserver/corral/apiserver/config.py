@@ -6,6 +6,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from yarl import URL
+
+# Listen addresses that say "every interface", not where clients find the server.
+_ANY_HOST = {"", "0.0.0.0", "::", "[::]"}  # noqa: S104
+
 
 class ConfigError(ValueError):
     """The environment does not describe a server that can start."""
@@ -18,6 +23,9 @@ class ApiServerConfig:
     tls_cert: Path
     tls_key: Path
     ca_file: Path | None
+    # Where clients reach this server: links and kubeconfigs point here, never at whatever a
+    # request's Host header claims.
+    external_url: str
 
     @classmethod
     def from_env(cls) -> ApiServerConfig:
@@ -29,10 +37,24 @@ class ApiServerConfig:
         if not port.isdigit():
             raise ConfigError(f"CORRAL_LISTEN must be host:port, not {host}:{port}")
         ca = os.environ.get("CORRAL_CA_FILE")
+        default_url = f"https://{'localhost' if host in _ANY_HOST else host}:{port}"
         return cls(
             host=host or "0.0.0.0",  # noqa: S104
             port=int(port),
             tls_cert=Path(cert),
             tls_key=Path(key),
             ca_file=Path(ca) if ca else None,
+            external_url=external_url(os.environ.get("CORRAL_EXTERNAL_URL") or default_url),
         )
+
+
+def external_url(text: str) -> str:
+    """`scheme://host[:port]`, checked: it goes into every link and kubeconfig."""
+    try:
+        url = URL(text)
+    except ValueError:
+        url = URL()
+    plain = url.path in ("", "/") and not url.query_string and not url.fragment
+    if url.scheme not in ("https", "http") or not url.host or not plain:
+        raise ConfigError(f"CORRAL_EXTERNAL_URL must be https://host[:port], not {text!r}")
+    return str(url.origin())

@@ -25,6 +25,8 @@ FEATURES = web.AppKey("features", dict[str, bool])
 THROTTLE = web.AppKey("throttle", LoginThrottle)
 # The CA of this server's certificate, for kubeconfigs; None when clients trust it already.
 CORRAL_CA: web.AppKey[bytes | None] = web.AppKey("corral_ca")
+# scheme://host[:port] clients reach this server at (CORRAL_EXTERNAL_URL).
+EXTERNAL_URL = web.AppKey("external_url", str)
 SESSIONS = web.AppKey("sessions", SessionPool)
 DOWNSTREAM = web.AppKey("downstream", DownstreamCaches)
 ACCESS = web.AppKey("access", AccessMemo)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import ssl
 import sys
 
-from aiohttp import web
-
+from corral.apiserver import serving
 from corral.apiserver.app import create_app
 from corral.apiserver.config import ApiServerConfig, ConfigError
 from corral.core import kube
@@ -29,14 +29,11 @@ def main() -> int:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(config.tls_cert, config.tls_key)
-    web.run_app(
-        create_app(
-            kube.async_client(), features, config.ca_file.read_bytes() if config.ca_file else None
-        ),
-        host=config.host,
-        port=config.port,
-        ssl_context=context,
-        access_log=None,
-        print=None,
-    )
+    asyncio.run(run(config, features, context))
     return 0
+
+
+async def run(config: ApiServerConfig, features: dict[str, bool], context: ssl.SSLContext) -> None:
+    corral_ca = config.ca_file.read_bytes() if config.ca_file else None
+    app = create_app(kube.async_client(), features, config.external_url, corral_ca)
+    await serving.serve(app, config.host, config.port, context)

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from corral.apiserver import errors
 from corral.apiserver.cache import Obj
+from corral.apiserver.keys import EXTERNAL_URL
 from corral.core.auth import ttl
 
 
@@ -18,7 +19,9 @@ def v3(plural: str, rest: str = "") -> str:
 
 
 def base_url(request: web.Request) -> str:
-    return str(request.url.origin())
+    """The configured external URL: a Host header is the client's to choose, so it never
+    reaches a link or a kubeconfig."""
+    return request.app[EXTERNAL_URL]
 
 
 def meta_fields(obj: Obj) -> dict[str, Any]:

@@ -175,6 +175,8 @@ class Environment:
             "CORRAL_OPERATOR_LIVENESS": self.operator_liveness,
             "CORRAL_BOOTSTRAP_PASSWORD": self.admin_password,
             "CORRAL_CA_FILE": str(self.ca_path),
+            # Every replica stands for the same service: links and kubeconfigs name the first.
+            "CORRAL_EXTERNAL_URL": self.api_url,
         }
         self._corral_env = env
         self.corral = [

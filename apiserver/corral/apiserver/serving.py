@@ -1,0 +1,98 @@
+"""Serving the application over TLS, with the API's own answer to requests aiohttp cannot parse.
+
+aiohttp answers a malformed request head (a header line over its limit, a bad request line)
+before any middleware runs, with a text/plain 400 that quotes the offending bytes, and logs the
+same text: for an oversized `Cookie` or `Authorization` header that is a credential, sent back
+and written to the log. aiohttp offers no hook for this (aio-libs/aiohttp#3287), so the request
+handler is subclassed: the answer is the `/v3` error body, and the log names the kind of error
+and the client, never the bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import ssl
+from http import HTTPStatus
+
+from aiohttp import web
+from aiohttp.web_request import BaseRequest
+
+from corral.apiserver.errors import ApiError
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "corral"
+
+
+def malformed_request(status: int) -> ApiError:
+    """What a client gets for a request head that could not be parsed."""
+    if status == HTTPStatus.INTERNAL_SERVER_ERROR:
+        return ApiError(500, "ServerError", "internal server error")
+    return ApiError(status, "BadRequest", "malformed request: a request or header line is "
+                    "invalid or longer than 8190 bytes")  # fmt: skip
+
+
+class _RequestHandler(web.RequestHandler):
+    def handle_error(
+        self,
+        request: BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        kind = type(exc).__name__ if exc else HTTPStatus(status).phrase
+        log.warning("refused a malformed request from %s: %s", request.remote, kind)
+        error = malformed_request(status)
+        response = web.json_response(error.body(), status=error.status)
+        response.headers["Server"] = SERVER_NAME
+        response.force_close()
+        return response
+
+
+class _Server(web.Server):
+    def __call__(self) -> web.RequestHandler:
+        return _RequestHandler(self, loop=self._loop, **self._kwargs)
+
+
+class _Runner(web.AppRunner):
+    async def _make_server(self) -> web.Server:
+        made = await super()._make_server()
+        return _Server(
+            made.request_handler,
+            request_factory=made.request_factory,
+            handler_cancellation=made.handler_cancellation,
+            loop=made._loop,
+            **made._kwargs,
+        )
+
+
+async def set_response_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Every answer: no version banner, and never cached (bodies carry per-user data and, on
+    login and token creation, credentials)."""
+    response.headers["Server"] = SERVER_NAME
+    response.headers["Cache-Control"] = "no-store"
+
+
+async def start(
+    app: web.Application, host: str, port: int, context: ssl.SSLContext | None = None
+) -> web.AppRunner:
+    """Start serving in the running loop; the caller cleans the runner up."""
+    runner = _Runner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port, ssl_context=context).start()
+    return runner
+
+
+async def serve(app: web.Application, host: str, port: int, context: ssl.SSLContext) -> None:
+    """Serve until SIGINT or SIGTERM, then close connections and run the cleanup contexts."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    runner = await start(app, host, port, context)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()

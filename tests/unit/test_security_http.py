@@ -1,0 +1,91 @@
+"""Parsers of what arrives over HTTP: request heads, bodies, label selectors (issue 9)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+import pytest
+from aiohttp import web
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from corral.apiserver import serving
+from corral.apiserver.body import MAX_DEPTH, nesting, parse_object
+from corral.apiserver.errors import ApiError
+from corral.apiserver.routes.common import label_selector
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=1000)
+@given(st.binary(max_size=512))
+def test_any_bytes_are_an_object_or_the_apis_error(raw: bytes) -> None:
+    try:
+        assert isinstance(parse_object(raw), dict)
+    except ApiError as error:
+        assert (error.status, error.code) == (422, "InvalidBodyContent")
+
+
+@settings(max_examples=200, deadline=1000)
+@given(st.dictionaries(st.text(), json_values, max_size=5))
+def test_any_json_object_of_reasonable_depth_parses_back(value: dict[str, Any]) -> None:
+    assert parse_object(json.dumps(value).encode()) == value
+
+
+@settings(max_examples=50, deadline=2000)
+@given(st.integers(min_value=1, max_value=50_000), st.sampled_from("[{"))
+def test_depth_is_bounded_whatever_the_nesting(depth: int, bracket: str) -> None:
+    closing = "]" if bracket == "[" else "}"
+    inner = (bracket + ('"k":' if bracket == "{" else "")) * depth + "1" + closing * depth
+    raw = ('{"a": ' + inner + "}").encode()
+    try:
+        body = parse_object(raw)
+    except ApiError as error:
+        assert error.code == "InvalidBodyContent"
+        assert depth + 1 > MAX_DEPTH
+    else:
+        assert nesting(body) == depth + 1 <= MAX_DEPTH
+
+
+def test_an_empty_body_is_an_empty_object_and_a_list_is_refused() -> None:
+    assert parse_object(b"  \n") == {}
+    with pytest.raises(ApiError, match="JSON object"):
+        parse_object(b"[1, 2]")
+
+
+@settings(max_examples=300, deadline=1000)
+@given(st.text(max_size=200), st.dictionaries(st.text(max_size=10), st.text(max_size=10)))
+def test_any_label_selector_text_gives_a_predicate(selector: str, labels: dict[str, str]) -> None:
+    assert isinstance(label_selector(selector)(labels), bool)
+
+
+async def test_a_malformed_head_gets_the_json_error_without_its_bytes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    app = web.Application()
+    app.on_response_prepare.append(serving.set_response_headers)
+    runner = await serving.start(app, "127.0.0.1", 0)
+    try:
+        host, port = runner.addresses[0][:2]
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\nCookie: R_SESS=token-abc:" + b"S" * 9000
+                     + b"\r\n\r\n")  # fmt: skip
+        with caplog.at_level(logging.DEBUG):
+            answer = await reader.read()
+        writer.close()
+    finally:
+        await runner.cleanup()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400") or head.startswith(b"HTTP/1.0 400")
+    assert b"application/json" in head and b"Server: corral" in head
+    assert json.loads(body)["code"] == "BadRequest"
+    assert b"SSSS" not in answer and b"token-abc" not in answer
+    assert "token-abc" not in caplog.text and "SSSS" not in caplog.text
+    assert "LineTooLong" in caplog.text
