@@ -7,6 +7,7 @@ import base64
 import json
 import socket
 import ssl
+import time
 from urllib.parse import urlsplit
 
 import yaml
@@ -14,6 +15,11 @@ import yaml
 from corral.core.devenv.environment import Environment
 
 from .api import Api
+
+
+# Between two writes, so that the server's first read ends where the first part does: the
+# condition under test is a body that arrives in pieces, and only time apart makes pieces.
+WRITE_GAP = 0.3
 
 
 def raw_exchange(stack: Environment, context: ssl.SSLContext, *parts: bytes) -> bytes:
@@ -26,7 +32,9 @@ def raw_exchange(stack: Environment, context: ssl.SSLContext, *parts: bytes) -> 
         context.wrap_socket(plain, server_hostname=url.hostname) as tls,
     ):
         tls.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        for part in parts:
+        for index, part in enumerate(parts):
+            if index:
+                time.sleep(WRITE_GAP)
             tls.sendall(part)
         answer = b""
         while chunk := tls.recv(65536):
@@ -55,15 +63,16 @@ def dechunk(body: bytes) -> bytes:
 
 
 def login_request(stack: Environment, body: bytes, chunked: bool = False) -> list[bytes]:
+    """The request's head and its body in two halves, each to be written on its own."""
     host = urlsplit(stack.api_url).netloc.encode()
     head = (
         b"POST /v3-public/localProviders/local?action=login HTTP/1.1\r\nHost: " + host + b"\r\n"
         b"Content-Type: application/json\r\nConnection: close\r\n"
     )
-    if not chunked:
-        return [head + b"Content-Length: %d\r\n\r\n" % len(body), body]
     half = len(body) // 2
     pieces = [body[:half], body[half:]]
+    if not chunked:
+        return [head + b"Content-Length: %d\r\n\r\n" % len(body), *pieces]
     return [
         head + b"Transfer-Encoding: chunked\r\n\r\n",
         *(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces),
