@@ -9,10 +9,8 @@ the `X-API-CSRF` header.
 from __future__ import annotations
 
 import base64
-import binascii
 import datetime
 import hmac
-import re
 import time
 from dataclasses import dataclass
 
@@ -24,14 +22,24 @@ from corral.apiserver.errors import ApiError, Handler
 from corral.apiserver.keys import ACTIVITY, LIMITER, STORES
 from corral.apiserver.ratelimit import RateLimiter
 from corral.apiserver.stores import Stores
-from corral.core.auth.tokens import MSG_MISSING, AuthFailure, Policy, TokenRecord, check, split
+from corral.core.auth.tokens import (
+    MSG_INVALID,
+    MSG_MISSING,
+    AuthFailure,
+    Policy,
+    TokenRecord,
+    check,
+    split,
+)
 
 SESSION_COOKIE = "R_SESS"
 CSRF_COOKIE = "CSRF"
 CSRF_HEADER = "X-API-CSRF"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 PUBLIC_PREFIXES = ("/healthz", "/readyz", "/v3-public/")
-_CLUSTER_PATH = re.compile(r"^/(?:k8s|v3)/clusters?/([^/?]+)")
+# The Kubernetes API of one cluster through corral: the only routes a token scoped to a
+# cluster (every kubeconfig token) is good for.
+PROXY_PATH = "/k8s/clusters/{cluster}"
 
 _FAILURE_CODES = {401: "Unauthorized", 404: "NotFound", 410: "Gone", 422: "InvalidToken"}
 
@@ -44,9 +52,11 @@ class Principal:
     is_admin: bool
 
 
+PRINCIPAL = web.RequestKey("principal", Principal)
+
+
 def principal(request: web.Request) -> Principal:
-    found: Principal = request["principal"]
-    return found
+    return request[PRINCIPAL]
 
 
 def credential(request: web.Request) -> tuple[str | None, bool]:
@@ -59,16 +69,23 @@ def credential(request: web.Request) -> tuple[str | None, bool]:
         if scheme.lower() == "basic":
             try:
                 return base64.b64decode(value.strip(), validate=True).decode(), False
-            except (binascii.Error, UnicodeDecodeError):
-                raise ApiError(422, _FAILURE_CODES[422], "invalid auth token value") from None
+            except ValueError:  # not base64 (or not even ASCII), or not UTF-8
+                raise ApiError(422, _FAILURE_CODES[422], MSG_INVALID) from None
         return None, False
     cookie = request.cookies.get(SESSION_COOKIE)
     return (cookie, True) if cookie else (None, False)
 
 
-def routed_cluster(path: str) -> str | None:
-    match = _CLUSTER_PATH.match(path)
-    return match.group(1) if match else None
+def proxied_cluster(request: web.Request) -> str | None:
+    """The cluster whose Kubernetes API the request is for, as the router matched it; None
+    for every other route (all of `/v3` included)."""
+    resource = request.match_info.route.resource
+    if resource is None:
+        return None
+    canonical = resource.canonical
+    if canonical != PROXY_PATH and not canonical.startswith(PROXY_PATH + "/"):
+        return None
+    return request.match_info.get("cluster")
 
 
 def authenticate(
@@ -87,7 +104,7 @@ def authenticate(
         token = check(record, key, user_active, last, policy, now)
     except AuthFailure as failure:
         raise ApiError(failure.status, _FAILURE_CODES[failure.status], failure.message) from None
-    if token.cluster_name and routed_cluster(request.path) != token.cluster_name:
+    if token.cluster_name and proxied_cluster(request) != token.cluster_name:
         raise ApiError(401, "Unauthorized", f"token is valid only for cluster {token.cluster_name}")
     activity.touch(token.name, now)
     return Principal(token.user_id, token, via_cookie, stores.is_admin(token.user_id))
@@ -118,7 +135,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
                          f"rate limit of {decision.limit} requests per minute exceeded",
                          headers={"Retry-After": str(decision.reset_seconds)})  # fmt: skip
         return errors.response(error, decision.headers())
-    request["principal"] = who
+    request[PRINCIPAL] = who
     try:
         check_csrf(request, who)
         response = await handler(request)

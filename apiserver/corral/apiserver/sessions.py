@@ -1,4 +1,6 @@
-"""One HTTP session per downstream cluster, kept while its credential stays the same."""
+"""One HTTP session per downstream cluster, kept while its credential stays the same. A
+session reaches its cluster's server only and sends the credential per request
+(`Credential.session`), so sharing one across callers cannot carry it anywhere else."""
 
 from __future__ import annotations
 

@@ -6,19 +6,26 @@ request goes on with corral's own credential for the cluster and impersonates th
 the cluster's RBAC decides: administrators are impersonated into `system:masters`, other
 users into `system:authenticated` (and what role bindings give them). Responses stream, so
 watches (`?watch=true`) and `logs -f` work. Upgrades (exec, attach, port-forward) do not.
+
+The upstream URL is the cluster's server plus the request's path segments, each decoded and
+encoded again as one segment, so no path (`http://…`, `//host`, `http:%2F%2F…`) can name
+another server; the session refuses any other origin anyway (`Credential.session`).
 """
 
 from __future__ import annotations
 
 import logging
+from urllib.parse import unquote_to_bytes
 
 import aiohttp
 from aiohttp import web
+from yarl import URL
 
-from corral.apiserver.authn import principal
+from corral.apiserver.authn import PROXY_PATH, principal
 from corral.apiserver.errors import ApiError
 from corral.apiserver.keys import SESSIONS, STORES
 from corral.apiserver.routes.clusters import visible_cluster
+from corral.core.clusters.credential import Credential
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +56,21 @@ DROPPED_RESPONSE = {
 }
 ADMIN_GROUPS = ("system:masters", "system:authenticated")
 USER_GROUPS = ("system:authenticated",)
+# The raw path's parts before the forwarded ones: "/", "k8s", "clusters" and the cluster id.
+_PREFIX_PARTS = PROXY_PATH.count("/") + 1
 
 
-@routes.route("*", "/k8s/clusters/{cluster}/{path:.*}")
-@routes.route("*", "/k8s/clusters/{cluster}")
+def upstream_url(request: web.Request, credential: Credential) -> URL:
+    """Where the request goes: the cluster's own server and the path after the cluster id."""
+    segments = [unquote_to_bytes(part) for part in request.rel_url.raw_parts[_PREFIX_PARTS:]]
+    try:
+        return credential.url(*segments)
+    except ValueError as exc:
+        raise ApiError(400, "BadRequest", str(exc)) from None
+
+
+@routes.route("*", PROXY_PATH + "/{path:.*}")
+@routes.route("*", PROXY_PATH)
 async def proxy(request: web.Request) -> web.StreamResponse:
     who = principal(request)
     cluster = request.match_info["cluster"]
@@ -70,13 +88,13 @@ async def proxy(request: web.Request) -> web.StreamResponse:
     }
     headers["Impersonate-User"] = who.user_id
     groups = ADMIN_GROUPS if who.is_admin else USER_GROUPS
-    path = "/" + request.match_info.get("path", "")
+    url = upstream_url(request, credential)
     body = await request.read() if request.can_read_body else None
     session = request.app[SESSIONS].get(cluster, credential)
     try:
         upstream = await session.request(
             request.method,
-            path.lstrip("/"),
+            url,
             params=request.query,
             data=body,
             headers=[*headers.items(), *(("Impersonate-Group", g) for g in groups)],

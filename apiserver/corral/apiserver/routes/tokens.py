@@ -9,11 +9,13 @@ from aiohttp import web
 
 from corral.apiserver import envelope, errors
 from corral.apiserver.authn import CSRF_COOKIE, SESSION_COOKIE, Principal, principal
+from corral.apiserver.authz import access
 from corral.apiserver.body import AUTH_LIMIT, read_json
+from corral.apiserver.cache import Obj
 from corral.apiserver.errors import ApiError
 from corral.apiserver.issuing import NewToken, issue
 from corral.apiserver.keys import ACTIVITY, FEATURES, KUBE, STORES
-from corral.apiserver.routes.common import base_url, v3
+from corral.apiserver.routes.common import base_url, referenced, v3
 from corral.apiserver.schemas import Field, Schema, readonly
 from corral.core import resources
 from corral.core.auth import ttl
@@ -33,7 +35,7 @@ SCHEMA = Schema(
         "enabled": readonly("boolean"),
         "expired": readonly("boolean"),
         "expiresAt": readonly("string", "Creation time plus ttl; empty when it never expires"),
-        "ttl": Field("int", create=True, description="Lifetime in milliseconds; 0: the maximum"),
+        "ttl": Field("int", create=True, description="Lifetime in ms, up to 100 years; 0: the max"),
         "ttlMillis": Field("int", create=True, write_only=True, description="Alias of ttl"),
         "clusterId": Field("reference[cluster]", create=True, description="Cluster scope"),
         "clusterName": readonly("string", "Cluster scope; empty for none"),
@@ -82,6 +84,14 @@ def own_token(request: web.Request, who: Principal, name: str) -> TokenRecord:
     return record
 
 
+def visible_cluster(request: web.Request, cluster_id: str) -> Obj:
+    """A cluster the caller sees; the only kind a token of theirs may be scoped to."""
+    obj = request.app[STORES].clusters.get(cluster_id)
+    if obj is None or not access(request).sees_cluster(cluster_id):
+        raise errors.not_found(f"cluster {cluster_id} not found")
+    return obj
+
+
 @routes.get(v3("tokens|token"))
 async def list_tokens(request: web.Request) -> web.Response:
     who, now = principal(request), datetime.datetime.now(datetime.UTC)
@@ -109,15 +119,18 @@ async def create_or_act(request: web.Request) -> web.StreamResponse:
 async def create_token(request: web.Request) -> web.Response:
     who, stores = principal(request), request.app[STORES]
     body = SCHEMA.writable(await read_json(request, AUTH_LIMIT), creating=True)
-    requested = body.get("ttlMillis", body.get("ttl", 0))
-    if isinstance(requested, bool) or not isinstance(requested, int) or requested < 0:
-        raise errors.invalid("ttl", "ttl must be a whole number of milliseconds, 0 or more")
+    try:
+        requested = ttl.requested(body.get("ttlMillis", body.get("ttl", 0)))
+    except ttl.TtlError as exc:
+        raise errors.invalid("ttl", str(exc)) from None
     description = body.get("description", "")
     if not isinstance(description, str) or len(description) > 1024:
         raise errors.invalid("description", "description must be text of at most 1024 characters")
     cluster = body.get("clusterId") or ""
     if not isinstance(cluster, str):
         raise errors.invalid("clusterId", "clusterId must be a cluster id")
+    if cluster:
+        referenced(lambda: visible_cluster(request, cluster), "clusterId", "cluster")
     maximum = ttl.minutes_to_ms(stores.number("auth-token-max-ttl-minutes"))
     issued = await issue(
         request.app[KUBE], stores,

@@ -16,7 +16,10 @@ from corral.core import resources
 from corral.core.auth import hashing, ttl
 
 # A token name is a Kubernetes object name (DNS-1123 subdomain).
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+# A key is visible ASCII other than ":". Header bytes that are not ASCII (aiohttp hands them
+# on as lone surrogates) could never match a stored key, and could not even be hashed.
+_KEY = re.compile(r"[!-9;-~]+")
 
 MSG_INVALID = "invalid auth token value"
 MSG_EXPIRED = "must authenticate, expired"
@@ -90,7 +93,7 @@ class AuthFailure(Exception):
 def split(value: str) -> tuple[str, str]:
     """`<name>:<key>` into its halves; anything else is an invalid token value (422)."""
     name, sep, key = value.partition(":")
-    if not sep or not name or not key or ":" in key or not _NAME.match(name):
+    if not sep or not _NAME.fullmatch(name) or not _KEY.fullmatch(key):
         raise AuthFailure(422, MSG_INVALID)
     return name, key
 

@@ -10,14 +10,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 import httpx2
+from aiohttp import ClientHandlerType, ClientRequest, ClientResponse, hdrs
 from lightkube import AsyncClient, KubeConfig
+from yarl import URL
 
 from corral.core import kubeconfig
 
 REQUEST_TIMEOUT = 15.0
+# What a path segment may hold unencoded besides letters, digits and "-._~" (RFC 3986 pchar).
+# "/", "?", "#" and "%" are always encoded, so each segment given stays exactly one segment.
+_SEGMENT_SAFE = "!$&'()*+,;=:@"
+_DOT_SEGMENTS = {".", "..", b".", b".."}
+
+
+class ForeignOrigin(aiohttp.ClientError):
+    """A request of a cluster's session aimed at anything but that cluster's own server."""
 
 
 @dataclass(frozen=True)
@@ -59,16 +70,40 @@ class Credential:
         return context
 
     def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        """The Authorization header for a request to the server, never a session default."""
+        return {hdrs.AUTHORIZATION: f"Bearer {self.token}"} if self.token else {}
+
+    def url(self, *segments: str | bytes) -> URL:
+        """The server's URL with these path segments appended, each encoded as one segment:
+        whatever they hold, the result names the server, under its own path."""
+        if any(segment in _DOT_SEGMENTS for segment in segments):
+            raise ValueError("'.' and '..' are not forwarded as path segments")
+        encoded = (quote(segment, safe=_SEGMENT_SAFE) for segment in segments)
+        return URL(self.server).joinpath(*encoded, encoded=True)
+
+    def is_own(self, url: URL) -> bool:
+        """Whether `url` has the server's origin (scheme, host and port)."""
+        own = URL(self.server)
+        return (url.scheme, url.host, url.port) == (own.scheme, own.host, own.port)
 
     def session(self, timeout: float | None = REQUEST_TIMEOUT) -> aiohttp.ClientSession:
-        """A raw HTTP session (aiohttp) for this cluster: health, version, proxying."""
+        """A raw HTTP session (aiohttp) for this cluster: health, version, proxying. Relative
+        URLs resolve against the server; a request for any other origin is refused before a
+        connection is made, and the credential is attached to each request, never as a
+        session default."""
         return aiohttp.ClientSession(
             base_url=self.server.rstrip("/") + "/",
             connector=aiohttp.TCPConnector(ssl=self.ssl_context()),
-            headers=self.headers(),
+            middlewares=(self._authorize,),
             timeout=aiohttp.ClientTimeout(total=timeout, connect=min(timeout or 10, 10)),
         )
+
+    async def _authorize(self, request: ClientRequest, send: ClientHandlerType) -> ClientResponse:
+        # A middleware runs for every request of the session, redirects included.
+        if not self.is_own(request.url):
+            raise ForeignOrigin(f"refusing to send a request for {self.server} to another host")
+        request.headers.update(self.headers())
+        return await send(request)
 
     # -- storage in a Secret ----------------------------------------------------------------
 
