@@ -4,7 +4,7 @@ import datetime
 
 from corral.apiserver.activity import ActivityTracker
 from corral.apiserver.ratelimit import RateLimiter
-from corral.apiserver.throttle import USER_FREE_FAILURES, LoginThrottle
+from corral.apiserver.throttle import FORGET_AFTER, USER_FREE_FAILURES, LoginThrottle
 from corral.operator.tokens import expired, expiry_status
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.UTC)
@@ -76,3 +76,13 @@ def test_operator_expiry_status_and_purge_selection() -> None:
     tokens = [token("old", 60_000), token("forever", 0), token("young", 7_200_000),
               token("system", 60_000, "system")]  # fmt: skip
     assert expired(tokens, NOW) == ["old"]
+
+
+def test_login_throttle_forgets_old_records_when_pruned() -> None:
+    throttle = LoginThrottle()
+    throttle.failed("someone", "10.0.0.1", now=0.0)
+    throttle.failed("other", "10.0.0.2", now=1000.0)
+    throttle.prune(now=1000.0 + FORGET_AFTER)
+    assert len(throttle) == 2  # "other" and its address are not old enough yet
+    throttle.prune(now=1001.0 + FORGET_AFTER)
+    assert len(throttle) == 0

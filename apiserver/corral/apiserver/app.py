@@ -126,6 +126,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         while True:
             await asyncio.sleep(60)
             app[LIMITER].prune(time.monotonic())
+            app[THROTTLE].prune(time.monotonic())
 
     async with stores.running():
         tasks = [

@@ -121,16 +121,9 @@ class Stores:
                 return candidate
         return self.tokens.get(name)
 
-    def setting(self, name: str) -> str:
-        stored = {n: s for n in [name] if (s := self.settings.get(n)) is not None}
-        return settings.effective(name, stored)
-
     def number(self, name: str) -> float:
-        try:
-            return settings.as_number(name, self.setting(name))
-        except settings.SettingValueError:
-            # A bad value stored by hand must not lock everyone out; the default applies.
-            return settings.as_number(name, settings.CATALOG[name].default)
+        # A bad value stored by hand must not lock everyone out; the default applies.
+        return settings.number(name, self.settings.get(name))
 
     def user_active(self, user_id: str) -> bool | None:
         """None when the user does not exist or is being deleted; else whether enabled."""

@@ -5,6 +5,12 @@ further attempts for that username (or from that address) are refused for a doub
 without checking the password. Addresses get more free failures than usernames, because many
 honest users can share one address; a success clears only the username's count, so that one
 valid account does not let an address keep guessing others.
+
+An attempt is counted as a failure *before* its password is checked (`reserve`), because the
+check is awaited: counted after, any number of concurrent attempts would all pass the check
+while the count still reads zero. The outcome then settles the reservation: a success clears
+the username's count and gives the address its attempt back; an attempt that could not be
+judged (a server error) gives both back; a wrong password keeps it.
 """
 
 from __future__ import annotations
@@ -35,6 +41,17 @@ class LoginThrottle:
             self._wait(f"addr:{address}", ADDRESS_FREE_FAILURES, now),
         )
 
+    def reserve(self, username: str, address: str, now: float) -> float:
+        """Counts an attempt as failed before its password is checked, if it may be checked.
+
+        Returns the seconds to wait (nothing counted) or 0: then the password may be checked.
+        Must not await between the two: the check and the count are one step.
+        """
+        wait = self.retry_after(username, address, now)
+        if not wait:
+            self.failed(username, address, now)
+        return wait
+
     def failed(self, username: str, address: str, now: float) -> None:
         for key in (f"user:{username}", f"addr:{address}"):
             record = self._records.get(key)
@@ -43,8 +60,30 @@ class LoginThrottle:
             record.failures += 1
             record.last = now
 
-    def succeeded(self, username: str) -> None:
+    def succeeded(self, username: str, address: str | None = None) -> None:
+        """Clears the username's count; gives back the address's attempt reserved for it."""
         self._records.pop(f"user:{username}", None)
+        if address is not None:
+            self._give_back(f"addr:{address}")
+
+    def release(self, username: str, address: str) -> None:
+        """Gives back an attempt reserved but never judged."""
+        self._give_back(f"user:{username}")
+        self._give_back(f"addr:{address}")
+
+    def prune(self, now: float) -> None:
+        """Drops the records old enough to be forgotten, so guesses at random usernames cannot
+        grow memory without bound."""
+        for key in [k for k, r in self._records.items() if now - r.last > FORGET_AFTER]:
+            del self._records[key]
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def _give_back(self, key: str) -> None:
+        record = self._records.get(key)
+        if record is not None and record.failures > 0:
+            record.failures -= 1
 
     def _wait(self, key: str, free: int, now: float) -> float:
         record = self._records.get(key)

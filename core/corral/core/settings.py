@@ -1,13 +1,28 @@
-"""The settings corral reads, with their defaults.
+"""The settings corral reads, with their defaults and the values each accepts.
 
 Each is a cluster-scoped `Setting` in management.svc.io/v3 whose `value`, when not empty,
 overrides its `default`. The operator creates missing ones at start-up.
+
+Every setting is a number written in plain decimal (`960`, `0.5`): no sign, exponent, `nan`
+or `inf`, and within the setting's bounds. The API refuses anything else; a bad value stored
+another way (kubectl) is read as the default, so one typo cannot lock everyone out.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+# 100 Julian years: far beyond any useful lifetime or interval, and small enough that
+# "now plus this" stays inside what a datetime (year 9999) can hold.
+MAX_MINUTES = 100 * 525_960
+MAX_RATE_PER_MINUTE = 1_000_000
+
+_DECIMAL = re.compile(r"[0-9]{1,15}(\.[0-9]{1,9})?", re.ASCII)
+_WHOLE = re.compile(r"[0-9]{1,15}", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -15,23 +30,35 @@ class SettingDef:
     name: str
     default: str
     description: str
+    maximum: float
+    minimum: float = 0
+    whole: bool = False  # a count: no fraction
+
+    def describe_bounds(self) -> str:
+        kind = "a whole number" if self.whole else "a decimal number"
+        return f"{kind} from {self.minimum:.10g} to {self.maximum:.10g}"
 
 
 CATALOG: dict[str, SettingDef] = {
     s.name: s
     for s in [
         SettingDef("auth-token-max-ttl-minutes", "0",
-                   "Maximum lifetime of session and API tokens; 0 means unlimited."),
+                   "Maximum lifetime of session and API tokens; 0 means unlimited.",
+                   MAX_MINUTES),
         SettingDef("auth-user-session-ttl-minutes", "960",
-                   "Lifetime of a session token created at login."),
+                   "Lifetime of a session token created at login.", MAX_MINUTES),
         SettingDef("auth-user-session-idle-ttl-minutes", "0",
-                   "A session token unused for this long expires; 0 disables the check."),
+                   "A session token unused for this long expires; 0 disables the check.",
+                   MAX_MINUTES),
         SettingDef("kubeconfig-default-token-ttl-minutes", "960",
-                   "Lifetime of a kubeconfig token unless the request says otherwise."),
+                   "Lifetime of a kubeconfig token unless the request says otherwise.",
+                   MAX_MINUTES),
         SettingDef("api-rate-limit-per-minute", "100",
-                   "Requests per minute each user may make; 0 disables the limit."),
+                   "Requests per minute each user may make; 0 disables the limit.",
+                   MAX_RATE_PER_MINUTE, whole=True),
+        # Not 0: the purge would list every token on each two-second tick.
         SettingDef("token-purge-interval-minutes", "60",
-                   "How often the operator deletes expired tokens."),
+                   "How often the operator deletes expired tokens.", MAX_MINUTES, minimum=0.01),
     ]
 }  # fmt: skip
 
@@ -40,17 +67,24 @@ class SettingValueError(ValueError):
     pass
 
 
-def effective(name: str, stored: Mapping[str, Mapping[str, str]]) -> str:
-    """The value in force: the Setting's value, else its default, else the catalog's."""
-    setting = stored.get(name, {})
-    return setting.get("value") or setting.get("default") or CATALOG[name].default
-
-
 def as_number(name: str, text: str) -> float:
-    try:
-        number = float(text)
-    except ValueError:
-        raise SettingValueError(f"setting {name} must be a number, not {text!r}") from None
-    if number < 0:
-        raise SettingValueError(f"setting {name} must not be negative")
+    """The value of a catalog setting written as `text`; SettingValueError when it is not one
+    the setting accepts."""
+    definition = CATALOG[name]
+    syntax = _WHOLE if definition.whole else _DECIMAL
+    # Stored objects reach here untyped (kopf bodies, watch caches): check, never assume.
+    number = float(text) if isinstance(text, str) and syntax.fullmatch(text) else math.nan
+    if not definition.minimum <= number <= definition.maximum:
+        raise SettingValueError(f"setting {name} must be {definition.describe_bounds()}")
     return number
+
+
+def number(name: str, stored: Mapping[str, Any] | None) -> float:
+    """The value in force of a catalog setting, given its stored object (or None): its value,
+    else its default, else the catalog's. A bad stored value (written with kubectl) gives the
+    catalog's default instead of an error."""
+    text = (stored or {}).get("value") or (stored or {}).get("default") or CATALOG[name].default
+    try:
+        return as_number(name, text)
+    except SettingValueError:
+        return as_number(name, CATALOG[name].default)

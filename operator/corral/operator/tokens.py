@@ -22,6 +22,10 @@ log = logging.getLogger(__name__)
 PURGE_SETTING = "token-purge-interval-minutes"
 PURGE_TICK_SECONDS = 2.0
 
+# What a malformed token (edited by hand, or stored by an older version) can raise while its
+# expiry is worked out. Such a token is logged by name and skipped: it never stops the others.
+MALFORMED = (KeyError, TypeError, ValueError, OverflowError)
+
 
 def expiry_status(
     spec: Mapping[str, Any], created: str, status: Mapping[str, Any]
@@ -36,16 +40,30 @@ def expiry_status(
 
 
 def expired(tokens: Iterable[Mapping[str, Any]], now: datetime.datetime) -> list[str]:
-    """Names of the tokens whose lifetime is over. System tokens never expire."""
+    """Names of the tokens whose lifetime is over; malformed tokens are logged and skipped."""
     names = []
     for token in tokens:
-        meta, spec = token["metadata"], token.get("spec", {})
-        if (meta.get("labels") or {}).get(resources.LABEL_TOKEN_KIND) == resources.KIND_SYSTEM:
-            continue
-        created = ttl.parse_time(meta["creationTimestamp"])
-        if ttl.is_expired(created, int(spec.get("ttlMillis", 0)), now):
-            names.append(meta["name"])
+        try:
+            if is_expired(token, now):
+                names.append(token["metadata"]["name"])
+        except MALFORMED as exc:
+            skipped(token, "not purged", exc)
     return names
+
+
+def is_expired(token: Mapping[str, Any], now: datetime.datetime) -> bool:
+    """Whether a token's lifetime is over. System tokens never expire."""
+    meta, spec = token["metadata"], token.get("spec", {})
+    if (meta.get("labels") or {}).get(resources.LABEL_TOKEN_KIND) == resources.KIND_SYSTEM:
+        return False
+    created = ttl.parse_time(meta["creationTimestamp"])
+    return ttl.is_expired(created, int(spec.get("ttlMillis", 0)), now)
+
+
+def skipped(token: Mapping[str, Any], what: str, exc: Exception) -> None:
+    # The name and the reason only: the token's spec holds its (hashed) key.
+    name = (token.get("metadata") or {}).get("name", "?")
+    log.warning("token %s %s: %s: %s", name, what, type(exc).__name__, exc)
 
 
 # An event handler, not a create handler: it keeps no state of its own on the object, so a
@@ -54,7 +72,11 @@ def expired(tokens: Iterable[Mapping[str, Any]], now: datetime.datetime) -> list
 async def record_expiry(type: str, name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     if type == "DELETED":
         return
-    status = expiry_status(body.spec, body.metadata["creationTimestamp"], body.status)
+    try:
+        status = expiry_status(body.spec, body.metadata["creationTimestamp"], body.status)
+    except MALFORMED as exc:
+        skipped(body, "has no recorded expiry", exc)
+        return
     if status is None:
         return
     kube: AsyncClient = memo.kube
@@ -80,26 +102,31 @@ async def purge_expired_tokens(
     last = -math.inf
     while not stopped:
         if time.monotonic() - last >= interval_seconds(body):
-            await purge(kube, datetime.datetime.now(datetime.UTC))
+            try:
+                await purge(kube, datetime.datetime.now(datetime.UTC))
+            except Exception:
+                # The daemon must outlive a failed pass (the API unreachable, say): the next
+                # interval tries again.
+                log.exception("token purge pass failed")
             last = time.monotonic()
         await stopped.wait(PURGE_TICK_SECONDS)
 
 
 def interval_seconds(setting: Mapping[str, Any]) -> float:
-    value = (
-        setting.get("value") or setting.get("default") or settings.CATALOG[PURGE_SETTING].default
-    )
-    try:
-        return settings.as_number(PURGE_SETTING, value) * 60
-    except settings.SettingValueError:
-        return float(settings.CATALOG[PURGE_SETTING].default) * 60
+    return settings.number(PURGE_SETTING, setting) * 60
 
 
 async def purge(kube: AsyncClient, now: datetime.datetime) -> int:
+    """Deletes the expired tokens; one that cannot be deleted is logged and the rest go."""
     tokens = [as_dict(t) async for t in kube.list(resources.Token)]
-    names = expired(tokens, now)
-    for name in names:
-        await delete_if_present(kube, resources.Token, name)
-    if names:
-        log.info("purged %d expired tokens", len(names))
-    return len(names)
+    purged = 0
+    for name in expired(tokens, now):
+        try:
+            await delete_if_present(kube, resources.Token, name)
+        except ApiError as exc:
+            log.warning("token %s not purged: %s", name, exc.status.message)
+            continue
+        purged += 1
+    if purged:
+        log.info("purged %d expired tokens", purged)
+    return purged

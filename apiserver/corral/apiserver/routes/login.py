@@ -40,20 +40,14 @@ async def login(request: web.Request) -> web.Response:
     if not isinstance(description, str) or len(description) > 1024:
         raise errors.invalid("description", "description must be text of at most 1024 characters")
 
-    throttle, now, address = request.app[THROTTLE], time.monotonic(), request.remote or ""
-    if wait := throttle.retry_after(username, address, now):
-        raise_throttled(wait)
-
     stores = request.app[STORES]
     user = stores.user_by_username(username)
     user_id = user["metadata"]["name"] if user else None
-    if not await credentials.verify(request.app[KUBE], user_id, password):
-        throttle.failed(username, address, now)
+    if not await verify(request, username, user_id, password):
         raise FAILED
     assert user_id is not None
     if stores.user_active(user_id) is not True:
         raise errors.forbidden("user is disabled")
-    throttle.succeeded(username)
 
     session_ttl = ttl.minutes_to_ms(stores.number("auth-user-session-ttl-minutes"))
     maximum = ttl.minutes_to_ms(stores.number("auth-token-max-ttl-minutes"))
@@ -79,6 +73,22 @@ async def login(request: web.Request) -> web.Response:
     response.set_cookie(CSRF_COOKIE, secrets.token_hex(16), path="/", secure=request.secure,
                         samesite="Lax")  # fmt: skip
     return response
+
+
+async def verify(request: web.Request, username: str, user_id: str | None, password: str) -> bool:
+    """Checks the password under the throttle: the attempt is counted before the awaited hash,
+    so concurrent attempts cannot all pass the check while the count still reads zero."""
+    throttle, address = request.app[THROTTLE], request.remote or ""
+    if wait := throttle.reserve(username, address, time.monotonic()):
+        raise_throttled(wait)
+    try:
+        verified = await credentials.verify(request.app[KUBE], user_id, password)
+    except Exception:
+        throttle.release(username, address)
+        raise
+    if verified:
+        throttle.succeeded(username, address)
+    return verified
 
 
 def raise_throttled(wait: float) -> None:

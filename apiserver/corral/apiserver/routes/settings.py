@@ -22,7 +22,12 @@ SCHEMA = Schema(
     plural="settings",
     fields={
         "name": readonly("string"),
-        "value": Field("string", update=True),
+        "value": Field(
+            "string",
+            update=True,
+            required=True,
+            description="Required; the empty string restores the default",
+        ),
         "default": readonly("string"),
         "customized": readonly("boolean", "True when value overrides the default"),
         "description": readonly("string"),
@@ -73,6 +78,9 @@ async def update_setting(request: web.Request) -> web.Response:
         raise errors.not_found(f"setting {name} not found")
     require_admin(principal(request), "change settings")
     body = SCHEMA.writable(await read_json(request), creating=False)
+    # A body without `value` is a mistake, not a reset: resetting is explicit, `"value": ""`.
+    if body.get("value") is None:
+        raise errors.missing("value")
     value = text(body, "value", max_length=4096)
     if name in settings.CATALOG and value:
         try:

@@ -4,9 +4,38 @@ from __future__ import annotations
 
 import datetime
 
+# The longest lifetime a token may be given: 100 Julian years, as the longest the settings
+# allow (settings.MAX_MINUTES). Far beyond any use; creation plus this fits a datetime.
+MAX_TTL_MS = 100 * 525_960 * 60_000
+
+# What an expiry beyond what a datetime can hold is reported as: in practice, never.
+END_OF_TIME = datetime.datetime.max.replace(tzinfo=datetime.UTC)
+
+_MILLISECOND = datetime.timedelta(milliseconds=1)
+
+
+class TtlError(ValueError):
+    pass
+
 
 def minutes_to_ms(minutes: float) -> int:
     return round(minutes * 60_000)
+
+
+def requested(value: object) -> int:
+    """A lifetime from a JSON body, in milliseconds: a whole number from 0 to MAX_TTL_MS.
+
+    JSON has one number type and parsers may give `1e15` or `3600000.0` as floats: a float
+    with no fraction is the whole number it writes. Booleans, strings, fractions, NaN and the
+    infinities are not lifetimes.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TtlError("ttl must be a whole number of milliseconds")
+    if isinstance(value, float) and not value.is_integer():
+        raise TtlError("ttl must be a whole number of milliseconds")
+    if not 0 <= value <= MAX_TTL_MS:
+        raise TtlError(f"ttl must be from 0 to {MAX_TTL_MS} milliseconds (100 years)")
+    return int(value)
 
 
 def clamp(requested_ms: int, max_ms: int) -> int:
@@ -23,10 +52,16 @@ def clamp(requested_ms: int, max_ms: int) -> int:
 
 
 def expires_at(created: datetime.datetime, ttl_ms: int) -> datetime.datetime | None:
-    """None when the token never expires."""
+    """None when the token never expires.
+
+    Saturates rather than overflows: a stored lifetime too long for a datetime (written before
+    lifetimes were bounded) expires at END_OF_TIME, a negative one at creation.
+    """
     if ttl_ms == 0:
         return None
-    return created + datetime.timedelta(milliseconds=ttl_ms)
+    if ttl_ms >= (END_OF_TIME - created) // _MILLISECOND:
+        return END_OF_TIME
+    return created + datetime.timedelta(milliseconds=max(ttl_ms, 0))
 
 
 def is_expired(created: datetime.datetime, ttl_ms: int, now: datetime.datetime) -> bool:
