@@ -13,7 +13,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Secret
 
 from corral.core import resources, settings
-from corral.core.auth import credentials
+from corral.core.auth import credentials, usernames
 from corral.core.kube import as_dict
 
 log = logging.getLogger(__name__)
@@ -62,11 +62,14 @@ async def ensure_admin(kube: AsyncClient, password: str | None) -> None:
     in the Secret svc-system/bootstrap-secret. Either way it is never logged.
     """
     try:
-        await kube.get(resources.User, ADMIN_ID)
-        return
+        existing = as_dict(await kube.get(resources.User, ADMIN_ID))
     except ApiError as exc:
         if exc.status.code != 404:
             raise
+    else:
+        # Installations from before usernames were claimed have an admin without a claim.
+        await claim_admin_username(kube, existing["metadata"]["uid"])
+        return
     if not password:
         password = secrets.token_urlsafe(18)
         await create_if_missing(kube, Secret(
@@ -79,15 +82,27 @@ async def ensure_admin(kube: AsyncClient, password: str | None) -> None:
         metadata=ObjectMeta(name=ADMIN_ID),
         spec={"username": ADMIN_USERNAME, "displayName": "Default Admin", "enabled": True},
     )
+    await usernames.claim(kube, ADMIN_USERNAME, ADMIN_ID)
     if not await create_if_missing(kube, user):
         return  # another replica got there first
-    created = await kube.get(resources.User, ADMIN_ID)
-    await credentials.store(kube, ADMIN_ID, as_dict(created)["metadata"]["uid"], password)
+    uid = as_dict(await kube.get(resources.User, ADMIN_ID))["metadata"]["uid"]
+    await usernames.own(kube, ADMIN_USERNAME, ADMIN_ID, uid)
+    await credentials.store(kube, ADMIN_ID, uid, password)
     await create_if_missing(kube, resources.GlobalRoleBinding(
         metadata=ObjectMeta(name=ADMIN_BINDING),
         spec={"globalRoleName": "admin", "userName": ADMIN_ID},
     ))  # fmt: skip
     log.info("bootstrapped administrator %s (%s)", ADMIN_USERNAME, ADMIN_ID)
+
+
+async def claim_admin_username(kube: AsyncClient, uid: str) -> None:
+    """The admin holds its username as every user does (`usernames`)."""
+    try:
+        await usernames.claim(kube, ADMIN_USERNAME, ADMIN_ID)
+    except usernames.UsernameTaken:
+        log.warning("the username %s is claimed by another user than %s", ADMIN_USERNAME, ADMIN_ID)
+        return
+    await usernames.own(kube, ADMIN_USERNAME, ADMIN_ID, uid)
 
 
 async def create_if_missing(kube: AsyncClient, obj: Any) -> bool:

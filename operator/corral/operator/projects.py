@@ -36,7 +36,6 @@ from corral.operator.mirror import Mirror
 
 log = logging.getLogger(__name__)
 
-CREATOR_BINDING = "creator-project-owner"
 # How often the objects corral manages downstream are listed again, to notice hand edits.
 RELIST_INTERVAL = 60.0
 # Writes in flight at once to one cluster while a pass applies what differs.
@@ -254,7 +253,7 @@ class ProjectSync:
             if member_of := downstream.project_of(ns, self.cluster):
                 counts[member_of] = counts.get(member_of, 0) + 1
         backing = set(self.indices.backing.get(self.cluster, []))
-        creators = self._creator_bound()
+        creators = self._creator_bound(projects)
         for project in projects:
             namespace = resources.backing_namespace(self.cluster, project.name)
             observed = status.Observed(
@@ -285,7 +284,7 @@ class ProjectSync:
 
     async def _ensure_management_side(self, projects: list[ProjectSnapshot]) -> None:
         backing = set(self.indices.backing.get(self.cluster, []))
-        bound = self._creator_bound()
+        bound = self._creator_bound(projects)
         for project in projects:
             namespace = resources.backing_namespace(self.cluster, project.name)
             if namespace not in backing:
@@ -295,17 +294,22 @@ class ProjectSync:
             if project.creator and project.name not in bound and not done:
                 await self._bind_creator(project, namespace)
 
-    def _creator_bound(self) -> set[str]:
-        """The projects whose creator has their owner binding."""
-        return {
-            b.project
+    def _creator_bound(self, projects: list[ProjectSnapshot]) -> set[str]:
+        """The projects whose creator is their owner (the API binds the creator as it creates
+        the project; a pass binds them if that failed)."""
+        owners = {
+            (b.project, b.user)
             for b in self.indices.project_bindings.get(self.cluster, [])
-            if b.name == CREATOR_BINDING
+            if b.role == roles.PROJECT_OWNER
         }
+        return {p.name for p in projects if (p.name, p.creator) in owners}
 
     async def _bind_creator(self, project: ProjectSnapshot, namespace: str) -> None:
+        """Under the name the API gives the same grant, so at most one of them creates it."""
+        assert project.creator is not None  # only projects with a creator get here
+        name = roles.project_binding_name(project.creator, roles.PROJECT_OWNER)
         binding = resources.ProjectRoleTemplateBinding(
-            metadata=ObjectMeta(name=CREATOR_BINDING, namespace=namespace),
+            metadata=ObjectMeta(name=name, namespace=namespace),
             spec={
                 "projectName": f"{self.cluster}:{project.name}",
                 "userName": project.creator,

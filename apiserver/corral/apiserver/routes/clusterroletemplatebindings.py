@@ -1,6 +1,7 @@
 """`/v3/clusterroletemplatebindings`: who owns or is a member of a cluster.
 
-A binding lives in the namespace named after its cluster; its id is `<cluster>:<name>`.
+A binding lives in the namespace named after its cluster; its id is `<cluster>:<name>`, the
+name derived from user and role (`roles.cluster_binding_name`), so one grant exists only once.
 Cluster owners (and administrators) grant and revoke; members of the cluster see its bindings.
 The operator turns each into a ClusterRoleBinding downstream (`cluster-admin` for owners,
 `corral-cluster-member` for members). Bindings are immutable: replace one to change it.
@@ -20,10 +21,10 @@ from corral.apiserver.cache import Obj
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.routes.clusters import owned_cluster, visible_cluster
 from corral.apiserver.routes.common import base_url, either, referenced, v3
-from corral.apiserver.routes.projectroletemplatebindings import grant
+from corral.apiserver.routes.projectroletemplatebindings import create_once, grant
 from corral.apiserver.schemas import Field, Schema
-from corral.core import ids, resources
-from corral.core.kube import as_dict, delete_if_present, ensure_namespace
+from corral.core import resources
+from corral.core.kube import delete_if_present, ensure_namespace
 from corral.core.projects import roles
 
 SCHEMA = Schema(
@@ -99,16 +100,12 @@ async def create_binding(request: web.Request) -> web.Response:
     existing = stores.cluster_bindings.by_index("cluster", cluster)
     user, role = grant(request, body, roles.CLUSTER_ROLES, existing, f"cluster {cluster}")
     owned_cluster(request, cluster, "grant roles in it")
-    kube = request.app[KUBE]
-    await ensure_namespace(kube, cluster, {resources.LABEL_CLUSTER: cluster})
-    created = as_dict(
-        await kube.create(
-            resources.ClusterRoleTemplateBinding(
-                metadata=ObjectMeta(name=ids.generate("crtb"), namespace=cluster),
-                spec={"clusterName": cluster, "userName": user, "roleTemplateName": role},
-            )
-        )
+    await ensure_namespace(request.app[KUBE], cluster, {resources.LABEL_CLUSTER: cluster})
+    binding = resources.ClusterRoleTemplateBinding(
+        metadata=ObjectMeta(name=roles.cluster_binding_name(user, role), namespace=cluster),
+        spec={"clusterName": cluster, "userName": user, "roleTemplateName": role},
     )
+    created = await create_once(request, binding, f"{user} already has {role} in cluster {cluster}")
     stores.cluster_bindings.put(created)
     return web.json_response(render(request, created), status=201)
 

@@ -3,16 +3,14 @@ project membership, the annotation `field.svc.io/projectId: <cluster>:<project>`
 
 Reads come from the API server's watch of the cluster's namespaces. Creating a namespace in a
 project, or moving one into it, is checked against the project's quota first: one more
-namespace takes one more namespace default, which must fit in the project's limit. Checks and
-writes of one project are serialised in this process so two requests cannot both take the
-last room.
+namespace takes one more namespace default, which must fit in the project's limit. The check
+reserves the room on the Project with a resourceVersion precondition (`admission`), so two
+requests, on any replicas, cannot both take the last room.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections import defaultdict
 from typing import Any
 
 from aiohttp import web
@@ -21,17 +19,17 @@ from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
 from corral.apiserver import envelope, errors
+from corral.apiserver.admission import admitted
 from corral.apiserver.authz import access
 from corral.apiserver.body import read_json
 from corral.apiserver.cache import Obj
 from corral.apiserver.keys import DOWNSTREAM, STORES
 from corral.apiserver.routes.clusters import visible_cluster
 from corral.apiserver.routes.common import base_url, text
-from corral.apiserver.routes.projects import default_of, limit_of, quota_refusal
 from corral.apiserver.schemas import Field, Schema, readonly
 from corral.core import resources
 from corral.core.kube import as_dict, delete_if_present
-from corral.core.projects import quota, roles
+from corral.core.projects import roles
 
 SCHEMA = Schema(
     id="namespace",
@@ -50,7 +48,6 @@ SCHEMA = Schema(
 )
 NAMESPACES = "/v3/{clusters:(?i:clusters)}/{cluster}/{type:(?i:namespaces)}"
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
 routes = web.RouteTableDef()
 
@@ -109,20 +106,6 @@ def target_project(request: web.Request, cluster: str, value: Any) -> str | None
     if project["metadata"].get("deletionTimestamp"):
         raise errors.invalid("projectId", f"project {value} is being deleted", "InvalidState")
     return value
-
-
-async def check_room(request: web.Request, cluster: str, project: str) -> None:
-    """One more namespace in `project` must fit its quota."""
-    _, _, name = project.partition(":")
-    obj = request.app[STORES].projects.get(f"{cluster}/{name}")
-    spec = (obj or {}).get("spec") or {}
-    limit, default = limit_of(spec), default_of(spec)
-    if not limit:
-        return
-    members = (await request.app[DOWNSTREAM].namespaces(cluster)).by_index("project", project)
-    excess = quota.overcommit(limit, default, len(members) + 1)
-    if excess:
-        raise quota_refusal(project, excess)
 
 
 def _membership(cluster: str, project: str | None) -> dict[str, Any]:
@@ -185,21 +168,19 @@ async def create_namespace(request: web.Request) -> web.Response:
         )
     caches = request.app[DOWNSTREAM]
     cache = await caches.namespaces(cluster)
-    async with _locks[project or cluster]:
-        if cache.get(name) is not None:
-            raise errors.conflict(f"namespace {name} already exists in cluster {cluster}")
-        if project:
-            await check_room(request, cluster, project)
-        membership = _membership(cluster, project)
-        namespace = Namespace(
-            metadata=ObjectMeta(
-                name=name,
-                annotations={k: v for k, v in membership["annotations"].items() if v},
-                labels={k: v for k, v in membership["labels"].items() if v},
-            )
+    if cache.get(name) is not None:
+        raise errors.conflict(f"namespace {name} already exists in cluster {cluster}")
+    membership = _membership(cluster, project)
+    namespace = Namespace(
+        metadata=ObjectMeta(
+            name=name,
+            annotations={k: v for k, v in membership["annotations"].items() if v},
+            labels={k: v for k, v in membership["labels"].items() if v},
         )
+    )
+    async with admitted(request, project, name):
         created = as_dict(await (await caches.client(cluster)).create(namespace))
-        cache.put(created)
+    cache.put(created)
     return web.json_response(render(request, cluster, created), status=201)
 
 
@@ -221,10 +202,8 @@ async def move_namespace(request: web.Request) -> web.Response:
                 f"{side or f'cluster {cluster} outside projects'}"
             )
     caches = request.app[DOWNSTREAM]
-    async with _locks[project or cluster]:
-        if project:
-            await check_room(request, cluster, project)
-        client = await caches.client(cluster)
+    client = await caches.client(cluster)
+    async with admitted(request, project, obj["metadata"]["name"]):
         moved = as_dict(
             await client.patch(
                 Namespace,
@@ -233,7 +212,7 @@ async def move_namespace(request: web.Request) -> web.Response:
                 patch_type=PatchType.MERGE,
             )
         )
-        (await caches.namespaces(cluster)).put(moved)
+    (await caches.namespaces(cluster)).put(moved)
     return web.json_response(render(request, cluster, moved))
 
 

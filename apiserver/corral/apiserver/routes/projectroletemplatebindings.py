@@ -1,9 +1,10 @@
 """`/v3/projectroletemplatebindings` (spec 2.10, 4.6): who has which role in a project.
 
-A binding lives in its project's backing namespace; its id is `<namespace>:<name>`. Project
-owners (and cluster owners, and administrators) grant and revoke; everyone with a role in the
-project sees its bindings. The operator turns each into RoleBindings in every namespace of the
-project downstream. Bindings are immutable: replace one to change it.
+A binding lives in its project's backing namespace; its id is `<namespace>:<name>`, the name
+derived from user and role (`roles.project_binding_name`), so one grant exists only once.
+Project owners (and cluster owners, and administrators) grant and revoke; everyone with a role
+in the project sees its bindings. The operator turns each into RoleBindings in every namespace
+of the project downstream. Bindings are immutable: replace one to change it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
+from lightkube import ApiError as KubeApiError
 from lightkube.models.meta_v1 import ObjectMeta
 
 from corral.apiserver import envelope, errors
@@ -21,7 +23,7 @@ from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.routes.common import base_url, either, referenced, v3
 from corral.apiserver.routes.projects import owned_project, visible_project
 from corral.apiserver.schemas import Field, Schema
-from corral.core import ids, resources
+from corral.core import resources
 from corral.core.kube import as_dict, delete_if_present, ensure_namespace
 from corral.core.projects import roles
 
@@ -131,16 +133,24 @@ async def create_binding(request: web.Request) -> web.Response:
     namespace = resources.backing_namespace(cluster, name)
     kube = request.app[KUBE]
     await ensure_namespace(kube, namespace, resources.backing_namespace_labels(cluster, name))
-    created = as_dict(
-        await kube.create(
-            resources.ProjectRoleTemplateBinding(
-                metadata=ObjectMeta(name=ids.generate("prtb"), namespace=namespace),
-                spec={"projectName": project_id, "userName": user, "roleTemplateName": role},
-            )
-        )
+    binding = resources.ProjectRoleTemplateBinding(
+        metadata=ObjectMeta(name=roles.project_binding_name(user, role), namespace=namespace),
+        spec={"projectName": project_id, "userName": user, "roleTemplateName": role},
     )
+    created = await create_once(request, binding, f"{user} already has {role} in {project_id}")
     stores.project_bindings.put(created)
     return web.json_response(render(request, created), status=201)
+
+
+async def create_once(request: web.Request, binding: Any, taken: str) -> Obj:
+    """Create a binding under its derived name: of two identical grants sent at once,
+    Kubernetes refuses the second, which a look at the cache before could not."""
+    try:
+        return as_dict(await request.app[KUBE].create(binding))
+    except KubeApiError as exc:
+        if exc.status.code == 409:
+            raise errors.conflict(taken) from None
+        raise
 
 
 @routes.delete(v3("projectroletemplatebindings", "/{id}"))

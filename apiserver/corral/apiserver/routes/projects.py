@@ -3,21 +3,25 @@ the project's events.
 
 A project is a `Project` in the namespace named after its cluster; its id is
 `<cluster>:<project>`. Quota changes are checked here against what the project's namespaces
-have and use, so a change that would not fit is refused before anything is written.
+have and use, so a change that would not fit is refused before anything is written; the write
+is conditional on the version checked (`admission`), so no concurrent change slips between.
+The creator's owner binding is made with the project, so the creator sees it at once.
 """
 
 from __future__ import annotations
 
 import datetime
+import logging
 from typing import Any
 
 from aiohttp import web
+from lightkube import ApiError as KubeApiError
 from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Event
-from lightkube.types import PatchType
 
-from corral.apiserver import envelope, errors
+from corral.apiserver import admission, envelope, errors
+from corral.apiserver.admission import default_of, limit_of, project_id, quota_refusal
 from corral.apiserver.authn import principal
 from corral.apiserver.authz import access
 from corral.apiserver.body import read_json
@@ -73,11 +77,8 @@ EVENT = Schema(
     parent="project",
 )
 
+log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
-
-
-def project_id(obj: Obj) -> str:
-    return f"{obj['metadata']['namespace']}:{obj['metadata']['name']}"
 
 
 def state(obj: Obj) -> tuple[str, str, str]:
@@ -158,19 +159,6 @@ def quota_spec(body: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def limit_of(spec: dict[str, Any]) -> dict[str, str]:
-    return dict((spec.get("resourceQuota") or {}).get("limit") or {})
-
-
-def default_of(spec: dict[str, Any]) -> dict[str, str]:
-    return dict((spec.get("namespaceDefaultResourceQuota") or {}).get("limit") or {})
-
-
-def quota_refusal(pid: str, excesses: list[quota.Excess]) -> ApiError:
-    detail = "; ".join(e.describe() for e in excesses)
-    return ApiError(422, "QuotaExceeded", f"project {pid} quota: {detail}", excesses[0].field)
-
-
 @routes.get(v3("projects"))
 async def list_projects(request: web.Request) -> web.Response:
     allowed, stores = access(request), request.app[STORES]
@@ -232,11 +220,42 @@ async def create_project(request: web.Request) -> web.Response:
         resources.backing_namespace_labels(cluster, name),
     )
     request.app[STORES].projects.put(created)
+    await bind_creator(request, created, who.user_id)
     return web.json_response(render(request, created), status=201)
+
+
+async def bind_creator(request: web.Request, project: Obj, user_id: str) -> None:
+    """The creator owns the project from the first answer on: the API makes the binding the
+    operator would make (under the same name, so only one of them can) and reads its own
+    write. Should this fail, the operator makes it on its next pass."""
+    cluster, name = project["metadata"]["namespace"], project["metadata"]["name"]
+    binding_name = roles.project_binding_name(user_id, roles.PROJECT_OWNER)
+    namespace = resources.backing_namespace(cluster, name)
+    binding = resources.ProjectRoleTemplateBinding(
+        metadata=ObjectMeta(name=binding_name, namespace=namespace),
+        spec={
+            "projectName": project_id(project),
+            "userName": user_id,
+            "roleTemplateName": roles.PROJECT_OWNER,
+        },
+    )
+    kube = request.app[KUBE]
+    try:
+        created = await kube.create(binding)
+    except KubeApiError as exc:
+        if exc.status.code != 409:
+            log.warning("project %s: cannot bind its creator: %s", project_id(project), exc)
+            return
+        created = await kube.get(
+            resources.ProjectRoleTemplateBinding, binding_name, namespace=namespace
+        )
+    request.app[STORES].project_bindings.put(as_dict(created))
 
 
 @routes.put(v3("projects", "/{id}"))
 async def update_project(request: web.Request) -> web.Response:
+    """Changes are checked against, and written on condition of, one version of the Project:
+    two PUTs at once both land (the second is checked and merged again) or one gets 409."""
     pid = request.match_info["id"]
     obj = owned_project(request, pid, "change it")
     body = await read_json(request)
@@ -244,29 +263,22 @@ async def update_project(request: web.Request) -> web.Response:
     for field in ("clusterId", "clusterName"):
         if field in body and body[field] != spec.get("clusterName"):
             raise errors.invalid(field, "a project cannot move to another cluster", "InvalidAction")
-    patch: dict[str, Any] = {}
+    fixed: dict[str, Any] = {}
     display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
     if display:
-        patch["displayName"] = display
+        fixed["displayName"] = display
     if "description" in body:
-        patch["description"] = text(body, "description")
-    if any(part in body for part in QUOTA_PARTS):
-        merged = quota_spec(body, spec)
-        await check_quota_change(request, obj, merged)
-        patch |= {part: merged.get(part) or {} for part in QUOTA_PARTS}
-    if patch:
-        operations = [{"op": "add", "path": f"/spec/{k}", "value": v} for k, v in patch.items()]
-        meta = obj["metadata"]
-        obj = as_dict(
-            await request.app[KUBE].patch(
-                resources.Project,
-                meta["name"],
-                operations,
-                namespace=meta["namespace"],
-                patch_type=PatchType.JSON,
-            )
-        )
-        request.app[STORES].projects.put(obj)
+        fixed["description"] = text(body, "description")
+
+    async def change(current: Obj) -> list[dict[str, Any]]:
+        patch = dict(fixed)
+        if any(part in body for part in QUOTA_PARTS):
+            merged = quota_spec(body, current.get("spec") or {})
+            await check_quota_change(request, current, merged)
+            patch |= {part: merged.get(part) or {} for part in QUOTA_PARTS}
+        return [{"op": "add", "path": f"/spec/{k}", "value": v} for k, v in patch.items()]
+
+    obj = await admission.update(request, obj, change)
     return web.json_response(render(request, obj))
 
 
@@ -276,17 +288,19 @@ async def check_quota_change(request: web.Request, obj: Obj, spec: dict[str, Any
     limit, default = limit_of(spec), default_of(spec)
     if not limit:
         return
-    cluster = obj["metadata"]["namespace"]
-    members = (await request.app[DOWNSTREAM].namespaces(cluster)).by_index("project", pid)
-    excess = quota.overcommit(limit, default, len(members))
-    if excess:
-        raise quota_refusal(pid, excess)
-    quotas = await project_quotas(request, obj)
-    excess = quota.below_use(limit, quota.usage(quotas)["used"], "the project")
-    for each in quotas:
-        name = each["metadata"]["namespace"]
-        used = quota.usage([each])["used"]
-        excess += quota.below_use(default, used, f"namespace {name}")
+    members = await admission.members(request, obj)
+    try:
+        excess = quota.overcommit(limit, default, len(members))
+        if excess:
+            raise quota_refusal(pid, excess)
+        quotas = await project_quotas(request, obj)
+        excess = quota.below_use(limit, quota.usage(quotas)["used"], "the project")
+        for each in quotas:
+            name = each["metadata"]["namespace"]
+            used = quota.usage([each])["used"]
+            excess += quota.below_use(default, used, f"namespace {name}")
+    except quota.QuotaError as exc:
+        raise errors.invalid(exc.field, exc.message) from None
     if excess:
         raise quota_refusal(pid, excess)
 

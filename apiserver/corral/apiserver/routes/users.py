@@ -1,7 +1,9 @@
 """`/v3/users`: local users. Admins manage everyone; a user sees only themselves.
 
 Passwords never touch the User object: their Argon2id hash lives in the Secret
-`svc-system/<user id>-password`, owned by the User so that it goes when the user goes.
+`svc-system/<user id>-password`, owned by the User so that it goes when the user goes. A
+username is claimed before its User is created (`corral.core.auth.usernames`), so two users
+created at once with one username cannot both be made.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from corral.apiserver.routes import tokens
 from corral.apiserver.routes.common import action, base_url, flag, meta_fields, text, v3
 from corral.apiserver.schemas import Field, Schema, readonly
 from corral.core import ids, resources
-from corral.core.auth import credentials, passwords
+from corral.core.auth import credentials, passwords, usernames
 from corral.core.auth.tokens import TokenRecord
 from corral.core.kube import as_dict, delete_if_present
 
@@ -113,26 +115,39 @@ async def create_or_act(request: web.Request) -> web.Response:
     enabled = flag(body, "enabled", True)
     must_change = flag(body, "mustChangePassword", False)
     if request.app[STORES].user_by_username(username) is not None:
-        raise errors.invalid("username", "Username is already in use.", code="NotUnique")
+        raise taken()
     check_policy(username, password)
     user = await create_user(request, username, password, display, description, enabled,
                              must_change)  # fmt: skip
     return web.json_response(render(request, user, who), status=201)
 
 
+def taken() -> ApiError:
+    return errors.invalid("username", "Username is already in use.", code="NotUnique")
+
+
 async def create_user(
     request: web.Request, username: str, password: str, display: str, description: str,
     enabled: bool, must_change: bool,
 ) -> Obj:  # fmt: skip
-    """The User, its password Secret and its `user` global role binding."""
+    """The username's claim (before the User: see `usernames`), the User, its password
+    Secret and its `user` global role binding."""
     kube, stores = request.app[KUBE], request.app[STORES]
+    user_id = ids.generate("u")
+    try:
+        await usernames.claim(kube, username, user_id)
+    except usernames.UsernameTaken:
+        raise taken() from None
     spec = {"username": username, "displayName": display, "description": description,
             "enabled": enabled, "mustChangePassword": must_change}  # fmt: skip
-    created = await kube.create(
-        resources.User(metadata=ObjectMeta(name=ids.generate("u")), spec=spec)
-    )
+    try:
+        created = await kube.create(resources.User(metadata=ObjectMeta(name=user_id), spec=spec))
+    except Exception:
+        await usernames.release(kube, username, user_id)
+        raise
     user = as_dict(created)
     stores.users.put(user)
+    await usernames.own(kube, username, user_id, user["metadata"]["uid"])
     await credentials.store(kube, user["metadata"]["name"], user["metadata"]["uid"], password)
     binding = await kube.create(resources.GlobalRoleBinding(
         metadata=ObjectMeta(name=ids.generate("grb")),

@@ -6,8 +6,6 @@ of the operator agrees on them without reading anything.
 
 from __future__ import annotations
 
-import hashlib
-
 from corral.core import ids
 
 DEFAULT = "Default"
@@ -23,6 +21,4 @@ STARTING_NAMESPACES = {
 
 def project_name(cluster_id: str, which: str) -> str:
     """`p-` and five characters of the ids alphabet, from a hash of cluster and kind."""
-    digest = hashlib.sha256(f"{cluster_id}/{which}".encode()).digest()
-    suffix = "".join(ids.ALPHABET[b % len(ids.ALPHABET)] for b in digest[:5])
-    return f"p-{suffix}"
+    return ids.derived("p", cluster_id, which)

@@ -9,12 +9,16 @@ not drop below what its namespaces already use.
 
 from __future__ import annotations
 
+import datetime
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from corral.core import quantity
+
+log = logging.getLogger(__name__)
 
 # /v3 field -> the ResourceQuota resource name it sets.
 QUOTA_FIELDS = {
@@ -71,29 +75,40 @@ def show(value: Decimal, field: str) -> str:
 
 
 def parse_limits(value: Any, field: str, allowed: Iterable[str] = QUOTA_FIELDS) -> dict[str, str]:
-    """A `{field: quantity}` object, checked: known fields, valid non-negative quantities."""
+    """A `{field: quantity}` object, checked: known fields, valid non-negative quantities
+    within the bounds of `corral.core.quantity`."""
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise QuotaError(field, f"{field} must be an object")
     allowed = list(allowed)
     result = {}
-    for name, text in value.items():
+    for name, given in value.items():
+        where = f"{field}.{name}"
         if name not in allowed:
-            raise QuotaError(
-                f"{field}.{name}",
-                f"{field}.{name} is not a quota field; known: {', '.join(allowed)}",
-            )
-        if text in (None, ""):
+            raise QuotaError(where, f"{where} is not a quota field; known: {', '.join(allowed)}")
+        if given in (None, ""):
             continue
+        if isinstance(given, bool) or not isinstance(given, str | int | float):
+            raise QuotaError(where, f"{where} must be a quantity such as 500m, 256Mi or 4")
+        text = str(given)
         try:
-            parsed = quantity.parse(str(text))
+            parsed = quantity.parse(text)
         except quantity.QuantityError as exc:
-            raise QuotaError(f"{field}.{name}", f"{field}.{name}: {exc}") from None
+            raise QuotaError(where, f"{where}: {exc}") from None
         if parsed < 0:
-            raise QuotaError(f"{field}.{name}", f"{field}.{name} cannot be negative")
-        result[name] = str(text)
+            raise QuotaError(where, f"{where} cannot be negative")
+        result[name] = text
     return result
+
+
+def amount(text: str, field: str) -> Decimal:
+    """A quantity already stored (in a Project, or by Kubernetes): checked on the way in, but
+    perhaps written by hand or before the bounds existed, so capped rather than refused."""
+    try:
+        return quantity.parse(text, saturate=True)
+    except quantity.QuantityError as exc:
+        raise QuotaError(field, f"the stored {field} is not a quantity: {exc}") from None
 
 
 def check_project_quota(limit: Mapping[str, str], default: Mapping[str, str]) -> None:
@@ -121,30 +136,32 @@ def overcommit(
 ) -> list[Excess]:
     """What `namespaces` namespaces, each given `default`, would take beyond `limit`."""
     found = []
-    for field, cap in sorted(limit.items()):
+    for field, text in sorted(limit.items()):
         if field not in default:
             continue
-        each = quantity.parse(default[field])
+        each, cap = amount(default[field], field), amount(text, field)
         wanted = each * namespaces
-        if wanted > quantity.parse(cap):
+        if wanted > cap and not unlimited(cap):
             found.append(
-                Excess(
-                    field,
-                    wanted,
-                    quantity.parse(cap),
-                    f"{namespaces} namespace(s) x {show(each, field)}",
-                )
+                Excess(field, wanted, cap, f"{namespaces} namespace(s) x {show(each, field)}")
             )
     return found
 
 
 def below_use(limit: Mapping[str, str], used: Mapping[str, Decimal], what: str) -> list[Excess]:
     """Resources whose new `limit` is lower than what is `used` already."""
+    caps = {field: amount(text, field) for field, text in sorted(limit.items())}
     return [
-        Excess(field, used[field], quantity.parse(cap), f"{what} already uses")
-        for field, cap in sorted(limit.items())
-        if field in used and used[field] > quantity.parse(cap)
+        Excess(field, used[field], cap, f"{what} already uses")
+        for field, cap in caps.items()
+        if field in used and used[field] > cap and not unlimited(cap)
     ]
+
+
+def unlimited(cap: Decimal) -> bool:
+    """The largest quantity (or one beyond it, stored before the bound) is no limit: nothing
+    can be shown to exceed it."""
+    return cap >= quantity.MAX_VALUE
 
 
 def resource_quota_hard(default: Mapping[str, str]) -> dict[str, str]:
@@ -165,26 +182,66 @@ def check_container_defaults(defaults: Mapping[str, str]) -> None:
     """A default request must not exceed the default limit of the same resource."""
     for resource in ("Cpu", "Memory"):
         request, cap = defaults.get(f"requests{resource}"), defaults.get(f"limits{resource}")
-        if request and cap and quantity.parse(request) > quantity.parse(cap):
+        field = f"containerDefaultResourceLimit.requests{resource}"
+        if request and cap and amount(request, field) > amount(cap, field):
             raise QuotaError(
-                f"containerDefaultResourceLimit.requests{resource}",
-                f"requests{resource} {request} is more than limits{resource} {cap}",
+                field, f"requests{resource} {request} is more than limits{resource} {cap}"
             )
 
 
 def usage(quotas: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Decimal]]:
-    """`used` and `hard` per /v3 quota field, summed over ResourceQuota objects' status."""
+    """`used` and `hard` per /v3 quota field, summed over ResourceQuota objects' status.
+    Kubernetes keeps decimal quantities of any size: those beyond the bound count as the
+    bound, and a value that is no quantity at all (never written by Kubernetes) is skipped."""
     names = {v: k for k, v in QUOTA_FIELDS.items()}
     totals: dict[str, dict[str, Decimal]] = {"used": {}, "hard": {}}
     for quota in quotas:
         status = quota.get("status") or {}
         for part in ("used", "hard"):
             for resource, text in (status.get(part) or {}).items():
-                if resource in names:
-                    field = names[resource]
-                    totals[part][field] = totals[part].get(field, Decimal(0)) + quantity.parse(text)
+                if resource not in names:
+                    continue
+                field = names[resource]
+                try:
+                    value = amount(str(text), field)
+                except QuotaError as exc:
+                    where = (quota.get("metadata") or {}).get("namespace")
+                    log.warning("ResourceQuota in namespace %s: %s", where, exc.message)
+                    continue
+                totals[part][field] = totals[part].get(field, Decimal(0)) + value
     return totals
 
 
 def printable(values: Mapping[str, Decimal]) -> dict[str, str]:
     return {field: show(value, field) for field, value in sorted(values.items())}
+
+
+# -- reservations: room taken by a namespace on its way into a project ---------------------------
+
+# An annotation on the Project per namespace being admitted, holding when: it counts as a
+# member until the namespace is in place (then it is removed) or it expires (its request died).
+RESERVATION_PREFIX = "reservation.management.svc.io/"
+RESERVATION_TTL = datetime.timedelta(seconds=60)
+
+
+def reservation_key(namespace: str) -> str:
+    return f"{RESERVATION_PREFIX}{namespace}"
+
+
+def reservations(
+    annotations: Mapping[str, str], now: datetime.datetime
+) -> tuple[set[str], list[str]]:
+    """(namespaces reserved now, annotation keys of expired or unreadable reservations)."""
+    live, expired = set(), []
+    for key, value in annotations.items():
+        if not key.startswith(RESERVATION_PREFIX):
+            continue
+        try:
+            since = datetime.datetime.fromisoformat(value)
+        except (TypeError, ValueError):
+            since = None
+        if since is not None and since.tzinfo is not None and abs(now - since) < RESERVATION_TTL:
+            live.add(key.removeprefix(RESERVATION_PREFIX))
+        else:
+            expired.append(key)
+    return live, sorted(expired)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from corral.core import ids
+
 PROJECT_OWNER = "project-owner"
 PROJECT_MEMBER = "project-member"
 READ_ONLY = "read-only"
@@ -58,6 +60,17 @@ CLUSTER_MEMBER_RULES = [
         "verbs": ["get", "list", "watch"],
     },
 ]
+
+
+def project_binding_name(user_id: str, role: str) -> str:
+    """The one name a user's project role binding can have in its project's namespace: the
+    API and the operator (binding a project's creator) cannot both make one."""
+    return ids.derived("prtb", user_id, role, length=10)
+
+
+def cluster_binding_name(user_id: str, role: str) -> str:
+    """The one name a user's cluster role binding can have in its cluster's namespace."""
+    return ids.derived("crtb", user_id, role, length=10)
 
 
 def strongest(roles: list[str], catalog: dict[str, RoleTemplate]) -> str | None:

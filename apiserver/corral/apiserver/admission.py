@@ -1,0 +1,210 @@
+"""Changes to a project that must not race: its quota, and namespaces entering it.
+
+Two requests that each fit alone may not fit together (two namespaces taking the last room of
+a project, or a namespace arriving while the project's limit is lowered), and they may be
+served by different API server replicas. So every such change writes the Project on condition
+that it is still the version the change was checked against (its resourceVersion); of two
+racing requests, one writes and the other reads the Project again and checks again:
+
+- a quota change is the write itself;
+- a namespace entering a project first writes a reservation on the Project (an annotation per
+  namespace, `quota.RESERVATION_PREFIX`), which counts as a member until the namespace is in
+  place and the reservation removed, or until it expires if its request died.
+
+Members are counted from a fresh list of the cluster's namespaces, not from this replica's
+watch, which may not have seen another replica's namespace yet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from lightkube import ApiError as KubeApiError
+from lightkube.resources.core_v1 import Namespace
+from lightkube.types import PatchType
+
+from corral.apiserver import errors
+from corral.apiserver.cache import Obj
+from corral.apiserver.errors import ApiError
+from corral.apiserver.keys import DOWNSTREAM, KUBE, STORES
+from corral.core import resources
+from corral.core.kube import as_dict
+from corral.core.projects import quota
+
+# Writes tried before a request gives up on a project that keeps changing under it.
+ATTEMPTS = 5
+
+Change = Callable[[Obj], Awaitable[list[dict[str, Any]]]]
+
+
+def project_id(obj: Obj) -> str:
+    return f"{obj['metadata']['namespace']}:{obj['metadata']['name']}"
+
+
+def limit_of(spec: dict[str, Any]) -> dict[str, str]:
+    return dict((spec.get("resourceQuota") or {}).get("limit") or {})
+
+
+def default_of(spec: dict[str, Any]) -> dict[str, str]:
+    return dict((spec.get("namespaceDefaultResourceQuota") or {}).get("limit") or {})
+
+
+def quota_refusal(pid: str, excesses: list[quota.Excess]) -> ApiError:
+    detail = "; ".join(e.describe() for e in excesses)
+    return ApiError(422, "QuotaExceeded", f"project {pid} quota: {detail}", excesses[0].field)
+
+
+async def update(request: web.Request, obj: Obj, change: Change) -> Obj:
+    """Applies `change(project)` (JSON patch operations, computed and checked against that
+    version of the project) if the Project is still that version; else reads it again and
+    computes the change again. 409 Conflict when it kept changing."""
+    for _ in range(ATTEMPTS):
+        operations = await change(obj)
+        if not operations:
+            return obj
+        meta = obj["metadata"]
+        precondition = {
+            "op": "replace", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"],
+        }  # fmt: skip
+        try:
+            patched = await request.app[KUBE].patch(
+                resources.Project, meta["name"], [precondition, *operations],
+                namespace=meta["namespace"], patch_type=PatchType.JSON,
+            )  # fmt: skip
+        except KubeApiError as exc:
+            if exc.status.code != 409:
+                raise
+            obj = await current(request, obj)
+            continue
+        obj = as_dict(patched)
+        request.app[STORES].projects.put(obj)
+        return obj
+    raise ApiError(409, "Conflict", f"project {project_id(obj)} kept changing meanwhile; try again")
+
+
+async def current(request: web.Request, obj: Obj) -> Obj:
+    """The Project as stored now, not as this replica's watch last saw it."""
+    meta = obj["metadata"]
+    kube = request.app[KUBE]
+    try:
+        fresh = as_dict(
+            await kube.get(resources.Project, meta["name"], namespace=meta["namespace"])
+        )
+    except KubeApiError as exc:
+        if exc.status.code == 404:
+            raise errors.not_found(f"project {project_id(obj)} not found") from None
+        raise
+    request.app[STORES].projects.put(fresh)
+    return fresh
+
+
+async def members(request: web.Request, obj: Obj) -> set[str]:
+    """The project's namespaces now: a fresh list of those labelled with it, those this
+    replica's watch knows by annotation (set by hand, the label not yet fixed), and those
+    reserved."""
+    cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+    downstream = request.app[DOWNSTREAM]
+    watched = (await downstream.namespaces(cluster)).by_index("project", project_id(obj))
+    client = await downstream.client(cluster)
+    try:
+        listed = [
+            as_dict(n)["metadata"]["name"]
+            async for n in client.list(Namespace, labels={resources.LABEL_PROJECT: name})
+        ]
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the cluster is a 503
+        raise ApiError(
+            503, "ClusterUnavailable", f"cannot list the namespaces of cluster {cluster}: {exc}"
+        ) from None
+    reserved, _ = quota.reservations(_annotations(obj), _now())
+    return {n["metadata"]["name"] for n in watched} | set(listed) | reserved
+
+
+async def reserve(request: web.Request, obj: Obj, namespace: str) -> None:
+    """Room for `namespace` in the project, recorded on the Project, or 422 QuotaExceeded."""
+
+    async def change(project: Obj) -> list[dict[str, Any]]:
+        if project["metadata"].get("deletionTimestamp"):
+            raise errors.invalid(
+                "projectId", f"project {project_id(project)} is being deleted", "InvalidState"
+            )
+        spec = project.get("spec") or {}
+        limit, default = limit_of(spec), default_of(spec)
+        if limit:
+            count = len(await members(request, project) | {namespace})
+            try:
+                excess = quota.overcommit(limit, default, count)
+            except quota.QuotaError as exc:
+                raise errors.invalid(exc.field, exc.message) from None
+            if excess:
+                raise quota_refusal(project_id(project), excess)
+        return _reservation_operations(project, namespace)
+
+    await update(request, obj, change)
+
+
+@contextlib.asynccontextmanager
+async def admitted(
+    request: web.Request, project: str | None, namespace: str
+) -> AsyncIterator[None]:
+    """Holds a reservation for `namespace` in `project` (an id, None for no project) while
+    the namespace is created or moved in."""
+    if not project:
+        yield
+        return
+    cluster, _, name = project.partition(":")
+    obj = request.app[STORES].projects.get(f"{cluster}/{name}")
+    if obj is None:
+        raise errors.invalid("projectId", f"project {project} not found", "InvalidReference")
+    await reserve(request, obj, namespace)
+    try:
+        yield
+    finally:
+        await release(request, obj, namespace)
+
+
+async def release(request: web.Request, obj: Obj, namespace: str) -> None:
+    """Removes the reservation, whatever version the Project is at now (if this fails, the
+    reservation expires)."""
+    meta = obj["metadata"]
+    try:
+        patched = await request.app[KUBE].patch(
+            resources.Project, meta["name"],
+            {"metadata": {"annotations": {quota.reservation_key(namespace): None}}},
+            namespace=meta["namespace"], patch_type=PatchType.MERGE,
+        )  # fmt: skip
+    except KubeApiError:
+        return
+    request.app[STORES].projects.put(as_dict(patched))
+
+
+def _annotations(obj: Obj) -> dict[str, str]:
+    return dict(obj["metadata"].get("annotations") or {})
+
+
+def _reservation_operations(project: Obj, namespace: str) -> list[dict[str, Any]]:
+    """Adds the reservation and drops the expired ones."""
+    now = _now()
+    stamp = now.isoformat(timespec="seconds")
+    current = _annotations(project)
+    if not current:
+        value = {quota.reservation_key(namespace): stamp}
+        return [{"op": "add", "path": "/metadata/annotations", "value": value}]
+    _, expired = quota.reservations(current, now)
+    path = "/metadata/annotations/"
+    return [
+        *({"op": "remove", "path": path + _pointer(key)} for key in expired),
+        {"op": "add", "path": path + _pointer(quota.reservation_key(namespace)), "value": stamp},
+    ]
+
+
+def _pointer(key: str) -> str:
+    """An annotation key as a JSON pointer segment (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
