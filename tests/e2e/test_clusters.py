@@ -15,6 +15,7 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from corral.core import pki
 from corral.core.devenv.controlplane import ControlPlane, free_port
 from corral.core.devenv.environment import Environment
 from corral.core.devenv.waiting import wait_for
@@ -156,6 +157,10 @@ def test_non_admins_cannot_see_clusters(api: Api, demo: dict, make_user) -> None
 # -- bad input ----------------------------------------------------------------------------
 
 
+# A CA that loads: the server, not the certificate, is what fails.
+REAL_CA = base64.b64encode(pki.CertificateAuthority.create("unreachable").cert_pem).decode()
+
+
 def kubeconfig_b64(server: str, ca: str = "eA==", **user: str) -> str:
     config = {
         "apiVersion": "v1",
@@ -205,7 +210,7 @@ def kubeconfig_b64(server: str, ca: str = "eA==", **user: str) -> str:
             {
                 "name": "x",
                 "importedConfig": {
-                    "kubeConfig": kubeconfig_b64(f"https://127.0.0.1:{free_port()}")
+                    "kubeConfig": kubeconfig_b64(f"https://127.0.0.1:{free_port()}", REAL_CA)
                 },
             },
             "ClusterUnavailable",

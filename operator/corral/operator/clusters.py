@@ -12,7 +12,8 @@ import asyncio
 import contextlib
 import datetime
 import logging
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import aiohttp
 import kopf
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 PROBE_INTERVAL = 5.0
 RETRY_INTERVAL = 5.0
+T = TypeVar("T")
 
 
 @kopf.daemon(resources.GROUP, resources.VERSION, "clusters", cancellation_timeout=10)
@@ -106,19 +108,26 @@ class Observer:
         self.driver = body["spec"]["driver"]
         self.wakeup = wakeup
         self.projects = sync
+        self.namespace_ready: bool | None = False
+        # What failed in this pass and in the last one (what -> why).
+        self.failures: dict[str, str] = {}
+        self.reported: dict[str, str] = {}
 
     async def run(self, stopped: kopf.DaemonStopped) -> None:
-        await self._ensure_namespace()
         while not stopped:
+            if not self.namespace_ready:
+                self.namespace_ready = await self._attempt("namespace", self._ensure_namespace())
             credential = None
             if self.driver not in observe.PROVISIONING_DRIVERS:
-                credential = await connections.credential(self.kube, self.cluster)
-            if credential is None:
-                await self.write_status(None, None, [], {})
+                credential = await self._attempt(
+                    "credential", connections.credential(self.kube, self.cluster)
+                )
+            client = self._connect(credential) if credential is not None else None
+            if credential is None or client is None:
                 await self._sync_projects(None, None, ready=False)
+                await self._finish_pass(None, None, [], {})
                 await self._sleep(RETRY_INTERVAL * 6, stopped)
                 continue
-            client = credential.client()
             nodes = Mirror(client, DownstreamNode, f"cluster {self.cluster} nodes", self.wakeup.set)
             namespaces = Mirror(
                 client, Namespace, f"cluster {self.cluster} namespaces", self.wakeup.set
@@ -141,35 +150,72 @@ class Observer:
         namespaces: Mirror,
         stopped: kopf.DaemonStopped,
     ) -> None:
+        """Every sync of a pass runs whatever the others did: one that fails is reported on
+        the cluster's `Updated` condition (and a node's on that node), never fatal."""
         while not stopped:
             probe = await self._probe(credential)
             totals: dict[str, observe.PodTotals] = {}
             if probe.reachable:
-                for mirror in (node_mirror, namespaces):
+                for mirror, what in ((node_mirror, "node list"), (namespaces, "namespace list")):
                     if not mirror.watching:
-                        await mirror.relist()
-                try:
-                    pods = [as_dict(p) async for p in client.list(Pod, namespace="*")]
-                    totals = observe.pod_totals(pods)
-                except Exception as exc:  # noqa: BLE001 - next pass tries again
-                    log.info("cluster %s: cannot list pods: %s", self.cluster, exc)
+                        await self._attempt(what, mirror.relist())
+                totals = await self._attempt("pod list", self._pod_totals(client)) or {}
             node_list = list(node_mirror.objects.values())
-            await self.write_status(credential, probe, node_list, totals)
             if probe.reachable:
-                await nodes.sync(self.kube, client, self.cluster, node_list, totals)
+                synced = nodes.sync(self.kube, client, self.cluster, node_list, totals)
+                for node, why in (await self._attempt("nodes", synced) or {}).items():
+                    self._fail(f"node {node}", why)
                 await self._sync_projects(client, namespaces, probe.ready)
             else:
                 await self._sync_projects(None, None, ready=False)
+            await self._finish_pass(credential, probe, node_list, totals)
             await self._sleep(PROBE_INTERVAL, stopped)
+
+    async def _pod_totals(self, client: AsyncClient) -> dict[str, observe.PodTotals]:
+        return observe.pod_totals([as_dict(p) async for p in client.list(Pod, namespace="*")])
 
     async def _sync_projects(
         self, client: AsyncClient | None, namespaces: Mirror | None, ready: bool
     ) -> None:
         isolate = bool(self.body["spec"].get("enableNetworkPolicy"))
+        await self._attempt("projects", self.projects.run(client, namespaces, ready, isolate))
+
+    def _connect(self, credential: Credential) -> AsyncClient | None:
         try:
-            await self.projects.run(client, namespaces, ready, isolate)
-        except Exception as exc:  # noqa: BLE001 - the next pass tries again
-            log.warning("cluster %s: project pass failed: %s", self.cluster, exc)
+            return credential.client()
+        except Exception as exc:  # noqa: BLE001 - a stored credential that cannot be used
+            self._fail("credential", nodes.describe(exc))
+            return None
+
+    async def _attempt(self, what: str, work: Awaitable[T]) -> T | None:
+        """One sync of the pass; its failure is recorded for the cluster's conditions."""
+        try:
+            return await work
+        except Exception as exc:  # noqa: BLE001 - reported on the cluster, never fatal
+            self._fail(what, nodes.describe(exc))
+            return None
+
+    def _fail(self, what: str, why: str) -> None:
+        # Logged when it starts or changes, not on every pass it goes on failing.
+        if self.reported.get(what) != why:
+            log.warning("cluster %s: %s failed: %s", self.cluster, what, why)
+        self.failures[what] = why
+
+    async def _finish_pass(
+        self,
+        credential: Credential | None,
+        probe: observe.Probe | None,
+        node_list: list[dict[str, Any]],
+        totals: dict[str, observe.PodTotals],
+    ) -> None:
+        """Write what the pass saw, with its failures, and start the next one afresh."""
+        for what in set(self.reported) - set(self.failures):
+            log.info("cluster %s: %s works again", self.cluster, what)
+        failures, self.reported, self.failures = self.failures, self.failures, {}
+        try:
+            await self.write_status(credential, probe, node_list, totals, failures)
+        except Exception as exc:  # noqa: BLE001 - cannot go into the status it failed to write
+            log.warning("cluster %s: status write failed: %s", self.cluster, nodes.describe(exc))
 
     async def _probe(self, credential: Credential) -> observe.Probe:
         try:
@@ -187,8 +233,9 @@ class Observer:
                 async with session.get("readyz") as response:
                     text = (await response.text()).strip()
                     ready = response.status == 200
+                    version = version if isinstance(version, dict) else None
                     return observe.Probe(True, ready, "" if ready else text[-500:], False, version)
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
             message = f"cannot reach {credential.server}: {exc or type(exc).__name__}"
             return observe.Probe(False, False, message)
 
@@ -198,6 +245,7 @@ class Observer:
         probe: observe.Probe | None,
         node_list: list[dict[str, Any]],
         totals: dict[str, observe.PodTotals],
+        failures: dict[str, str],
     ) -> None:
         current = dict(self.body.get("status") or {})
         status: dict[str, Any] = {"driver": self.driver}
@@ -205,7 +253,9 @@ class Observer:
             status |= observe.cluster_status(
                 self.driver, credential.server, credential.ca_cert, node_list, totals, probe
             )
-        observed = observe.cluster_conditions(self.driver, credential is not None, probe, node_list)
+        observed = observe.cluster_conditions(
+            self.driver, credential is not None, probe, node_list, failures
+        )
         generation = self.body["metadata"].get("generation")
         status["conditions"] = conditions.merge(
             current.get("conditions") or [], observed, _now(), generation
@@ -218,10 +268,11 @@ class Observer:
             resources.Cluster.Status, self.cluster, {"status": status}, patch_type=PatchType.MERGE
         )
 
-    async def _ensure_namespace(self) -> None:
+    async def _ensure_namespace(self) -> bool:
         """Node CRs, projects and cluster role bindings live in a namespace named after the
         cluster."""
         await ensure_namespace(self.kube, self.cluster, {resources.LABEL_CLUSTER: self.cluster})
+        return True
 
     async def _sleep(self, seconds: float, stopped: kopf.DaemonStopped) -> None:
         """Until the next pass: the interval, a node event, or a Node CR change."""

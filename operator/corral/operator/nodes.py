@@ -23,7 +23,7 @@ from lightkube.resources.core_v1 import Pod
 from lightkube.types import PatchType
 
 from corral.core import conditions, resources
-from corral.core.clusters import observe
+from corral.core.clusters import observe, taints
 from corral.core.conditions import Condition
 from corral.core.kube import as_dict, delete_if_present
 
@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_DRAIN_TIMEOUT = 120
 EVICTION_RETRY = 1.0
+# A failure's message, as kept in a condition: enough to say what and why.
+MAX_FAILURE = 1024
 # Drains in progress, by (cluster, node CR).
 _drains: dict[tuple[str, str], asyncio.Task[None]] = {}
 # Why the latest eviction attempt failed, by downstream node: the message of a timed-out drain.
@@ -51,36 +53,73 @@ async def sync(
     cluster: str,
     node_list: list[dict[str, Any]],
     totals: Mapping[str, observe.PodTotals],
-) -> None:
-    """One pass over the cluster's nodes; idempotent."""
+) -> dict[str, str]:
+    """One pass over the cluster's nodes; idempotent. A node that fails stops neither the
+    others nor the removal of records of nodes that are gone: the failures are returned, by
+    downstream node, for the cluster's conditions."""
     existing = {
         n["metadata"]["name"]: n
         for n in [as_dict(o) async for o in kube.list(resources.Node, namespace=cluster)]
     }
+    failures: dict[str, str] = {}
     wanted = set()
     for node in node_list:
         name = observe.node_cr_name(node["metadata"]["name"])
         wanted.add(name)
-        record = existing.get(name)
-        if record is None:
-            record = as_dict(
-                await kube.create(
-                    resources.Node(
-                        metadata=ObjectMeta(name=name, namespace=cluster),
-                        spec=observe.node_spec(node),
-                    )
-                )
-            )
-        node = await apply_desired(downstream, record, node)
-        await write_status(kube, downstream, cluster, record, node, totals)
+        try:
+            failure = await sync_node(kube, downstream, cluster, existing.get(name), node, totals)
+        except Exception as exc:  # noqa: BLE001 - reported, and the other nodes go on
+            failure = describe(exc)
+        if failure:
+            failures[node["metadata"]["name"]] = failure
     for name in set(existing) - wanted:
-        await delete_if_present(kube, resources.Node, name, namespace=cluster)
+        try:
+            await delete_if_present(kube, resources.Node, name, namespace=cluster)
+        except Exception as exc:  # noqa: BLE001 - as above
+            failures[name] = f"cannot remove its record: {describe(exc)}"
+    return failures
+
+
+async def sync_node(
+    kube: AsyncClient,
+    downstream: AsyncClient,
+    cluster: str,
+    record: dict[str, Any] | None,
+    node: dict[str, Any],
+    totals: Mapping[str, observe.PodTotals],
+) -> str:
+    """Mirror one node and apply its CR; why applying failed (also on the Node's `Updated`),
+    or "" when it did not."""
+    if record is None:
+        meta = ObjectMeta(name=observe.node_cr_name(node["metadata"]["name"]), namespace=cluster)
+        created = await kube.create(resources.Node(metadata=meta, spec=observe.node_spec(node)))
+        record = as_dict(created)
+    failure = ""
+    try:
+        node = await apply_desired(downstream, record, node)
+    except Exception as exc:  # noqa: BLE001 - shown on the node, which is still mirrored
+        failure = describe(exc)
+    await write_status(kube, downstream, cluster, record, node, totals, failure)
+    return failure
+
+
+def describe(exc: BaseException) -> str:
+    """Why something failed, for a condition and the log: the cluster's own message or the
+    error's text, never the request (whose headers carry a credential)."""
+    if isinstance(exc, ApiError):
+        message = f"{exc.status.reason or exc.status.code}: {exc.status.message}"
+    elif isinstance(exc, taints.InvalidTaint):
+        message = str(exc)
+    else:
+        message = f"{type(exc).__name__}: {exc}"
+    return message[:MAX_FAILURE]
 
 
 async def apply_desired(
     downstream: AsyncClient, record: Mapping[str, Any], node: dict[str, Any]
 ) -> dict[str, Any]:
-    """Make the downstream node match the CR's desired taints and schedulability."""
+    """Make the downstream node match the CR's desired taints and schedulability; raises
+    InvalidTaint for stored taints the cluster would refuse (a CR written around the API)."""
     spec, node_spec = record.get("spec") or {}, node.get("spec") or {}
     patch: dict[str, Any] = {}
     desired = spec.get("desiredNodeUnschedulable", "")
@@ -89,9 +128,10 @@ async def apply_desired(
         if bool(node_spec.get("unschedulable", False)) != unschedulable:
             patch["unschedulable"] = unschedulable
     if spec.get("desiredNodeTaints") is not None:
-        taints = observe.desired_taints(node_spec.get("taints") or [], spec["desiredNodeTaints"])
-        if _taint_keys(taints) != _taint_keys(node_spec.get("taints") or []):
-            patch["taints"] = taints
+        wanted = taints.parse(spec["desiredNodeTaints"])
+        current = node_spec.get("taints") or []
+        if _taint_keys(observe.desired_taints(current, wanted)) != _taint_keys(current):
+            patch["taints"] = observe.desired_taints(current, wanted)
     if not patch:
         return node
     updated = await downstream.patch(
@@ -111,11 +151,12 @@ async def write_status(
     record: Mapping[str, Any],
     node: Mapping[str, Any],
     totals: Mapping[str, observe.PodTotals],
+    failure: str = "",
 ) -> None:
     spec, current = record.get("spec") or {}, record.get("status") or {}
     name = record["metadata"]["name"]
-    pending = pending_changes(spec, node)
-    observed = observe.node_conditions(node, not pending, "; ".join(pending))
+    pending = [] if failure else pending_changes(spec, node)
+    observed = observe.node_conditions(node, not pending, "; ".join(pending), failure)
     status = observe.node_status(node, totals.get(node["metadata"]["name"]))
     drain = spec.get("nodeDrainInput") or {}
     if spec.get("desiredNodeUnschedulable") == "drain":

@@ -8,6 +8,7 @@ credential are written only after that credential has been shown to work.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from typing import Any
 
@@ -16,7 +17,7 @@ from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
 from lightkube.resources.core_v1 import Secret
 from lightkube.types import PatchType
 
-from corral.apiserver import envelope, errors
+from corral.apiserver import claims, envelope, errors
 from corral.apiserver.authn import Principal, principal
 from corral.apiserver.authz import access, require_admin
 from corral.apiserver.body import read_json
@@ -189,26 +190,48 @@ async def create_cluster(request: web.Request) -> web.Response:
         if config_driver == driver and config != "importedConfig":
             spec[config] = body[config]
     labels = labels_of(body)
-    kube, stores = request.app[KUBE], request.app[STORES]
     if driver == "imported":
-        encoded = (body.get("importedConfig") or {}).get("kubeConfig") or body.get("kubeConfig")
-        try:
-            imported = await importing.install_agent(importing.parse_kubeconfig(encoded))
-        except importing.ImportFailed as exc:
-            raise ApiError(422, exc.code, exc.message, "importedConfig.kubeConfig") from None
-        spec["importedConfig"] = {}
-        name = ids.generate("c")
+        created = await import_cluster(request, body, spec, labels)
     else:
-        name = f"c-m-{ids.random_suffix(8)}"
-    created = as_dict(
-        await kube.create(
-            resources.Cluster(metadata=ObjectMeta(name=name, labels=labels), spec=spec)
+        meta = ObjectMeta(name=f"c-m-{ids.random_suffix(8)}", labels=labels)
+        created = as_dict(
+            await request.app[KUBE].create(resources.Cluster(metadata=meta, spec=spec))
         )
-    )
-    if driver == "imported":
-        await store_credential(request, created, imported)
-    stores.clusters.put(created)
+    request.app[STORES].clusters.put(created)
     return web.json_response(render(request, created), status=201)
+
+
+async def import_cluster(
+    request: web.Request, body: dict[str, Any], spec: dict[str, Any], labels: dict[str, str]
+) -> Obj:
+    """422 for whatever the kubeconfig or its server gets wrong, 409 for a cluster corral
+    has already; the Cluster and its credential are stored once corral's own credential
+    works, under a claim on the cluster's identity (`claims`)."""
+    kube = request.app[KUBE]
+    encoded = (body.get("importedConfig") or {}).get("kubeConfig") or body.get("kubeConfig")
+    try:
+        # Up to 256 KiB of YAML: parsed off the event loop.
+        user = await asyncio.to_thread(importing.parse_kubeconfig, encoded)
+        identity = await importing.identify(user)
+    except importing.ImportFailed as exc:
+        raise import_failed(exc) from None
+    name = ids.generate("c")
+    async with claims.claimed(kube, identity, name):
+        try:
+            imported = await importing.install_agent(user)
+        except importing.ImportFailed as exc:
+            raise import_failed(exc) from None
+        annotations = {claims.ANNOTATION_IDENTITY: identity}
+        meta = ObjectMeta(name=name, labels=labels, annotations=annotations)
+        cluster = resources.Cluster(metadata=meta, spec={**spec, "importedConfig": {}})
+        created = as_dict(await kube.create(cluster))
+        await store_credential(request, created, imported)
+    await claims.own(kube, identity, created)
+    return created
+
+
+def import_failed(exc: importing.ImportFailed) -> ApiError:
+    return ApiError(422, exc.code, exc.message, "importedConfig.kubeConfig")
 
 
 async def store_credential(
@@ -266,7 +289,7 @@ def driver_of(body: dict[str, Any]) -> str:
     if explicit is not None and explicit != driver:
         raise errors.invalid("driver", f"{configs[0]} makes a {driver} cluster, not {explicit}")
     for name in configs:
-        if name != "importedConfig" and not isinstance(body[name], dict):
+        if body.get(name) is not None and not isinstance(body[name], dict):
             raise errors.invalid(name, f"{name} must be an object")
     return driver
 

@@ -25,10 +25,10 @@ from corral.apiserver.routes.clusters import owned_cluster, visible_cluster
 from corral.apiserver.routes.common import action, base_url, label_selector, object_fields, text
 from corral.apiserver.schemas import Field, Schema, readonly
 from corral.core import resources
+from corral.core.clusters import taints as node_taints
 from corral.core.kube import as_dict, delete_if_present
 
 ROLES = ("etcd", "controlPlane", "worker")
-EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 SCHEMA = Schema(
     id="node",
     plural="nodes",
@@ -187,23 +187,13 @@ async def update_node(request: web.Request) -> web.Response:
 
 
 def taints(value: Any) -> list[dict[str, str]] | None:
+    """Validated as the cluster would, so a taint it refuses never reaches the Node CR."""
     if value is None:
         return None
-    if not isinstance(value, list):
-        raise errors.invalid("desiredNodeTaints", "desiredNodeTaints must be a list of taints")
-    result = []
-    for taint in value:
-        if not isinstance(taint, dict) or not isinstance(taint.get("key"), str) or not taint["key"]:
-            raise errors.invalid("desiredNodeTaints", "every taint needs a key")
-        if taint.get("effect") not in EFFECTS:
-            raise errors.invalid(
-                "desiredNodeTaints", f"taint effect must be one of {', '.join(EFFECTS)}"
-            )
-        entry = {"key": taint["key"], "effect": taint["effect"]}
-        if taint.get("value"):
-            entry["value"] = str(taint["value"])
-        result.append(entry)
-    return result
+    try:
+        return node_taints.parse(value)
+    except node_taints.InvalidTaint as exc:
+        raise errors.invalid("desiredNodeTaints", str(exc)) from None
 
 
 async def patch_spec(request: web.Request, obj: Obj, patch: dict[str, Any]) -> Obj:

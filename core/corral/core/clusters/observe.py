@@ -24,6 +24,8 @@ ROLE_LABELS = {
 # Taints Kubernetes itself manages; a user's desired taints never replace these.
 SYSTEM_TAINT_PREFIXES = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
 PROVISIONING_DRIVERS = {"rke2", "k3s", "AKS", "EKS", "GKE", "svcKubernetesEngine"}
+# A condition message, far below the CRD's limit: enough to say what failed and why.
+MAX_MESSAGE = 4096
 
 
 def node_cr_name(node_name: str) -> str:
@@ -92,11 +94,13 @@ def node_status(node: Mapping[str, Any], totals: PodTotals | None) -> dict[str, 
     }
 
 
-def node_conditions(node: Mapping[str, Any], applied: bool, pending: str) -> list[Condition]:
+def node_conditions(
+    node: Mapping[str, Any], applied: bool, pending: str, failure: str = ""
+) -> list[Condition]:
     """Initialized, Provisioned, Registered, Ready and Updated of a mirrored node.
 
     `applied` says whether the node matches what its Node CR asks for; `pending` says what
-    does not, when it does not.
+    does not, when it does not; `failure` why applying it failed, when it did.
     """
     ready = _condition(node, "Ready")
     registered = Condition.of("Registered", True, "Registered", "the node is in the cluster")
@@ -110,18 +114,30 @@ def node_conditions(node: Mapping[str, Any], applied: bool, pending: str) -> lis
             ready.get("reason") or "NoReadyCondition",
             ready.get("message", ""),
         ),
-        Condition.of("Updated", applied, "Applied" if applied else "Pending", pending),
+        _updated(applied, pending, failure),
     ]
+
+
+def _updated(applied: bool, pending: str, failure: str) -> Condition:
+    if failure:
+        return Condition.of("Updated", False, "ApplyFailed", failure)
+    return Condition.of("Updated", applied, "Applied" if applied else "Pending", pending)
 
 
 def desired_taints(
     current: Sequence[Mapping[str, Any]], desired: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The taints a node should have: Kubernetes' own, plus exactly the desired ones."""
+    """The taints a node should have: Kubernetes' own, plus exactly the desired ones.
+
+    Unique by key and effect, as Kubernetes requires: a desired taint under a Kubernetes
+    prefix that the node already has is not added a second time.
+    """
     kept = [dict(t) for t in current if str(t.get("key", "")).startswith(SYSTEM_TAINT_PREFIXES)]
+    taken = {(t.get("key"), t.get("effect")) for t in kept}
     wanted = [
         {k: v for k, v in t.items() if k in ("key", "value", "effect") and v not in (None, "")}
         for t in desired
+        if (t.get("key"), t.get("effect")) not in taken
     ]
     return kept + wanted
 
@@ -189,9 +205,18 @@ def cluster_status(
 
 
 def cluster_conditions(
-    driver: str, has_credential: bool, probe: Probe | None, nodes: Sequence[Mapping[str, Any]]
+    driver: str,
+    has_credential: bool,
+    probe: Probe | None,
+    nodes: Sequence[Mapping[str, Any]],
+    failures: Mapping[str, str] | None = None,
 ) -> list[Condition]:
-    """The seven cluster conditions of the interface, from what was observed."""
+    """The seven cluster conditions of the interface, from what was observed.
+
+    `failures` are the syncs of the last pass that failed (what -> why): `Updated` is False
+    `SyncFailed` naming them, while the others went on.
+    """
+    failures = failures or {}
     if driver in PROVISIONING_DRIVERS:
         message = f"corral cannot provision {driver} clusters yet; the cluster is only stored"
         return [
@@ -199,7 +224,7 @@ def cluster_conditions(
             Condition.of("Provisioned", False, "ProvisioningNotAvailable", message),
             Condition("AgentDeployed", "Unknown", "NotProvisioned"),
             Condition.of("Ready", False, "NotProvisioned", message),
-            Condition.of("Updated", True, "Stored"),
+            updated(failures, "Stored"),
             Condition("NoDiskPressure", "Unknown", "NotProvisioned"),
             Condition("NoMemoryPressure", "Unknown", "NotProvisioned"),
         ]
@@ -210,7 +235,7 @@ def cluster_conditions(
             Condition.of("Provisioned", False, "WaitingForCredential", message),
             Condition("AgentDeployed", "Unknown", "WaitingForCredential"),
             Condition.of("Ready", False, "WaitingForCredential", message),
-            Condition.of("Updated", True, "Stored"),
+            updated(failures, "Stored"),
             Condition("NoDiskPressure", "Unknown", "WaitingForCredential"),
             Condition("NoMemoryPressure", "Unknown", "WaitingForCredential"),
         ]
@@ -230,7 +255,7 @@ def cluster_conditions(
     else:
         reason = "Unreachable" if not probe.reachable else "NotReady"
         conditions.append(Condition.of("Ready", False, reason, probe.message))
-    conditions.append(Condition.of("Updated", True, "Applied"))
+    conditions.append(updated(failures))
     for pressure in ("DiskPressure", "MemoryPressure"):
         if not probe.reachable:
             conditions.append(Condition(f"No{pressure}", "Unknown", "Unreachable"))
@@ -247,3 +272,11 @@ def cluster_conditions(
             )
         )
     return conditions
+
+
+def updated(failures: Mapping[str, str], reason: str = "Applied") -> Condition:
+    """The cluster's `Updated`: True `reason`, or False `SyncFailed` with every failure."""
+    if not failures:
+        return Condition.of("Updated", True, reason)
+    message = "; ".join(f"{what}: {why}" for what, why in sorted(failures.items()))
+    return Condition.of("Updated", False, "SyncFailed", message[:MAX_MESSAGE])

@@ -1,0 +1,89 @@
+"""Node taints, validated as Kubernetes validates them (`ValidateTaint` and
+`ValidateNodeSpec`), so that nothing a client asks for is refused later by the cluster.
+
+A key is a qualified name (an optional DNS subdomain prefix of at most 253 characters and a
+`/`, then a name of at most 63 alphanumerics with `-`, `_` or `.` inside), a value a label
+value (empty or like the name part), an effect one of three; a node's taints are unique by
+key and effect.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+MAX_TAINTS = 64
+MAX_PREFIX = 253
+MAX_NAME = 63
+_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", re.ASCII)
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", re.ASCII)
+_NAME_RULE = (
+    f"at most {MAX_NAME} characters: letters, digits, '-', '_' or '.', "
+    "starting and ending with a letter or digit"
+)
+
+
+class InvalidTaint(ValueError):
+    """A taint Kubernetes would refuse; the message says which and why."""
+
+
+def parse(value: Any, field: str = "desiredNodeTaints") -> list[dict[str, str]]:
+    """The taints of a request body or a stored spec, in canonical form (`value` only when
+    not empty); raises InvalidTaint."""
+    if not isinstance(value, list):
+        raise InvalidTaint(f"{field} must be a list of taints")
+    if len(value) > MAX_TAINTS:
+        raise InvalidTaint(f"{field} has more than {MAX_TAINTS} taints")
+    result: list[dict[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for index, taint in enumerate(value):
+        entry = _taint(taint, f"{field}[{index}]")
+        if (entry["key"], entry["effect"]) in seen:
+            raise InvalidTaint(f"{field}[{index}]: taints must be unique by key and effect")
+        seen.add((entry["key"], entry["effect"]))
+        result.append(entry)
+    return result
+
+
+def _taint(taint: Any, where: str) -> dict[str, str]:
+    if not isinstance(taint, dict):
+        raise InvalidTaint(f"{where} must be an object with key, value and effect")
+    key, value, effect = taint.get("key"), taint.get("value"), taint.get("effect")
+    if not isinstance(key, str) or not key:
+        raise InvalidTaint(f"{where}.key is required and must be text")
+    if problem := key_problem(key):
+        raise InvalidTaint(f"{where}.key: {problem}")
+    if value is not None and not isinstance(value, str):
+        raise InvalidTaint(f"{where}.value must be text")
+    if value and not _is_name(value):
+        raise InvalidTaint(f"{where}.value must be empty or {_NAME_RULE}")
+    if effect not in EFFECTS:
+        raise InvalidTaint(f"{where}.effect must be one of {', '.join(EFFECTS)}")
+    entry = {"key": key, "effect": str(effect)}
+    if value:
+        entry["value"] = value
+    return entry
+
+
+def key_problem(key: str) -> str | None:
+    """Why `key` is not a qualified name, or None."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and not prefix:
+        return "the prefix before '/' must not be empty"
+    if prefix and not _is_subdomain(prefix):
+        return (
+            f"the prefix must be a DNS subdomain of at most {MAX_PREFIX} characters "
+            "(lower-case letters, digits, '-' and '.')"
+        )
+    if not _is_name(name):
+        return f"the name must be {_NAME_RULE}"
+    return None
+
+
+def _is_name(text: str) -> bool:
+    return len(text) <= MAX_NAME and _NAME.fullmatch(text) is not None
+
+
+def _is_subdomain(text: str) -> bool:
+    return len(text) <= MAX_PREFIX and all(_DNS_LABEL.fullmatch(label) for label in text.split("."))
