@@ -16,7 +16,6 @@ from corral.core.devenv.environment import Environment
 
 from .api import Api
 
-
 # Between two writes, so that the server's first read ends where the first part does: the
 # condition under test is a body that arrives in pieces, and only time apart makes pieces.
 WRITE_GAP = 0.3
