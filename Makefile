@@ -11,10 +11,10 @@ DEVKUBE := tools/devkube/bin/devkube
 
 .PHONY: run
 run: $(STAMP) devkube ## Start management + downstream clusters, operator and API server; Ctrl-C stops all
-	$(PY) -m corral.core.devenv run
+	$(PY) -m corral.devenv run
 
 .PHONY: test
-test: test-unit test-e2e ## Unit tests, then end-to-end tests against the real control plane
+test: lint-imports test-unit test-e2e ## Layering contracts, unit tests, then end-to-end tests on a real control plane
 
 .PHONY: test-unit
 test-unit: $(STAMP) ## Unit tests only (no cluster; seconds)
@@ -25,10 +25,14 @@ test-e2e: $(STAMP) devkube ## End-to-end tests (starts its own control planes)
 	$(PY) -m pytest tests/e2e
 
 .PHONY: lint
-lint: $(STAMP) ## ruff (lint and format check) and mypy
+lint: $(STAMP) lint-imports ## ruff (lint and format check), mypy and the layering contracts
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+.PHONY: lint-imports
+lint-imports: $(STAMP) ## import-linter: which layer may import which (contracts in pyproject.toml)
+	$(VENV)/bin/lint-imports
 
 .PHONY: fmt
 fmt: $(STAMP) ## Format and auto-fix the Python code
@@ -56,7 +60,8 @@ $(STAMP): pyproject.toml
 
 .PHONY: clean
 clean: ## Remove the virtualenv, the devkube link and local state (.corral)
-	rm -rf $(VENV) tools/devkube/bin .corral .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) tools/devkube/bin .corral .pytest_cache .mypy_cache .ruff_cache \
+	  .import_linter_cache
 
 .PHONY: help
 help: ## This list

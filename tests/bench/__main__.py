@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from tests.bench import auth, devenv, projects, scale
+from tests.bench import auth, devenv, projects, readiness, scale
 
 BENCHMARKS = {
     "devenv": devenv.main,
     "auth": auth.main,
     "scale": scale.main,
     "projects": projects.main,
+    "readiness": readiness.main,
 }
 
 

@@ -22,9 +22,9 @@ import aiohttp
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from corral.core.devenv.environment import Environment, Options
-from corral.core.devenv.process import Process
-from corral.core.devenv.waiting import wait_for
+from corral.devenv.environment import Environment, Options
+from corral.devenv.process import Process
+from corral.devenv.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 # (label, a function giving the next URL, rounds)

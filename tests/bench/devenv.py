@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from corral.core.devenv.environment import Environment, Options
+from corral.devenv.environment import Environment, Options
 from tests.bench.common import machine, rss_mib
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from typing import Any
 
 import aiohttp
 
-from corral.core.devenv.environment import Environment
-from corral.core.devenv.waiting import wait_for
+from corral.devenv.environment import Environment
+from corral.devenv.waiting import wait_for
 from tests.bench.common import Case, get_json, report, session, stack
 
 PROJECTS = 1000

@@ -15,9 +15,9 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
-from corral.core import resources
-from corral.core.devenv.environment import Environment
-from corral.core.devenv.waiting import wait_for
+from corral.core.kube import kinds
+from corral.devenv.environment import Environment
+from corral.devenv.waiting import wait_for
 from tests.bench.common import Case, get_json, report, stack
 
 CLUSTERS = 1000
@@ -54,7 +54,7 @@ async def populate(kube: AsyncClient) -> float:
         async with limit:
             name = f"c-bench{index:04d}"
             await kube.create(
-                resources.Cluster(
+                kinds.Cluster(
                     metadata=ObjectMeta(name=name, labels={"bench": "true"}),
                     spec={"displayName": f"bench {index}", "driver": "imported"},
                 )
@@ -64,13 +64,13 @@ async def populate(kube: AsyncClient) -> float:
                 node = f"node-{n}"
                 cr = f"m-{index:04d}{n:02d}"
                 await kube.create(
-                    resources.Node(
+                    kinds.Node(
                         metadata=ObjectMeta(name=cr, namespace=name),
                         spec={"requestedHostname": node, "worker": True},
                     )
                 )
                 await kube.patch(
-                    resources.Node.Status,
+                    kinds.Node.Status,
                     cr,
                     {"status": node_status(node)},
                     namespace=name,

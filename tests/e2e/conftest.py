@@ -17,8 +17,8 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from corral.core.devenv.environment import Environment, Options
-from corral.core.devenv.waiting import wait_for
+from corral.devenv.environment import Environment, Options
+from corral.devenv.waiting import wait_for
 
 from .api import Api
 

@@ -16,9 +16,9 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from corral.core import pki
-from corral.core.devenv.controlplane import ControlPlane, free_port
-from corral.core.devenv.environment import Environment
-from corral.core.devenv.waiting import wait_for
+from corral.devenv.controlplane import ControlPlane, free_port
+from corral.devenv.environment import Environment
+from corral.devenv.waiting import wait_for
 
 from .api import Api
 

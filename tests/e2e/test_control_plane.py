@@ -8,7 +8,7 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from corral.core.devenv.waiting import wait_for
+from corral.devenv.waiting import wait_for
 
 from .conftest import ROOT
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from corral.core.devenv.waiting import wait_for
+from corral.devenv.waiting import wait_for
 
 from .conftest import ROOT
 
@@ -44,7 +44,7 @@ def alive(pid: int) -> bool:
 def test_ctrl_c_stops_every_process_it_started(tmp_path: Path, devkube: Path) -> None:
     state = tmp_path / "state"
     cli = subprocess.Popen(
-        [sys.executable, "-m", "corral.core.devenv", "run", "--dir", str(state),
+        [sys.executable, "-m", "corral.devenv", "run", "--dir", str(state),
          "--devkube", str(devkube), "--crds", str(ROOT / "crds"), "--api-port", "0",
          "--nodes", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

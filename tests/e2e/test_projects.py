@@ -14,8 +14,8 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from corral.core.devenv.environment import Environment
-from corral.core.devenv.waiting import wait_for
+from corral.devenv.environment import Environment
+from corral.devenv.waiting import wait_for
 
 from .api import Api
 from .conftest import Person, new_person

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from corral.core.devenv.environment import Environment
-from corral.core.devenv.waiting import wait_for
+from corral.devenv.environment import Environment
+from corral.devenv.waiting import wait_for
 
 from .api import Api
 from .conftest import Person

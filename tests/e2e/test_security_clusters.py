@@ -20,8 +20,8 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from corral.core import pki
-from corral.core.devenv.environment import Environment
-from corral.core.devenv.waiting import wait_for
+from corral.devenv.environment import Environment
+from corral.devenv.waiting import wait_for
 
 from .api import Api, Response
 

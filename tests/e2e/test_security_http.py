@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from corral.core.devenv.environment import Environment
+from corral.devenv.environment import Environment
 
 from .api import Api
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from corral.core.devenv.environment import Environment
-from corral.core.devenv.waiting import wait_for
+from corral.devenv.environment import Environment
+from corral.devenv.waiting import wait_for
 
 from .api import Api
 from .conftest import Person, set_setting

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from corral.core.devenv.environment import Environment
+from corral.devenv.environment import Environment
 
 from .api import Api
 

@@ -13,8 +13,8 @@ from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 
 from corral.core.auth import hashing
-from corral.core.devenv.environment import Environment
-from corral.core.devenv.waiting import wait_for
+from corral.devenv.environment import Environment
+from corral.devenv.waiting import wait_for
 
 from .api import Api
 from .conftest import Person, set_setting

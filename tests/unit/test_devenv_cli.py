@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from corral.core.devenv.cli import masked
+from corral.devenv.cli import masked
 
 
 def test_dev_env_is_printed_without_its_secrets() -> None:

@@ -1,9 +1,31 @@
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from multidict import MultiDict
 
 from corral.apiserver import envelope
+from corral.apiserver.keys import EXTERNAL_URL
+from corral.apiserver.routes import (
+    clusterroletemplatebindings,
+    clusters,
+    globalrolebindings,
+    nodes,
+    projectroletemplatebindings,
+    projects,
+)
+from corral.apiserver.routes.common import name_of
 from corral.apiserver.schemas import Field, Schema
+from corral.core.kube.informer import Obj
 
 SCHEMA = Schema(
     id="thing",
@@ -11,22 +33,39 @@ SCHEMA = Schema(
     fields={
         "color": Field("string", create=True),
         "size": Field("int", update=True),
+        "shiny": Field("boolean"),
         "secret": Field("string", create=True, write_only=True),
+        "detail": Field("json"),
     },
     resource_methods=("GET", "PUT"),
     collection_methods=("GET", "POST"),
 )
 BASE = "https://h"
+Thing = dict[str, Any]
 
 
-def items() -> list[dict]:
+def items() -> list[Thing]:
     return [{"id": f"t{i}", "color": c, "size": i}
             for i, c in enumerate(["red", "blue", "red", "green", "red"])]  # fmt: skip
 
 
-def collect(query: str) -> dict:
+def ident(thing: Thing) -> str:
+    return str(thing["id"])
+
+
+def fields(thing: Thing) -> dict[str, Any]:
+    return {k: v for k, v in thing.items() if k != "detail"}
+
+
+def render(thing: Thing) -> dict[str, Any]:
+    return envelope.resource(BASE, SCHEMA, {**fields(thing), "detail": {"of": thing["id"]}})
+
+
+def collect(query: str) -> dict[str, Any]:
     pairs = [tuple(p.split("=", 1)) for p in query.split("&") if p]
-    return envelope.collection(BASE, SCHEMA, items(), MultiDict(pairs), "/v3/things", True)
+    return envelope.collection(
+        BASE, SCHEMA, items(), ident, fields, render, MultiDict(pairs), "/v3/things", True
+    )
 
 
 def test_resource_links_follow_the_methods() -> None:
@@ -73,7 +112,176 @@ def test_sort_and_pages() -> None:
     assert collect("limit=abc")["pagination"]["limit"] == 1000
 
 
+def test_only_the_page_is_rendered() -> None:
+    rendered: list[str] = []
+
+    def counting(thing: Thing) -> dict[str, Any]:
+        rendered.append(thing["id"])
+        return render(thing)
+
+    query = MultiDict([("color_ne", "green"), ("limit", "2"), ("marker", "t2")])
+    envelope.collection(BASE, SCHEMA, items(), ident, fields, counting, query, "/v3/things", True)
+    assert rendered == ["t2", "t4"]
+
+
 def test_writable_drops_fields_the_operation_may_not_set() -> None:
     body = {"color": "red", "size": 3, "id": "x", "status": {}}
     assert SCHEMA.writable(body, creating=True) == {"color": "red"}
     assert SCHEMA.writable(body, creating=False) == {"size": 3}
+
+
+# -- paging before rendering gives what rendering everything gave ------------------------------
+
+WORDS = ("red", "blue", "", "true", "false", "thing", "0", "1", "t1", "t3")
+things = st.lists(
+    st.fixed_dictionaries(
+        {
+            "color": st.sampled_from(("red", "blue", None)),
+            "size": st.integers(0, 3),
+            "shiny": st.booleans(),
+            "detail": st.sampled_from(("a", "b")),
+        },
+        optional={"secret": st.sampled_from(("red", "x"))},
+    ),
+    max_size=12,
+).map(lambda found: [{"id": f"t{i}", **thing} for i, thing in enumerate(found)])
+FILTER_KEYS = [
+    f"{name}{suffix}"
+    for name in ("color", "size", "shiny", "type", "id", "secret", "bogus")
+    for suffix in ("", "_ne", "_in", "_notin", "_like")
+]
+queries = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from(FILTER_KEYS), st.sampled_from(WORDS)),
+        st.tuples(st.just("sort"), st.sampled_from(("id", "color", "size", "shiny", "type", "x"))),
+        st.tuples(st.just("order"), st.sampled_from(("asc", "desc", "up"))),
+        st.tuples(st.just("limit"), st.sampled_from(("-1", "0", "1", "2", "3", "abc", "10001"))),
+        st.tuples(st.just("marker"), st.sampled_from(("t0", "t2", "t5", "nope"))),
+    ),
+    max_size=6,
+)
+
+
+def identity(item: dict[str, Any]) -> dict[str, Any]:
+    return item
+
+
+@settings(max_examples=400, deadline=None)
+@given(things, queries, st.sampled_from(("id", "size")), st.booleans())
+def test_paging_before_rendering_gives_the_body_of_rendering_everything(
+    objects: list[Thing], pairs: list[tuple[str, str]], default_sort: str, newest_first: bool
+) -> None:
+    query = MultiDict(pairs)
+    lazy = envelope.collection(
+        BASE, SCHEMA, objects, ident, fields, render, query, "/v3/things", True, default_sort,
+        newest_first,
+    )  # fmt: skip
+    eager = envelope.collection(
+        BASE, SCHEMA, [render(o) for o in objects], ident, identity, identity, query,
+        "/v3/things", True, default_sort, newest_first,
+    )  # fmt: skip
+    assert json.dumps(lazy) == json.dumps(eager)
+
+    page, total, limit = reference([render(o) for o in objects], query, default_sort, newest_first)
+    assert [item["id"] for item in lazy["data"]] == [item["id"] for item in page]
+    assert lazy["data"] == page
+    assert (lazy["pagination"]["total"], lazy["pagination"]["limit"]) == (total, limit)
+    if "next" in lazy["pagination"]:
+        assert marker_of(lazy["pagination"]["next"]) not in [item["id"] for item in page]
+
+
+def reference(
+    rendered: list[dict[str, Any]], query: MultiDict[str], default_sort: str, newest_first: bool
+) -> tuple[list[dict[str, Any]], int, int]:
+    """Render everything, then filter, sort and page as norman does: the page, the number
+    of matching items and the page size."""
+    names = SCHEMA.filters()
+
+    def text(value: Any) -> str:
+        return json.dumps(value) if isinstance(value, bool) else "" if value is None else str(value)
+
+    def keeps(item: dict[str, Any]) -> bool:
+        for key in set(query.keys()):
+            name, _, modifier = key.rpartition("_")
+            if not name or modifier not in ("ne", "in", "notin"):
+                name, modifier = key, "eq"
+            if name not in names:
+                continue
+            value, wanted = text(item.get(name)), query.getall(key)
+            if (
+                (modifier == "eq" and value != wanted[0])
+                or (modifier == "ne" and value == wanted[0])
+                or (modifier == "in" and value not in wanted)
+                or (modifier == "notin" and value in wanted)
+            ):
+                return False
+        return True
+
+    matching = [item for item in rendered if keeps(item)]
+    sort = query.get("sort", default_sort)
+    sort = sort if sort in names else default_sort
+    descending = query.get("order", "desc" if newest_first else "asc") == "desc"
+    matching.sort(key=lambda item: text(item.get(sort)), reverse=descending)
+    try:
+        limit = int(query.get("limit", "1000"))
+    except ValueError:
+        limit = 1000
+    limit = 10000 if limit == -1 or limit > 10000 else limit if limit > 0 else 1000
+    ids = [item["id"] for item in matching]
+    start = ids.index(query["marker"]) if query.get("marker") in ids else 0
+    return matching[start : start + limit], len(matching), limit
+
+
+def marker_of(url: str) -> str:
+    return parse_qs(urlsplit(url).query)["marker"][0]
+
+
+# -- each kind's fields are what its rendered resource shows ------------------------------------
+
+STAMP = {"creationTimestamp": "2026-11-22T10:00:00Z", "uid": "u-1", "generation": 2}
+CONDITIONS = [{"type": "Ready", "status": "False", "message": "down"}]
+BINDING = {
+    "metadata": {"name": "b-1", "namespace": "c-1", **STAMP},
+    "spec": {
+        "userName": "u-1",
+        "roleTemplateName": "cluster-owner",
+        "clusterName": "c-1",
+        "projectName": "c-1:p-1",
+        "globalRoleName": "admin",
+    },
+}
+SAMPLES = [
+    (clusters, name_of, {
+        "metadata": {"name": "c-1", "labels": {"a": "b"}, **STAMP},
+        "spec": {"displayName": "one", "driver": "imported", "enableNetworkPolicy": True},
+        "status": {"conditions": CONDITIONS},
+    }),
+    (nodes, nodes.node_id, {
+        "metadata": {"name": "m-1", "namespace": "c-1", **STAMP},
+        "spec": {"requestedHostname": "n1", "worker": True, "desiredNodeTaints": []},
+        "status": {"nodeName": "n1", "internalNodeStatus": {"unschedulable": True}},
+    }),
+    (projects, projects.project_id, {
+        "metadata": {"name": "p-1", "namespace": "c-1", **STAMP},
+        "spec": {"displayName": "one", "resourceQuota": {"limit": {"pods": "4"}}},
+        "status": {"conditions": CONDITIONS},
+    }),
+    (clusterroletemplatebindings, clusterroletemplatebindings.binding_id, BINDING),
+    (projectroletemplatebindings, projectroletemplatebindings.binding_id, BINDING),
+    (globalrolebindings, name_of, BINDING),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("route", "route_ident", "obj"), SAMPLES, ids=[route.SCHEMA.id for route, _, _ in SAMPLES]
+)
+def test_ids_and_fields_are_what_the_rendered_resource_shows(
+    route: ModuleType, route_ident: Callable[[Obj], str], obj: Obj
+) -> None:
+    app = web.Application()
+    app[EXTERNAL_URL] = BASE
+    rendered = route.render(make_mocked_request("GET", "/", app=app), obj)
+    values = route.fields(obj)
+    names = [name for name in route.SCHEMA.filters() if name not in ("id", "type")]
+    assert route_ident(obj) == rendered["id"]
+    assert {n: values.get(n) for n in names} == {n: rendered.get(n) for n in names}

@@ -4,8 +4,8 @@ import os
 import signal
 from pathlib import Path
 
-from corral.core.devenv.process import Process, stop_all
-from corral.core.devenv.waiting import wait_for
+from corral.devenv.process import Process, stop_all
+from corral.devenv.waiting import wait_for
 
 
 def test_stop_terminates_the_whole_process_group(tmp_path: Path) -> None:

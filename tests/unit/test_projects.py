@@ -9,14 +9,15 @@ from typing import Any
 import pytest
 
 from corral.apiserver.access import Access, AccessMemo
-from corral.apiserver.cache import WatchCache
-from corral.core import resources
+from corral.core.api import names
+from corral.core.kube import kinds
+from corral.core.kube.informer import Informer
 from corral.core.projects import defaults, downstream, quota, roles, status
 from corral.core.projects.downstream import Binding, ProjectView
 
 
 def namespace(name: str, project: str | None = None, **meta: Any) -> dict[str, Any]:
-    annotations = {resources.ANNOTATION_PROJECT: project} if project else {}
+    annotations = {names.ANNOTATION_PROJECT: project} if project else {}
     return {"metadata": {"name": name, "annotations": annotations, **meta}}
 
 
@@ -143,7 +144,7 @@ def test_each_project_namespace_gets_its_quota_defaults_and_bindings() -> None:
     assert binding["roleRef"]["name"] == "edit" and binding["subjects"][0]["name"] == "u-1"
     assert binding["metadata"]["labels"] == {
         "app.kubernetes.io/managed-by": "corral",
-        resources.LABEL_PROJECT: "p-a",
+        names.LABEL_PROJECT: "p-a",
     }
     crb = wanted[("ClusterRoleBinding", "", "corral-crtb-1")]
     assert crb["roleRef"]["name"] == "cluster-admin"
@@ -154,7 +155,7 @@ def test_isolation_admits_the_project_and_the_system_project_only() -> None:
     policies = {k[1]: v for k, v in wanted.items() if k[0] == "NetworkPolicy"}
     assert sorted(policies) == ["a1", "b1"]  # never the System project's namespaces
     sources = policies["b1"]["spec"]["ingress"][0]["from"]
-    assert [s["namespaceSelector"]["matchLabels"][resources.LABEL_PROJECT] for s in sources] == [
+    assert [s["namespaceSelector"]["matchLabels"][names.LABEL_PROJECT] for s in sources] == [
         "p-b",
         "p-sys",
     ]
@@ -184,9 +185,9 @@ def test_differences_compare_content_hashes() -> None:
 def test_labels_follow_the_annotation() -> None:
     fixes = downstream.label_fixes(
         [
-            namespace("a1", "c-1:p-a", labels={resources.LABEL_PROJECT: "p-a"}),
+            namespace("a1", "c-1:p-a", labels={names.LABEL_PROJECT: "p-a"}),
             namespace("a2", "c-1:p-a"),
-            namespace("gone", None, labels={resources.LABEL_PROJECT: "p-a"}),
+            namespace("gone", None, labels={names.LABEL_PROJECT: "p-a"}),
         ],
         "c-1",
     )
@@ -305,8 +306,8 @@ def test_access_follows_the_strongest_binding_stored_in_its_place() -> None:
 
 def test_access_is_worked_out_again_when_a_binding_changes() -> None:
     by_user = {"user": lambda o: [o["spec"]["userName"]]}
-    project_bindings = WatchCache(None, resources.ProjectRoleTemplateBinding, by_user)
-    cluster_bindings = WatchCache(None, resources.ClusterRoleTemplateBinding, by_user)
+    project_bindings = Informer(None, kinds.ProjectRoleTemplateBinding, by_user)
+    cluster_bindings = Informer(None, kinds.ClusterRoleTemplateBinding, by_user)
     stores = SimpleNamespace(project_bindings=project_bindings, cluster_bindings=cluster_bindings)
     memo = AccessMemo()
     assert memo.get("u-1", False, stores).project_role("c-1:p-a") is None

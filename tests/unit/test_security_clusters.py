@@ -24,6 +24,7 @@ from corral.apiserver.errors import ApiError
 from corral.apiserver.routes.clusters import driver_of
 from corral.core.clusters import importing, observe, taints
 from corral.core.clusters.credential import Credential
+from corral.core.kube import agent
 from corral.operator import clusters, nodes
 
 CRD = Path(__file__).resolve().parents[2] / "crds" / "management.svc.io_nodes.yaml"
@@ -297,14 +298,14 @@ async def test_a_server_answering_garbage_is_not_kubernetes(
     garbage: str, path: str, code: str, message: str
 ) -> None:
     with pytest.raises(importing.ImportFailed, match=message) as refused:
-        await importing.version(Credential(server=garbage + path, token="t"))
+        await agent.version(Credential(server=garbage + path, token="t"))
     assert refused.value.code == code
 
 
 async def test_unusable_certificates_are_refused_before_connecting() -> None:
     for ca in (b"\xff\xfe", b"not a certificate"):
         with pytest.raises(importing.ImportFailed, match="certificates cannot be used"):
-            await importing.version(Credential(server="https://127.0.0.1:1", ca_cert=ca))
+            await agent.version(Credential(server="https://127.0.0.1:1", ca_cert=ca))
 
 
 # -- one failing sync among many --------------------------------------------------------------

@@ -15,7 +15,8 @@ from yarl import URL
 
 from corral.apiserver.errors import ApiError
 from corral.apiserver.routes.proxy import upstream_url
-from corral.core.clusters.credential import Credential, ForeignOrigin
+from corral.core.clusters.credential import Credential
+from corral.core.kube.credential import ForeignOrigin, session_for
 
 SERVERS = ["https://10.0.0.1:6443", "https://kube.example/k8s/clusters/c-x/", "http://h"]
 SEGMENTS = st.lists(st.binary(max_size=12) | st.text(max_size=12), max_size=8)
@@ -118,7 +119,7 @@ async def test_the_token_goes_to_the_server_and_nowhere_else(
     own, own_url, foreign, foreign_url = servers
     credential = Credential(server=own_url, token="secret")
     foreign_host = URL(foreign_url).raw_authority
-    async with credential.session() as session:
+    async with session_for(credential) as session:
         assert "Authorization" not in session.headers
         async with session.get("version") as response:
             assert response.status == 200
@@ -148,7 +149,7 @@ async def test_a_session_without_a_token_sends_no_authorization(
     servers: tuple[Recorder, str, Recorder, str],
 ) -> None:
     own, own_url, _, _ = servers
-    session = Credential(server=own_url).session()
+    session = session_for(Credential(server=own_url))
     async with session, session.get("version") as response:
         assert response.status == 200
     assert own.seen == [("/version", None)]

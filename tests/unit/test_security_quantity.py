@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral.core import ids, quantity
+from corral.core import quantity
+from corral.core.api import ids
 from corral.core.projects import quota, roles
 
 # Kubernetes' grammar (k8s.io/apimachinery/pkg/api/resource), with exponents of any size.

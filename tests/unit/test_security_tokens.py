@@ -24,7 +24,7 @@ from corral.apiserver.throttle import (
     USER_FREE_FAILURES,
     LoginThrottle,
 )
-from corral.core import settings as corral_settings
+from corral.core.api import settings as corral_settings
 from corral.core.auth import ttl
 from corral.core.auth.tokens import TokenRecord
 from corral.operator.tokens import expired, expiry_status, interval_seconds, purge

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from corral.core.devenv.process import Process, ProcessFailed
-from corral.core.devenv.waiting import Timeout, wait_for
+from corral.devenv.process import Process, ProcessFailed
+from corral.devenv.waiting import Timeout, wait_for
 
 
 def test_returns_the_first_truthy_result_and_treats_errors_as_not_yet() -> None:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
-from corral.apiserver.cache import Obj
 from corral.apiserver.stores import Stores
-from corral.core import resources
+from corral.core.api.ids import ScopedId
+from corral.core.api.names import backing_namespace
+from corral.core.kube.informer import Obj
 from corral.core.projects import roles
 
 
@@ -45,8 +47,10 @@ class Access:
         for binding in project_bindings:
             spec = binding.get("spec") or {}
             project = spec.get("projectName", "")
-            cluster, _, name = project.partition(":")
-            if binding["metadata"].get("namespace") == resources.backing_namespace(cluster, name):
+            pid = ScopedId.parse_or_none(project)
+            if pid is None:
+                continue
+            if binding["metadata"].get("namespace") == backing_namespace(pid.namespace, pid.name):
                 by_project.setdefault(project, []).append(spec.get("roleTemplateName", ""))
         return cls(
             user_id,
@@ -59,13 +63,17 @@ class Access:
         return roles.CLUSTER_OWNER if self.is_admin else self.cluster_roles.get(cluster)
 
     def sees_cluster(self, cluster: str) -> bool:
-        return self.cluster_role(cluster) is not None or any(
-            p.partition(":")[0] == cluster for p in self.project_roles
-        )
+        return self.cluster_role(cluster) is not None or cluster in self._project_clusters
+
+    @cached_property
+    def _project_clusters(self) -> frozenset[str]:
+        """The clusters of the projects with a role: asked once per cluster listed."""
+        return frozenset(ScopedId.parse(p).namespace for p in self.project_roles)
 
     def project_role(self, project_id: str) -> str | None:
         """Cluster owners own every project of their cluster."""
-        if self.cluster_role(project_id.partition(":")[0]) == roles.CLUSTER_OWNER:
+        project = ScopedId.parse_or_none(project_id)
+        if self.cluster_role(project.namespace if project else "") == roles.CLUSTER_OWNER:
             return roles.PROJECT_OWNER
         return self.project_roles.get(project_id)
 

@@ -28,11 +28,14 @@ from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
 from corral.apiserver import errors
-from corral.apiserver.cache import Obj
 from corral.apiserver.errors import ApiError
-from corral.apiserver.keys import DOWNSTREAM, KUBE, STORES
-from corral.core import resources
-from corral.core.kube import as_dict
+from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
+from corral.apiserver.stores import downstream_namespaces
+from corral.core.api import names
+from corral.core.api.ids import ScopedId
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict
+from corral.core.kube.informer import Obj
 from corral.core.projects import quota
 
 # Writes tried before a request gives up on a project that keeps changing under it.
@@ -42,7 +45,7 @@ Change = Callable[[Obj], Awaitable[list[dict[str, Any]]]]
 
 
 def project_id(obj: Obj) -> str:
-    return f"{obj['metadata']['namespace']}:{obj['metadata']['name']}"
+    return str(ScopedId.of(obj))
 
 
 def limit_of(spec: dict[str, Any]) -> dict[str, str]:
@@ -51,11 +54,6 @@ def limit_of(spec: dict[str, Any]) -> dict[str, str]:
 
 def default_of(spec: dict[str, Any]) -> dict[str, str]:
     return dict((spec.get("namespaceDefaultResourceQuota") or {}).get("limit") or {})
-
-
-def quota_refusal(pid: str, excesses: list[quota.Excess]) -> ApiError:
-    detail = "; ".join(e.describe() for e in excesses)
-    return ApiError(422, "QuotaExceeded", f"project {pid} quota: {detail}", excesses[0].field)
 
 
 async def update(request: web.Request, obj: Obj, change: Change) -> Obj:
@@ -72,7 +70,7 @@ async def update(request: web.Request, obj: Obj, change: Change) -> Obj:
         }  # fmt: skip
         try:
             patched = await request.app[KUBE].patch(
-                resources.Project, meta["name"], [precondition, *operations],
+                kinds.Project, meta["name"], [precondition, *operations],
                 namespace=meta["namespace"], patch_type=PatchType.JSON,
             )  # fmt: skip
         except KubeApiError as exc:
@@ -91,9 +89,7 @@ async def current(request: web.Request, obj: Obj) -> Obj:
     meta = obj["metadata"]
     kube = request.app[KUBE]
     try:
-        fresh = as_dict(
-            await kube.get(resources.Project, meta["name"], namespace=meta["namespace"])
-        )
+        fresh = as_dict(await kube.get(kinds.Project, meta["name"], namespace=meta["namespace"]))
     except KubeApiError as exc:
         if exc.status.code == 404:
             raise errors.not_found(f"project {project_id(obj)} not found") from None
@@ -107,13 +103,15 @@ async def members(request: web.Request, obj: Obj) -> set[str]:
     replica's watch knows by annotation (set by hand, the label not yet fixed), and those
     reserved."""
     cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
-    downstream = request.app[DOWNSTREAM]
-    watched = (await downstream.namespaces(cluster)).by_index("project", project_id(obj))
-    client = await downstream.client(cluster)
+    connections = request.app[CONNECTIONS]
+    watched = (await downstream_namespaces(connections, cluster)).by_index(
+        "project", project_id(obj)
+    )
+    client = await connections.client(cluster)
     try:
         listed = [
             as_dict(n)["metadata"]["name"]
-            async for n in client.list(Namespace, labels={resources.LABEL_PROJECT: name})
+            async for n in client.list(Namespace, labels={names.LABEL_PROJECT: name})
         ]
     except Exception as exc:  # noqa: BLE001 - any failure to reach the cluster is a 503
         raise ApiError(
@@ -135,12 +133,9 @@ async def reserve(request: web.Request, obj: Obj, namespace: str) -> None:
         limit, default = limit_of(spec), default_of(spec)
         if limit:
             count = len(await members(request, project) | {namespace})
-            try:
-                excess = quota.overcommit(limit, default, count)
-            except quota.QuotaError as exc:
-                raise errors.invalid(exc.field, exc.message) from None
+            excess = quota.overcommit(limit, default, count)
             if excess:
-                raise quota_refusal(project_id(project), excess)
+                raise quota.QuotaExceeded(project_id(project), excess)
         return _reservation_operations(project, namespace)
 
     await update(request, obj, change)
@@ -155,8 +150,8 @@ async def admitted(
     if not project:
         yield
         return
-    cluster, _, name = project.partition(":")
-    obj = request.app[STORES].projects.get(f"{cluster}/{name}")
+    pid = ScopedId.parse_or_none(project)
+    obj = request.app[STORES].projects.get(pid.key) if pid else None
     if obj is None:
         raise errors.invalid("projectId", f"project {project} not found", "InvalidReference")
     await reserve(request, obj, namespace)
@@ -172,7 +167,7 @@ async def release(request: web.Request, obj: Obj, namespace: str) -> None:
     meta = obj["metadata"]
     try:
         patched = await request.app[KUBE].patch(
-            resources.Project, meta["name"],
+            kinds.Project, meta["name"],
             {"metadata": {"annotations": {quota.reservation_key(namespace): None}}},
             namespace=meta["namespace"], patch_type=PatchType.MERGE,
         )  # fmt: skip

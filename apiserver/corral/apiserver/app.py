@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import logging
 import time
@@ -17,19 +16,17 @@ from corral.apiserver import errors, serving
 from corral.apiserver.access import AccessMemo
 from corral.apiserver.activity import ActivityTracker
 from corral.apiserver.authn import auth_middleware
-from corral.apiserver.downstream import DownstreamCaches
 from corral.apiserver.keys import (
     ACCESS,
     ACTIVITY,
+    CONNECTIONS,
     CORRAL_CA,
-    DOWNSTREAM,
     EXTERNAL_URL,
     FEATURES,
     KUBE,
     LIMITER,
     READINESS,
     SCHEMAS,
-    SESSIONS,
     STORES,
     THROTTLE,
 )
@@ -53,11 +50,12 @@ from corral.apiserver.routes import (
     users,
 )
 from corral.apiserver.schemas import Registry
-from corral.apiserver.sessions import SessionPool
 from corral.apiserver.stores import Stores
 from corral.apiserver.throttle import LoginThrottle
-from corral.core import resources
+from corral.core.api import names
 from corral.core.auth import ttl
+from corral.core.kube import kinds
+from corral.core.kube.connections import Connections
 
 log = logging.getLogger(__name__)
 
@@ -85,10 +83,9 @@ def create_app(
     app[EXTERNAL_URL] = external_url
     app[FEATURES] = features
     app[CORRAL_CA] = corral_ca
-    app[SESSIONS] = SessionPool()
     app[READINESS] = Readiness()
     app[STORES] = Stores.create(kube)
-    app[DOWNSTREAM] = DownstreamCaches(app[STORES])
+    app[CONNECTIONS] = Connections(kube)
     app[ACCESS] = AccessMemo()
     app[ACTIVITY] = ActivityTracker(_activity_writer(kube))
     app[LIMITER] = RateLimiter()
@@ -103,8 +100,8 @@ def create_app(
 
 def _activity_writer(kube: AsyncClient):  # type: ignore[no-untyped-def]
     async def write(token: str, seen: datetime.datetime) -> None:
-        annotations = {resources.ANNOTATION_LAST_ACTIVITY: ttl.format_time(seen)}
-        await kube.patch(resources.Token, token, {"metadata": {"annotations": annotations}},
+        annotations = {names.ANNOTATION_LAST_ACTIVITY: ttl.format_time(seen)}
+        await kube.patch(kinds.Token, token, {"metadata": {"annotations": annotations}},
                          patch_type=PatchType.MERGE)  # fmt: skip
 
     return write
@@ -112,15 +109,16 @@ def _activity_writer(kube: AsyncClient):  # type: ignore[no-untyped-def]
 
 async def _background(app: web.Application) -> AsyncIterator[None]:
     """Feed the caches and open the readiness gate once all have listed; flush activity."""
-    stores = app[STORES]
+    stores, connections = app[STORES], app[CONNECTIONS]
     readiness = app[READINESS]
-    for cache in stores.all():
-        readiness.gate(cache.name)
+    informers = [*stores.all(), connections.credentials]
+    for informer in informers:
+        readiness.gate(informer.name)
 
     async def open_gates() -> None:
-        for cache in stores.all():
-            await cache.synced.wait()
-            readiness.open(cache.name)
+        for informer in informers:
+            await informer.synced.wait()
+            readiness.open(informer.name)
 
     async def prune() -> None:
         while True:
@@ -130,6 +128,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
 
     async with stores.running():
         tasks = [
+            asyncio.create_task(connections.run()),
             asyncio.create_task(open_gates()),
             asyncio.create_task(app[ACTIVITY].run(
                 lambda: stores.number("auth-user-session-idle-ttl-minutes"))),
@@ -138,8 +137,6 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         yield
         for task in tasks:
             task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(*tasks)
-    await app[SESSIONS].close()
-    await app[DOWNSTREAM].close()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    await connections.close()
     await app[KUBE].close()

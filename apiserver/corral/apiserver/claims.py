@@ -1,6 +1,6 @@
 """One Cluster per downstream cluster, whichever URL or credential an import uses.
 
-A cluster is known by the uid of its `kube-system` namespace (`importing.identify`). An
+A cluster is known by the uid of its `kube-system` namespace (`kube.agent.identify`). An
 import claims it by creating a Secret whose name is derived from that uid: Kubernetes
 refuses a second object of one name, so two imports of one cluster cannot both pass, on any
 API server replica, where a look at the Clusters before creating would race. The claim is
@@ -24,9 +24,10 @@ from lightkube.resources.core_v1 import Namespace, Secret
 from lightkube.types import PatchType
 
 from corral.apiserver import errors
-from corral.apiserver.cache import Obj
-from corral.core import resources
-from corral.core.kube import delete_if_present
+from corral.core.api import names
+from corral.core.kube import kinds
+from corral.core.kube.client import delete_if_present
+from corral.core.kube.informer import Obj
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ async def claimed(kube: AsyncClient, identity: str, cluster_id: str) -> AsyncIte
         yield
     except BaseException:
         await delete_if_present(
-            kube, Secret, claim_name(identity), namespace=resources.SYSTEM_NAMESPACE
+            kube, Secret, claim_name(identity), namespace=names.SYSTEM_NAMESPACE
         )
         raise
 
@@ -62,14 +63,14 @@ async def claimed(kube: AsyncClient, identity: str, cluster_id: str) -> AsyncIte
 async def own(kube: AsyncClient, identity: str, cluster: Obj) -> None:
     """Hand the claim to its Cluster, so that it goes with it."""
     meta = cluster["metadata"]
-    owner = {"apiVersion": f"{resources.GROUP}/{resources.VERSION}", "kind": "Cluster",
+    owner = {"apiVersion": names.API_VERSION, "kind": names.CLUSTER.kind,
              "name": meta["name"], "uid": meta["uid"]}  # fmt: skip
     try:
         await kube.patch(
             Secret,
             claim_name(identity),
             {"metadata": {"ownerReferences": [owner]}},
-            namespace=resources.SYSTEM_NAMESPACE,
+            namespace=names.SYSTEM_NAMESPACE,
             patch_type=PatchType.MERGE,
         )
     except KubeApiError as exc:
@@ -81,7 +82,7 @@ async def _refuse_management_cluster(kube: AsyncClient, identity: str) -> None:
     system = await kube.get(Namespace, "kube-system")
     if system.metadata is not None and system.metadata.uid == identity:
         raise errors.conflict(
-            f"this is corral's management cluster, registered as {resources.LOCAL_CLUSTER}"
+            f"this is corral's management cluster, registered as {names.LOCAL_CLUSTER}"
         )
 
 
@@ -94,7 +95,7 @@ async def _claim(kube: AsyncClient, identity: str, cluster_id: str) -> None:
         if exc.status.code != 409:
             raise
     try:
-        current = await kube.get(Secret, name, namespace=resources.SYSTEM_NAMESPACE)
+        current = await kube.get(Secret, name, namespace=names.SYSTEM_NAMESPACE)
     except KubeApiError as exc:
         if exc.status.code == 404:  # released a moment ago by a failed import
             raise errors.conflict("this cluster is being imported right now") from None
@@ -127,7 +128,7 @@ async def _abandoned(kube: AsyncClient, claim: Secret, holder: str) -> bool:
     if _now() - claimed_at.replace(tzinfo=claimed_at.tzinfo or datetime.UTC) < ABANDONED_AFTER:
         return False
     try:
-        await kube.get(resources.Cluster, holder)
+        await kube.get(kinds.Cluster, holder)
     except KubeApiError as exc:
         if exc.status.code == 404:
             return True
@@ -145,7 +146,7 @@ def _claim_object(
     }
     metadata = ObjectMeta(
         name=name,
-        namespace=resources.SYSTEM_NAMESPACE,
+        namespace=names.SYSTEM_NAMESPACE,
         annotations=annotations,
         resourceVersion=resource_version,
     )

@@ -8,8 +8,8 @@ methods exist) and `actions`. A collection carries `type: collection`, `resource
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from multidict import MultiMapping
@@ -19,6 +19,10 @@ from corral.apiserver.schemas import Schema
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 10000
 MODIFIERS = ("ne", "in", "notin")
+
+T = TypeVar("T")
+# An object of a collection: its id, its filterable fields (when the query needs them), itself.
+Row = tuple[str, Mapping[str, Any], T]
 
 
 def resource_url(base: str, schema: Schema, resource_id: str) -> str:
@@ -52,31 +56,43 @@ def resource(
 def collection(
     base: str,
     schema: Schema,
-    items: list[dict[str, Any]],
+    objects: Iterable[T],
+    ident: Callable[[T], str],
+    fields: Callable[[T], Mapping[str, Any]],
+    render: Callable[[T], dict[str, Any]],
     query: MultiMapping[str],
     path: str,
     can_create: bool,
     default_sort: str = "id",
     newest_first: bool = False,
 ) -> dict[str, Any]:
-    """Filter, sort and page rendered resources into a collection. Without `sort` and `order`
-    in the query, items sort by `default_sort`, descending when `newest_first`."""
+    """Filter, sort and page objects into a collection, rendering only the page: a page of a
+    long listing costs the page, not the listing.
+
+    `ident` gives an object's `id` and `fields` its filterable values, exactly as `render`
+    shows them. Without `sort` and `order` in the query, items sort by `default_sort`,
+    descending when `newest_first`."""
     self_url = f"{base}{path}"
     filterable = schema.filters()
     conditions = _conditions(query, filterable)
-    matching = [item for item in items if _matches(item, conditions)]
-
     sort_field = query.get("sort", default_sort)
     if sort_field not in filterable:
         sort_field = default_sort
     descending = query.get("order", "desc" if newest_first else "asc") == "desc"
-    matching.sort(key=lambda item: _text(item.get(sort_field)), reverse=descending)
+
+    # An object's fields cost several times its id: most pages are neither filtered nor
+    # sorted by anything else, and read none.
+    wanted = bool(conditions) or sort_field != "id"
+    rows = [(ident(obj), fields(obj) if wanted else {}, obj) for obj in objects]
+    matching = [row for row in rows if _matches(row, conditions, schema)]
+    matching.sort(key=lambda row: _value(row, sort_field, schema), reverse=descending)
+    ids = [item_id for item_id, _, _ in matching]
 
     limit = _limit(query.get("limit"))
     start = 0
     if marker := query.get("marker"):
-        start = next((i for i, item in enumerate(matching) if item["id"] == marker), 0)
-    page = matching[start : start + limit]
+        start = next((i for i, item_id in enumerate(ids) if item_id == marker), 0)
+    page = [render(obj) for _, _, obj in matching[start : start + limit]]
 
     def page_url(marker_id: str) -> str:
         params = [(k, v) for k, v in query.items() if k != "marker"] + [("marker", marker_id)]
@@ -84,13 +100,13 @@ def collection(
 
     pagination: dict[str, Any] = {"limit": limit, "total": len(matching)}
     if start > 0 or start + limit < len(matching):
-        pagination |= {"partial": True, "first": page_url(matching[0]["id"])}
+        pagination |= {"partial": True, "first": page_url(ids[0])}
         if start + limit < len(matching):
-            pagination["next"] = page_url(matching[start + limit]["id"])
+            pagination["next"] = page_url(ids[start + limit])
         if start > 0:
-            pagination["previous"] = page_url(matching[max(start - limit, 0)]["id"])
+            pagination["previous"] = page_url(ids[max(start - limit, 0)])
         if len(matching) - limit >= 0:
-            pagination["last"] = page_url(matching[len(matching) - limit]["id"])
+            pagination["last"] = page_url(ids[len(ids) - limit])
         if marker:
             pagination["marker"] = page_url(marker)
 
@@ -140,9 +156,9 @@ def _conditions(
     return found
 
 
-def _matches(item: Mapping[str, Any], conditions: list[tuple[str, str, list[str]]]) -> bool:
+def _matches(row: Row[T], conditions: list[tuple[str, str, list[str]]], schema: Schema) -> bool:
     for name, modifier, values in conditions:
-        value = _text(item.get(name))
+        value = _value(row, name, schema)
         if modifier == "eq" and value != values[0]:
             return False
         if modifier == "ne" and value == values[0]:
@@ -152,6 +168,15 @@ def _matches(item: Mapping[str, Any], conditions: list[tuple[str, str, list[str]
         if modifier == "notin" and value in values:
             return False
     return True
+
+
+def _value(row: Row[T], name: str, schema: Schema) -> str:
+    """A field's value as filters and sorting compare it; `type` is the schema's, as
+    `resource` sets it on every rendered resource."""
+    item_id, fields, _ = row
+    if name == "id":
+        return item_id
+    return schema.id if name == "type" else _text(fields.get(name))
 
 
 def _text(value: Any) -> str:

@@ -1,7 +1,7 @@
 """The one error body of the API, and how every failure becomes it.
 
 `{"type": "error", "baseType": "error", "status": <int>, "code": ..., "message": ...}`, plus
-`fieldName` when one field is at fault.
+`fieldName` when one field is at fault. `core`'s errors are mapped here and nowhere else.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import Any
 
 from aiohttp import web
 from lightkube import ApiError as KubeApiError
+
+from corral.core.errors import Conflict, CorralError, Forbidden, Invalid, NotFound, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,25 @@ def from_kube(exc: KubeApiError) -> ApiError:
     return ApiError(code, reason, status.message or reason)
 
 
+# Each kind of core error: its status, and its code unless the error names a more precise one.
+_CORE_KINDS: dict[type[CorralError], tuple[int, str]] = {
+    Invalid: (422, "InvalidFormat"),
+    NotFound: (404, "NotFound"),
+    Conflict: (409, "AlreadyExists"),
+    Forbidden: (403, "PermissionDenied"),
+    Unavailable: (503, "ClusterUnavailable"),
+}
+
+
+def from_core(error: CorralError) -> ApiError:
+    for kind, (status, code) in _CORE_KINDS.items():
+        if isinstance(error, kind):
+            return ApiError(status, error.code or code, error.message, error.field)
+    # Only a kind of its own would get here, and its message was not written for clients.
+    log.error("core error of no known kind: %r", error)
+    return ApiError(500, "ServerError", "internal server error")
+
+
 def response(error: ApiError, headers: dict[str, str] | None = None) -> web.Response:
     return web.json_response(
         error.body(), status=error.status, headers={**error.headers, **(headers or {})}
@@ -101,6 +122,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return await handler(request)
     except ApiError as error:
         return response(error)
+    except CorralError as error:
+        return response(from_core(error))
     except KubeApiError as exc:
         return response(from_kube(exc))
     except web.HTTPException as exc:

@@ -9,11 +9,12 @@ from lightkube import ApiError as KubeApiError
 from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
 
-from corral.apiserver.cache import Obj
 from corral.apiserver.stores import Stores
-from corral.core import ids, resources
+from corral.core.api import ids, names
 from corral.core.auth import hashing
-from corral.core.kube import as_dict
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict
+from corral.core.kube.informer import Obj
 
 NAME_ATTEMPTS = 5
 
@@ -21,7 +22,7 @@ NAME_ATTEMPTS = 5
 @dataclass(frozen=True)
 class NewToken:
     user_id: str
-    kind: str  # resources.KIND_* or "" for derived API tokens
+    kind: str  # names.KIND_* or "" for derived API tokens
     ttl_ms: int
     description: str = ""
     cluster_name: str = ""
@@ -40,10 +41,10 @@ async def issue(kube: AsyncClient, stores: Stores, new: NewToken, hashed: bool) 
     key = hashing.new_key()
     stored = hashing.hash_key(key) if hashed else key
     user = stores.users.get(new.user_id) or {}
-    labels = {**(new.labels or {}), resources.LABEL_TOKEN_USER: new.user_id}
+    labels = {**(new.labels or {}), names.LABEL_TOKEN_USER: new.user_id}
     if new.kind:
-        labels[resources.LABEL_TOKEN_KIND] = new.kind
-    annotations = {resources.ANNOTATION_TOKEN_HASHED: "true"} if hashed else {}
+        labels[names.LABEL_TOKEN_KIND] = new.kind
+    annotations = {names.ANNOTATION_TOKEN_HASHED: "true"} if hashed else {}
     spec: dict[str, Any] = {
         "token": stored,
         "ttlMillis": new.ttl_ms,
@@ -54,12 +55,12 @@ async def issue(kube: AsyncClient, stores: Stores, new: NewToken, hashed: bool) 
             "name": f"{new.auth_provider}://{new.user_id}",
             "displayName": user.get("spec", {}).get("displayName", ""),
         },
-        "isDerived": new.kind != resources.KIND_SESSION,
+        "isDerived": new.kind != names.KIND_SESSION,
         "clusterName": new.cluster_name,
     }
     for _ in range(NAME_ATTEMPTS):
         name = new.name or ids.generate("token")
-        token = resources.Token(
+        token = kinds.Token(
             metadata=ObjectMeta(name=name, labels=labels, annotations=annotations), spec=spec
         )
         try:

@@ -7,13 +7,12 @@ from lightkube import AsyncClient
 
 from corral.apiserver.access import AccessMemo
 from corral.apiserver.activity import ActivityTracker
-from corral.apiserver.downstream import DownstreamCaches
 from corral.apiserver.ratelimit import RateLimiter
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.schemas import Registry
-from corral.apiserver.sessions import SessionPool
 from corral.apiserver.stores import Stores
 from corral.apiserver.throttle import LoginThrottle
+from corral.core.kube.connections import Connections
 
 KUBE = web.AppKey("kube", AsyncClient)
 READINESS = web.AppKey("readiness", Readiness)
@@ -27,6 +26,5 @@ THROTTLE = web.AppKey("throttle", LoginThrottle)
 CORRAL_CA: web.AppKey[bytes | None] = web.AppKey("corral_ca")
 # scheme://host[:port] clients reach this server at (CORRAL_EXTERNAL_URL).
 EXTERNAL_URL = web.AppKey("external_url", str)
-SESSIONS = web.AppKey("sessions", SessionPool)
-DOWNSTREAM = web.AppKey("downstream", DownstreamCaches)
+CONNECTIONS = web.AppKey("connections", Connections)
 ACCESS = web.AppKey("access", AccessMemo)

@@ -11,9 +11,9 @@ import sys
 from corral.apiserver import serving
 from corral.apiserver.app import create_app
 from corral.apiserver.config import ApiServerConfig, ConfigError
-from corral.core import kube
 from corral.core.features import FeatureError
 from corral.core.features import parse as parse_features
+from corral.core.kube import client as kube
 from corral.core.logs import quiet_http_clients
 
 

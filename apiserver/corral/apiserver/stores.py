@@ -1,22 +1,23 @@
-"""The caches the API server reads from, and the questions it asks of them."""
+"""The caches the API server reads from, and the questions it asks of them: informers of the
+management cluster's objects, and those it keeps on downstream clusters through the
+connection registry (namespaces and corral's ResourceQuotas, so that membership, usage and
+quota checks never cost a round trip to the cluster; writes are put into them at once)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from lightkube import AsyncClient, operators
-from lightkube.resources.core_v1 import Secret
+from lightkube import AsyncClient
+from lightkube.resources.core_v1 import Namespace, ResourceQuota
 
-from corral.apiserver.cache import Obj, WatchCache
-from corral.core import resources, settings
-from corral.core.clusters.credential import Credential, from_environment
-from corral.core.resources import LABEL_TOKEN_USER
-
-LOCAL_REFRESH_SECONDS = 60.0
+from corral.core.api import names, settings
+from corral.core.api.names import LABEL_TOKEN_USER
+from corral.core.kube import kinds
+from corral.core.kube.connections import Connections
+from corral.core.kube.informer import Informer, Obj
 
 
 def _token_user(obj: Obj) -> list[str]:
@@ -48,49 +49,41 @@ def _binding_project(obj: Obj) -> list[str]:
 
 @dataclass
 class Stores:
-    tokens: WatchCache
-    users: WatchCache
-    bindings: WatchCache
-    settings: WatchCache
-    clusters: WatchCache
-    nodes: WatchCache
-    credentials: WatchCache
-    projects: WatchCache
-    project_bindings: WatchCache
-    cluster_bindings: WatchCache
-    _local: tuple[float, Credential] | None = None
+    tokens: Informer
+    users: Informer
+    bindings: Informer
+    settings: Informer
+    clusters: Informer
+    nodes: Informer
+    projects: Informer
+    project_bindings: Informer
+    cluster_bindings: Informer
 
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
         return cls(
-            tokens=WatchCache(client, resources.Token, {"user": _token_user, "key": _token_key}),
-            users=WatchCache(client, resources.User, {"username": _username}),
-            bindings=WatchCache(client, resources.GlobalRoleBinding, {"user": _binding_user}),
-            settings=WatchCache(client, resources.Setting),
-            clusters=WatchCache(client, resources.Cluster),
-            nodes=WatchCache(client, resources.Node, {"cluster": _namespace}, namespace="*"),
-            credentials=WatchCache(
+            tokens=Informer(client, kinds.Token, {"user": _token_user, "key": _token_key}),
+            users=Informer(client, kinds.User, {"username": _username}),
+            bindings=Informer(client, kinds.GlobalRoleBinding, {"user": _binding_user}),
+            settings=Informer(client, kinds.Setting),
+            clusters=Informer(client, kinds.Cluster),
+            nodes=Informer(client, kinds.Node, {"cluster": _namespace}, namespace="*"),
+            projects=Informer(client, kinds.Project, {"cluster": _namespace}, namespace="*"),
+            project_bindings=Informer(
                 client,
-                Secret,
-                namespace=resources.SYSTEM_NAMESPACE,
-                labels={resources.LABEL_CLUSTER_CREDENTIAL: operators.exists()},
-            ),
-            projects=WatchCache(client, resources.Project, {"cluster": _namespace}, namespace="*"),
-            project_bindings=WatchCache(
-                client,
-                resources.ProjectRoleTemplateBinding,
+                kinds.ProjectRoleTemplateBinding,
                 {"user": _binding_user, "project": _binding_project},
                 namespace="*",
             ),
-            cluster_bindings=WatchCache(
+            cluster_bindings=Informer(
                 client,
-                resources.ClusterRoleTemplateBinding,
+                kinds.ClusterRoleTemplateBinding,
                 {"user": _binding_user, "cluster": _namespace},
                 namespace="*",
             ),
         )
 
-    def all(self) -> list[WatchCache]:
+    def all(self) -> list[Informer]:
         return [
             self.tokens,
             self.users,
@@ -98,7 +91,6 @@ class Stores:
             self.settings,
             self.clusters,
             self.nodes,
-            self.credentials,
             self.projects,
             self.project_bindings,
             self.cluster_bindings,
@@ -142,18 +134,31 @@ class Stores:
         found = self.users.by_index("username", username)
         return found[0] if found else None
 
-    def credential(self, cluster_id: str) -> Credential | None:
-        if cluster_id == resources.LOCAL_CLUSTER:
-            return self._local_credential()
-        secret = self.credentials.get(
-            f"{resources.SYSTEM_NAMESPACE}/{resources.credential_secret_name(cluster_id)}"
-        )
-        return Credential.from_secret_data(secret.get("data") or {}) if secret else None
 
-    def _local_credential(self) -> Credential:
-        """This process's own connection, re-read once a minute (service account tokens
-        rotate) rather than on every proxied request."""
-        now = time.monotonic()
-        if self._local is None or now - self._local[0] > LOCAL_REFRESH_SECONDS:
-            self._local = (now, from_environment())
-        return self._local[1]
+def _project(obj: Obj) -> list[str]:
+    value = (obj["metadata"].get("annotations") or {}).get(names.ANNOTATION_PROJECT)
+    return [value] if value else []
+
+
+def _quota_project(obj: Obj) -> list[str]:
+    value = (obj["metadata"].get("labels") or {}).get(names.LABEL_PROJECT)
+    return [value] if value else []
+
+
+async def downstream_namespaces(connections: Connections, cluster: str) -> Informer:
+    """The cluster's namespaces (indexed by `project` id), listed at least once."""
+    return await connections.informer(
+        cluster, "namespaces", lambda client: Informer(client, Namespace, {"project": _project})
+    )
+
+
+async def downstream_quotas(connections: Connections, cluster: str) -> Informer:
+    """The ResourceQuotas corral keeps in the cluster (indexed by `project` name)."""
+    managed = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
+    return await connections.informer(
+        cluster,
+        "quotas",
+        lambda client: Informer(
+            client, ResourceQuota, {"project": _quota_project}, namespace="*", labels=managed
+        ),
+    )

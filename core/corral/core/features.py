@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from corral.core.errors import Invalid
+
 DEFAULTS = {
     # Store new token keys as salted SHA3-512 hashes rather than as the key itself.
     "TokenHashing": True,
 }
 
 
-class FeatureError(ValueError):
+class FeatureError(Invalid):
     pass
 
 

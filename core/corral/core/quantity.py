@@ -25,6 +25,8 @@ import re
 from collections.abc import Iterable, Mapping
 from decimal import ROUND_UP, Context, Decimal, localcontext
 
+from corral.core.errors import Invalid
+
 log = logging.getLogger(__name__)
 
 # The CRDs hold quantities of at most 64 characters.
@@ -48,7 +50,7 @@ _PATTERN = re.compile(
 _EXACT = Context(prec=120, Emax=999, Emin=-999, rounding=ROUND_UP)
 
 
-class QuantityError(ValueError):
+class QuantityError(Invalid):
     pass
 
 

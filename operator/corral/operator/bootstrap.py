@@ -12,9 +12,9 @@ from lightkube import ApiError, AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Secret
 
-from corral.core import resources, settings
-from corral.core.auth import credentials, usernames
-from corral.core.kube import as_dict
+from corral.core.api import names, settings
+from corral.core.kube import kinds, password_secrets, usernames
+from corral.core.kube.client import as_dict
 
 log = logging.getLogger(__name__)
 
@@ -34,21 +34,21 @@ async def run(kube: AsyncClient) -> None:
 
 async def ensure_local_cluster(kube: AsyncClient) -> None:
     """The management cluster is the cluster `local`."""
-    await create_if_missing(kube, resources.Cluster(
-        metadata=ObjectMeta(name=resources.LOCAL_CLUSTER),
+    await create_if_missing(kube, kinds.Cluster(
+        metadata=ObjectMeta(name=names.LOCAL_CLUSTER),
         spec={"displayName": "local", "driver": "local",
               "description": "The management cluster corral runs in"},
     ))  # fmt: skip
 
 
 async def ensure_namespace(kube: AsyncClient) -> None:
-    await create_if_missing(kube, Namespace(metadata=ObjectMeta(name=resources.SYSTEM_NAMESPACE)))
+    await create_if_missing(kube, Namespace(metadata=ObjectMeta(name=names.SYSTEM_NAMESPACE)))
 
 
 async def ensure_settings(kube: AsyncClient) -> None:
     """Every known setting exists with its current default; values set by users stay."""
     for definition in settings.CATALOG.values():
-        setting = resources.Setting(
+        setting = kinds.Setting(
             metadata=ObjectMeta(name=definition.name), default=definition.default
         )
         # Server-side apply of `default` alone: a `value` set by an admin is another field.
@@ -62,7 +62,7 @@ async def ensure_admin(kube: AsyncClient, password: str | None) -> None:
     in the Secret svc-system/bootstrap-secret. Either way it is never logged.
     """
     try:
-        existing = as_dict(await kube.get(resources.User, ADMIN_ID))
+        existing = as_dict(await kube.get(kinds.User, ADMIN_ID))
     except ApiError as exc:
         if exc.status.code != 404:
             raise
@@ -73,22 +73,22 @@ async def ensure_admin(kube: AsyncClient, password: str | None) -> None:
     if not password:
         password = secrets.token_urlsafe(18)
         await create_if_missing(kube, Secret(
-            metadata=ObjectMeta(name=BOOTSTRAP_SECRET, namespace=resources.SYSTEM_NAMESPACE),
+            metadata=ObjectMeta(name=BOOTSTRAP_SECRET, namespace=names.SYSTEM_NAMESPACE),
             stringData={"bootstrapPassword": password},
         ))  # fmt: skip
         log.warning("created user %s; its password is in Secret %s/%s (key bootstrapPassword)",
-                    ADMIN_USERNAME, resources.SYSTEM_NAMESPACE, BOOTSTRAP_SECRET)  # fmt: skip
-    user = resources.User(
+                    ADMIN_USERNAME, names.SYSTEM_NAMESPACE, BOOTSTRAP_SECRET)  # fmt: skip
+    user = kinds.User(
         metadata=ObjectMeta(name=ADMIN_ID),
         spec={"username": ADMIN_USERNAME, "displayName": "Default Admin", "enabled": True},
     )
     await usernames.claim(kube, ADMIN_USERNAME, ADMIN_ID)
     if not await create_if_missing(kube, user):
         return  # another replica got there first
-    uid = as_dict(await kube.get(resources.User, ADMIN_ID))["metadata"]["uid"]
+    uid = as_dict(await kube.get(kinds.User, ADMIN_ID))["metadata"]["uid"]
     await usernames.own(kube, ADMIN_USERNAME, ADMIN_ID, uid)
-    await credentials.store(kube, ADMIN_ID, uid, password)
-    await create_if_missing(kube, resources.GlobalRoleBinding(
+    await password_secrets.store(kube, ADMIN_ID, uid, password)
+    await create_if_missing(kube, kinds.GlobalRoleBinding(
         metadata=ObjectMeta(name=ADMIN_BINDING),
         spec={"globalRoleName": "admin", "userName": ADMIN_ID},
     ))  # fmt: skip

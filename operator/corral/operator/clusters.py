@@ -23,11 +23,14 @@ from lightkube.resources.core_v1 import Node as DownstreamNode
 from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
 from lightkube.types import PatchType
 
-from corral.core import conditions, resources
+from corral.core import conditions
+from corral.core.api import names
 from corral.core.clusters import observe
 from corral.core.clusters.credential import Credential
 from corral.core.clusters.importing import AGENT_NAME, AGENT_NAMESPACE
-from corral.core.kube import as_dict, delete_if_present, ensure_namespace
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
+from corral.core.kube.credential import client_for, session_for
 from corral.operator import connections, nodes, projects
 from corral.operator.mirror import Mirror
 
@@ -38,7 +41,7 @@ RETRY_INTERVAL = 5.0
 T = TypeVar("T")
 
 
-@kopf.daemon(resources.GROUP, resources.VERSION, "clusters", cancellation_timeout=10)
+@kopf.daemon(names.GROUP, names.VERSION, names.CLUSTER.plural, cancellation_timeout=10)
 async def observe_cluster(
     name: str, body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, **kwargs: Any
 ) -> None:
@@ -51,7 +54,7 @@ async def observe_cluster(
         memo.wakeups.pop(name, None)
 
 
-@kopf.on.event(resources.GROUP, resources.VERSION, "clusters")
+@kopf.on.event(names.GROUP, names.VERSION, names.CLUSTER.plural)
 async def wake_on_change(name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """A changed spec (enableNetworkPolicy, say) is acted on at once, not at the next probe."""
     generation = body["metadata"].get("generation")
@@ -63,24 +66,24 @@ async def wake_on_change(name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) 
             wakeup.set()
 
 
-@kopf.on.delete(resources.GROUP, resources.VERSION, "clusters")
+@kopf.on.delete(names.GROUP, names.VERSION, names.CLUSTER.plural)
 async def forget_cluster(name: str, memo: kopf.Memo, **_: Any) -> None:
     """Deleting a cluster removes everything corral keeps for it: its namespace (with the
     Node CRs), its credential, and corral's service account in the cluster."""
     kube: AsyncClient = memo.kube
     credential = await connections.credential(kube, name)
-    if credential is not None and name != resources.LOCAL_CLUSTER:
+    if credential is not None and name != names.LOCAL_CLUSTER:
         await remove_agent(credential)
     await delete_if_present(kube, Namespace, name)
     with contextlib.suppress(ApiError):
         await kube.delete(
-            Secret, resources.credential_secret_name(name), namespace=resources.SYSTEM_NAMESPACE
+            Secret, names.credential_secret_name(name), namespace=names.SYSTEM_NAMESPACE
         )
 
 
 async def remove_agent(credential: Credential) -> None:
     """Best effort: an unreachable cluster must not block its deletion."""
-    client = credential.client(timeout=5)
+    client = client_for(credential, timeout=5)
     try:
         # The namespace first: the binding is what allows deleting it.
         await delete_if_present(client, Namespace, AGENT_NAMESPACE)
@@ -182,7 +185,7 @@ class Observer:
 
     def _connect(self, credential: Credential) -> AsyncClient | None:
         try:
-            return credential.client()
+            return client_for(credential)
         except Exception as exc:  # noqa: BLE001 - a stored credential that cannot be used
             self._fail("credential", nodes.describe(exc))
             return None
@@ -219,7 +222,7 @@ class Observer:
 
     async def _probe(self, credential: Credential) -> observe.Probe:
         try:
-            async with credential.session(timeout=PROBE_INTERVAL) as session:
+            async with session_for(credential, timeout=PROBE_INTERVAL) as session:
                 async with session.get("version") as response:
                     if response.status in (401, 403):
                         return observe.Probe(
@@ -265,13 +268,13 @@ class Observer:
         if merged == current:
             return
         await self.kube.patch(
-            resources.Cluster.Status, self.cluster, {"status": status}, patch_type=PatchType.MERGE
+            kinds.Cluster.Status, self.cluster, {"status": status}, patch_type=PatchType.MERGE
         )
 
     async def _ensure_namespace(self) -> bool:
         """Node CRs, projects and cluster role bindings live in a namespace named after the
         cluster."""
-        await ensure_namespace(self.kube, self.cluster, {resources.LABEL_CLUSTER: self.cluster})
+        await ensure_namespace(self.kube, self.cluster, {names.LABEL_CLUSTER: self.cluster})
         return True
 
     async def _sleep(self, seconds: float, stopped: kopf.DaemonStopped) -> None:

@@ -6,18 +6,19 @@ from __future__ import annotations
 from lightkube import ApiError, AsyncClient
 from lightkube.resources.core_v1 import Secret
 
-from corral.core import resources
-from corral.core.clusters.credential import Credential, from_environment
+from corral.core.api import names
+from corral.core.clusters.credential import Credential
+from corral.core.kube.credential import from_environment
 
 
 async def credential(kube: AsyncClient, cluster_id: str) -> Credential | None:
     """The cluster's credential; None while it has none."""
-    if cluster_id == resources.LOCAL_CLUSTER:
+    if cluster_id == names.LOCAL_CLUSTER:
         return from_environment()
     try:
         secret = await kube.get(
-            Secret, resources.credential_secret_name(cluster_id),
-            namespace=resources.SYSTEM_NAMESPACE,
+            Secret, names.credential_secret_name(cluster_id),
+            namespace=names.SYSTEM_NAMESPACE,
         )  # fmt: skip
     except ApiError as exc:
         if exc.status.code == 404:

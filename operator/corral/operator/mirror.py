@@ -9,7 +9,7 @@ from typing import Any
 
 from lightkube import AsyncClient
 
-from corral.core.kube import as_dict
+from corral.core.kube.client import as_dict
 
 log = logging.getLogger(__name__)
 

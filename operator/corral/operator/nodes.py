@@ -22,10 +22,13 @@ from lightkube.resources.core_v1 import Node as DownstreamNode
 from lightkube.resources.core_v1 import Pod
 from lightkube.types import PatchType
 
-from corral.core import conditions, resources
+from corral.core import conditions
+from corral.core.api import condition_types as ct
+from corral.core.api import names
 from corral.core.clusters import observe, taints
 from corral.core.conditions import Condition
-from corral.core.kube import as_dict, delete_if_present
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict, delete_if_present
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +42,7 @@ _drains: dict[tuple[str, str], asyncio.Task[None]] = {}
 _last_blocker: dict[str, str] = {}
 
 
-@kopf.on.event(resources.GROUP, resources.VERSION, "nodes")
+@kopf.on.event(names.GROUP, names.VERSION, names.NODE.plural)
 async def wake_cluster(namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
     """A changed Node CR (a new taint, a cordon) is applied at the cluster's next pass: now."""
     wakeup = memo.get("wakeups", {}).get(namespace)
@@ -59,7 +62,7 @@ async def sync(
     downstream node, for the cluster's conditions."""
     existing = {
         n["metadata"]["name"]: n
-        for n in [as_dict(o) async for o in kube.list(resources.Node, namespace=cluster)]
+        for n in [as_dict(o) async for o in kube.list(kinds.Node, namespace=cluster)]
     }
     failures: dict[str, str] = {}
     wanted = set()
@@ -74,7 +77,7 @@ async def sync(
             failures[node["metadata"]["name"]] = failure
     for name in set(existing) - wanted:
         try:
-            await delete_if_present(kube, resources.Node, name, namespace=cluster)
+            await delete_if_present(kube, kinds.Node, name, namespace=cluster)
         except Exception as exc:  # noqa: BLE001 - as above
             failures[name] = f"cannot remove its record: {describe(exc)}"
     return failures
@@ -92,7 +95,7 @@ async def sync_node(
     or "" when it did not."""
     if record is None:
         meta = ObjectMeta(name=observe.node_cr_name(node["metadata"]["name"]), namespace=cluster)
-        created = await kube.create(resources.Node(metadata=meta, spec=observe.node_spec(node)))
+        created = await kube.create(kinds.Node(metadata=meta, spec=observe.node_spec(node)))
         record = as_dict(created)
     failure = ""
     try:
@@ -165,14 +168,16 @@ async def write_status(
             _drains[(cluster, name)] = asyncio.create_task(
                 run_drain(kube, downstream, cluster, name, node["metadata"]["name"], drain)
             )
-    elif conditions.is_true(current.get("conditions") or [], "Drained"):
-        observed.append(Condition.of("Drained", False, "Uncordoned", "the node takes pods again"))
+    elif conditions.is_true(current.get("conditions") or [], ct.DRAINED):
+        observed.append(
+            Condition.of(ct.DRAINED, False, ct.REASON_UNCORDONED, "the node takes pods again")
+        )
     status["conditions"] = conditions.merge(
         current.get("conditions") or [], observed, _now(), record["metadata"].get("generation")
     )
     if {**current, **status} != current:
         await kube.patch(
-            resources.Node.Status,
+            kinds.Node.Status,
             name,
             {"status": status},
             namespace=cluster,
@@ -242,20 +247,20 @@ async def run_drain(
         outcome = await asyncio.wait_for(drain_node(downstream, node_name, drain), timeout)
     except TimeoutError:
         outcome = Condition.of(
-            "Drained",
+            ct.DRAINED,
             False,
-            "DrainTimedOut",
+            ct.REASON_DRAIN_TIMED_OUT,
             f"not done after {timeout}s: "
             + _last_blocker.get(node_name, "pods are still terminating"),
         )
     except DrainRefused as exc:
-        outcome = Condition.of("Drained", False, "DrainRefused", str(exc))
+        outcome = Condition.of(ct.DRAINED, False, ct.REASON_DRAIN_REFUSED, str(exc))
     except Exception as exc:  # noqa: BLE001 - reported in the condition, never lost
-        outcome = Condition.of("Drained", False, "DrainFailed", str(exc))
+        outcome = Condition.of(ct.DRAINED, False, ct.REASON_DRAIN_FAILED, str(exc))
     finally:
         _drains.pop((cluster, record), None)
         _last_blocker.pop(node_name, None)
-    current = as_dict(await kube.get(resources.Node, record, namespace=cluster))
+    current = as_dict(await kube.get(kinds.Node, record, namespace=cluster))
     status = {
         "drainRequest": str(drain.get("requestedAt", "")),
         "conditions": conditions.merge(
@@ -263,7 +268,7 @@ async def run_drain(
         ),
     }
     await kube.patch(
-        resources.Node.Status,
+        kinds.Node.Status,
         record,
         {"status": status},
         namespace=cluster,
@@ -308,7 +313,7 @@ async def drain_node(
         downstream, {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in targets}
     )
     evicted = len(targets)
-    return Condition.of("Drained", True, "Drained", f"evicted {evicted} pod(s)")
+    return Condition.of(ct.DRAINED, True, ct.REASON_DRAINED, f"evicted {evicted} pod(s)")
 
 
 async def _await_gone(downstream: AsyncClient, pods: set[tuple[str, str]]) -> None:

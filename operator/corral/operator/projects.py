@@ -27,8 +27,13 @@ from lightkube.resources.networking_v1 import NetworkPolicy
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding, RoleBinding
 from lightkube.types import PatchType
 
-from corral.core import conditions, resources
-from corral.core.kube import as_dict, delete_if_present, ensure_namespace
+from corral.core import conditions
+from corral.core.api import condition_types as ct
+from corral.core.api import names
+from corral.core.api.ids import ScopedId
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
+from corral.core.kube.credential import client_for
 from corral.core.projects import defaults, downstream, roles, status
 from corral.core.projects.downstream import Binding, Key, ProjectView
 from corral.operator import connections
@@ -48,7 +53,7 @@ KIND_RESOURCES: dict[str, Any] = {
     "ClusterRoleBinding": ClusterRoleBinding,
     "ClusterRole": ClusterRole,
 }
-MANAGED = {resources.LABEL_MANAGED_BY: resources.MANAGED_BY}
+MANAGED = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
 
 
 # -- what kopf keeps for us ---------------------------------------------------------------------
@@ -74,7 +79,7 @@ class ProjectSnapshot:
         )
 
 
-@kopf.index(resources.GROUP, resources.VERSION, "projects")
+@kopf.index(names.GROUP, names.VERSION, names.PROJECT.plural)
 def projects_by_cluster(
     name: str, namespace: str | None, body: kopf.Body, **_: Any
 ) -> dict[str | None, ProjectSnapshot]:
@@ -85,26 +90,27 @@ def projects_by_cluster(
             uid=meta.get("uid", ""),
             spec=dict(body.get("spec") or {}),
             labels=dict(meta.get("labels") or {}),
-            creator=(meta.get("annotations") or {}).get(resources.ANNOTATION_CREATOR),
+            creator=(meta.get("annotations") or {}).get(names.ANNOTATION_CREATOR),
             deleting=bool(meta.get("deletionTimestamp")),
             status=dict(body.get("status") or {}),
         )
     }
 
 
-@kopf.index(resources.GROUP, resources.VERSION, "projectroletemplatebindings")
+@kopf.index(names.GROUP, names.VERSION, names.PROJECT_ROLE_TEMPLATE_BINDING.plural)
 def project_bindings_by_cluster(
     name: str, namespace: str | None, spec: kopf.Spec, **_: Any
 ) -> dict[str, Binding] | None:
-    cluster, _colon, project = str(spec.get("projectName", "")).partition(":")
+    project = ScopedId.parse_or_none(spec.get("projectName"))
     # Only a binding in its project's backing namespace counts: that is where the API puts
     # them, and where deleting the project removes them.
-    if namespace != resources.backing_namespace(cluster, project):
+    if project is None or namespace != names.backing_namespace(project.namespace, project.name):
         return None
-    return {cluster: Binding(name, spec["userName"], spec["roleTemplateName"], project)}
+    binding = Binding(name, spec["userName"], spec["roleTemplateName"], project.name)
+    return {project.namespace: binding}
 
 
-@kopf.index(resources.GROUP, resources.VERSION, "clusterroletemplatebindings")
+@kopf.index(names.GROUP, names.VERSION, names.CLUSTER_ROLE_TEMPLATE_BINDING.plural)
 def cluster_bindings_by_cluster(
     name: str, namespace: str | None, spec: kopf.Spec, **_: Any
 ) -> dict[str, Binding] | None:
@@ -113,9 +119,9 @@ def cluster_bindings_by_cluster(
     return {namespace: Binding(name, spec["userName"], spec["roleTemplateName"])}
 
 
-@kopf.index("", "v1", "namespaces", labels={resources.LABEL_BACKING_PROJECT: kopf.PRESENT})
+@kopf.index("", "v1", "namespaces", labels={names.LABEL_BACKING_PROJECT: kopf.PRESENT})
 def backing_namespaces(name: str, labels: kopf.Labels, **_: Any) -> dict[str, str]:
-    return {labels.get(resources.LABEL_CLUSTER, ""): name}
+    return {labels.get(names.LABEL_CLUSTER, ""): name}
 
 
 @dataclass(frozen=True)
@@ -141,8 +147,8 @@ def _wake(memo: kopf.Memo, cluster: str | None) -> None:
         wakeup.set()
 
 
-@kopf.on.event(resources.GROUP, resources.VERSION, "projects")
-@kopf.on.event(resources.GROUP, resources.VERSION, "clusterroletemplatebindings")
+@kopf.on.event(names.GROUP, names.VERSION, names.PROJECT.plural)
+@kopf.on.event(names.GROUP, names.VERSION, names.CLUSTER_ROLE_TEMPLATE_BINDING.plural)
 async def wake_for_cluster_object(
     type: str | None, namespace: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any
 ) -> None:
@@ -152,12 +158,14 @@ async def wake_for_cluster_object(
         _wake(memo, namespace)
 
 
-@kopf.on.event(resources.GROUP, resources.VERSION, "projectroletemplatebindings")
+@kopf.on.event(names.GROUP, names.VERSION, names.PROJECT_ROLE_TEMPLATE_BINDING.plural)
 async def wake_for_project_binding(
     type: str | None, spec: kopf.Spec, body: kopf.Body, memo: kopf.Memo, **_: Any
 ) -> None:
-    if _spec_changed(memo, type, body):
-        _wake(memo, str(spec.get("projectName", "")).partition(":")[0])
+    if _spec_changed(memo, type, body) and (
+        project := ScopedId.parse_or_none(spec.get("projectName"))
+    ):
+        _wake(memo, project.namespace)
 
 
 def _spec_changed(memo: kopf.Memo, event: str | None, body: kopf.Body) -> bool:
@@ -172,7 +180,7 @@ def _spec_changed(memo: kopf.Memo, event: str | None, body: kopf.Body) -> bool:
     return changed
 
 
-@kopf.on.delete(resources.GROUP, resources.VERSION, "projects")
+@kopf.on.delete(names.GROUP, names.VERSION, names.PROJECT.plural)
 async def remove_project(name: str, namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
     """Deleting a project deletes its namespaces downstream (and everything in them) and its
     backing namespace (with its role bindings). When the whole cluster is being removed from
@@ -182,14 +190,12 @@ async def remove_project(name: str, namespace: str | None, memo: kopf.Memo, **_:
     if not await _cluster_leaving(kube, namespace):
         credential = await connections.credential(kube, namespace)
         if credential is not None:
-            client = credential.client()
+            client = client_for(credential)
             try:
-                project_id = f"{namespace}:{name}"
+                project_id = str(ScopedId(namespace, name))
                 async for ns in client.list(Namespace):
                     meta = as_dict(ns)["metadata"]
-                    if (meta.get("annotations") or {}).get(
-                        resources.ANNOTATION_PROJECT
-                    ) == project_id:
+                    if (meta.get("annotations") or {}).get(names.ANNOTATION_PROJECT) == project_id:
                         await delete_if_present(client, Namespace, meta["name"])
             except Exception as exc:  # retried until the cluster answers
                 raise kopf.TemporaryError(
@@ -197,12 +203,12 @@ async def remove_project(name: str, namespace: str | None, memo: kopf.Memo, **_:
                 ) from exc
             finally:
                 await client.close()
-    await delete_if_present(kube, Namespace, resources.backing_namespace(namespace, name))
+    await delete_if_present(kube, Namespace, names.backing_namespace(namespace, name))
 
 
 async def _cluster_leaving(kube: AsyncClient, cluster: str) -> bool:
     try:
-        obj = await kube.get(resources.Cluster, cluster)
+        obj = await kube.get(kinds.Cluster, cluster)
     except ApiError as exc:
         if exc.status.code == 404:
             return True
@@ -255,7 +261,7 @@ class ProjectSync:
         backing = set(self.indices.backing.get(self.cluster, []))
         creators = self._creator_bound(projects)
         for project in projects:
-            namespace = resources.backing_namespace(self.cluster, project.name)
+            namespace = names.backing_namespace(self.cluster, project.name)
             observed = status.Observed(
                 backing_namespace=namespace,
                 backing_exists=namespace in backing,
@@ -286,11 +292,11 @@ class ProjectSync:
         backing = set(self.indices.backing.get(self.cluster, []))
         bound = self._creator_bound(projects)
         for project in projects:
-            namespace = resources.backing_namespace(self.cluster, project.name)
+            namespace = names.backing_namespace(self.cluster, project.name)
             if namespace not in backing:
-                labels = resources.backing_namespace_labels(self.cluster, project.name)
+                labels = names.backing_namespace_labels(self.cluster, project.name)
                 await ensure_namespace(self.kube, namespace, labels)
-            done = conditions.is_true(project.status.get("conditions") or [], "CreatorMadeOwner")
+            done = conditions.is_true(project.status.get("conditions") or [], ct.CREATOR_MADE_OWNER)
             if project.creator and project.name not in bound and not done:
                 await self._bind_creator(project, namespace)
 
@@ -308,10 +314,10 @@ class ProjectSync:
         """Under the name the API gives the same grant, so at most one of them creates it."""
         assert project.creator is not None  # only projects with a creator get here
         name = roles.project_binding_name(project.creator, roles.PROJECT_OWNER)
-        binding = resources.ProjectRoleTemplateBinding(
+        binding = kinds.ProjectRoleTemplateBinding(
             metadata=ObjectMeta(name=name, namespace=namespace),
             spec={
-                "projectName": f"{self.cluster}:{project.name}",
+                "projectName": str(ScopedId(self.cluster, project.name)),
                 "userName": project.creator,
                 "roleTemplateName": roles.PROJECT_OWNER,
             },
@@ -334,7 +340,7 @@ class ProjectSync:
             name = defaults.project_name(self.cluster, which)
             if name in present:
                 continue
-            project = resources.Project(
+            project = kinds.Project(
                 metadata=ObjectMeta(
                     name=name,
                     namespace=self.cluster,
@@ -425,7 +431,7 @@ class ProjectSync:
         if {**project.status, **new} == dict(project.status):
             return
         try:
-            await self.kube.patch(resources.Project.Status, project.name, {"status": new},
+            await self.kube.patch(kinds.Project.Status, project.name, {"status": new},
                                   namespace=self.cluster, patch_type=PatchType.MERGE)  # fmt: skip
         except ApiError as exc:
             if exc.status.code == 404:
@@ -441,8 +447,8 @@ class ProjectSync:
 
 async def assign(client: AsyncClient, cluster: str, namespace: str, project: str | None) -> None:
     """Put a downstream namespace into a project (None: out of any)."""
-    annotations = {resources.ANNOTATION_PROJECT: f"{cluster}:{project}" if project else None}
-    labels = {resources.LABEL_PROJECT: project}
+    annotations = {names.ANNOTATION_PROJECT: str(ScopedId(cluster, project)) if project else None}
+    labels = {names.LABEL_PROJECT: project}
     await client.patch(Namespace, namespace,
                        {"metadata": {"annotations": annotations, "labels": labels}},
                        patch_type=PatchType.MERGE)  # fmt: skip
@@ -450,7 +456,7 @@ async def assign(client: AsyncClient, cluster: str, namespace: str, project: str
 
 async def _set_label(client: AsyncClient, namespace: str, project: str | None) -> None:
     await client.patch(Namespace, namespace,
-                       {"metadata": {"labels": {resources.LABEL_PROJECT: project}}},
+                       {"metadata": {"labels": {names.LABEL_PROJECT: project}}},
                        patch_type=PatchType.MERGE)  # fmt: skip
 
 
@@ -472,8 +478,8 @@ async def post_event(
     event = Event(
         metadata=ObjectMeta(generateName=f"{project.name}.", namespace=cluster),
         involvedObject=ObjectReference(
-            apiVersion=f"{resources.GROUP}/{resources.VERSION}",
-            kind="Project",
+            apiVersion=names.API_VERSION,
+            kind=names.PROJECT.kind,
             name=project.name,
             namespace=cluster,
             uid=project.uid,

@@ -10,7 +10,7 @@ from lightkube import ApiError, AsyncClient
 from lightkube.generic_resource import create_global_resource
 from lightkube.models.meta_v1 import ObjectMeta
 
-from corral.core import kube
+from corral.core.kube import client as kube
 from corral.operator import bootstrap
 
 # Everything kopf stores on our objects lives under corral's own domain. Annotations, not

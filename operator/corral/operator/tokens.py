@@ -13,9 +13,10 @@ import kopf
 from lightkube import ApiError, AsyncClient
 from lightkube.types import PatchType
 
-from corral.core import resources, settings
+from corral.core.api import names, settings
 from corral.core.auth import ttl
-from corral.core.kube import as_dict, delete_if_present
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict, delete_if_present
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ def expired(tokens: Iterable[Mapping[str, Any]], now: datetime.datetime) -> list
 def is_expired(token: Mapping[str, Any], now: datetime.datetime) -> bool:
     """Whether a token's lifetime is over. System tokens never expire."""
     meta, spec = token["metadata"], token.get("spec", {})
-    if (meta.get("labels") or {}).get(resources.LABEL_TOKEN_KIND) == resources.KIND_SYSTEM:
+    if (meta.get("labels") or {}).get(names.LABEL_TOKEN_KIND) == names.KIND_SYSTEM:
         return False
     created = ttl.parse_time(meta["creationTimestamp"])
     return ttl.is_expired(created, int(spec.get("ttlMillis", 0)), now)
@@ -68,7 +69,7 @@ def skipped(token: Mapping[str, Any], what: str, exc: Exception) -> None:
 
 # An event handler, not a create handler: it keeps no state of its own on the object, so a
 # new token costs exactly one status write.
-@kopf.on.event(resources.GROUP, resources.VERSION, "tokens")
+@kopf.on.event(names.GROUP, names.VERSION, names.TOKEN.plural)
 async def record_expiry(type: str, name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     if type == "DELETED":
         return
@@ -81,14 +82,14 @@ async def record_expiry(type: str, name: str, body: kopf.Body, memo: kopf.Memo, 
         return
     kube: AsyncClient = memo.kube
     try:
-        await kube.patch(resources.Token.Status, name, {"status": status},
+        await kube.patch(kinds.Token.Status, name, {"status": status},
                          patch_type=PatchType.MERGE)  # fmt: skip
     except ApiError as exc:
         if exc.status.code != 404:
             raise
 
 
-@kopf.daemon(resources.GROUP, resources.VERSION, "settings",
+@kopf.daemon(names.GROUP, names.VERSION, names.SETTING.plural,
              when=lambda name, **_: name == PURGE_SETTING)  # fmt: skip
 async def purge_expired_tokens(
     stopped: kopf.DaemonStopped, memo: kopf.Memo, body: kopf.Body, **_: Any
@@ -118,11 +119,11 @@ def interval_seconds(setting: Mapping[str, Any]) -> float:
 
 async def purge(kube: AsyncClient, now: datetime.datetime) -> int:
     """Deletes the expired tokens; one that cannot be deleted is logged and the rest go."""
-    tokens = [as_dict(t) async for t in kube.list(resources.Token)]
+    tokens = [as_dict(t) async for t in kube.list(kinds.Token)]
     purged = 0
     for name in expired(tokens, now):
         try:
-            await delete_if_present(kube, resources.Token, name)
+            await delete_if_present(kube, kinds.Token, name)
         except ApiError as exc:
             log.warning("token %s not purged: %s", name, exc.status.message)
             continue

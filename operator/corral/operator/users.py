@@ -8,29 +8,27 @@ from typing import Any
 import kopf
 from lightkube import AsyncClient
 
-from corral.core import resources
-from corral.core.kube import as_dict, delete_if_present
+from corral.core.api import names
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict, delete_if_present
 
 log = logging.getLogger(__name__)
 
 
-@kopf.on.delete(resources.GROUP, resources.VERSION, "users")
+@kopf.on.delete(names.GROUP, names.VERSION, names.USER.plural)
 async def remove_credentials(name: str, memo: kopf.Memo, **_: Any) -> None:
     """The password Secret goes by garbage collection (it is owned by the User); tokens and
     role bindings name the user only by id, so they are deleted here."""
     kube: AsyncClient = memo.kube
-    tokens = [
-        t async for t in kube.list(resources.Token, labels={resources.LABEL_TOKEN_USER: name})
-    ]
+    tokens = [t async for t in kube.list(kinds.Token, labels={names.LABEL_TOKEN_USER: name})]
     deleted = {"tokens": 0, "bindings": 0}
     for token in tokens:
-        await delete_if_present(kube, resources.Token, as_dict(token)["metadata"]["name"])
+        await delete_if_present(kube, kinds.Token, as_dict(token)["metadata"]["name"])
         deleted["tokens"] += 1
     bindings: list[tuple[Any, dict[str, Any]]] = [
-        (resources.GlobalRoleBinding, as_dict(b))
-        async for b in kube.list(resources.GlobalRoleBinding)
+        (kinds.GlobalRoleBinding, as_dict(b)) async for b in kube.list(kinds.GlobalRoleBinding)
     ]
-    for resource in (resources.ProjectRoleTemplateBinding, resources.ClusterRoleTemplateBinding):
+    for resource in (kinds.ProjectRoleTemplateBinding, kinds.ClusterRoleTemplateBinding):
         bindings += [(resource, as_dict(b)) async for b in kube.list(resource, namespace="*")]
     for resource, binding in bindings:
         meta = binding["metadata"]

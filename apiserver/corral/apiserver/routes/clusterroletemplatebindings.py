@@ -17,14 +17,16 @@ from lightkube.models.meta_v1 import ObjectMeta
 from corral.apiserver import envelope, errors
 from corral.apiserver.authz import access
 from corral.apiserver.body import read_json
-from corral.apiserver.cache import Obj
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.routes.clusters import owned_cluster, visible_cluster
 from corral.apiserver.routes.common import base_url, either, referenced, v3
 from corral.apiserver.routes.projectroletemplatebindings import create_once, grant
 from corral.apiserver.schemas import Field, Schema
-from corral.core import resources
-from corral.core.kube import delete_if_present, ensure_namespace
+from corral.core.api import names
+from corral.core.api.ids import ScopedId
+from corral.core.kube import kinds
+from corral.core.kube.client import delete_if_present, ensure_namespace
+from corral.core.kube.informer import Obj
 from corral.core.projects import roles
 
 SCHEMA = Schema(
@@ -44,10 +46,15 @@ SCHEMA = Schema(
 routes = web.RouteTableDef()
 
 
-def render(request: web.Request, obj: Obj) -> dict[str, Any]:
+def binding_id(obj: Obj) -> str:
+    return str(ScopedId.of(obj))
+
+
+def fields(obj: Obj) -> dict[str, Any]:
+    """All of the resource's fields: each is small, so collections filter and sort by them."""
     spec, meta = obj.get("spec") or {}, obj["metadata"]
-    body = {
-        "id": f"{meta['namespace']}:{meta['name']}",
+    return {
+        "id": binding_id(obj),
         "name": meta["name"],
         "clusterId": spec.get("clusterName", ""),
         "userId": spec.get("userName", ""),
@@ -55,13 +62,16 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
         "created": meta.get("creationTimestamp", ""),
         "uuid": meta.get("uid", ""),
     }
-    return envelope.resource(base_url(request), SCHEMA, body)
+
+
+def render(request: web.Request, obj: Obj) -> dict[str, Any]:
+    return envelope.resource(base_url(request), SCHEMA, fields(obj))
 
 
 def visible(request: web.Request) -> Obj:
-    cluster, _, name = request.match_info["id"].partition(":")
-    obj = request.app[STORES].cluster_bindings.get(f"{cluster}/{name}")
-    if obj is None or access(request).cluster_role(cluster) is None:
+    binding = ScopedId.parse_or_none(request.match_info["id"])
+    obj = request.app[STORES].cluster_bindings.get(binding.key) if binding else None
+    if binding is None or obj is None or access(request).cluster_role(binding.namespace) is None:
         raise errors.not_found(f"clusterRoleTemplateBinding {request.match_info['id']} not found")
     return obj
 
@@ -73,13 +83,16 @@ async def list_bindings(request: web.Request) -> web.Response:
     objs = stores.cluster_bindings.by_index("cluster", cluster) if cluster else (
         stores.cluster_bindings.all()
     )  # fmt: skip
-    items = [
-        render(request, o)
-        for o in objs
-        if allowed.cluster_role(o["metadata"]["namespace"]) is not None
-    ]
     body = envelope.collection(
-        base_url(request), SCHEMA, items, request.query, request.path, can_create=True
+        base_url(request),
+        SCHEMA,
+        (o for o in objs if allowed.cluster_role(o["metadata"]["namespace"]) is not None),
+        binding_id,
+        fields,
+        lambda o: render(request, o),
+        request.query,
+        request.path,
+        can_create=True,
     )
     return web.json_response(body)
 
@@ -100,8 +113,8 @@ async def create_binding(request: web.Request) -> web.Response:
     existing = stores.cluster_bindings.by_index("cluster", cluster)
     user, role = grant(request, body, roles.CLUSTER_ROLES, existing, f"cluster {cluster}")
     owned_cluster(request, cluster, "grant roles in it")
-    await ensure_namespace(request.app[KUBE], cluster, {resources.LABEL_CLUSTER: cluster})
-    binding = resources.ClusterRoleTemplateBinding(
+    await ensure_namespace(request.app[KUBE], cluster, {names.LABEL_CLUSTER: cluster})
+    binding = kinds.ClusterRoleTemplateBinding(
         metadata=ObjectMeta(name=roles.cluster_binding_name(user, role), namespace=cluster),
         spec={"clusterName": cluster, "userName": user, "roleTemplateName": role},
     )
@@ -116,7 +129,7 @@ async def delete_binding(request: web.Request) -> web.Response:
     meta = obj["metadata"]
     owned_cluster(request, meta["namespace"], "revoke roles in it")
     await delete_if_present(
-        request.app[KUBE], resources.ClusterRoleTemplateBinding, meta["name"], meta["namespace"]
+        request.app[KUBE], kinds.ClusterRoleTemplateBinding, meta["name"], meta["namespace"]
     )
     request.app[STORES].cluster_bindings.forget(f"{meta['namespace']}/{meta['name']}")
     return web.Response(status=204)

@@ -21,25 +21,30 @@ from corral.apiserver import claims, envelope, errors
 from corral.apiserver.authn import Principal, principal
 from corral.apiserver.authz import access, require_admin
 from corral.apiserver.body import read_json
-from corral.apiserver.cache import Obj
 from corral.apiserver.errors import ApiError
 from corral.apiserver.issuing import NewToken, issue
-from corral.apiserver.keys import CORRAL_CA, FEATURES, KUBE, STORES
+from corral.apiserver.keys import CONNECTIONS, CORRAL_CA, FEATURES, KUBE, STORES
 from corral.apiserver.routes import tokens
 from corral.apiserver.routes.common import (
     action,
     base_url,
     flag,
     label_selector,
+    name_of,
     object_fields,
+    object_stamp,
     text,
     v3,
 )
 from corral.apiserver.schemas import Field, Schema, readonly
-from corral.core import conditions, ids, kubeconfig, resources
+from corral.core import conditions, kubeconfig
+from corral.core.api import condition_types as ct
+from corral.core.api import ids, names
 from corral.core.auth import ttl
 from corral.core.clusters import importing
-from corral.core.kube import as_dict, delete_if_present
+from corral.core.kube import agent, kinds
+from corral.core.kube.client import as_dict, delete_if_present
+from corral.core.kube.informer import Obj
 from corral.core.projects import roles
 
 CONFIG_DRIVERS = {
@@ -99,20 +104,21 @@ def state(obj: Obj) -> tuple[str, str, str]:
     conds = status.get("conditions") or []
     if obj["metadata"].get("deletionTimestamp"):
         return "removing", "yes", "waiting for the operator to clean up"
-    if conditions.is_true(conds, "Ready"):
+    if conditions.is_true(conds, ct.READY):
         return "active", "no", ""
-    ready = conditions.find(conds, "Ready")
-    if conditions.is_true(conds, "Pending") or ready is None:
+    ready = conditions.find(conds, ct.READY)
+    if conditions.is_true(conds, ct.PENDING) or ready is None:
         return "pending", "yes", (ready or {}).get("message", "")
     return "unavailable", "error", ready.get("message", "")
 
 
-def render(request: web.Request, obj: Obj) -> dict[str, Any]:
+def fields(obj: Obj) -> dict[str, Any]:
+    """The resource's fields short of the custom resource's metadata, spec and status:
+    small, so collections filter and sort by them."""
     meta, spec = obj["metadata"], obj.get("spec") or {}
-    base, cluster_id = base_url(request), meta["name"]
     current, transitioning, message = state(obj)
-    body = {
-        "id": cluster_id,
+    return {
+        "id": name_of(obj),
         "name": spec.get("displayName", ""),
         "displayName": spec.get("displayName", ""),
         "description": spec.get("description", ""),
@@ -122,6 +128,14 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
         "transitioningMessage": message,
         "enableNetworkPolicy": spec.get("enableNetworkPolicy", False),
         "labels": meta.get("labels") or {},
+        **object_stamp(obj),
+    }
+
+
+def render(request: web.Request, obj: Obj) -> dict[str, Any]:
+    base, cluster_id = base_url(request), name_of(obj)
+    body = {
+        **fields(obj),
         **object_fields(
             obj, ("name", "creationTimestamp", "labels", "annotations", "uid", "generation")
         ),
@@ -131,7 +145,7 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
         "projects": f"{base}/v3/projects?clusterId={cluster_id}",
     }
     rendered = envelope.resource(base, SCHEMA, body, actions=ACTIONS, links=links)
-    if cluster_id == resources.LOCAL_CLUSTER:
+    if cluster_id == names.LOCAL_CLUSTER:
         rendered["links"].pop("remove", None)
     return rendered
 
@@ -159,9 +173,16 @@ async def list_clusters(request: web.Request) -> web.Response:
         c for c in request.app[STORES].clusters.all() if allowed.sees_cluster(c["metadata"]["name"])
     ]
     selector = label_selector(request.query.get("labelSelector", ""))
-    items = [render(request, o) for o in objs if selector(o["metadata"].get("labels") or {})]
     body = envelope.collection(
-        base_url(request), SCHEMA, items, request.query, request.path, can_create=who.is_admin
+        base_url(request),
+        SCHEMA,
+        (o for o in objs if selector(o["metadata"].get("labels") or {})),
+        name_of,
+        fields,
+        lambda o: render(request, o),
+        request.query,
+        request.path,
+        can_create=who.is_admin,
     )
     return web.json_response(body)
 
@@ -194,9 +215,7 @@ async def create_cluster(request: web.Request) -> web.Response:
         created = await import_cluster(request, body, spec, labels)
     else:
         meta = ObjectMeta(name=f"c-m-{ids.random_suffix(8)}", labels=labels)
-        created = as_dict(
-            await request.app[KUBE].create(resources.Cluster(metadata=meta, spec=spec))
-        )
+        created = as_dict(await request.app[KUBE].create(kinds.Cluster(metadata=meta, spec=spec)))
     request.app[STORES].clusters.put(created)
     return web.json_response(render(request, created), status=201)
 
@@ -209,44 +228,32 @@ async def import_cluster(
     works, under a claim on the cluster's identity (`claims`)."""
     kube = request.app[KUBE]
     encoded = (body.get("importedConfig") or {}).get("kubeConfig") or body.get("kubeConfig")
-    try:
-        # Up to 256 KiB of YAML: parsed off the event loop.
-        user = await asyncio.to_thread(importing.parse_kubeconfig, encoded)
-        identity = await importing.identify(user)
-    except importing.ImportFailed as exc:
-        raise import_failed(exc) from None
+    # Up to 256 KiB of YAML: parsed off the event loop.
+    user = await asyncio.to_thread(importing.parse_kubeconfig, encoded)
+    identity = await agent.identify(user)
     name = ids.generate("c")
     async with claims.claimed(kube, identity, name):
-        try:
-            imported = await importing.install_agent(user)
-        except importing.ImportFailed as exc:
-            raise import_failed(exc) from None
+        imported = await agent.install_agent(user)
         annotations = {claims.ANNOTATION_IDENTITY: identity}
         meta = ObjectMeta(name=name, labels=labels, annotations=annotations)
-        cluster = resources.Cluster(metadata=meta, spec={**spec, "importedConfig": {}})
+        cluster = kinds.Cluster(metadata=meta, spec={**spec, "importedConfig": {}})
         created = as_dict(await kube.create(cluster))
         await store_credential(request, created, imported)
     await claims.own(kube, identity, created)
     return created
 
 
-def import_failed(exc: importing.ImportFailed) -> ApiError:
-    return ApiError(422, exc.code, exc.message, "importedConfig.kubeConfig")
-
-
-async def store_credential(
-    request: web.Request, cluster: Obj, imported: importing.Imported
-) -> None:
+async def store_credential(request: web.Request, cluster: Obj, imported: agent.Imported) -> None:
     meta = cluster["metadata"]
     secret = Secret(
         metadata=ObjectMeta(
-            name=resources.credential_secret_name(meta["name"]),
-            namespace=resources.SYSTEM_NAMESPACE,
-            labels={resources.LABEL_CLUSTER_CREDENTIAL: meta["name"]},
+            name=names.credential_secret_name(meta["name"]),
+            namespace=names.SYSTEM_NAMESPACE,
+            labels={names.LABEL_CLUSTER_CREDENTIAL: meta["name"]},
             ownerReferences=[
                 OwnerReference(
-                    apiVersion=f"{resources.GROUP}/{resources.VERSION}",
-                    kind="Cluster",
+                    apiVersion=names.API_VERSION,
+                    kind=names.CLUSTER.kind,
                     name=meta["name"],
                     uid=meta["uid"],
                 )
@@ -259,9 +266,9 @@ async def store_credential(
         stored = await request.app[KUBE].create(secret)
     except Exception:
         # Never leave a cluster behind that has no way in.
-        await delete_if_present(request.app[KUBE], resources.Cluster, meta["name"])
+        await delete_if_present(request.app[KUBE], kinds.Cluster, meta["name"])
         raise
-    request.app[STORES].credentials.put(as_dict(stored))
+    request.app[CONNECTIONS].credentials.put(as_dict(stored))
 
 
 def driver_of(body: dict[str, Any]) -> str:
@@ -356,7 +363,7 @@ async def update_cluster(request: web.Request) -> web.Response:
     if patch or "labels" in body:
         obj = as_dict(
             await request.app[KUBE].patch(
-                resources.Cluster, obj["metadata"]["name"], merge, patch_type=PatchType.MERGE
+                kinds.Cluster, obj["metadata"]["name"], merge, patch_type=PatchType.MERGE
             )
         )
         request.app[STORES].clusters.put(obj)
@@ -366,9 +373,9 @@ async def update_cluster(request: web.Request) -> web.Response:
 @routes.delete(v3("clusters", "/{id}"))
 async def delete_cluster(request: web.Request) -> web.Response:
     obj = owned_cluster(request, request.match_info["id"], "delete it")
-    if obj["metadata"]["name"] == resources.LOCAL_CLUSTER:
+    if obj["metadata"]["name"] == names.LOCAL_CLUSTER:
         raise ApiError(405, "MethodNotAllowed", "the local cluster cannot be deleted")
-    await delete_if_present(request.app[KUBE], resources.Cluster, obj["metadata"]["name"])
+    await delete_if_present(request.app[KUBE], kinds.Cluster, obj["metadata"]["name"])
     return web.Response(status=204)
 
 
@@ -407,13 +414,13 @@ async def generate_kubeconfig(request: web.Request, who: Principal, obj: Obj) ->
         stores,
         NewToken(
             user_id=who.user_id,
-            kind=resources.KIND_KUBECONFIG,
+            kind=names.KIND_KUBECONFIG,
             ttl_ms=ttl.clamp(default, maximum),
             description=f"kubeconfig for cluster {cluster_id}",
             cluster_name=cluster_id,
             auth_provider=who.token.auth_provider or "local",
             name=token_name,
-            labels={resources.LABEL_KUBECONFIG_ID: f"{who.user_id}.{cluster_id}"},
+            labels={names.LABEL_KUBECONFIG_ID: f"{who.user_id}.{cluster_id}"},
         ),
         hashed=request.app[FEATURES]["TokenHashing"],
     )

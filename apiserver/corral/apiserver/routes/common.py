@@ -8,9 +8,9 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver import errors
-from corral.apiserver.cache import Obj
 from corral.apiserver.keys import EXTERNAL_URL
 from corral.core.auth import ttl
+from corral.core.kube.informer import Obj
 
 
 def v3(plural: str, rest: str = "") -> str:
@@ -24,23 +24,33 @@ def base_url(request: web.Request) -> str:
     return request.app[EXTERNAL_URL]
 
 
+def name_of(obj: Obj) -> str:
+    """The id of a resource backed by an object outside any namespace: its name."""
+    name: str = obj["metadata"]["name"]
+    return name
+
+
 def meta_fields(obj: Obj) -> dict[str, Any]:
     """The metadata every resource shows: id, creation time, uid."""
     meta = obj["metadata"]
     return {
-        "id": meta["name"],
+        "id": name_of(obj),
         "created": ttl.format_time(ttl.parse_time(meta["creationTimestamp"])),
         "uuid": meta.get("uid", ""),
     }
 
 
+def object_stamp(obj: Obj) -> dict[str, Any]:
+    """A custom resource's creation time and uid, as the resource backed by it shows them."""
+    meta = obj["metadata"]
+    return {"created": meta.get("creationTimestamp", ""), "uuid": meta.get("uid", "")}
+
+
 def object_fields(obj: Obj, metadata: tuple[str, ...]) -> dict[str, Any]:
-    """What a resource backed by a custom resource shows of it: creation time, uid, the named
-    metadata keys, spec and status."""
+    """What a resource backed by a custom resource shows of it after its own fields and stamp:
+    the named metadata keys, spec and status."""
     meta = obj["metadata"]
     return {
-        "created": meta.get("creationTimestamp", ""),
-        "uuid": meta.get("uid", ""),
         "metadata": {k: meta[k] for k in metadata if k in meta},
         "spec": obj.get("spec") or {},
         "status": obj.get("status") or {},

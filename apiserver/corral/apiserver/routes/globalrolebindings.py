@@ -11,13 +11,14 @@ from corral.apiserver import envelope, errors
 from corral.apiserver.authn import Principal, principal
 from corral.apiserver.authz import require_admin
 from corral.apiserver.body import read_json
-from corral.apiserver.cache import Obj
 from corral.apiserver.errors import ApiError
 from corral.apiserver.keys import KUBE, STORES
-from corral.apiserver.routes.common import base_url, meta_fields, text, v3
+from corral.apiserver.routes.common import base_url, meta_fields, name_of, text, v3
 from corral.apiserver.schemas import Field, Schema
-from corral.core import ids, resources
-from corral.core.kube import as_dict, delete_if_present
+from corral.core.api import ids
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict, delete_if_present
+from corral.core.kube.informer import Obj
 
 ROLES = ("admin", "user")
 SCHEMA = Schema(
@@ -34,11 +35,15 @@ SCHEMA = Schema(
 routes = web.RouteTableDef()
 
 
-def render(request: web.Request, obj: Obj) -> dict[str, Any]:
+def fields(obj: Obj) -> dict[str, Any]:
+    """All of the resource's fields: each is small, so collections filter and sort by them."""
     spec = obj.get("spec", {})
-    body = {**meta_fields(obj), "globalRoleId": spec.get("globalRoleName", ""),
+    return {**meta_fields(obj), "globalRoleId": spec.get("globalRoleName", ""),
             "userId": spec.get("userName", "")}  # fmt: skip
-    return envelope.resource(base_url(request), SCHEMA, body)
+
+
+def render(request: web.Request, obj: Obj) -> dict[str, Any]:
+    return envelope.resource(base_url(request), SCHEMA, fields(obj))
 
 
 def visible(request: web.Request, who: Principal) -> Obj:
@@ -54,8 +59,8 @@ async def list_bindings(request: web.Request) -> web.Response:
     who = principal(request)
     stores = request.app[STORES]
     objs = stores.bindings.all() if who.is_admin else stores.bindings.by_index("user", who.user_id)
-    items = [render(request, o) for o in objs]
-    body = envelope.collection(base_url(request), SCHEMA, items, request.query, request.path,
+    body = envelope.collection(base_url(request), SCHEMA, objs, name_of, fields,
+                               lambda o: render(request, o), request.query, request.path,
                                can_create=who.is_admin)  # fmt: skip
     return web.json_response(body)
 
@@ -78,7 +83,7 @@ async def create_binding(request: web.Request) -> web.Response:
     stores = request.app[STORES]
     if stores.user_active(user_id) is None:
         raise errors.invalid("userId", f"user {user_id} not found", code="InvalidReference")
-    binding = await request.app[KUBE].create(resources.GlobalRoleBinding(
+    binding = await request.app[KUBE].create(kinds.GlobalRoleBinding(
         metadata=ObjectMeta(name=ids.generate("grb")),
         spec={"globalRoleName": role, "userName": user_id},
     ))  # fmt: skip
@@ -96,6 +101,6 @@ async def delete_binding(request: web.Request) -> web.Response:
     if spec.get("userName") == who.user_id and spec.get("globalRoleName") == "admin":
         raise ApiError(422, "InvalidAction", "You cannot revoke your own admin role")
     name = obj["metadata"]["name"]
-    await delete_if_present(request.app[KUBE], resources.GlobalRoleBinding, name)
+    await delete_if_present(request.app[KUBE], kinds.GlobalRoleBinding, name)
     request.app[STORES].bindings.forget(name)
     return web.Response(status=204)

@@ -14,8 +14,9 @@ from corral.apiserver.body import AUTH_LIMIT, read_json
 from corral.apiserver.errors import ApiError
 from corral.apiserver.issuing import NewToken, issue
 from corral.apiserver.keys import FEATURES, KUBE, STORES, THROTTLE
-from corral.core import resources
-from corral.core.auth import credentials, ttl
+from corral.core.api import names
+from corral.core.auth import ttl
+from corral.core.kube import password_secrets
 
 routes = web.RouteTableDef()
 
@@ -53,7 +54,7 @@ async def login(request: web.Request) -> web.Response:
     maximum = ttl.minutes_to_ms(stores.number("auth-token-max-ttl-minutes"))
     issued = await issue(
         request.app[KUBE], stores,
-        NewToken(user_id=user_id, kind=resources.KIND_SESSION,
+        NewToken(user_id=user_id, kind=names.KIND_SESSION,
                  ttl_ms=ttl.clamp(session_ttl, maximum), description=description),
         hashed=request.app[FEATURES]["TokenHashing"],
     )  # fmt: skip
@@ -82,7 +83,7 @@ async def verify(request: web.Request, username: str, user_id: str | None, passw
     if wait := throttle.reserve(username, address, time.monotonic()):
         raise_throttled(wait)
     try:
-        verified = await credentials.verify(request.app[KUBE], user_id, password)
+        verified = await password_secrets.verify(request.app[KUBE], user_id, password)
     except Exception:
         throttle.release(username, address)
         raise

@@ -22,13 +22,15 @@ from corral.apiserver import envelope, errors
 from corral.apiserver.admission import admitted
 from corral.apiserver.authz import access
 from corral.apiserver.body import read_json
-from corral.apiserver.cache import Obj
-from corral.apiserver.keys import DOWNSTREAM, STORES
+from corral.apiserver.keys import CONNECTIONS, STORES
 from corral.apiserver.routes.clusters import visible_cluster
-from corral.apiserver.routes.common import base_url, text
+from corral.apiserver.routes.common import base_url, name_of, text
 from corral.apiserver.schemas import Field, Schema, readonly
-from corral.core import resources
-from corral.core.kube import as_dict, delete_if_present
+from corral.apiserver.stores import downstream_namespaces
+from corral.core.api import names
+from corral.core.api.ids import ScopedId
+from corral.core.kube.client import as_dict, delete_if_present
+from corral.core.kube.informer import Obj
 from corral.core.projects import roles
 
 SCHEMA = Schema(
@@ -52,13 +54,14 @@ DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 routes = web.RouteTableDef()
 
 
-def render(request: web.Request, cluster: str, obj: Obj) -> dict[str, Any]:
+def fields(cluster: str, obj: Obj) -> dict[str, Any]:
+    """All of the resource's fields: each is small, so collections filter and sort by them."""
     meta = obj["metadata"]
-    name = meta["name"]
-    body = {
+    name = name_of(obj)
+    return {
         "id": name,
         "name": name,
-        "projectId": (meta.get("annotations") or {}).get(resources.ANNOTATION_PROJECT),
+        "projectId": (meta.get("annotations") or {}).get(names.ANNOTATION_PROJECT),
         "clusterId": cluster,
         "state": "removing" if meta.get("deletionTimestamp") else "active",
         "labels": meta.get("labels") or {},
@@ -66,6 +69,10 @@ def render(request: web.Request, cluster: str, obj: Obj) -> dict[str, Any]:
         "created": meta.get("creationTimestamp", ""),
         "uuid": meta.get("uid", ""),
     }
+
+
+def render(request: web.Request, cluster: str, obj: Obj) -> dict[str, Any]:
+    body, name = fields(cluster, obj), name_of(obj)
     base = base_url(request)
     rendered = envelope.resource(base, SCHEMA, body)
     url = f"{base}/v3/clusters/{cluster}/namespaces/{name}"
@@ -80,7 +87,7 @@ def may_see(request: web.Request, cluster: str, obj: Obj) -> bool:
     allowed = access(request)
     if allowed.cluster_role(cluster) is not None:
         return True
-    project = (obj["metadata"].get("annotations") or {}).get(resources.ANNOTATION_PROJECT)
+    project = (obj["metadata"].get("annotations") or {}).get(names.ANNOTATION_PROJECT)
     return isinstance(project, str) and allowed.project_role(project) is not None
 
 
@@ -97,23 +104,23 @@ def target_project(request: web.Request, cluster: str, value: Any) -> str | None
     """The `projectId` of a body, checked: a project of this cluster the caller can see."""
     if value in (None, ""):
         return None
-    if not isinstance(value, str) or value.partition(":")[0] != cluster:
+    pid = ScopedId.parse_or_none(value)
+    if pid is None or pid.namespace != cluster:
         raise errors.invalid("projectId", f"projectId must be a project of cluster {cluster}")
-    _, _, name = value.partition(":")
-    project = request.app[STORES].projects.get(f"{cluster}/{name}")
+    project = request.app[STORES].projects.get(pid.key)
     if project is None or access(request).project_role(value) is None:
         raise errors.invalid("projectId", f"project {value} not found", "InvalidReference")
     if project["metadata"].get("deletionTimestamp"):
         raise errors.invalid("projectId", f"project {value} is being deleted", "InvalidState")
-    return value
+    return str(pid)
 
 
 def _membership(cluster: str, project: str | None) -> dict[str, Any]:
     """Annotation (the contract) and label (for selectors) of a namespace in `project`."""
-    name = project.partition(":")[2] if project else None
+    name = ScopedId.parse(project).name if project else None
     return {
-        "annotations": {resources.ANNOTATION_PROJECT: project},
-        "labels": {resources.LABEL_PROJECT: name},
+        "annotations": {names.ANNOTATION_PROJECT: project},
+        "labels": {names.LABEL_PROJECT: name},
     }
 
 
@@ -121,7 +128,7 @@ async def find(request: web.Request) -> tuple[str, Obj]:
     cluster = request.match_info["cluster"]
     visible_cluster(request, cluster)
     name = request.match_info["namespace"]
-    obj = (await request.app[DOWNSTREAM].namespaces(cluster)).get(name)
+    obj = (await downstream_namespaces(request.app[CONNECTIONS], cluster)).get(name)
     if obj is None or not may_see(request, cluster, obj):
         raise errors.not_found(f"namespace {name} not found in cluster {cluster}")
     return cluster, obj
@@ -131,13 +138,20 @@ async def find(request: web.Request) -> tuple[str, Obj]:
 async def list_namespaces(request: web.Request) -> web.Response:
     cluster = request.match_info["cluster"]
     visible_cluster(request, cluster)
-    cache = await request.app[DOWNSTREAM].namespaces(cluster)
+    cache = await downstream_namespaces(request.app[CONNECTIONS], cluster)
     project = request.query.get("projectId")
     objs = cache.by_index("project", project) if project else cache.all()
-    items = [render(request, cluster, o) for o in objs if may_see(request, cluster, o)]
     can_create = access(request).cluster_role(cluster) is not None or bool(project)
     body = envelope.collection(
-        base_url(request), SCHEMA, items, request.query, request.path, can_create=can_create
+        base_url(request),
+        SCHEMA,
+        (o for o in objs if may_see(request, cluster, o)),
+        name_of,
+        lambda o: fields(cluster, o),
+        lambda o: render(request, cluster, o),
+        request.query,
+        request.path,
+        can_create=can_create,
     )
     return web.json_response(body)
 
@@ -166,8 +180,8 @@ async def create_namespace(request: web.Request) -> web.Response:
         raise errors.forbidden(
             f"you may not create namespaces in {project or f'cluster {cluster} outside projects'}"
         )
-    caches = request.app[DOWNSTREAM]
-    cache = await caches.namespaces(cluster)
+    connections = request.app[CONNECTIONS]
+    cache = await downstream_namespaces(connections, cluster)
     if cache.get(name) is not None:
         raise errors.conflict(f"namespace {name} already exists in cluster {cluster}")
     membership = _membership(cluster, project)
@@ -179,7 +193,7 @@ async def create_namespace(request: web.Request) -> web.Response:
         )
     )
     async with admitted(request, project, name):
-        created = as_dict(await (await caches.client(cluster)).create(namespace))
+        created = as_dict(await (await connections.client(cluster)).create(namespace))
     cache.put(created)
     return web.json_response(render(request, cluster, created), status=201)
 
@@ -191,7 +205,7 @@ async def move_namespace(request: web.Request) -> web.Response:
     body = await read_json(request)
     if "projectId" not in body:
         return web.json_response(render(request, cluster, obj))
-    current = (obj["metadata"].get("annotations") or {}).get(resources.ANNOTATION_PROJECT)
+    current = (obj["metadata"].get("annotations") or {}).get(names.ANNOTATION_PROJECT)
     project = target_project(request, cluster, body["projectId"])
     if project == current:
         return web.json_response(render(request, cluster, obj))
@@ -201,8 +215,8 @@ async def move_namespace(request: web.Request) -> web.Response:
                 f"you may not move namespaces {'out of' if side == current else 'into'} "
                 f"{side or f'cluster {cluster} outside projects'}"
             )
-    caches = request.app[DOWNSTREAM]
-    client = await caches.client(cluster)
+    connections = request.app[CONNECTIONS]
+    client = await connections.client(cluster)
     async with admitted(request, project, obj["metadata"]["name"]):
         moved = as_dict(
             await client.patch(
@@ -212,16 +226,16 @@ async def move_namespace(request: web.Request) -> web.Response:
                 patch_type=PatchType.MERGE,
             )
         )
-    (await caches.namespaces(cluster)).put(moved)
+    (await downstream_namespaces(connections, cluster)).put(moved)
     return web.json_response(render(request, cluster, moved))
 
 
 @routes.delete(NAMESPACES + "/{namespace}")
 async def delete_namespace(request: web.Request) -> web.Response:
     cluster, obj = await find(request)
-    project = (obj["metadata"].get("annotations") or {}).get(resources.ANNOTATION_PROJECT)
+    project = (obj["metadata"].get("annotations") or {}).get(names.ANNOTATION_PROJECT)
     if not may_change(request, cluster, project):
         raise errors.forbidden(f"you may not delete namespaces of {project or cluster}")
-    client = await request.app[DOWNSTREAM].client(cluster)
+    client = await request.app[CONNECTIONS].client(cluster)
     await delete_if_present(client, Namespace, obj["metadata"]["name"])
     return web.Response(status=204)

@@ -18,15 +18,24 @@ from lightkube.types import PatchType
 from corral.apiserver import envelope, errors
 from corral.apiserver.authz import access
 from corral.apiserver.body import read_json
-from corral.apiserver.cache import Obj
 from corral.apiserver.errors import ApiError
-from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
 from corral.apiserver.routes.clusters import owned_cluster, visible_cluster
-from corral.apiserver.routes.common import action, base_url, label_selector, object_fields, text
+from corral.apiserver.routes.common import (
+    action,
+    base_url,
+    label_selector,
+    object_fields,
+    object_stamp,
+    text,
+)
 from corral.apiserver.schemas import Field, Schema, readonly
-from corral.core import resources
+from corral.core.api import condition_types as ct
+from corral.core.api.ids import ScopedId
 from corral.core.clusters import taints as node_taints
-from corral.core.kube import as_dict, delete_if_present
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict, delete_if_present
+from corral.core.kube.informer import Obj
 
 ROLES = ("etcd", "controlPlane", "worker")
 SCHEMA = Schema(
@@ -86,13 +95,15 @@ NODES = "/v3/{clusters:(?i:clusters)}/{cluster}/{type:(?i:nodes)}"
 
 
 def node_id(obj: Obj) -> str:
-    return f"{obj['metadata']['namespace']}:{obj['metadata']['name']}"
+    return str(ScopedId.of(obj))
 
 
-def render(request: web.Request, obj: Obj) -> dict[str, Any]:
+def fields(obj: Obj) -> dict[str, Any]:
+    """The resource's fields short of the custom resource's metadata, spec and status:
+    small, so collections filter and sort by them."""
     meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
     internal = status.get("internalNodeStatus") or {}
-    body = {
+    return {
         "id": node_id(obj),
         "name": status.get("nodeName") or spec.get("requestedHostname", ""),
         "clusterId": meta["namespace"],
@@ -103,8 +114,13 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
         **{role: bool(spec.get(role)) for role in ROLES},
         "unschedulable": bool(internal.get("unschedulable")),
         "state": _state(status),
-        **object_fields(obj, ("name", "namespace", "creationTimestamp", "uid")),
+        **object_stamp(obj),
     }
+
+
+def render(request: web.Request, obj: Obj) -> dict[str, Any]:
+    meta = obj["metadata"]
+    body = {**fields(obj), **object_fields(obj, ("name", "namespace", "creationTimestamp", "uid"))}
     base = base_url(request)
     rendered = envelope.resource(base, SCHEMA, body, actions=["cordon", "uncordon", "drain"])
     url = f"{base}/v3/clusters/{meta['namespace']}/nodes/{meta['name']}"
@@ -121,9 +137,9 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
 def _state(status: dict[str, Any]) -> str:
     conds = {c["type"]: c for c in status.get("conditions") or []}
     if (status.get("internalNodeStatus") or {}).get("unschedulable"):
-        drained = conds.get("Drained", {}).get("status") == "True"
+        drained = conds.get(ct.DRAINED, {}).get("status") == "True"
         return "drained" if drained else "cordoned"
-    return "active" if conds.get("Ready", {}).get("status") == "True" else "unavailable"
+    return "active" if conds.get(ct.READY, {}).get("status") == "True" else "unavailable"
 
 
 def cluster_nodes(request: web.Request) -> tuple[str, list[Obj]]:
@@ -141,8 +157,10 @@ def find_node(request: web.Request, change: str | None = None) -> Obj:
     cluster, _ = cluster_nodes(request)
     if change is not None:
         owned_cluster(request, cluster, change)
-    wanted = request.match_info["node"].split(":")[-1]
-    obj = request.app[STORES].nodes.get(f"{cluster}/{wanted}")
+    given = request.match_info["node"]
+    # By its id (`<cluster>:<name>`) or by its bare name.
+    node = ScopedId.parse_or_none(given) if ":" in given else ScopedId(cluster, given)
+    obj = request.app[STORES].nodes.get(f"{cluster}/{node.name}") if node else None
     if obj is None:
         raise errors.not_found(f"node {request.match_info['node']} not found in cluster {cluster}")
     return obj
@@ -152,13 +170,16 @@ def find_node(request: web.Request, change: str | None = None) -> Obj:
 async def list_nodes(request: web.Request) -> web.Response:
     _, objs = cluster_nodes(request)
     selector = label_selector(request.query.get("labelSelector", ""))
-    items = [
-        render(request, o)
-        for o in objs
-        if selector((o.get("status") or {}).get("nodeLabels") or {})
-    ]
     body = envelope.collection(
-        base_url(request), SCHEMA, items, request.query, request.path, can_create=False
+        base_url(request),
+        SCHEMA,
+        (o for o in objs if selector((o.get("status") or {}).get("nodeLabels") or {})),
+        node_id,
+        fields,
+        lambda o: render(request, o),
+        request.query,
+        request.path,
+        can_create=False,
     )
     return web.json_response(body)
 
@@ -190,10 +211,7 @@ def taints(value: Any) -> list[dict[str, str]] | None:
     """Validated as the cluster would, so a taint it refuses never reaches the Node CR."""
     if value is None:
         return None
-    try:
-        return node_taints.parse(value)
-    except node_taints.InvalidTaint as exc:
-        raise errors.invalid("desiredNodeTaints", str(exc)) from None
+    return node_taints.parse(value)
 
 
 async def patch_spec(request: web.Request, obj: Obj, patch: dict[str, Any]) -> Obj:
@@ -202,7 +220,7 @@ async def patch_spec(request: web.Request, obj: Obj, patch: dict[str, Any]) -> O
     meta = obj["metadata"]
     updated = as_dict(
         await request.app[KUBE].patch(
-            resources.Node,
+            kinds.Node,
             meta["name"],
             {"spec": patch},
             namespace=meta["namespace"],
@@ -218,15 +236,11 @@ async def delete_node(request: web.Request) -> web.Response:
     """Removes the node from the cluster; the operator then removes its Node CR."""
     obj = find_node(request, "delete its nodes")
     cluster = obj["metadata"]["namespace"]
-    credential = request.app[STORES].credential(cluster)
-    if credential is None:
+    connections = request.app[CONNECTIONS]
+    if connections.credential(cluster) is None:
         raise ApiError(409, "Conflict", f"cluster {cluster} has no credential to reach it")
-    client = credential.client()
-    try:
-        node_name = (obj.get("status") or {}).get("nodeName") or obj["spec"]["requestedHostname"]
-        await delete_if_present(client, DownstreamNode, node_name)
-    finally:
-        await client.close()
+    node_name = (obj.get("status") or {}).get("nodeName") or obj["spec"]["requestedHostname"]
+    await delete_if_present(await connections.client(cluster), DownstreamNode, node_name)
     return web.Response(status=204)
 
 

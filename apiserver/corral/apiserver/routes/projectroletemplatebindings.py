@@ -18,13 +18,15 @@ from lightkube.models.meta_v1 import ObjectMeta
 from corral.apiserver import envelope, errors
 from corral.apiserver.authz import access
 from corral.apiserver.body import read_json
-from corral.apiserver.cache import Obj
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.routes.common import base_url, either, referenced, v3
 from corral.apiserver.routes.projects import owned_project, visible_project
 from corral.apiserver.schemas import Field, Schema
-from corral.core import resources
-from corral.core.kube import as_dict, delete_if_present, ensure_namespace
+from corral.core.api import names
+from corral.core.api.ids import ScopedId
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
+from corral.core.kube.informer import Obj
 from corral.core.projects import roles
 
 SCHEMA = Schema(
@@ -45,12 +47,13 @@ routes = web.RouteTableDef()
 
 
 def binding_id(obj: Obj) -> str:
-    return f"{obj['metadata']['namespace']}:{obj['metadata']['name']}"
+    return str(ScopedId.of(obj))
 
 
-def render(request: web.Request, obj: Obj) -> dict[str, Any]:
+def fields(obj: Obj) -> dict[str, Any]:
+    """All of the resource's fields: each is small, so collections filter and sort by them."""
     spec, meta = obj.get("spec") or {}, obj["metadata"]
-    body = {
+    return {
         "id": binding_id(obj),
         "name": meta["name"],
         "projectId": spec.get("projectName", ""),
@@ -59,12 +62,15 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
         "created": meta.get("creationTimestamp", ""),
         "uuid": meta.get("uid", ""),
     }
-    return envelope.resource(base_url(request), SCHEMA, body)
+
+
+def render(request: web.Request, obj: Obj) -> dict[str, Any]:
+    return envelope.resource(base_url(request), SCHEMA, fields(obj))
 
 
 def visible(request: web.Request) -> Obj:
-    namespace, _, name = request.match_info["id"].partition(":")
-    obj = request.app[STORES].project_bindings.get(f"{namespace}/{name}")
+    binding = ScopedId.parse_or_none(request.match_info["id"])
+    obj = request.app[STORES].project_bindings.get(binding.key) if binding else None
     project = ((obj or {}).get("spec") or {}).get("projectName", "")
     if obj is None or access(request).project_role(project) is None:
         raise errors.not_found(f"projectRoleTemplateBinding {request.match_info['id']} not found")
@@ -102,13 +108,20 @@ async def list_bindings(request: web.Request) -> web.Response:
     objs = stores.project_bindings.by_index("project", project) if project else (
         stores.project_bindings.all()
     )  # fmt: skip
-    items = [
-        render(request, o)
-        for o in objs
-        if allowed.project_role((o.get("spec") or {}).get("projectName", "")) is not None
-    ]
     body = envelope.collection(
-        base_url(request), SCHEMA, items, request.query, request.path, can_create=True
+        base_url(request),
+        SCHEMA,
+        (
+            o
+            for o in objs
+            if allowed.project_role((o.get("spec") or {}).get("projectName", "")) is not None
+        ),
+        binding_id,
+        fields,
+        lambda o: render(request, o),
+        request.query,
+        request.path,
+        can_create=True,
     )
     return web.json_response(body)
 
@@ -129,11 +142,12 @@ async def create_binding(request: web.Request) -> web.Response:
     existing = stores.project_bindings.by_index("project", project_id)
     user, role = grant(request, body, roles.PROJECT_ROLES, existing, f"project {project_id}")
     owned_project(request, project_id, "grant roles in it")
-    cluster, _, name = project_id.partition(":")
-    namespace = resources.backing_namespace(cluster, name)
+    project = ScopedId.parse(project_id, "projectId")
+    namespace = names.backing_namespace(project.namespace, project.name)
     kube = request.app[KUBE]
-    await ensure_namespace(kube, namespace, resources.backing_namespace_labels(cluster, name))
-    binding = resources.ProjectRoleTemplateBinding(
+    labels = names.backing_namespace_labels(project.namespace, project.name)
+    await ensure_namespace(kube, namespace, labels)
+    binding = kinds.ProjectRoleTemplateBinding(
         metadata=ObjectMeta(name=roles.project_binding_name(user, role), namespace=namespace),
         spec={"projectName": project_id, "userName": user, "roleTemplateName": role},
     )
@@ -159,7 +173,7 @@ async def delete_binding(request: web.Request) -> web.Response:
     owned_project(request, obj["spec"]["projectName"], "revoke roles in it")
     meta = obj["metadata"]
     await delete_if_present(
-        request.app[KUBE], resources.ProjectRoleTemplateBinding, meta["name"], meta["namespace"]
+        request.app[KUBE], kinds.ProjectRoleTemplateBinding, meta["name"], meta["namespace"]
     )
     request.app[STORES].project_bindings.forget(f"{meta['namespace']}/{meta['name']}")
     return web.Response(status=204)

@@ -21,19 +21,30 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Event
 
 from corral.apiserver import admission, envelope, errors
-from corral.apiserver.admission import default_of, limit_of, project_id, quota_refusal
+from corral.apiserver.admission import default_of, limit_of, project_id
 from corral.apiserver.authn import principal
 from corral.apiserver.authz import access
 from corral.apiserver.body import read_json
-from corral.apiserver.cache import Obj
 from corral.apiserver.errors import ApiError
-from corral.apiserver.keys import DOWNSTREAM, KUBE, STORES
+from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
 from corral.apiserver.routes.clusters import visible_cluster
-from corral.apiserver.routes.common import base_url, either, object_fields, referenced, text, v3
+from corral.apiserver.routes.common import (
+    base_url,
+    either,
+    object_fields,
+    object_stamp,
+    referenced,
+    text,
+    v3,
+)
 from corral.apiserver.schemas import Field, Schema, readonly
-from corral.core import ids, resources
+from corral.apiserver.stores import downstream_namespaces, downstream_quotas
+from corral.core.api import ids, names
+from corral.core.api.ids import ScopedId
 from corral.core.auth import ttl
-from corral.core.kube import as_dict, delete_if_present, ensure_namespace
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
+from corral.core.kube.informer import Obj
 from corral.core.projects import defaults, downstream, quota, roles, status
 
 QUOTA_PARTS = ("resourceQuota", "namespaceDefaultResourceQuota", "containerDefaultResourceLimit")
@@ -92,20 +103,29 @@ def state(obj: Obj) -> tuple[str, str, str]:
     return "initializing", "yes", message or "waiting for the operator"
 
 
-def render(request: web.Request, obj: Obj, usage: dict[str, Any] | None = None) -> dict[str, Any]:
-    meta, spec = obj["metadata"], obj.get("spec") or {}
-    base, pid, cluster = base_url(request), project_id(obj), meta["namespace"]
+def fields(obj: Obj) -> dict[str, Any]:
+    """The resource's fields short of the custom resource's metadata, spec and status:
+    small, so collections filter and sort by them."""
+    spec = obj.get("spec") or {}
     current, transitioning, message = state(obj)
-    body = {
-        "id": pid,
+    return {
+        "id": project_id(obj),
         "name": spec.get("displayName", ""),
         "displayName": spec.get("displayName", ""),
         "description": spec.get("description", ""),
-        "clusterId": cluster,
+        "clusterId": obj["metadata"]["namespace"],
         **{part: spec.get(part) for part in QUOTA_PARTS},
         "state": current,
         "transitioning": transitioning,
         "transitioningMessage": message,
+        **object_stamp(obj),
+    }
+
+
+def render(request: web.Request, obj: Obj, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    base, pid, cluster = base_url(request), project_id(obj), obj["metadata"]["namespace"]
+    body = {
+        **fields(obj),
         **object_fields(
             obj, ("name", "namespace", "creationTimestamp", "labels", "annotations", "uid")
         ),
@@ -123,8 +143,8 @@ def render(request: web.Request, obj: Obj, usage: dict[str, Any] | None = None) 
 
 def visible_project(request: web.Request, pid: str) -> Obj:
     """A project the caller has a role in; else 404, whether it exists or not."""
-    cluster, _, name = pid.partition(":")
-    obj = request.app[STORES].projects.get(f"{cluster}/{name}")
+    project = ScopedId.parse_or_none(pid)
+    obj = request.app[STORES].projects.get(project.key) if project else None
     if obj is None or access(request).project_role(pid) is None:
         raise errors.not_found(f"project {pid} not found")
     return obj
@@ -140,22 +160,19 @@ def owned_project(request: web.Request, pid: str, what: str) -> Obj:
 def quota_spec(body: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
     """The quota parts of a project spec after applying `body` to `current`, validated."""
     merged = {part: current.get(part) for part in QUOTA_PARTS if current.get(part)}
-    try:
-        for part in ("resourceQuota", "namespaceDefaultResourceQuota"):
-            if part in body:
-                value = body[part] or {}
-                if not isinstance(value, dict):
-                    raise quota.QuotaError(part, f"{part} must be an object with a limit")
-                limits = quota.parse_limits(value.get("limit"), f"{part}.limit")
-                merged[part] = {"limit": limits} if limits else None
-        if "containerDefaultResourceLimit" in body:
-            field = "containerDefaultResourceLimit"
-            defaults_ = quota.parse_limits(body[field], field, quota.CONTAINER_DEFAULT_FIELDS)
-            quota.check_container_defaults(defaults_)
-            merged[field] = defaults_ or None
-        quota.check_project_quota(limit_of(merged), default_of(merged))
-    except quota.QuotaError as exc:
-        raise errors.invalid(exc.field, exc.message) from None
+    for part in ("resourceQuota", "namespaceDefaultResourceQuota"):
+        if part in body:
+            value = body[part] or {}
+            if not isinstance(value, dict):
+                raise quota.QuotaError(f"{part} must be an object with a limit", part)
+            limits = quota.parse_limits(value.get("limit"), f"{part}.limit")
+            merged[part] = {"limit": limits} if limits else None
+    if "containerDefaultResourceLimit" in body:
+        field = "containerDefaultResourceLimit"
+        defaults_ = quota.parse_limits(body[field], field, quota.CONTAINER_DEFAULT_FIELDS)
+        quota.check_container_defaults(defaults_)
+        merged[field] = defaults_ or None
+    quota.check_project_quota(limit_of(merged), default_of(merged))
     return merged
 
 
@@ -164,9 +181,16 @@ async def list_projects(request: web.Request) -> web.Response:
     allowed, stores = access(request), request.app[STORES]
     cluster = request.query.get("clusterId")
     objs = stores.projects.by_index("cluster", cluster) if cluster else stores.projects.all()
-    items = [render(request, o) for o in objs if allowed.project_role(project_id(o))]
     body = envelope.collection(
-        base_url(request), SCHEMA, items, request.query, request.path, can_create=True
+        base_url(request),
+        SCHEMA,
+        (o for o in objs if allowed.project_role(project_id(o))),
+        project_id,
+        fields,
+        lambda o: render(request, o),
+        request.query,
+        request.path,
+        can_create=True,
     )
     return web.json_response(body)
 
@@ -201,14 +225,14 @@ async def create_project(request: web.Request) -> web.Response:
     }
     name = ids.generate("p")
     kube = request.app[KUBE]
-    await ensure_namespace(kube, cluster, {resources.LABEL_CLUSTER: cluster})
+    await ensure_namespace(kube, cluster, {names.LABEL_CLUSTER: cluster})
     created = as_dict(
         await kube.create(
-            resources.Project(
+            kinds.Project(
                 metadata=ObjectMeta(
                     name=name,
                     namespace=cluster,
-                    annotations={resources.ANNOTATION_CREATOR: who.user_id},
+                    annotations={names.ANNOTATION_CREATOR: who.user_id},
                 ),
                 spec=spec,
             )
@@ -216,8 +240,8 @@ async def create_project(request: web.Request) -> web.Response:
     )
     await ensure_namespace(
         kube,
-        resources.backing_namespace(cluster, name),
-        resources.backing_namespace_labels(cluster, name),
+        names.backing_namespace(cluster, name),
+        names.backing_namespace_labels(cluster, name),
     )
     request.app[STORES].projects.put(created)
     await bind_creator(request, created, who.user_id)
@@ -230,8 +254,8 @@ async def bind_creator(request: web.Request, project: Obj, user_id: str) -> None
     write. Should this fail, the operator makes it on its next pass."""
     cluster, name = project["metadata"]["namespace"], project["metadata"]["name"]
     binding_name = roles.project_binding_name(user_id, roles.PROJECT_OWNER)
-    namespace = resources.backing_namespace(cluster, name)
-    binding = resources.ProjectRoleTemplateBinding(
+    namespace = names.backing_namespace(cluster, name)
+    binding = kinds.ProjectRoleTemplateBinding(
         metadata=ObjectMeta(name=binding_name, namespace=namespace),
         spec={
             "projectName": project_id(project),
@@ -247,7 +271,7 @@ async def bind_creator(request: web.Request, project: Obj, user_id: str) -> None
             log.warning("project %s: cannot bind its creator: %s", project_id(project), exc)
             return
         created = await kube.get(
-            resources.ProjectRoleTemplateBinding, binding_name, namespace=namespace
+            kinds.ProjectRoleTemplateBinding, binding_name, namespace=namespace
         )
     request.app[STORES].project_bindings.put(as_dict(created))
 
@@ -289,20 +313,17 @@ async def check_quota_change(request: web.Request, obj: Obj, spec: dict[str, Any
     if not limit:
         return
     members = await admission.members(request, obj)
-    try:
-        excess = quota.overcommit(limit, default, len(members))
-        if excess:
-            raise quota_refusal(pid, excess)
-        quotas = await project_quotas(request, obj)
-        excess = quota.below_use(limit, quota.usage(quotas)["used"], "the project")
-        for each in quotas:
-            name = each["metadata"]["namespace"]
-            used = quota.usage([each])["used"]
-            excess += quota.below_use(default, used, f"namespace {name}")
-    except quota.QuotaError as exc:
-        raise errors.invalid(exc.field, exc.message) from None
+    excess = quota.overcommit(limit, default, len(members))
     if excess:
-        raise quota_refusal(pid, excess)
+        raise quota.QuotaExceeded(pid, excess)
+    quotas = await project_quotas(request, obj)
+    excess = quota.below_use(limit, quota.usage(quotas)["used"], "the project")
+    for each in quotas:
+        name = each["metadata"]["namespace"]
+        used = quota.usage([each])["used"]
+        excess += quota.below_use(default, used, f"namespace {name}")
+    if excess:
+        raise quota.QuotaExceeded(pid, excess)
 
 
 @routes.delete(v3("projects", "/{id}"))
@@ -313,7 +334,7 @@ async def delete_project(request: web.Request) -> web.Response:
     if role:
         raise ApiError(422, "InvalidAction", f"the {role} project of a cluster cannot be deleted")
     meta = obj["metadata"]
-    await delete_if_present(request.app[KUBE], resources.Project, meta["name"], meta["namespace"])
+    await delete_if_present(request.app[KUBE], kinds.Project, meta["name"], meta["namespace"])
     return web.Response(status=204)
 
 
@@ -323,15 +344,15 @@ async def delete_project(request: web.Request) -> web.Response:
 async def project_quotas(request: web.Request, obj: Obj) -> list[Obj]:
     """The ResourceQuotas corral keeps in the project's namespaces, with their status."""
     cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
-    quotas = (await request.app[DOWNSTREAM].quotas(cluster)).by_index("project", name)
+    quotas = (await downstream_quotas(request.app[CONNECTIONS], cluster)).by_index("project", name)
     return [q for q in quotas if q["metadata"]["name"] == downstream.QUOTA_NAME]
 
 
 async def project_usage(request: web.Request, obj: Obj) -> dict[str, Any]:
     totals = quota.usage(await project_quotas(request, obj))
-    members = (await request.app[DOWNSTREAM].namespaces(obj["metadata"]["namespace"])).by_index(
-        "project", project_id(obj)
-    )
+    members = (
+        await downstream_namespaces(request.app[CONNECTIONS], obj["metadata"]["namespace"])
+    ).by_index("project", project_id(obj))
     return {
         "namespaces": len(members),
         "limit": limit_of(obj.get("spec") or {}),
@@ -350,35 +371,45 @@ async def project_events(request: web.Request) -> web.Response:
     obj = visible_project(request, request.match_info["id"])
     cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
     own = request.app[KUBE].list(Event, namespace=cluster, fields={"involvedObject.name": name})
-    items = [render_event(request, as_dict(e), "project") async for e in own]
+    items = [event_fields(as_dict(e), "project") async for e in own]
     members = {
         n["metadata"]["name"]
-        for n in (await request.app[DOWNSTREAM].namespaces(cluster)).by_index(
+        for n in (await downstream_namespaces(request.app[CONNECTIONS], cluster)).by_index(
             "project", project_id(obj)
         )
     }
     if members:
-        client: AsyncClient = await request.app[DOWNSTREAM].client(cluster)
+        client: AsyncClient = await request.app[CONNECTIONS].client(cluster)
         try:
             async for event in client.list(Event, namespace="*"):
                 data = as_dict(event)
                 if data["metadata"].get("namespace") in members:
-                    items.append(render_event(request, data, "cluster"))
+                    items.append(event_fields(data, "cluster"))
         except Exception as exc:  # noqa: BLE001 - any failure to reach the cluster is a 503
             raise ApiError(
                 503, "ClusterUnavailable", f"cannot read events of cluster {cluster}: {exc}"
             ) from None
     body = envelope.collection(
-        base_url(request), EVENT, items, request.query, request.path, can_create=False,
-        default_sort="lastTimestamp", newest_first=True,
-    )  # fmt: skip
+        base_url(request),
+        EVENT,
+        items,
+        lambda item: item["id"],
+        lambda item: item,
+        lambda item: render_event(request, item),
+        request.query,
+        request.path,
+        can_create=False,
+        default_sort="lastTimestamp",
+        newest_first=True,
+    )
     return web.json_response(body)
 
 
-def render_event(request: web.Request, event: Obj, origin: str) -> dict[str, Any]:
+def event_fields(event: Obj, origin: str) -> dict[str, Any]:
+    """All of an event's fields: each is small, so collections filter and sort by the whole."""
     meta, involved = event["metadata"], event.get("involvedObject") or {}
     last = event.get("lastTimestamp") or event.get("eventTime") or meta.get("creationTimestamp")
-    body = {
+    return {
         "id": meta.get("uid") or meta["name"],
         "eventType": event.get("type", ""),
         "reason": event.get("reason", ""),
@@ -392,6 +423,9 @@ def render_event(request: web.Request, event: Obj, origin: str) -> dict[str, Any
         or event.get("reportingComponent", ""),
         "origin": origin,
     }
+
+
+def render_event(request: web.Request, body: dict[str, Any]) -> dict[str, Any]:
     rendered = envelope.resource(base_url(request), EVENT, body)
     rendered["links"] = {}
     return rendered

@@ -9,7 +9,7 @@ watches (`?watch=true`) and `logs -f` work. Upgrades (exec, attach, port-forward
 
 The upstream URL is the cluster's server plus the request's path segments, each decoded and
 encoded again as one segment, so no path (`http://…`, `//host`, `http:%2F%2F…`) can name
-another server; the session refuses any other origin anyway (`Credential.session`).
+another server; the session refuses any other origin anyway (`kube.credential.session_for`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from yarl import URL
 
 from corral.apiserver.authn import PROXY_PATH, principal
 from corral.apiserver.errors import ApiError
-from corral.apiserver.keys import SESSIONS, STORES
+from corral.apiserver.keys import CONNECTIONS
 from corral.apiserver.routes.clusters import visible_cluster
 from corral.core.clusters.credential import Credential
 
@@ -77,9 +77,7 @@ async def proxy(request: web.Request) -> web.StreamResponse:
     visible_cluster(request, cluster)
     if request.headers.get("Upgrade"):
         raise ApiError(400, "BadRequest", "exec, attach and port-forward are not proxied yet")
-    credential = request.app[STORES].credential(cluster)
-    if credential is None:
-        raise ApiError(503, "ClusterUnavailable", f"cluster {cluster} has no credential yet")
+    connection = await request.app[CONNECTIONS].connection(cluster)
 
     headers = {
         k: v
@@ -88,9 +86,9 @@ async def proxy(request: web.Request) -> web.StreamResponse:
     }
     headers["Impersonate-User"] = who.user_id
     groups = ADMIN_GROUPS if who.is_admin else USER_GROUPS
-    url = upstream_url(request, credential)
+    url = upstream_url(request, connection.credential)
     body = await request.read() if request.can_read_body else None
-    session = request.app[SESSIONS].get(cluster, credential)
+    session = connection.session()
     try:
         upstream = await session.request(
             request.method,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from corral.apiserver import envelope, errors
@@ -18,11 +20,25 @@ SCHEMA = Schema(
 routes = web.RouteTableDef()
 
 
+def fields(schema: Schema) -> dict[str, Any]:
+    """What a schema's document shows under the names collections filter by, but `id`."""
+    return {"pluralName": schema.plural}
+
+
 @routes.get("/v3/schemas")
 async def list_schemas(request: web.Request) -> web.Response:
     base = base_url(request)
-    items = [s.document(base) for s in request.app[SCHEMAS].all()]
-    body = envelope.collection(base, SCHEMA, items, request.query, request.path, can_create=False)
+    body = envelope.collection(
+        base,
+        SCHEMA,
+        request.app[SCHEMAS].all(),
+        lambda schema: schema.id,
+        fields,
+        lambda schema: schema.document(base),
+        request.query,
+        request.path,
+        can_create=False,
+    )
     return web.json_response(body)
 
 

@@ -14,8 +14,9 @@ from corral.apiserver.body import read_json
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.routes.common import base_url, text, v3
 from corral.apiserver.schemas import Field, Schema, readonly
-from corral.core import resources, settings
-from corral.core.kube import as_dict
+from corral.core.api import settings
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict
 
 SCHEMA = Schema(
     id="setting",
@@ -39,15 +40,19 @@ SCHEMA = Schema(
 routes = web.RouteTableDef()
 
 
-def render(request: web.Request, name: str) -> dict[str, Any]:
+def fields(request: web.Request, name: str) -> dict[str, Any]:
+    """All of the resource's fields: each is small, so collections filter and sort by them."""
     stored = request.app[STORES].settings.get(name) or {}
     definition = settings.CATALOG.get(name)
     default = stored.get("default") or (definition.default if definition else "")
     value = stored.get("value", "")
-    body = {"id": name, "name": name, "value": value or default, "default": default,
+    return {"id": name, "name": name, "value": value or default, "default": default,
             "customized": bool(value) and value != default,
             "description": definition.description if definition else ""}  # fmt: skip
-    return envelope.resource(base_url(request), SCHEMA, body)
+
+
+def render(request: web.Request, name: str) -> dict[str, Any]:
+    return envelope.resource(base_url(request), SCHEMA, fields(request, name))
 
 
 def names(request: web.Request) -> list[str]:
@@ -57,9 +62,9 @@ def names(request: web.Request) -> list[str]:
 
 @routes.get(v3("settings"))
 async def list_settings(request: web.Request) -> web.Response:
-    items = [render(request, n) for n in names(request)]
-    body = envelope.collection(base_url(request), SCHEMA, items, request.query, request.path,
-                               can_create=False)  # fmt: skip
+    body = envelope.collection(base_url(request), SCHEMA, names(request), lambda n: n,
+                               lambda n: fields(request, n), lambda n: render(request, n),
+                               request.query, request.path, can_create=False)  # fmt: skip
     return web.json_response(body)
 
 
@@ -83,12 +88,9 @@ async def update_setting(request: web.Request) -> web.Response:
         raise errors.missing("value")
     value = text(body, "value", max_length=4096)
     if name in settings.CATALOG and value:
-        try:
-            settings.as_number(name, value)
-        except settings.SettingValueError as exc:
-            raise errors.invalid("value", str(exc)) from None
+        settings.as_number(name, value)
     definition = settings.CATALOG.get(name)
-    obj = resources.Setting(metadata=ObjectMeta(name=name), value=value,
+    obj = kinds.Setting(metadata=ObjectMeta(name=name), value=value,
                             default=definition.default if definition else "")  # fmt: skip
     applied = await request.app[KUBE].apply(obj, force=True)
     request.app[STORES].settings.put(as_dict(applied))

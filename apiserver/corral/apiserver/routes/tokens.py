@@ -11,16 +11,16 @@ from corral.apiserver import envelope, errors
 from corral.apiserver.authn import CSRF_COOKIE, SESSION_COOKIE, Principal, principal
 from corral.apiserver.authz import access
 from corral.apiserver.body import AUTH_LIMIT, read_json
-from corral.apiserver.cache import Obj
 from corral.apiserver.errors import ApiError
 from corral.apiserver.issuing import NewToken, issue
 from corral.apiserver.keys import ACTIVITY, FEATURES, KUBE, STORES
 from corral.apiserver.routes.common import base_url, referenced, v3
 from corral.apiserver.schemas import Field, Schema, readonly
-from corral.core import resources
 from corral.core.auth import ttl
 from corral.core.auth.tokens import MSG_NOT_FOUND, TokenRecord
-from corral.core.kube import delete_if_present
+from corral.core.kube import kinds
+from corral.core.kube.client import delete_if_present
+from corral.core.kube.informer import Obj
 
 SCHEMA = Schema(
     id="token",
@@ -51,9 +51,10 @@ CANNOT_DELETE_SESSION = "Cannot delete token for current session (use logout ins
 routes = web.RouteTableDef()
 
 
-def render(base: str, record: TokenRecord, current: str, now: datetime.datetime) -> dict[str, Any]:
+def fields(record: TokenRecord, current: str, now: datetime.datetime) -> dict[str, Any]:
+    """All of the resource's fields: each is small, so collections filter and sort by them."""
     expiry = record.expires_at()
-    body = {
+    return {
         "id": record.name,
         "name": record.name,
         "description": record.description,
@@ -70,7 +71,10 @@ def render(base: str, record: TokenRecord, current: str, now: datetime.datetime)
         "created": ttl.format_time(record.created),
         "uuid": record.uid,
     }
-    return envelope.resource(base, SCHEMA, body)
+
+
+def render(base: str, record: TokenRecord, current: str, now: datetime.datetime) -> dict[str, Any]:
+    return envelope.resource(base, SCHEMA, fields(record, current, now))
 
 
 def own_token(request: web.Request, who: Principal, name: str) -> TokenRecord:
@@ -96,11 +100,22 @@ def visible_cluster(request: web.Request, cluster_id: str) -> Obj:
 async def list_tokens(request: web.Request) -> web.Response:
     who, now = principal(request), datetime.datetime.now(datetime.UTC)
     base = base_url(request)
-    items = [
-        render(base, TokenRecord.from_object(obj), who.token.name, now)
+    current = who.token.name
+    records = [
+        TokenRecord.from_object(obj)
         for obj in request.app[STORES].tokens.by_index("user", who.user_id)
     ]
-    body = envelope.collection(base, SCHEMA, items, request.query, request.path, can_create=True)
+    body = envelope.collection(
+        base,
+        SCHEMA,
+        records,
+        lambda record: record.name,
+        lambda record: fields(record, current, now),
+        lambda record: render(base, record, current, now),
+        request.query,
+        request.path,
+        can_create=True,
+    )
     return web.json_response(body)
 
 
@@ -119,10 +134,7 @@ async def create_or_act(request: web.Request) -> web.StreamResponse:
 async def create_token(request: web.Request) -> web.Response:
     who, stores = principal(request), request.app[STORES]
     body = SCHEMA.writable(await read_json(request, AUTH_LIMIT), creating=True)
-    try:
-        requested = ttl.requested(body.get("ttlMillis", body.get("ttl", 0)))
-    except ttl.TtlError as exc:
-        raise errors.invalid("ttl", str(exc)) from None
+    requested = ttl.requested(body.get("ttlMillis", body.get("ttl", 0)))
     description = body.get("description", "")
     if not isinstance(description, str) or len(description) > 1024:
         raise errors.invalid("description", "description must be text of at most 1024 characters")
@@ -165,7 +177,7 @@ async def delete_token(request: web.Request) -> web.Response:
 
 
 async def delete(request: web.Request, name: str) -> None:
-    await delete_if_present(request.app[KUBE], resources.Token, name)
+    await delete_if_present(request.app[KUBE], kinds.Token, name)
     request.app[STORES].tokens.forget(name)
     request.app[ACTIVITY].forget(name)
 

@@ -2,7 +2,7 @@
 
 Passwords never touch the User object: their Argon2id hash lives in the Secret
 `svc-system/<user id>-password`, owned by the User so that it goes when the user goes. A
-username is claimed before its User is created (`corral.core.auth.usernames`), so two users
+username is claimed before its User is created (`corral.core.kube.usernames`), so two users
 created at once with one username cannot both be made.
 """
 
@@ -18,16 +18,17 @@ from corral.apiserver import envelope, errors
 from corral.apiserver.authn import Principal, principal
 from corral.apiserver.authz import require_admin
 from corral.apiserver.body import AUTH_LIMIT, read_json
-from corral.apiserver.cache import Obj
 from corral.apiserver.errors import ApiError
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.routes import tokens
-from corral.apiserver.routes.common import action, base_url, flag, meta_fields, text, v3
+from corral.apiserver.routes.common import action, base_url, flag, meta_fields, name_of, text, v3
 from corral.apiserver.schemas import Field, Schema, readonly
-from corral.core import ids, resources
-from corral.core.auth import credentials, passwords, usernames
+from corral.core.api import ids
+from corral.core.auth import passwords
 from corral.core.auth.tokens import TokenRecord
-from corral.core.kube import as_dict, delete_if_present
+from corral.core.kube import kinds, password_secrets, usernames
+from corral.core.kube.client import as_dict, delete_if_present
+from corral.core.kube.informer import Obj
 
 SCHEMA = Schema(
     id="user",
@@ -60,9 +61,10 @@ CHANGE_PASSWORD = Schema(
 routes = web.RouteTableDef()
 
 
-def render(request: web.Request, obj: Obj, who: Principal) -> dict[str, Any]:
+def fields(obj: Obj, who: Principal) -> dict[str, Any]:
+    """All of the resource's fields: each is small, so collections filter and sort by them."""
     spec = obj.get("spec", {})
-    body = {
+    return {
         **meta_fields(obj),
         "username": spec.get("username", ""),
         "name": spec.get("displayName", ""),
@@ -72,7 +74,10 @@ def render(request: web.Request, obj: Obj, who: Principal) -> dict[str, Any]:
         "principalIds": [f"local://{obj['metadata']['name']}"],
         "me": obj["metadata"]["name"] == who.user_id,
     }
-    return envelope.resource(base_url(request), SCHEMA, body,
+
+
+def render(request: web.Request, obj: Obj, who: Principal) -> dict[str, Any]:
+    return envelope.resource(base_url(request), SCHEMA, fields(obj, who),
                              actions=["setpassword"] if who.is_admin else [])  # fmt: skip
 
 
@@ -88,10 +93,10 @@ def visible_user(request: web.Request, who: Principal) -> Obj:
 async def list_users(request: web.Request) -> web.Response:
     who = principal(request)
     users = request.app[STORES].users.all()
-    items = [render(request, u, who) for u in users
-             if who.is_admin or u["metadata"]["name"] == who.user_id]  # fmt: skip
-    body = envelope.collection(base_url(request), SCHEMA, items, request.query, request.path,
-                               can_create=who.is_admin)  # fmt: skip
+    visible = [u for u in users if who.is_admin or u["metadata"]["name"] == who.user_id]
+    body = envelope.collection(base_url(request), SCHEMA, visible, name_of,
+                               lambda u: fields(u, who), lambda u: render(request, u, who),
+                               request.query, request.path, can_create=who.is_admin)  # fmt: skip
     return web.json_response(body)
 
 
@@ -115,15 +120,11 @@ async def create_or_act(request: web.Request) -> web.Response:
     enabled = flag(body, "enabled", True)
     must_change = flag(body, "mustChangePassword", False)
     if request.app[STORES].user_by_username(username) is not None:
-        raise taken()
-    check_policy(username, password)
+        raise usernames.UsernameTaken
+    passwords.check_policy(username, password)
     user = await create_user(request, username, password, display, description, enabled,
                              must_change)  # fmt: skip
     return web.json_response(render(request, user, who), status=201)
-
-
-def taken() -> ApiError:
-    return errors.invalid("username", "Username is already in use.", code="NotUnique")
 
 
 async def create_user(
@@ -134,34 +135,24 @@ async def create_user(
     Secret and its `user` global role binding."""
     kube, stores = request.app[KUBE], request.app[STORES]
     user_id = ids.generate("u")
-    try:
-        await usernames.claim(kube, username, user_id)
-    except usernames.UsernameTaken:
-        raise taken() from None
+    await usernames.claim(kube, username, user_id)
     spec = {"username": username, "displayName": display, "description": description,
             "enabled": enabled, "mustChangePassword": must_change}  # fmt: skip
     try:
-        created = await kube.create(resources.User(metadata=ObjectMeta(name=user_id), spec=spec))
+        created = await kube.create(kinds.User(metadata=ObjectMeta(name=user_id), spec=spec))
     except Exception:
         await usernames.release(kube, username, user_id)
         raise
     user = as_dict(created)
     stores.users.put(user)
     await usernames.own(kube, username, user_id, user["metadata"]["uid"])
-    await credentials.store(kube, user["metadata"]["name"], user["metadata"]["uid"], password)
-    binding = await kube.create(resources.GlobalRoleBinding(
+    await password_secrets.store(kube, user["metadata"]["name"], user["metadata"]["uid"], password)
+    binding = await kube.create(kinds.GlobalRoleBinding(
         metadata=ObjectMeta(name=ids.generate("grb")),
         spec={"globalRoleName": "user", "userName": user["metadata"]["name"]},
     ))  # fmt: skip
     stores.bindings.put(as_dict(binding))
     return user
-
-
-def check_policy(username: str, password: str) -> None:
-    try:
-        passwords.check_policy(username, password)
-    except passwords.PasswordPolicyError as exc:
-        raise errors.invalid("password", str(exc), code="InvalidBodyContent") from None
 
 
 @routes.put(v3("users", "/{id}"))
@@ -183,7 +174,7 @@ async def update_user(request: web.Request) -> web.Response:
         patch["mustChangePassword"] = flag(body, "mustChangePassword", False)
     if patch:
         updated = await request.app[KUBE].patch(
-            resources.User, obj["metadata"]["name"], {"spec": patch},
+            kinds.User, obj["metadata"]["name"], {"spec": patch},
             patch_type=PatchType.MERGE,
         )  # fmt: skip
         obj = as_dict(updated)
@@ -200,7 +191,7 @@ async def delete_user(request: web.Request) -> web.Response:
     user_id = obj["metadata"]["name"]
     if user_id == who.user_id:
         raise ApiError(422, "InvalidAction", "You cannot delete yourself")
-    await delete_if_present(request.app[KUBE], resources.User, user_id)
+    await delete_if_present(request.app[KUBE], kinds.User, user_id)
     request.app[STORES].users.forget(user_id)
     return web.Response(status=204)
 
@@ -214,8 +205,10 @@ async def user_action(request: web.Request) -> web.Response:
     require_admin(who, "set passwords")
     body = await read_json(request, AUTH_LIMIT)
     new = text(body, "newPassword", max_length=1024, required=True)
-    check_policy(obj["spec"]["username"], new)
-    await credentials.store(request.app[KUBE], obj["metadata"]["name"], obj["metadata"]["uid"], new)
+    passwords.check_policy(obj["spec"]["username"], new)
+    await password_secrets.store(
+        request.app[KUBE], obj["metadata"]["name"], obj["metadata"]["uid"], new
+    )
     await end_sessions(request, obj["metadata"]["name"], keep="")
     return web.json_response(render(request, obj, who))
 
@@ -229,11 +222,13 @@ async def change_password(request: web.Request) -> web.Response:
     obj = request.app[STORES].users.get(who.user_id)
     if obj is None:
         raise errors.not_found("user not found")
-    if not await credentials.verify(request.app[KUBE], who.user_id, current):
+    if not await password_secrets.verify(request.app[KUBE], who.user_id, current):
         raise errors.invalid("currentPassword", "current password is wrong",
                              code="InvalidBodyContent")  # fmt: skip
-    check_policy(obj["spec"]["username"], new)
-    await credentials.store(request.app[KUBE], obj["metadata"]["name"], obj["metadata"]["uid"], new)
+    passwords.check_policy(obj["spec"]["username"], new)
+    await password_secrets.store(
+        request.app[KUBE], obj["metadata"]["name"], obj["metadata"]["uid"], new
+    )
     await end_sessions(request, who.user_id, keep=who.token.name)
     return web.json_response({}, status=200)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from corral.core.errors import Invalid
+
 _hasher = PasswordHasher()  # the library's defaults follow RFC 9106's recommendation
 # Verified against when the user does not exist, so that the time taken does not reveal it.
 _DECOY = _hasher.hash("corral-decoy-password")
@@ -12,8 +14,9 @@ _DECOY = _hasher.hash("corral-decoy-password")
 MIN_LENGTH = 12
 
 
-class PasswordPolicyError(ValueError):
-    pass
+class PasswordPolicyError(Invalid):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "password", "InvalidBodyContent")
 
 
 def hash_password(password: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from corral.core import resources
+from corral.core.api import names
 from corral.core.auth import hashing, ttl
 
 # A token name is a Kubernetes object name (DNS-1123 subdomain).
@@ -49,14 +49,14 @@ class TokenRecord:
     def from_object(cls, obj: Mapping[str, Any]) -> TokenRecord:
         meta, spec = obj["metadata"], obj.get("spec", {})
         labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-        activity = annotations.get(resources.ANNOTATION_LAST_ACTIVITY)
+        activity = annotations.get(names.ANNOTATION_LAST_ACTIVITY)
         return cls(
             name=meta["name"],
             user_id=spec.get("userId", ""),
             stored=spec.get("token", ""),
             ttl_ms=int(spec.get("ttlMillis", 0)),
             created=ttl.parse_time(meta["creationTimestamp"]),
-            kind=labels.get(resources.LABEL_TOKEN_KIND, ""),
+            kind=labels.get(names.LABEL_TOKEN_KIND, ""),
             is_derived=bool(spec.get("isDerived", False)),
             cluster_name=spec.get("clusterName", ""),
             enabled=spec.get("enabled", True) is not False,
@@ -68,11 +68,11 @@ class TokenRecord:
 
     @property
     def is_session(self) -> bool:
-        return self.kind == resources.KIND_SESSION
+        return self.kind == names.KIND_SESSION
 
     @property
     def is_system(self) -> bool:
-        return self.kind == resources.KIND_SYSTEM
+        return self.kind == names.KIND_SYSTEM
 
     def expires_at(self) -> datetime.datetime | None:
         return ttl.expires_at(self.created, self.ttl_ms)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime
 
+from corral.core.errors import Invalid
+
 # The longest lifetime a token may be given: 100 Julian years, as the longest the settings
 # allow (settings.MAX_MINUTES). Far beyond any use; creation plus this fits a datetime.
 MAX_TTL_MS = 100 * 525_960 * 60_000
@@ -14,8 +16,9 @@ END_OF_TIME = datetime.datetime.max.replace(tzinfo=datetime.UTC)
 _MILLISECOND = datetime.timedelta(milliseconds=1)
 
 
-class TtlError(ValueError):
-    pass
+class TtlError(Invalid):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "ttl")
 
 
 def minutes_to_ms(minutes: float) -> int:

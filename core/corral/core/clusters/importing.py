@@ -1,5 +1,5 @@
 """Importing a cluster: read the user's kubeconfig, use it once to give corral its own
-credential in the cluster, and forget it.
+credential in the cluster (`corral.core.kube.agent`), and forget it.
 
 corral's credential is the token of the service account `svc-system/corral`, bound to
 `cluster-admin` (corral manages namespaces, RBAC, nodes and workloads, and impersonates users
@@ -8,38 +8,25 @@ in its proxy). The user's kubeconfig is never stored.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
-import json
 import re
-import ssl
-import time
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import aiohttp
 import yaml
-from lightkube import ApiError, AsyncClient
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.models.rbac_v1 import RoleRef, Subject
-from lightkube.resources.core_v1 import Namespace, Secret, ServiceAccount
-from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
 
 from corral.core.clusters.credential import Credential
+from corral.core.errors import Invalid
 
 AGENT_NAMESPACE = "svc-system"
 AGENT_NAME = "corral"
-AGENT_TOKEN_SECRET = "corral-token"
-TOKEN_TIMEOUT = 30.0
+# Where a kubeconfig is given in `/v3` (a body's top-level `kubeConfig` is accepted too).
+KUBECONFIG_FIELD = "importedConfig.kubeConfig"
 KUBECONFIG_MAX_BYTES = 256 * 1024
 MAX_DEPTH = 32
-# A real /version answer is a few hundred bytes; a server answering more is not read whole.
-VERSION_MAX_BYTES = 64 * 1024
 # What may go into an HTTP header or a URL: visible ASCII, no spaces, tabs or line breaks.
-_VISIBLE = re.compile(r"[\x21-\x7e]+")
-_UID = re.compile(r"[0-9A-Za-z-]{1,64}")
+VISIBLE = re.compile(r"[\x21-\x7e]+")
 # Fields that point at files or programs on the user's machine, which corral cannot read.
 FILE_REFERENCES = {
     "certificate-authority": "the CA",
@@ -51,13 +38,12 @@ FILE_REFERENCES = {
 }
 
 
-class ImportFailed(ValueError):
-    """The kubeconfig cannot be used, or the cluster cannot be set up with it."""
+class ImportFailed(Invalid):
+    """The kubeconfig cannot be used, or the cluster cannot be set up with it: the request's
+    kubeconfig is at fault, even when `code` says that what it points at did not answer."""
 
     def __init__(self, message: str, code: str = "InvalidFormat") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
+        super().__init__(message, KUBECONFIG_FIELD, code)
 
 
 def parse_kubeconfig(encoded: Any) -> Credential:
@@ -125,7 +111,7 @@ def _credential(cluster: dict[str, Any], user: dict[str, Any]) -> Credential:
     token = user.get("token")
     if not token and not (cert and key):
         raise ImportFailed("kubeConfig's user has neither a token nor a client certificate")
-    if token and not (isinstance(token, str) and _VISIBLE.fullmatch(token)):
+    if token and not (isinstance(token, str) and VISIBLE.fullmatch(token)):
         raise ImportFailed("kubeConfig's token must be visible ASCII, without spaces or breaks")
     return Credential(server, ca_cert=ca, token=token or None, client_cert=cert, client_key=key)
 
@@ -133,7 +119,7 @@ def _credential(cluster: dict[str, Any], user: dict[str, Any]) -> Credential:
 def _server(value: Any) -> str:
     """The API server's URL: https, a host, a valid port, nothing a header or a log line
     could be smuggled into."""
-    if not isinstance(value, str) or not _VISIBLE.fullmatch(value):
+    if not isinstance(value, str) or not VISIBLE.fullmatch(value):
         raise ImportFailed("the cluster's server must be an https:// URL")
     try:
         url = urlsplit(value)
@@ -170,143 +156,8 @@ def _b64(value: Any) -> bytes | None:
     return base64.b64decode(value, validate=True)
 
 
-async def version(credential: Credential, seconds: float = 10.0) -> dict[str, Any]:
-    """The cluster's /version; raises ImportFailed when the cluster cannot be reached or does
-    not answer as Kubernetes does."""
-    session = _session(credential, seconds)
-    try:
-        async with session, session.get("version", allow_redirects=False) as response:
-            status = response.status
-            body = await _read_at_most(response, VERSION_MAX_BYTES)
-    except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
-        reason = str(exc) or type(exc).__name__
-        raise ImportFailed(
-            f"cannot reach the cluster at {credential.server}: {reason}", "ClusterUnavailable"
-        ) from None
-    if status in (401, 403):
-        raise ImportFailed(
-            f"the cluster at {credential.server} refused the credentials (HTTP {status})",
-            "Unauthorized",
-        )
-    if status >= 400:
-        raise ImportFailed(
-            f"the cluster at {credential.server} answered HTTP {status}", "ClusterUnavailable"
-        )
-    try:
-        answer = json.loads(body)
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict) or not isinstance(answer.get("gitVersion"), str):
-        raise not_kubernetes(credential, "its /version is not a Kubernetes version")
-    return answer
-
-
-async def _read_at_most(response: aiohttp.ClientResponse, limit: int) -> bytes:
-    body = b""
-    while len(body) <= limit and (chunk := await response.content.read(limit + 1 - len(body))):
-        body += chunk
-    return body
-
-
-def _session(credential: Credential, seconds: float) -> aiohttp.ClientSession:
-    try:
-        return credential.session(seconds)
-    except (ssl.SSLError, ValueError) as exc:
-        raise ImportFailed(f"kubeConfig's certificates cannot be used: {exc}") from None
-
-
 def not_kubernetes(credential: Credential, why: str) -> ImportFailed:
     return ImportFailed(
         f"the server at {credential.server} does not answer as a Kubernetes API server: {why}",
         "ClusterUnavailable",
     )
-
-
-async def identify(user: Credential) -> str:
-    """What makes the cluster itself known, whichever URL or credential reaches it: the uid
-    of its `kube-system` namespace, which lives as long as the cluster."""
-    await version(user)
-    client = user.client()
-    try:
-        namespace = await client.get(Namespace, "kube-system")
-    except ApiError as exc:
-        if exc.status.code in (401, 403):
-            raise ImportFailed(
-                "the kubeconfig's user may not read the namespace kube-system", "PermissionDenied"
-            ) from None
-        raise not_kubernetes(user, f"kube-system: {exc.status.message}") from None
-    except Exception as exc:  # noqa: BLE001 - whatever a server that is not Kubernetes does
-        raise not_kubernetes(user, type(exc).__name__) from None
-    finally:
-        await client.close()
-    uid = namespace.metadata.uid if namespace.metadata else None
-    if not isinstance(uid, str) or not _UID.fullmatch(uid):
-        raise not_kubernetes(user, "its kube-system namespace has no uid")
-    return uid
-
-
-@dataclass(frozen=True)
-class Imported:
-    credential: Credential
-    version: dict[str, Any]
-
-
-async def install_agent(user: Credential) -> Imported:
-    """Create corral's service account, binding and token in the cluster with the user's
-    credential (checked by `identify` first), wait for the token, and check that it works."""
-    client = user.client()
-    try:
-        for obj in (
-            Namespace(metadata=ObjectMeta(name=AGENT_NAMESPACE)),
-            ServiceAccount(metadata=ObjectMeta(name=AGENT_NAME, namespace=AGENT_NAMESPACE)),
-            ClusterRoleBinding(
-                metadata=ObjectMeta(name=AGENT_NAME),
-                roleRef=RoleRef(
-                    apiGroup="rbac.authorization.k8s.io", kind="ClusterRole", name="cluster-admin"
-                ),
-                subjects=[
-                    Subject(kind="ServiceAccount", name=AGENT_NAME, namespace=AGENT_NAMESPACE)
-                ],
-            ),
-            Secret(
-                metadata=ObjectMeta(
-                    name=AGENT_TOKEN_SECRET,
-                    namespace=AGENT_NAMESPACE,
-                    annotations={"kubernetes.io/service-account.name": AGENT_NAME},
-                ),
-                type="kubernetes.io/service-account-token",
-            ),
-        ):
-            await client.apply(obj, force=True)
-        token, ca = await _await_token(client)
-    except ApiError as exc:
-        raise ImportFailed(
-            f"the kubeconfig's user may not set up corral in the cluster: {exc.status.message}",
-            "PermissionDenied",
-        ) from None
-    except ImportFailed:
-        raise
-    except Exception as exc:  # noqa: BLE001 - whatever a server that is not Kubernetes does
-        raise not_kubernetes(user, type(exc).__name__) from None
-    finally:
-        await client.close()
-    agent = Credential(server=user.server, ca_cert=user.ca_cert or ca, token=token)
-    return Imported(agent, await version(agent))
-
-
-async def _await_token(client: AsyncClient) -> tuple[str, bytes | None]:
-    """kube-controller-manager fills in the token of a service-account-token Secret."""
-    deadline = time.monotonic() + TOKEN_TIMEOUT
-    while True:
-        secret = await client.get(Secret, AGENT_TOKEN_SECRET, namespace=AGENT_NAMESPACE)
-        data = secret.data or {}
-        if data.get("token"):
-            ca = base64.b64decode(data["ca.crt"]) if data.get("ca.crt") else None
-            token = base64.b64decode(data["token"]).decode()
-            if not _VISIBLE.fullmatch(token):
-                raise ValueError("the service account token is not a bearer token")
-            return token, ca
-        if time.monotonic() > deadline:
-            message = "the cluster issued no service account token (is its controller running?)"
-            raise ImportFailed(message, "ClusterUnavailable")
-        await asyncio.sleep(0.2)

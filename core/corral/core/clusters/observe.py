@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.core import quantity
+from corral.core.api import condition_types as ct
 from corral.core.conditions import Condition
 
 ROLE_LABELS = {
@@ -26,6 +27,19 @@ SYSTEM_TAINT_PREFIXES = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.i
 PROVISIONING_DRIVERS = {"rke2", "k3s", "AKS", "EKS", "GKE", "svcKubernetesEngine"}
 # A condition message, far below the CRD's limit: enough to say what failed and why.
 MAX_MESSAGE = 4096
+# Kubernetes' own conditions of a downstream node that corral reads.
+KUBE_NODE_READY = "Ready"
+# Each pressure condition of a cluster: the nodes' condition it sums up, and its reasons when
+# some node reports it and when none does.
+_PRESSURES = (
+    (ct.NO_DISK_PRESSURE, "DiskPressure", ct.REASON_DISK_PRESSURE, ct.REASON_NO_DISK_PRESSURE),
+    (
+        ct.NO_MEMORY_PRESSURE,
+        "MemoryPressure",
+        ct.REASON_MEMORY_PRESSURE,
+        ct.REASON_NO_MEMORY_PRESSURE,
+    ),
+)
 
 
 def node_cr_name(node_name: str) -> str:
@@ -102,16 +116,18 @@ def node_conditions(
     `applied` says whether the node matches what its Node CR asks for; `pending` says what
     does not, when it does not; `failure` why applying it failed, when it did.
     """
-    ready = _condition(node, "Ready")
-    registered = Condition.of("Registered", True, "Registered", "the node is in the cluster")
+    ready = _condition(node, KUBE_NODE_READY)
+    registered = Condition.of(
+        ct.REGISTERED, True, ct.REASON_REGISTERED, "the node is in the cluster"
+    )
     return [
-        Condition.of("Initialized", True, "Initialized"),
-        Condition.of("Provisioned", True, "Provisioned"),
+        Condition.of(ct.INITIALIZED, True, ct.REASON_INITIALIZED),
+        Condition.of(ct.PROVISIONED, True, ct.REASON_PROVISIONED),
         registered,
         Condition(
-            "Ready",
+            ct.READY,
             ready.get("status", "Unknown"),
-            ready.get("reason") or "NoReadyCondition",
+            ready.get("reason") or ct.REASON_NO_READY_CONDITION,
             ready.get("message", ""),
         ),
         _updated(applied, pending, failure),
@@ -120,8 +136,10 @@ def node_conditions(
 
 def _updated(applied: bool, pending: str, failure: str) -> Condition:
     if failure:
-        return Condition.of("Updated", False, "ApplyFailed", failure)
-    return Condition.of("Updated", applied, "Applied" if applied else "Pending", pending)
+        return Condition.of(ct.UPDATED, False, ct.REASON_APPLY_FAILED, failure)
+    return Condition.of(
+        ct.UPDATED, applied, ct.REASON_APPLIED if applied else ct.REASON_PENDING, pending
+    )
 
 
 def desired_taints(
@@ -220,63 +238,69 @@ def cluster_conditions(
     if driver in PROVISIONING_DRIVERS:
         message = f"corral cannot provision {driver} clusters yet; the cluster is only stored"
         return [
-            Condition.of("Pending", True, "ProvisioningNotAvailable", message),
-            Condition.of("Provisioned", False, "ProvisioningNotAvailable", message),
-            Condition("AgentDeployed", "Unknown", "NotProvisioned"),
-            Condition.of("Ready", False, "NotProvisioned", message),
-            updated(failures, "Stored"),
-            Condition("NoDiskPressure", "Unknown", "NotProvisioned"),
-            Condition("NoMemoryPressure", "Unknown", "NotProvisioned"),
+            Condition.of(ct.PENDING, True, ct.REASON_PROVISIONING_NOT_AVAILABLE, message),
+            Condition.of(ct.PROVISIONED, False, ct.REASON_PROVISIONING_NOT_AVAILABLE, message),
+            Condition(ct.AGENT_DEPLOYED, "Unknown", ct.REASON_NOT_PROVISIONED),
+            Condition.of(ct.READY, False, ct.REASON_NOT_PROVISIONED, message),
+            updated(failures, ct.REASON_STORED),
+            Condition(ct.NO_DISK_PRESSURE, "Unknown", ct.REASON_NOT_PROVISIONED),
+            Condition(ct.NO_MEMORY_PRESSURE, "Unknown", ct.REASON_NOT_PROVISIONED),
         ]
     if not has_credential or probe is None:
         message = "no credential for this cluster: import it through POST /v3/clusters"
         return [
-            Condition.of("Pending", True, "WaitingForCredential", message),
-            Condition.of("Provisioned", False, "WaitingForCredential", message),
-            Condition("AgentDeployed", "Unknown", "WaitingForCredential"),
-            Condition.of("Ready", False, "WaitingForCredential", message),
-            updated(failures, "Stored"),
-            Condition("NoDiskPressure", "Unknown", "WaitingForCredential"),
-            Condition("NoMemoryPressure", "Unknown", "WaitingForCredential"),
+            Condition.of(ct.PENDING, True, ct.REASON_WAITING_FOR_CREDENTIAL, message),
+            Condition.of(ct.PROVISIONED, False, ct.REASON_WAITING_FOR_CREDENTIAL, message),
+            Condition(ct.AGENT_DEPLOYED, "Unknown", ct.REASON_WAITING_FOR_CREDENTIAL),
+            Condition.of(ct.READY, False, ct.REASON_WAITING_FOR_CREDENTIAL, message),
+            updated(failures, ct.REASON_STORED),
+            Condition(ct.NO_DISK_PRESSURE, "Unknown", ct.REASON_WAITING_FOR_CREDENTIAL),
+            Condition(ct.NO_MEMORY_PRESSURE, "Unknown", ct.REASON_WAITING_FOR_CREDENTIAL),
         ]
-    origin = "Local" if driver == "local" else "Imported"
+    origin = ct.REASON_LOCAL if driver == "local" else ct.REASON_IMPORTED
     conditions = [
-        Condition.of("Pending", False, "Connected"),
-        Condition.of("Provisioned", True, origin),
+        Condition.of(ct.PENDING, False, ct.REASON_CONNECTED),
+        Condition.of(ct.PROVISIONED, True, origin),
     ]
     if probe.credential_rejected:
-        conditions.append(Condition.of("AgentDeployed", False, "CredentialRejected", probe.message))
+        conditions.append(
+            Condition.of(ct.AGENT_DEPLOYED, False, ct.REASON_CREDENTIAL_REJECTED, probe.message)
+        )
     elif probe.reachable:
-        conditions.append(Condition.of("AgentDeployed", True, "CredentialAccepted"))
+        conditions.append(Condition.of(ct.AGENT_DEPLOYED, True, ct.REASON_CREDENTIAL_ACCEPTED))
     else:
-        conditions.append(Condition("AgentDeployed", "Unknown", "Unreachable", probe.message))
+        conditions.append(
+            Condition(ct.AGENT_DEPLOYED, "Unknown", ct.REASON_UNREACHABLE, probe.message)
+        )
     if probe.ready:
-        conditions.append(Condition.of("Ready", True, "Ready", "the cluster's API server is ready"))
+        conditions.append(
+            Condition.of(ct.READY, True, ct.REASON_READY, "the cluster's API server is ready")
+        )
     else:
-        reason = "Unreachable" if not probe.reachable else "NotReady"
-        conditions.append(Condition.of("Ready", False, reason, probe.message))
+        reason = ct.REASON_UNREACHABLE if not probe.reachable else ct.REASON_NOT_READY
+        conditions.append(Condition.of(ct.READY, False, reason, probe.message))
     conditions.append(updated(failures))
-    for pressure in ("DiskPressure", "MemoryPressure"):
+    for type, pressure, pressed_reason, fine_reason in _PRESSURES:
         if not probe.reachable:
-            conditions.append(Condition(f"No{pressure}", "Unknown", "Unreachable"))
+            conditions.append(Condition(type, "Unknown", ct.REASON_UNREACHABLE))
             continue
         pressed = sorted(
             n["metadata"]["name"] for n in nodes if _condition(n, pressure).get("status") == "True"
         )
         conditions.append(
             Condition.of(
-                f"No{pressure}",
+                type,
                 not pressed,
-                f"{pressure}" if pressed else f"No{pressure}",
+                pressed_reason if pressed else fine_reason,
                 f"{pressure} on: {', '.join(pressed)}" if pressed else "",
             )
         )
     return conditions
 
 
-def updated(failures: Mapping[str, str], reason: str = "Applied") -> Condition:
+def updated(failures: Mapping[str, str], reason: str = ct.REASON_APPLIED) -> Condition:
     """The cluster's `Updated`: True `reason`, or False `SyncFailed` with every failure."""
     if not failures:
-        return Condition.of("Updated", True, reason)
+        return Condition.of(ct.UPDATED, True, reason)
     message = "; ".join(f"{what}: {why}" for what, why in sorted(failures.items()))
-    return Condition.of("Updated", False, "SyncFailed", message[:MAX_MESSAGE])
+    return Condition.of(ct.UPDATED, False, ct.REASON_SYNC_FAILED, message[:MAX_MESSAGE])

@@ -12,19 +12,20 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from corral.core.api.ids import MAX_SUBDOMAIN, is_dns_subdomain
+from corral.core.errors import Invalid
+
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MAX_TAINTS = 64
-MAX_PREFIX = 253
 MAX_NAME = 63
 _NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", re.ASCII)
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", re.ASCII)
 _NAME_RULE = (
     f"at most {MAX_NAME} characters: letters, digits, '-', '_' or '.', "
     "starting and ending with a letter or digit"
 )
 
 
-class InvalidTaint(ValueError):
+class InvalidTaint(Invalid):
     """A taint Kubernetes would refuse; the message says which and why."""
 
 
@@ -32,34 +33,34 @@ def parse(value: Any, field: str = "desiredNodeTaints") -> list[dict[str, str]]:
     """The taints of a request body or a stored spec, in canonical form (`value` only when
     not empty); raises InvalidTaint."""
     if not isinstance(value, list):
-        raise InvalidTaint(f"{field} must be a list of taints")
+        raise InvalidTaint(f"{field} must be a list of taints", field)
     if len(value) > MAX_TAINTS:
-        raise InvalidTaint(f"{field} has more than {MAX_TAINTS} taints")
+        raise InvalidTaint(f"{field} has more than {MAX_TAINTS} taints", field)
     result: list[dict[str, str]] = []
     seen: set[tuple[str, str]] = set()
     for index, taint in enumerate(value):
-        entry = _taint(taint, f"{field}[{index}]")
+        entry = _taint(taint, field, f"{field}[{index}]")
         if (entry["key"], entry["effect"]) in seen:
-            raise InvalidTaint(f"{field}[{index}]: taints must be unique by key and effect")
+            raise InvalidTaint(f"{field}[{index}]: taints must be unique by key and effect", field)
         seen.add((entry["key"], entry["effect"]))
         result.append(entry)
     return result
 
 
-def _taint(taint: Any, where: str) -> dict[str, str]:
+def _taint(taint: Any, field: str, where: str) -> dict[str, str]:
     if not isinstance(taint, dict):
-        raise InvalidTaint(f"{where} must be an object with key, value and effect")
+        raise InvalidTaint(f"{where} must be an object with key, value and effect", field)
     key, value, effect = taint.get("key"), taint.get("value"), taint.get("effect")
     if not isinstance(key, str) or not key:
-        raise InvalidTaint(f"{where}.key is required and must be text")
+        raise InvalidTaint(f"{where}.key is required and must be text", field)
     if problem := key_problem(key):
-        raise InvalidTaint(f"{where}.key: {problem}")
+        raise InvalidTaint(f"{where}.key: {problem}", field)
     if value is not None and not isinstance(value, str):
-        raise InvalidTaint(f"{where}.value must be text")
+        raise InvalidTaint(f"{where}.value must be text", field)
     if value and not _is_name(value):
-        raise InvalidTaint(f"{where}.value must be empty or {_NAME_RULE}")
+        raise InvalidTaint(f"{where}.value must be empty or {_NAME_RULE}", field)
     if effect not in EFFECTS:
-        raise InvalidTaint(f"{where}.effect must be one of {', '.join(EFFECTS)}")
+        raise InvalidTaint(f"{where}.effect must be one of {', '.join(EFFECTS)}", field)
     entry = {"key": key, "effect": str(effect)}
     if value:
         entry["value"] = value
@@ -71,9 +72,9 @@ def key_problem(key: str) -> str | None:
     prefix, slash, name = key.rpartition("/")
     if slash and not prefix:
         return "the prefix before '/' must not be empty"
-    if prefix and not _is_subdomain(prefix):
+    if prefix and not is_dns_subdomain(prefix):
         return (
-            f"the prefix must be a DNS subdomain of at most {MAX_PREFIX} characters "
+            f"the prefix must be a DNS subdomain of at most {MAX_SUBDOMAIN} characters "
             "(lower-case letters, digits, '-' and '.')"
         )
     if not _is_name(name):
@@ -83,7 +84,3 @@ def key_problem(key: str) -> str | None:
 
 def _is_name(text: str) -> bool:
     return len(text) <= MAX_NAME and _NAME.fullmatch(text) is not None
-
-
-def _is_subdomain(text: str) -> bool:
-    return len(text) <= MAX_PREFIX and all(_DNS_LABEL.fullmatch(label) for label in text.split("."))

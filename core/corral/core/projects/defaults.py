@@ -6,7 +6,7 @@ of the operator agrees on them without reading anything.
 
 from __future__ import annotations
 
-from corral.core import ids
+from corral.core.api import ids
 
 DEFAULT = "Default"
 SYSTEM = "System"

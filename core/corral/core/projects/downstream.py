@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral.core import resources
+from corral.core.api import names
+from corral.core.api.ids import ScopedId
 from corral.core.projects import quota, roles
 
 ANNOTATION_HASH = "management.svc.io/content-hash"
@@ -63,11 +64,9 @@ class Binding:
 
 def project_of(namespace: Mapping[str, Any], cluster_id: str) -> str | None:
     """The project (name, not id) a downstream namespace belongs to, by its annotation."""
-    value = (namespace["metadata"].get("annotations") or {}).get(resources.ANNOTATION_PROJECT)
-    if not value:
-        return None
-    cluster, _, project = str(value).partition(":")
-    return project if cluster == cluster_id and project else None
+    value = (namespace["metadata"].get("annotations") or {}).get(names.ANNOTATION_PROJECT)
+    project = ScopedId.parse_or_none(value)
+    return project.name if project and project.namespace == cluster_id else None
 
 
 def active(namespace: Mapping[str, Any]) -> bool:
@@ -122,7 +121,7 @@ def project_objects(
     project: ProjectView, bindings: Iterable[Binding], isolate: bool, system: str | None
 ) -> list[dict[str, Any]]:
     """What every namespace of `project` holds, without its namespace."""
-    labels = {resources.LABEL_PROJECT: project.name}
+    labels = {names.LABEL_PROJECT: project.name}
     objects = []
     if project.namespace_quota:
         hard = quota.resource_quota_hard(project.namespace_quota)
@@ -144,9 +143,9 @@ def project_objects(
 def isolation_policy(project: str, system: str | None) -> dict[str, Any]:
     """Ingress from pods of the same project (and the System project) only. NetworkPolicies
     add up, so an explicit policy in the namespace can still admit more."""
-    sources = [{"namespaceSelector": {"matchLabels": {resources.LABEL_PROJECT: project}}}]
+    sources = [{"namespaceSelector": {"matchLabels": {names.LABEL_PROJECT: project}}}]
     if system and system != project:
-        sources.append({"namespaceSelector": {"matchLabels": {resources.LABEL_PROJECT: system}}})
+        sources.append({"namespaceSelector": {"matchLabels": {names.LABEL_PROJECT: system}}})
     return {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": sources}]}
 
 
@@ -180,7 +179,7 @@ def pending_by_project(
     """Per project and kind, how many wanted objects are not (yet) in place."""
     pending: dict[str, dict[str, int]] = {}
     for key, manifest in wanted.items():
-        project = (manifest["metadata"].get("labels") or {}).get(resources.LABEL_PROJECT)
+        project = (manifest["metadata"].get("labels") or {}).get(names.LABEL_PROJECT)
         if (
             project
             and _hash(existing.get(key)) != manifest["metadata"]["annotations"][ANNOTATION_HASH]
@@ -198,7 +197,7 @@ def label_fixes(namespaces: Iterable[Mapping[str, Any]], cluster_id: str) -> dic
         if not active(namespace):
             continue
         project = project_of(namespace, cluster_id)
-        label = (namespace["metadata"].get("labels") or {}).get(resources.LABEL_PROJECT)
+        label = (namespace["metadata"].get("labels") or {}).get(names.LABEL_PROJECT)
         if label != project:
             fixes[namespace["metadata"]["name"]] = project
     return fixes
@@ -224,7 +223,7 @@ def _grant(cluster_role: str, user_id: str) -> dict[str, Any]:
 def _manifest(kind: str, name: str, labels: Mapping[str, str], **content: Any) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "name": name,
-        "labels": {resources.LABEL_MANAGED_BY: resources.MANAGED_BY, **labels},
+        "labels": {names.LABEL_MANAGED_BY: names.MANAGED_BY, **labels},
     }
     manifest = {"apiVersion": API_VERSIONS[kind], "kind": kind, "metadata": meta, **content}
     meta["annotations"] = {ANNOTATION_HASH: content_hash(manifest)}

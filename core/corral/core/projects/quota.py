@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from corral.core import quantity
+from corral.core.errors import Invalid
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +40,16 @@ CONTAINER_DEFAULT_FIELDS = {
 }
 
 
-class QuotaError(ValueError):
+class QuotaError(Invalid):
     """Bad quota input: `field` names the /v3 field at fault."""
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
+
+class QuotaExceeded(Invalid):
+    """What project `project` (an id) would hold does not fit its quota."""
+
+    def __init__(self, project: str, excesses: Sequence[Excess]) -> None:
+        detail = "; ".join(e.describe() for e in excesses)
+        super().__init__(f"project {project} quota: {detail}", excesses[0].field, "QuotaExceeded")
 
 
 @dataclass(frozen=True)
@@ -80,24 +84,24 @@ def parse_limits(value: Any, field: str, allowed: Iterable[str] = QUOTA_FIELDS) 
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise QuotaError(field, f"{field} must be an object")
+        raise QuotaError(f"{field} must be an object", field)
     allowed = list(allowed)
     result = {}
     for name, given in value.items():
         where = f"{field}.{name}"
         if name not in allowed:
-            raise QuotaError(where, f"{where} is not a quota field; known: {', '.join(allowed)}")
+            raise QuotaError(f"{where} is not a quota field; known: {', '.join(allowed)}", where)
         if given in (None, ""):
             continue
         if isinstance(given, bool) or not isinstance(given, str | int | float):
-            raise QuotaError(where, f"{where} must be a quantity such as 500m, 256Mi or 4")
+            raise QuotaError(f"{where} must be a quantity such as 500m, 256Mi or 4", where)
         text = str(given)
         try:
             parsed = quantity.parse(text)
         except quantity.QuantityError as exc:
-            raise QuotaError(where, f"{where}: {exc}") from None
+            raise QuotaError(f"{where}: {exc}", where) from None
         if parsed < 0:
-            raise QuotaError(where, f"{where} cannot be negative")
+            raise QuotaError(f"{where} cannot be negative", where)
         result[name] = text
     return result
 
@@ -108,7 +112,7 @@ def amount(text: str, field: str) -> Decimal:
     try:
         return quantity.parse(text, saturate=True)
     except quantity.QuantityError as exc:
-        raise QuotaError(field, f"the stored {field} is not a quantity: {exc}") from None
+        raise QuotaError(f"the stored {field} is not a quantity: {exc}", field) from None
 
 
 def check_project_quota(limit: Mapping[str, str], default: Mapping[str, str]) -> None:
@@ -117,18 +121,18 @@ def check_project_quota(limit: Mapping[str, str], default: Mapping[str, str]) ->
     if bool(limit) != bool(default):
         missing = "namespaceDefaultResourceQuota" if limit else "resourceQuota"
         raise QuotaError(
-            f"{missing}.limit",
             "resourceQuota.limit and namespaceDefaultResourceQuota.limit are set together",
+            f"{missing}.limit",
         )
     if set(limit) != set(default):
         differ = sorted(set(limit) ^ set(default))
         raise QuotaError(
-            "namespaceDefaultResourceQuota.limit",
             f"the project limit and the namespace default must name the same resources; "
             f"only one names {', '.join(differ)}",
+            "namespaceDefaultResourceQuota.limit",
         )
     for excess in overcommit(limit, default, 1):
-        raise QuotaError("namespaceDefaultResourceQuota.limit", excess.describe())
+        raise QuotaError(excess.describe(), "namespaceDefaultResourceQuota.limit")
 
 
 def overcommit(
@@ -185,7 +189,7 @@ def check_container_defaults(defaults: Mapping[str, str]) -> None:
         field = f"containerDefaultResourceLimit.requests{resource}"
         if request and cap and amount(request, field) > amount(cap, field):
             raise QuotaError(
-                field, f"requests{resource} {request} is more than limits{resource} {cap}"
+                f"requests{resource} {request} is more than limits{resource} {cap}", field
             )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from corral.core import ids
+from corral.core.api import ids
 
 PROJECT_OWNER = "project-owner"
 PROJECT_MEMBER = "project-member"

@@ -7,14 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.core import conditions
+from corral.core.api import condition_types as ct
 from corral.core.conditions import Condition
-
-CONDITION_TYPES = (
-    "BackingNamespaceCreated",
-    "CreatorMadeOwner",
-    "DefaultNetworkPolicyCreated",
-    "InitialRolesPopulated",
-)
 
 
 @dataclass(frozen=True)
@@ -38,10 +32,13 @@ def project_conditions(observed: Observed, current: Sequence[Mapping[str, Any]])
 def _backing(o: Observed) -> Condition:
     if o.backing_exists:
         return Condition.of(
-            "BackingNamespaceCreated", True, "Created", f"namespace {o.backing_namespace}"
+            ct.BACKING_NAMESPACE_CREATED,
+            True,
+            ct.REASON_CREATED,
+            f"namespace {o.backing_namespace}",
         )
     return Condition.of(
-        "BackingNamespaceCreated", False, "Creating", f"creating {o.backing_namespace}"
+        ct.BACKING_NAMESPACE_CREATED, False, ct.REASON_CREATING, f"creating {o.backing_namespace}"
     )
 
 
@@ -50,29 +47,29 @@ def _roles(o: Observed, creator: Condition) -> Condition:
     exists, the roles are not in place yet."""
     if creator.status != "True":
         return Condition.of(
-            "InitialRolesPopulated",
+            ct.INITIAL_ROLES_POPULATED,
             False,
-            "WaitingForOwner",
+            ct.REASON_WAITING_FOR_OWNER,
             "waiting for the creator's project-owner binding",
         )
     if not o.reachable:
         return Condition(
-            "InitialRolesPopulated",
+            ct.INITIAL_ROLES_POPULATED,
             "Unknown",
-            "ClusterUnavailable",
+            ct.REASON_CLUSTER_UNAVAILABLE,
             "the cluster is not reachable; its role bindings cannot be checked",
         )
     if pending := o.pending.get("RoleBinding", 0):
         return Condition.of(
-            "InitialRolesPopulated",
+            ct.INITIAL_ROLES_POPULATED,
             False,
-            "Pending",
+            ct.REASON_PENDING,
             f"{pending} role binding(s) not yet applied in the project's namespaces",
         )
     return Condition.of(
-        "InitialRolesPopulated",
+        ct.INITIAL_ROLES_POPULATED,
         True,
-        "Populated",
+        ct.REASON_POPULATED,
         f"role bindings in place in {o.namespaces} namespace(s)",
     )
 
@@ -80,34 +77,37 @@ def _roles(o: Observed, creator: Condition) -> Condition:
 def _policy(o: Observed) -> Condition:
     if not o.reachable:
         return Condition(
-            "DefaultNetworkPolicyCreated",
+            ct.DEFAULT_NETWORK_POLICY_CREATED,
             "Unknown",
-            "ClusterUnavailable",
+            ct.REASON_CLUSTER_UNAVAILABLE,
             "the cluster is not reachable; its policies cannot be checked",
         )
     if not o.isolate:
         return Condition.of(
-            "DefaultNetworkPolicyCreated",
+            ct.DEFAULT_NETWORK_POLICY_CREATED,
             True,
-            "NetworkPolicyDisabled",
+            ct.REASON_NETWORK_POLICY_DISABLED,
             "the cluster's enableNetworkPolicy is off: no isolation",
         )
     if o.system:
         return Condition.of(
-            "DefaultNetworkPolicyCreated",
+            ct.DEFAULT_NETWORK_POLICY_CREATED,
             True,
-            "SystemProject",
+            ct.REASON_SYSTEM_PROJECT,
             "the System project is reachable from every project",
         )
     if pending := o.pending.get("NetworkPolicy", 0):
         return Condition.of(
-            "DefaultNetworkPolicyCreated",
+            ct.DEFAULT_NETWORK_POLICY_CREATED,
             False,
-            "Pending",
+            ct.REASON_PENDING,
             f"{pending} network policy(ies) not yet applied",
         )
     return Condition.of(
-        "DefaultNetworkPolicyCreated", True, "Created", f"isolated in {o.namespaces} namespace(s)"
+        ct.DEFAULT_NETWORK_POLICY_CREATED,
+        True,
+        ct.REASON_CREATED,
+        f"isolated in {o.namespaces} namespace(s)",
     )
 
 
@@ -116,17 +116,22 @@ def _creator(o: Observed, current: Sequence[Mapping[str, Any]]) -> Condition:
     must not come back."""
     if not o.creator:
         return Condition.of(
-            "CreatorMadeOwner",
+            ct.CREATOR_MADE_OWNER,
             True,
-            "NoCreator",
+            ct.REASON_NO_CREATOR,
             "created without a creator: nobody was made owner",
         )
-    if o.creator_bound or conditions.is_true(current, "CreatorMadeOwner"):
+    if o.creator_bound or conditions.is_true(current, ct.CREATOR_MADE_OWNER):
         return Condition.of(
-            "CreatorMadeOwner", True, "OwnerBound", f"{o.creator} was made project-owner"
+            ct.CREATOR_MADE_OWNER,
+            True,
+            ct.REASON_OWNER_BOUND,
+            f"{o.creator} was made project-owner",
         )
-    return Condition.of("CreatorMadeOwner", False, "Binding", f"binding {o.creator} as owner")
+    return Condition.of(
+        ct.CREATOR_MADE_OWNER, False, ct.REASON_BINDING, f"binding {o.creator} as owner"
+    )
 
 
 def all_true(current: Sequence[Mapping[str, Any]]) -> bool:
-    return all(conditions.is_true(current, t) for t in CONDITION_TYPES)
+    return all(conditions.is_true(current, t) for t in ct.PROJECT_TYPES)

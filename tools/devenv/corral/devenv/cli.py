@@ -1,4 +1,4 @@
-"""`corral-dev run`: the local stack in the foreground until Ctrl-C (what `make run` calls)."""
+"""`python -m corral.devenv run`: the local stack in the foreground until Ctrl-C (`make run`)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from corral.core.devenv.environment import Environment, Options
-from corral.core.devenv.process import ProcessFailed
 from corral.core.logs import quiet_http_clients
+from corral.devenv.environment import Environment, Options
+from corral.devenv.process import ProcessFailed
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="corral-dev", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m corral.devenv", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="start everything and stay in the foreground")
     run.add_argument(
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     quiet_http_clients()
     if not args.devkube.exists():
-        print(f"corral-dev: {args.devkube} is missing; run `make devkube`", file=sys.stderr)
+        print(f"corral.devenv: {args.devkube} is missing; run `make devkube`", file=sys.stderr)
         return 2
     options = Options(
         root=args.dir,
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\nstopped", file=sys.stderr)
         return 0
     except ProcessFailed as exc:
-        print(f"corral-dev: {exc}", file=sys.stderr)
+        print(f"corral.devenv: {exc}", file=sys.stderr)
         return 1
 
 

@@ -24,9 +24,9 @@ from lightkube import codecs
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
 from corral.core import pki
-from corral.core.devenv.controlplane import ControlPlane, Etcd, free_port
-from corral.core.devenv.process import Process, stop_all
-from corral.core.devenv.waiting import wait_for
+from corral.devenv.controlplane import ControlPlane, Etcd, free_port
+from corral.devenv.process import Process, stop_all
+from corral.devenv.waiting import wait_for
 
 log = logging.getLogger(__name__)
 

@@ -11,14 +11,14 @@ from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
 from lightkube.resources.core_v1 import Secret
 
-from corral.core import resources
+from corral.core.api import names
 from corral.core.auth import passwords
 
 
 async def read_hash(kube: AsyncClient, user_id: str) -> str | None:
     try:
         secret = await kube.get(
-            Secret, resources.password_secret_name(user_id), namespace=resources.SYSTEM_NAMESPACE
+            Secret, names.password_secret_name(user_id), namespace=names.SYSTEM_NAMESPACE
         )
     except KubeApiError as exc:
         if exc.status.code == 404:
@@ -39,13 +39,13 @@ async def verify(kube: AsyncClient, user_id: str | None, password: str) -> bool:
 async def store(kube: AsyncClient, user_id: str, user_uid: str, password: str) -> None:
     digest = await asyncio.to_thread(passwords.hash_password, password)
     owner = OwnerReference(
-        apiVersion=f"{resources.GROUP}/{resources.VERSION}", kind="User",
+        apiVersion=names.API_VERSION, kind=names.USER.kind,
         name=user_id, uid=user_uid,
     )  # fmt: skip
     secret = Secret(
         metadata=ObjectMeta(
-            name=resources.password_secret_name(user_id),
-            namespace=resources.SYSTEM_NAMESPACE,
+            name=names.password_secret_name(user_id),
+            namespace=names.SYSTEM_NAMESPACE,
             ownerReferences=[owner],
         ),
         type="Opaque",

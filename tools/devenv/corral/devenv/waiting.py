@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from corral.core.devenv.process import Process
+from corral.devenv.process import Process
 
 T = TypeVar("T")
 

@@ -17,16 +17,19 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
 
-from corral.core import ids, resources
-from corral.core.kube import as_dict
+from corral.core.api import ids, names
+from corral.core.errors import Invalid
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict
 
 LABEL_CLAIM = "management.svc.io/username-claim"
 # How long a claim waits for its User before another request may take it over.
 GRACE = datetime.timedelta(seconds=60)
 
 
-class UsernameTaken(Exception):
-    pass
+class UsernameTaken(Invalid):
+    def __init__(self) -> None:
+        super().__init__("Username is already in use.", "username", "NotUnique")
 
 
 def claim_name(username: str) -> str:
@@ -42,7 +45,7 @@ async def claim(kube: AsyncClient, username: str, user_id: str) -> None:
         await kube.create(
             ConfigMap(
                 metadata=ObjectMeta(
-                    name=name, namespace=resources.SYSTEM_NAMESPACE, labels={LABEL_CLAIM: "true"}
+                    name=name, namespace=names.SYSTEM_NAMESPACE, labels={LABEL_CLAIM: "true"}
                 ),
                 data=data,
             )
@@ -55,7 +58,7 @@ async def claim(kube: AsyncClient, username: str, user_id: str) -> None:
     if existing is not None and (existing.get("data") or {}).get("userId") == user_id:
         return
     if existing is None or not await _stale(kube, existing):
-        raise UsernameTaken(username)
+        raise UsernameTaken
     takeover = [
         {"op": "replace", "path": "/metadata/resourceVersion",
          "value": existing["metadata"]["resourceVersion"]},
@@ -64,24 +67,24 @@ async def claim(kube: AsyncClient, username: str, user_id: str) -> None:
     ]  # fmt: skip
     try:
         await kube.patch(
-            ConfigMap, name, takeover, namespace=resources.SYSTEM_NAMESPACE,
+            ConfigMap, name, takeover, namespace=names.SYSTEM_NAMESPACE,
             patch_type=PatchType.JSON,
         )  # fmt: skip
     except ApiError as exc:
         if exc.status.code in (404, 409):  # someone else took it, or it went meanwhile
-            raise UsernameTaken(username) from None
+            raise UsernameTaken from None
         raise
 
 
 async def own(kube: AsyncClient, username: str, user_id: str, user_uid: str) -> None:
     """The User now exists: it owns its claim, which goes when it goes."""
     owner = {
-        "apiVersion": f"{resources.GROUP}/{resources.VERSION}", "kind": "User",
+        "apiVersion": names.API_VERSION, "kind": names.USER.kind,
         "name": user_id, "uid": user_uid,
     }  # fmt: skip
     await kube.patch(
         ConfigMap, claim_name(username), {"metadata": {"ownerReferences": [owner]}},
-        namespace=resources.SYSTEM_NAMESPACE, patch_type=PatchType.MERGE,
+        namespace=names.SYSTEM_NAMESPACE, patch_type=PatchType.MERGE,
     )  # fmt: skip
 
 
@@ -91,7 +94,7 @@ async def release(kube: AsyncClient, username: str, user_id: str) -> None:
     if existing is None or (existing.get("data") or {}).get("userId") != user_id:
         return
     try:
-        await kube.delete(ConfigMap, claim_name(username), namespace=resources.SYSTEM_NAMESPACE)
+        await kube.delete(ConfigMap, claim_name(username), namespace=names.SYSTEM_NAMESPACE)
     except ApiError as exc:
         if exc.status.code != 404:
             raise
@@ -102,7 +105,7 @@ async def _stale(kube: AsyncClient, existing: dict[str, Any]) -> bool:
     holder = (existing.get("data") or {}).get("userId")
     if holder:
         try:
-            await kube.get(resources.User, holder)
+            await kube.get(kinds.User, holder)
             return False
         except ApiError as exc:
             if exc.status.code != 404:
@@ -118,7 +121,7 @@ async def _stale(kube: AsyncClient, existing: dict[str, Any]) -> bool:
 
 async def _get(kube: AsyncClient, name: str) -> dict[str, Any] | None:
     try:
-        return as_dict(await kube.get(ConfigMap, name, namespace=resources.SYSTEM_NAMESPACE))
+        return as_dict(await kube.get(ConfigMap, name, namespace=names.SYSTEM_NAMESPACE))
     except ApiError as exc:
         if exc.status.code == 404:
             return None

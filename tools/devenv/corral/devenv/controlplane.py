@@ -21,8 +21,8 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node, ServiceAccount
 
 from corral.core import kubeconfig, pki
-from corral.core.devenv.process import Process, stop_all
-from corral.core.devenv.waiting import wait_for
+from corral.devenv.process import Process, stop_all
+from corral.devenv.waiting import wait_for
 
 log = logging.getLogger(__name__)
 

@@ -1,27 +1,32 @@
-"""corral's custom resources as lightkube types, and the label and annotation names on them."""
+"""corral's API group and kinds, the label and annotation names on its objects, and the
+names it gives the objects it keeps for others."""
 
 from __future__ import annotations
 
-from lightkube.generic_resource import create_global_resource, create_namespaced_resource
+from dataclasses import dataclass
 
 GROUP = "management.svc.io"
 VERSION = "v3"
+API_VERSION = f"{GROUP}/{VERSION}"
 
-Token = create_global_resource(GROUP, VERSION, "Token", "tokens")
-User = create_global_resource(GROUP, VERSION, "User", "users")
-GlobalRoleBinding = create_global_resource(
-    GROUP, VERSION, "GlobalRoleBinding", "globalrolebindings"
-)
-Setting = create_global_resource(GROUP, VERSION, "Setting", "settings")
-Cluster = create_global_resource(GROUP, VERSION, "Cluster", "clusters")
-Node = create_namespaced_resource(GROUP, VERSION, "Node", "nodes")
-Project = create_namespaced_resource(GROUP, VERSION, "Project", "projects")
-ProjectRoleTemplateBinding = create_namespaced_resource(
-    GROUP, VERSION, "ProjectRoleTemplateBinding", "projectroletemplatebindings"
-)
-ClusterRoleTemplateBinding = create_namespaced_resource(
-    GROUP, VERSION, "ClusterRoleTemplateBinding", "clusterroletemplatebindings"
-)
+
+@dataclass(frozen=True)
+class Kind:
+    """A custom resource kind of `GROUP`/`VERSION`."""
+
+    kind: str
+    plural: str
+
+
+TOKEN = Kind("Token", "tokens")
+USER = Kind("User", "users")
+GLOBAL_ROLE_BINDING = Kind("GlobalRoleBinding", "globalrolebindings")
+SETTING = Kind("Setting", "settings")
+CLUSTER = Kind("Cluster", "clusters")
+NODE = Kind("Node", "nodes")
+PROJECT = Kind("Project", "projects")
+PROJECT_ROLE_TEMPLATE_BINDING = Kind("ProjectRoleTemplateBinding", "projectroletemplatebindings")
+CLUSTER_ROLE_TEMPLATE_BINDING = Kind("ClusterRoleTemplateBinding", "clusterroletemplatebindings")
 
 # The management cluster itself, registered at start-up.
 LOCAL_CLUSTER = "local"
@@ -50,6 +55,7 @@ LABEL_BACKING_PROJECT = "management.svc.io/project"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "corral"
 
+# The values of LABEL_TOKEN_KIND: what a Token was issued for.
 KIND_SESSION = "session"
 KIND_KUBECONFIG = "kubeconfig"
 KIND_SYSTEM = "system"

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from corral.core.errors import Invalid
+
 # 100 Julian years: far beyond any useful lifetime or interval, and small enough that
 # "now plus this" stays inside what a datetime (year 9999) can hold.
 MAX_MINUTES = 100 * 525_960
@@ -63,8 +65,11 @@ CATALOG: dict[str, SettingDef] = {
 }  # fmt: skip
 
 
-class SettingValueError(ValueError):
-    pass
+class SettingValueError(Invalid):
+    """A value the setting does not accept, given as a Setting's `value`."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "value")
 
 
 def as_number(name: str, text: str) -> float:

@@ -1,0 +1,1 @@
+"""The vocabulary: names, ids, condition types and reasons, the settings catalog. Pure."""

@@ -1,5 +1,0 @@
-import sys
-
-from corral.core.devenv.cli import main
-
-sys.exit(main())

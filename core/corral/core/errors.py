@@ -1,0 +1,38 @@
+"""What can go wrong, in the terms of the domain. A core module's errors are (subclasses of)
+these five kinds, so callers need no per-module translation. (Token authentication keeps its
+own outcomes, `auth.tokens.AuthFailure`: the interface fixes a status for each.)
+
+No HTTP here: the API server maps each kind to its `/v3` body in one place
+(`corral.apiserver.errors`). `field` names the `/v3` field at fault, `code` the `/v3` code
+where one more precise than the kind's own applies ("NotUnique", "QuotaExceeded", …).
+"""
+
+from __future__ import annotations
+
+
+class CorralError(Exception):
+    def __init__(self, message: str, field: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.code = code
+
+
+class Invalid(CorralError, ValueError):
+    """The input is not acceptable as given."""
+
+
+class NotFound(CorralError):
+    """What the input names does not exist."""
+
+
+class Conflict(CorralError):
+    """The input is fine but collides with what exists (a name taken, a version moved on)."""
+
+
+class Forbidden(CorralError):
+    """The caller may not do this."""
+
+
+class Unavailable(CorralError):
+    """A downstream cluster or the management cluster did not answer."""

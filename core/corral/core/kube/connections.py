@@ -1,0 +1,159 @@
+"""The one way to reach a downstream cluster: per cluster id, its credential, a typed client,
+an HTTP session and the informers kept on it, made the first time they are needed and kept
+while the cluster's credential stays the same.
+
+Credentials are read one way: an informer over the credential Secrets in svc-system (those
+labelled `LABEL_CLUSTER_CREDENTIAL`); `local` is this process's own connection to the
+management cluster. When a credential changes or goes, whatever was built on it is closed and
+the next use builds it again. "No credential" and "did not answer in time" are one error,
+`Unavailable`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import aiohttp
+from lightkube import AsyncClient, operators
+from lightkube.resources.core_v1 import Secret
+
+from corral.core.api import names
+from corral.core.clusters.credential import Credential
+from corral.core.errors import Unavailable
+from corral.core.kube.credential import client_for, from_environment, session_for
+from corral.core.kube.informer import Informer, Obj
+
+SYNC_TIMEOUT = 10.0
+# Service account tokens rotate: this process's own credential is read again this often,
+# rather than on every use.
+LOCAL_REFRESH_SECONDS = 60.0
+
+InformerFactory = Callable[[AsyncClient], Informer]
+
+
+@dataclass
+class Connection:
+    credential: Credential
+    client: AsyncClient
+    informers: dict[str, Informer] = field(default_factory=dict)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _session: aiohttp.ClientSession | None = None
+
+    def session(self) -> aiohttp.ClientSession:
+        """The cluster's HTTP session: it reaches the cluster's server only and sends the
+        credential per request, so sharing it across callers cannot carry it anywhere else."""
+        if self._session is None or self._session.closed:
+            self._session = session_for(self.credential, timeout=None)
+        return self._session
+
+    async def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.client.close()
+        if self._session is not None:
+            await self._session.close()
+
+
+class Connections:
+    def __init__(
+        self, kube: AsyncClient, local: Callable[[], Credential] = from_environment
+    ) -> None:
+        self.credentials = Informer(
+            kube,
+            Secret,
+            namespace=names.SYSTEM_NAMESPACE,
+            labels={names.LABEL_CLUSTER_CREDENTIAL: operators.exists()},
+            on_change=self._credential_changed,
+        )
+        self._read_local = local
+        self._local: tuple[float, Credential] | None = None
+        self._connections: dict[str, Connection] = {}
+        self._changed = asyncio.Event()
+
+    def credential(self, cluster: str) -> Credential | None:
+        """The cluster's credential; None while it has none."""
+        if cluster == names.LOCAL_CLUSTER:
+            return self._local_credential()
+        secret = self.credentials.get(
+            f"{names.SYSTEM_NAMESPACE}/{names.credential_secret_name(cluster)}"
+        )
+        return Credential.from_secret_data(secret.get("data") or {}) if secret else None
+
+    async def connection(self, cluster: str) -> Connection:
+        credential = self.credential(cluster)
+        if credential is None:
+            raise Unavailable(f"cluster {cluster} has no credential yet")
+        known = self._connections.get(cluster)
+        if known is not None and known.credential == credential:
+            return known
+        connection = Connection(credential, client_for(credential))
+        self._connections[cluster] = connection
+        if known is not None:
+            await known.close()
+        return connection
+
+    async def client(self, cluster: str) -> AsyncClient:
+        """A client for the cluster, with corral's credential."""
+        return (await self.connection(cluster)).client
+
+    async def informer(self, cluster: str, name: str, factory: InformerFactory) -> Informer:
+        """The cluster's informer called `name`, made by `factory` and started the first time,
+        and listed at least once."""
+        connection = await self.connection(cluster)
+        informer = connection.informers.get(name)
+        if informer is None:
+            informer = connection.informers[name] = factory(connection.client)
+            connection.tasks.append(asyncio.create_task(informer.run()))
+        try:
+            await asyncio.wait_for(informer.synced.wait(), SYNC_TIMEOUT)
+        except TimeoutError:
+            raise Unavailable(f"cluster {cluster} did not answer in time") from None
+        return informer
+
+    async def forget(self, cluster: str) -> None:
+        """Close what was built for the cluster (it is gone, or its credential changed)."""
+        connection = self._connections.pop(cluster, None)
+        if connection is not None:
+            await connection.close()
+
+    async def run(self) -> None:
+        """Feed the credentials; close a cluster's connection once its credential changes or
+        goes, rather than at its next use. Runs until cancelled."""
+        watch = asyncio.create_task(self.credentials.run())
+        try:
+            while True:
+                await self._changed.wait()
+                self._changed.clear()
+                stale = [c for c, known in self._connections.items() if self._stale(c, known)]
+                for connection in [self._connections.pop(c) for c in stale]:
+                    await connection.close()
+        finally:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
+
+    async def close(self) -> None:
+        for cluster in list(self._connections):
+            await self.forget(cluster)
+
+    def _credential_changed(self, event: str, obj: Obj) -> None:
+        self._changed.set()
+
+    def _stale(self, cluster: str, connection: Connection) -> bool:
+        if cluster == names.LOCAL_CLUSTER:
+            return False  # not kept in a Secret: read again when used
+        try:
+            return self.credential(cluster) != connection.credential
+        except (KeyError, ValueError):  # a Secret that holds no usable credential
+            return True
+
+    def _local_credential(self) -> Credential:
+        now = time.monotonic()
+        if self._local is None or now - self._local[0] > LOCAL_REFRESH_SECONDS:
+            self._local = (now, self._read_local())
+        return self._local[1]

@@ -1,0 +1,182 @@
+"""A watch-fed in-memory copy of one kind of object: the one list-then-watch cache, for the
+management cluster's objects and for a downstream cluster's alike.
+
+An informer lists its resource, then watches from the list's resourceVersion; after any
+failure (410 Gone included) it lists again and replaces its contents, so deletions missed
+while away are not kept. Objects are kept by `name`, or `namespace/name` for namespaced ones,
+and found through named indexes. Writes made by this process are put in at once (`put`,
+`forget`), so it reads its own writes without waiting for the watch; the newer
+resourceVersion wins. `on_change(event, obj)` runs after each change a listing or an event
+brings (`ADDED`, `MODIFIED`, `DELETED`), not after this process's own `put` or `forget`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from lightkube import AsyncClient
+
+from corral.core.kube.client import as_dict
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+IndexFn = Callable[[Obj], Iterable[str]]
+ChangeHook = Callable[[str, Obj], None]
+
+RETRY_DELAY = 1.0
+WATCH_TIMEOUT = 300
+
+
+def key_of(obj: Obj) -> str:
+    """The key: the name, prefixed with `<namespace>/` for namespaced objects."""
+    meta = obj["metadata"]
+    name: str = meta["name"]
+    return f"{meta['namespace']}/{name}" if meta.get("namespace") else name
+
+
+class Informer:
+    def __init__(
+        self,
+        client: AsyncClient,
+        resource: Any,
+        indexes: dict[str, IndexFn] | None = None,
+        namespace: str | None = None,
+        labels: dict[str, Any] | None = None,
+        *,
+        name: str | None = None,
+        on_change: ChangeHook | None = None,
+        retry_delay: float = RETRY_DELAY,
+    ) -> None:
+        self._client = client
+        self._resource = resource
+        self._scope: dict[str, Any] = {"labels": labels}
+        if namespace is not None:
+            self._scope["namespace"] = namespace
+        self._index_fns = indexes or {}
+        self._objects: dict[str, Obj] = {}
+        self._indexes: dict[str, dict[str, set[str]]] = {n: {} for n in self._index_fns}
+        self._on_change = on_change
+        self._retry_delay = retry_delay
+        self._resource_version: str | None = None
+        self.name: str = name or resource._api_info.plural
+        self.synced = asyncio.Event()  # set once the first listing is in
+        self.watching = False  # whether a watch is open: the contents are current
+        self.version = 0  # moves with every change: lets readers memoise what they derive
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get(self, key: str) -> Obj | None:
+        return self._objects.get(key)
+
+    def all(self) -> list[Obj]:
+        return list(self._objects.values())
+
+    def by_index(self, index: str, value: str) -> list[Obj]:
+        keys = self._indexes[index].get(value, set())
+        return [self._objects[k] for k in keys if k in self._objects]
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    # -- writes by this process -----------------------------------------------------------
+
+    def put(self, obj: Obj) -> None:
+        """Record an object this process just wrote, unless the watch already has a newer one."""
+        current = self._objects.get(key_of(obj))
+        if current is None or not _newer(current, obj):
+            self._store(obj)
+
+    def forget(self, key: str) -> None:
+        self._remove(key)
+
+    # -- feeding --------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """List, then watch; list again after any failure. Runs until cancelled."""
+        while True:
+            try:
+                await self._list_and_watch()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure means relist and rewatch
+                log.warning("%s: watch failed, listing again: %s", self.name, exc)
+                await asyncio.sleep(self._retry_delay)
+
+    async def _list_and_watch(self) -> None:
+        await self.relist()
+        self.synced.set()
+        self.watching = True
+        try:
+            async for event, obj in self._client.watch(
+                self._resource,
+                resource_version=self._resource_version,
+                server_timeout=WATCH_TIMEOUT,
+                **self._scope,
+            ):
+                data = as_dict(obj)
+                if event == "DELETED":
+                    self._remove(key_of(data))
+                else:
+                    self._store(data)
+                self._changed(event, data)
+        finally:
+            self.watching = False
+
+    async def relist(self) -> None:
+        """Replace the contents with a fresh listing; what is gone from it is dropped."""
+        listing = self._client.list(self._resource, **self._scope)
+        fresh = {key_of(data): data for data in [as_dict(obj) async for obj in listing]}
+        self._resource_version = listing.resourceVersion
+        for key in set(self._objects) - set(fresh):
+            gone = self._objects[key]
+            self._remove(key)
+            self._changed("DELETED", gone)
+        for key, obj in fresh.items():
+            old = self._objects.get(key)
+            self._store(obj)
+            if old is None:
+                self._changed("ADDED", obj)
+            elif _version_of(old) != _version_of(obj):
+                self._changed("MODIFIED", obj)
+
+    def _changed(self, event: str, obj: Obj) -> None:
+        if self._on_change is not None:
+            self._on_change(event, obj)
+
+    def _store(self, obj: Obj) -> None:
+        key = key_of(obj)
+        self._remove(key)
+        self.version += 1
+        self._objects[key] = obj
+        for index, fn in self._index_fns.items():
+            for value in fn(obj):
+                self._indexes[index].setdefault(value, set()).add(key)
+
+    def _remove(self, key: str) -> None:
+        old = self._objects.pop(key, None)
+        if old is None:
+            return
+        self.version += 1
+        for index, fn in self._index_fns.items():
+            for value in fn(old):
+                members = self._indexes[index].get(value)
+                if members is not None:
+                    members.discard(key)
+                    if not members:
+                        del self._indexes[index][value]
+
+
+def _version_of(obj: Obj) -> str:
+    version: str = obj["metadata"].get("resourceVersion", "")
+    return version
+
+
+def _newer(current: Obj, candidate: Obj) -> bool:
+    """Whether `current` is newer than `candidate`. resourceVersions are opaque to clients but
+    are etcd revisions in practice; when either is not a number, the candidate wins."""
+    a, b = _version_of(current), _version_of(candidate)
+    return a.isdigit() and b.isdigit() and int(a) > int(b)

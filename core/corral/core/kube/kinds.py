@@ -1,0 +1,35 @@
+"""corral's custom resources as lightkube types."""
+
+from __future__ import annotations
+
+from lightkube.generic_resource import create_global_resource, create_namespaced_resource
+
+from corral.core.api.names import (
+    CLUSTER,
+    CLUSTER_ROLE_TEMPLATE_BINDING,
+    GLOBAL_ROLE_BINDING,
+    GROUP,
+    NODE,
+    PROJECT,
+    PROJECT_ROLE_TEMPLATE_BINDING,
+    SETTING,
+    TOKEN,
+    USER,
+    VERSION,
+)
+
+Token = create_global_resource(GROUP, VERSION, TOKEN.kind, TOKEN.plural)
+User = create_global_resource(GROUP, VERSION, USER.kind, USER.plural)
+GlobalRoleBinding = create_global_resource(
+    GROUP, VERSION, GLOBAL_ROLE_BINDING.kind, GLOBAL_ROLE_BINDING.plural
+)
+Setting = create_global_resource(GROUP, VERSION, SETTING.kind, SETTING.plural)
+Cluster = create_global_resource(GROUP, VERSION, CLUSTER.kind, CLUSTER.plural)
+Node = create_namespaced_resource(GROUP, VERSION, NODE.kind, NODE.plural)
+Project = create_namespaced_resource(GROUP, VERSION, PROJECT.kind, PROJECT.plural)
+ProjectRoleTemplateBinding = create_namespaced_resource(
+    GROUP, VERSION, PROJECT_ROLE_TEMPLATE_BINDING.kind, PROJECT_ROLE_TEMPLATE_BINDING.plural
+)
+ClusterRoleTemplateBinding = create_namespaced_resource(
+    GROUP, VERSION, CLUSTER_ROLE_TEMPLATE_BINDING.kind, CLUSTER_ROLE_TEMPLATE_BINDING.plural
+)

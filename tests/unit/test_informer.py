@@ -1,0 +1,71 @@
+"""The informer: a listing replaces what it holds, change hooks see what changed, and this
+process's own writes never overwrite something newer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from lightkube.resources.core_v1 import Namespace
+
+from corral.core.kube.informer import Informer
+
+
+def namespace(name: str, version: str, project: str = "") -> dict[str, Any]:
+    annotations = {"field.svc.io/projectId": project} if project else {}
+    return {"metadata": {"name": name, "resourceVersion": version, "annotations": annotations}}
+
+
+class Listing:
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self.items = items
+        self.resourceVersion = "100"
+
+    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        for item in self.items:
+            yield item
+
+
+class Client:
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+
+    def list(self, resource: Any, **scope: Any) -> Listing:
+        return Listing(self.items)
+
+
+def by_project(obj: dict[str, Any]) -> list[str]:
+    project = obj["metadata"]["annotations"].get("field.svc.io/projectId")
+    return [project] if project else []
+
+
+async def test_a_listing_replaces_the_contents_and_reports_each_change() -> None:
+    client, events = Client(), []
+    informer = Informer(
+        client,  # type: ignore[arg-type]
+        Namespace,
+        {"project": by_project},
+        on_change=lambda event, obj: events.append((event, obj["metadata"]["name"])),
+    )
+    client.items = [namespace("a", "1", "c:p"), namespace("b", "1")]
+    await informer.relist()
+    assert events == [("ADDED", "a"), ("ADDED", "b")]
+    assert [o["metadata"]["name"] for o in informer.by_index("project", "c:p")] == ["a"]
+    version = informer.version
+    events.clear()
+    client.items = [namespace("b", "1"), namespace("c", "2", "c:p")]
+    await informer.relist()
+    assert events == [("DELETED", "a"), ("ADDED", "c")]
+    assert informer.get("a") is None and informer.version > version
+    assert [o["metadata"]["name"] for o in informer.by_index("project", "c:p")] == ["c"]
+
+
+def test_own_writes_go_in_unless_something_newer_is_there() -> None:
+    informer = Informer(None, Namespace)  # type: ignore[arg-type]
+    informer.put(namespace("a", "5", "c:p"))
+    informer.put(namespace("a", "4"))
+    assert informer.get("a") == namespace("a", "5", "c:p")
+    informer.put(namespace("a", "6"))
+    assert informer.get("a") == namespace("a", "6")
+    informer.forget("a")
+    assert len(informer) == 0

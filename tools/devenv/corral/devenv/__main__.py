@@ -1,0 +1,5 @@
+import sys
+
+from corral.devenv.cli import main
+
+sys.exit(main())
