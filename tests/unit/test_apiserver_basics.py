@@ -8,10 +8,10 @@ from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 
 from corral.apiserver.app import ROUTE_MODULES, SCHEMA_LIST
 from corral.apiserver.config import ApiServerConfig, ConfigError
+from corral.apiserver.http.schemas import Registry
 from corral.apiserver.keys import EXTERNAL_URL, READINESS, SCHEMAS
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.routes import health, root
-from corral.apiserver.schemas import Registry
 
 
 def test_config_requires_a_certificate(monkeypatch: pytest.MonkeyPatch) -> None:

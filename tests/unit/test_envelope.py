@@ -13,7 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from multidict import MultiDict
 
-from corral.apiserver import envelope
+from corral.apiserver.http import envelope
+from corral.apiserver.http.objects import name_of, shown_status
+from corral.apiserver.http.schemas import Field, Schema
 from corral.apiserver.keys import EXTERNAL_URL
 from corral.apiserver.routes import (
     clusterroletemplatebindings,
@@ -23,8 +25,6 @@ from corral.apiserver.routes import (
     projectroletemplatebindings,
     projects,
 )
-from corral.apiserver.routes.common import name_of
-from corral.apiserver.schemas import Field, Schema
 from corral.core.kube.informer import Obj
 
 SCHEMA = Schema(
@@ -285,3 +285,13 @@ def test_ids_and_fields_are_what_the_rendered_resource_shows(
     names = [name for name in route.SCHEMA.filters() if name not in ("id", "type")]
     assert route_ident(obj) == rendered["id"]
     assert {n: values.get(n) for n in names} == {n: rendered.get(n) for n in names}
+
+
+def test_conditions_show_sorted_by_type_whatever_order_they_were_stored_in() -> None:
+    status = {"conditions": [{"type": "Updated"}, {"type": "Drained"}, {"type": "Ready"}],
+              "other": 1}  # fmt: skip
+    assert [c["type"] for c in shown_status(status)["conditions"]] == [
+        "Drained", "Ready", "Updated"
+    ]  # fmt: skip
+    assert shown_status(status)["other"] == 1
+    assert shown_status({}) == {}

@@ -18,11 +18,11 @@ from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral.apiserver import errors
-from corral.apiserver.activity import ActivityTracker
-from corral.apiserver.authn import PROXY_PATH, auth_middleware
+from corral.apiserver.auth.activity import ActivityTracker
+from corral.apiserver.auth.authn import PROXY_PATH, auth_middleware
+from corral.apiserver.auth.ratelimit import RateLimiter
+from corral.apiserver.http import errors
 from corral.apiserver.keys import ACTIVITY, LIMITER, STORES
-from corral.apiserver.ratelimit import RateLimiter
 from corral.core.auth import hashing
 from corral.core.auth.tokens import AuthFailure, split
 

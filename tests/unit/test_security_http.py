@@ -12,10 +12,10 @@ from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral.apiserver import serving
-from corral.apiserver.body import MAX_DEPTH, nesting, parse_object
-from corral.apiserver.errors import ApiError
-from corral.apiserver.routes.common import label_selector
+from corral.apiserver.http import serving
+from corral.apiserver.http.body import MAX_DEPTH, nesting, parse_object
+from corral.apiserver.http.errors import ApiError
+from corral.apiserver.http.query import label_selector
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from yarl import URL
 
-from corral.apiserver.errors import ApiError
+from corral.apiserver.http.errors import ApiError
 from corral.apiserver.routes.proxy import upstream_url
 from corral.core.clusters.credential import Credential
 from corral.core.kube.credential import ForeignOrigin, session_for

@@ -12,10 +12,13 @@ from aiohttp import web
 from lightkube import AsyncClient
 from lightkube.types import PatchType
 
-from corral.apiserver import errors, serving
-from corral.apiserver.access import AccessMemo
-from corral.apiserver.activity import ActivityTracker
-from corral.apiserver.authn import auth_middleware
+from corral.apiserver.auth.access import AccessMemo
+from corral.apiserver.auth.activity import ActivityTracker
+from corral.apiserver.auth.authn import auth_middleware
+from corral.apiserver.auth.ratelimit import RateLimiter
+from corral.apiserver.auth.throttle import LoginThrottle
+from corral.apiserver.http import errors, serving
+from corral.apiserver.http.schemas import Registry
 from corral.apiserver.keys import (
     ACCESS,
     ACTIVITY,
@@ -30,7 +33,6 @@ from corral.apiserver.keys import (
     STORES,
     THROTTLE,
 )
-from corral.apiserver.ratelimit import RateLimiter
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.routes import (
     clusterroletemplatebindings,
@@ -49,9 +51,7 @@ from corral.apiserver.routes import (
     tokens,
     users,
 )
-from corral.apiserver.schemas import Registry
-from corral.apiserver.stores import Stores
-from corral.apiserver.throttle import LoginThrottle
+from corral.apiserver.state.stores import Stores
 from corral.core.api import names
 from corral.core.auth import ttl
 from corral.core.kube import kinds

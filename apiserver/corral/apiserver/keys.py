@@ -5,13 +5,13 @@ from __future__ import annotations
 from aiohttp import web
 from lightkube import AsyncClient
 
-from corral.apiserver.access import AccessMemo
-from corral.apiserver.activity import ActivityTracker
-from corral.apiserver.ratelimit import RateLimiter
+from corral.apiserver.auth.access import AccessMemo
+from corral.apiserver.auth.activity import ActivityTracker
+from corral.apiserver.auth.ratelimit import RateLimiter
+from corral.apiserver.auth.throttle import LoginThrottle
+from corral.apiserver.http.schemas import Registry
 from corral.apiserver.readiness import Readiness
-from corral.apiserver.schemas import Registry
-from corral.apiserver.stores import Stores
-from corral.apiserver.throttle import LoginThrottle
+from corral.apiserver.state.stores import Stores
 from corral.core.kube.connections import Connections
 
 KUBE = web.AppKey("kube", AsyncClient)

@@ -8,9 +8,9 @@ import os
 import ssl
 import sys
 
-from corral.apiserver import serving
 from corral.apiserver.app import create_app
 from corral.apiserver.config import ApiServerConfig, ConfigError
+from corral.apiserver.http import serving
 from corral.core.features import FeatureError
 from corral.core.features import parse as parse_features
 from corral.core.kube import client as kube

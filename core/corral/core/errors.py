@@ -3,7 +3,7 @@ these five kinds, so callers need no per-module translation. (Token authenticati
 own outcomes, `auth.tokens.AuthFailure`: the interface fixes a status for each.)
 
 No HTTP here: the API server maps each kind to its `/v3` body in one place
-(`corral.apiserver.errors`). `field` names the `/v3` field at fault, `code` the `/v3` code
+(`corral.apiserver.http.errors`). `field` names the `/v3` field at fault, `code` the `/v3` code
 where one more precise than the kind's own applies ("NotUnique", "QuotaExceeded", …).
 """
 

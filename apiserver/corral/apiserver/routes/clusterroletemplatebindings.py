@@ -12,20 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from lightkube.models.meta_v1 import ObjectMeta
 
-from corral.apiserver import envelope, errors
-from corral.apiserver.authz import access
-from corral.apiserver.body import read_json
-from corral.apiserver.keys import KUBE, STORES
-from corral.apiserver.routes.clusters import owned_cluster, visible_cluster
-from corral.apiserver.routes.common import base_url, either, referenced, v3
-from corral.apiserver.routes.projectroletemplatebindings import create_once, grant
-from corral.apiserver.schemas import Field, Schema
-from corral.core.api import names
+from corral.apiserver.auth.authz import access
+from corral.apiserver.http import envelope, errors
+from corral.apiserver.http.body import either, read_json, referenced
+from corral.apiserver.http.schemas import Field, Schema
+from corral.apiserver.http.urls import base_url, v3
+from corral.apiserver.keys import STORES
+from corral.apiserver.services import bindings
+from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core.api.ids import ScopedId
-from corral.core.kube import kinds
-from corral.core.kube.client import delete_if_present, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.projects import roles
 
@@ -109,27 +105,16 @@ async def create_binding(request: web.Request) -> web.Response:
         raise errors.invalid("type", "type must be clusterRoleTemplateBinding")
     cluster = either(body, ("clusterId", "clusterName"), 63)
     referenced(lambda: visible_cluster(request, cluster), "clusterId", f"cluster {cluster}")
-    stores = request.app[STORES]
-    existing = stores.cluster_bindings.by_index("cluster", cluster)
-    user, role = grant(request, body, roles.CLUSTER_ROLES, existing, f"cluster {cluster}")
+    existing = request.app[STORES].cluster_bindings.by_index("cluster", cluster)
+    user, role = bindings.grant(request, body, roles.CLUSTER_ROLES, existing, f"cluster {cluster}")
     owned_cluster(request, cluster, "grant roles in it")
-    await ensure_namespace(request.app[KUBE], cluster, {names.LABEL_CLUSTER: cluster})
-    binding = kinds.ClusterRoleTemplateBinding(
-        metadata=ObjectMeta(name=roles.cluster_binding_name(user, role), namespace=cluster),
-        spec={"clusterName": cluster, "userName": user, "roleTemplateName": role},
-    )
-    created = await create_once(request, binding, f"{user} already has {role} in cluster {cluster}")
-    stores.cluster_bindings.put(created)
+    created = await bindings.bind_in_cluster(request, cluster, user, role)
     return web.json_response(render(request, created), status=201)
 
 
 @routes.delete(v3("clusterroletemplatebindings", "/{id}"))
 async def delete_binding(request: web.Request) -> web.Response:
     obj = visible(request)
-    meta = obj["metadata"]
-    owned_cluster(request, meta["namespace"], "revoke roles in it")
-    await delete_if_present(
-        request.app[KUBE], kinds.ClusterRoleTemplateBinding, meta["name"], meta["namespace"]
-    )
-    request.app[STORES].cluster_bindings.forget(f"{meta['namespace']}/{meta['name']}")
+    owned_cluster(request, obj["metadata"]["namespace"], "revoke roles in it")
+    await bindings.unbind_cluster(request, obj)
     return web.Response(status=204)

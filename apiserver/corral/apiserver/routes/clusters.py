@@ -1,51 +1,36 @@
 """`/v3/clusters` (spec 4.2): import, list, get, update, delete, and the cluster actions.
 
-Importing happens here, synchronously, so that a bad kubeconfig or an unreachable server is
-answered at once and nothing is stored: the kubeconfig is parsed, used once to create corral's
-own service account in the cluster, and dropped; the Cluster and the Secret holding corral's
-credential are written only after that credential has been shown to work.
+Importing happens synchronously (`services.importing`), so that a bad kubeconfig or an
+unreachable server is answered at once and nothing is stored.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from typing import Any
 
 from aiohttp import web
-from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
-from lightkube.resources.core_v1 import Secret
+from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
-from corral.apiserver import claims, envelope, errors
-from corral.apiserver.authn import Principal, principal
-from corral.apiserver.authz import access, require_admin
-from corral.apiserver.body import read_json
-from corral.apiserver.errors import ApiError
-from corral.apiserver.issuing import NewToken, issue
-from corral.apiserver.keys import CONNECTIONS, CORRAL_CA, FEATURES, KUBE, STORES
-from corral.apiserver.routes import tokens
-from corral.apiserver.routes.common import (
-    action,
-    base_url,
-    flag,
-    label_selector,
-    name_of,
-    object_fields,
-    object_stamp,
-    text,
-    v3,
-)
-from corral.apiserver.schemas import Field, Schema, readonly
+from corral.apiserver.auth.authn import Principal, principal
+from corral.apiserver.auth.authz import access, require_admin
+from corral.apiserver.http import envelope, errors
+from corral.apiserver.http.body import flag, read_json, text
+from corral.apiserver.http.errors import ApiError
+from corral.apiserver.http.objects import name_of, object_fields, object_stamp
+from corral.apiserver.http.query import action, label_selector
+from corral.apiserver.http.schemas import Field, Schema, readonly
+from corral.apiserver.http.urls import base_url, v3
+from corral.apiserver.keys import CORRAL_CA, KUBE, STORES
+from corral.apiserver.services import importing, tokens
+from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core import conditions, kubeconfig
 from corral.core.api import condition_types as ct
 from corral.core.api import ids, names
-from corral.core.auth import ttl
-from corral.core.clusters import importing
-from corral.core.kube import agent, kinds
+from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
-from corral.core.projects import roles
 
 CONFIG_DRIVERS = {
     "importedConfig": "imported",
@@ -150,33 +135,22 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
     return rendered
 
 
-def visible_cluster(request: web.Request, cluster_id: str) -> Obj:
-    """A cluster the caller is bound to (or any, for administrators); else 404."""
-    obj = request.app[STORES].clusters.get(cluster_id)
-    if obj is None or not access(request).sees_cluster(cluster_id):
-        raise errors.not_found(f"cluster {cluster_id} not found")
-    return obj
-
-
-def owned_cluster(request: web.Request, cluster_id: str, what: str) -> Obj:
-    """A cluster the caller may administer; 403 for one they only see."""
-    obj = visible_cluster(request, cluster_id)
-    if access(request).cluster_role(cluster_id) != roles.CLUSTER_OWNER:
-        raise errors.forbidden(f"only owners of cluster {cluster_id} may {what}")
-    return obj
-
-
 @routes.get(v3("clusters"))
 async def list_clusters(request: web.Request) -> web.Response:
-    who, allowed = principal(request), access(request)
-    objs = [
-        c for c in request.app[STORES].clusters.all() if allowed.sees_cluster(c["metadata"]["name"])
-    ]
-    selector = label_selector(request.query.get("labelSelector", ""))
+    who = principal(request)
+    objs = request.app[STORES].clusters.all()
+    # Passes over every cluster that cannot leave one out are skipped: a page should cost the
+    # page, and administrators see every cluster.
+    if not who.is_admin:
+        allowed = access(request)
+        objs = [c for c in objs if allowed.sees_cluster(c["metadata"]["name"])]
+    if selector_text := request.query.get("labelSelector"):
+        selector = label_selector(selector_text)
+        objs = [c for c in objs if selector(c["metadata"].get("labels") or {})]
     body = envelope.collection(
         base_url(request),
         SCHEMA,
-        (o for o in objs if selector(o["metadata"].get("labels") or {})),
+        objs,
         name_of,
         fields,
         lambda o: render(request, o),
@@ -212,63 +186,13 @@ async def create_cluster(request: web.Request) -> web.Response:
             spec[config] = body[config]
     labels = labels_of(body)
     if driver == "imported":
-        created = await import_cluster(request, body, spec, labels)
+        encoded = (body.get("importedConfig") or {}).get("kubeConfig") or body.get("kubeConfig")
+        created = await importing.import_cluster(request, encoded, spec, labels)
     else:
         meta = ObjectMeta(name=f"c-m-{ids.random_suffix(8)}", labels=labels)
         created = as_dict(await request.app[KUBE].create(kinds.Cluster(metadata=meta, spec=spec)))
     request.app[STORES].clusters.put(created)
     return web.json_response(render(request, created), status=201)
-
-
-async def import_cluster(
-    request: web.Request, body: dict[str, Any], spec: dict[str, Any], labels: dict[str, str]
-) -> Obj:
-    """422 for whatever the kubeconfig or its server gets wrong, 409 for a cluster corral
-    has already; the Cluster and its credential are stored once corral's own credential
-    works, under a claim on the cluster's identity (`claims`)."""
-    kube = request.app[KUBE]
-    encoded = (body.get("importedConfig") or {}).get("kubeConfig") or body.get("kubeConfig")
-    # Up to 256 KiB of YAML: parsed off the event loop.
-    user = await asyncio.to_thread(importing.parse_kubeconfig, encoded)
-    identity = await agent.identify(user)
-    name = ids.generate("c")
-    async with claims.claimed(kube, identity, name):
-        imported = await agent.install_agent(user)
-        annotations = {claims.ANNOTATION_IDENTITY: identity}
-        meta = ObjectMeta(name=name, labels=labels, annotations=annotations)
-        cluster = kinds.Cluster(metadata=meta, spec={**spec, "importedConfig": {}})
-        created = as_dict(await kube.create(cluster))
-        await store_credential(request, created, imported)
-    await claims.own(kube, identity, created)
-    return created
-
-
-async def store_credential(request: web.Request, cluster: Obj, imported: agent.Imported) -> None:
-    meta = cluster["metadata"]
-    secret = Secret(
-        metadata=ObjectMeta(
-            name=names.credential_secret_name(meta["name"]),
-            namespace=names.SYSTEM_NAMESPACE,
-            labels={names.LABEL_CLUSTER_CREDENTIAL: meta["name"]},
-            ownerReferences=[
-                OwnerReference(
-                    apiVersion=names.API_VERSION,
-                    kind=names.CLUSTER.kind,
-                    name=meta["name"],
-                    uid=meta["uid"],
-                )
-            ],
-        ),
-        type="Opaque",
-        data=imported.credential.secret_data(),
-    )
-    try:
-        stored = await request.app[KUBE].create(secret)
-    except Exception:
-        # Never leave a cluster behind that has no way in.
-        await delete_if_present(request.app[KUBE], kinds.Cluster, meta["name"])
-        raise
-    request.app[CONNECTIONS].credentials.put(as_dict(stored))
 
 
 def driver_of(body: dict[str, Any]) -> str:
@@ -402,28 +326,8 @@ async def generate_kubeconfig(request: web.Request, who: Principal, obj: Obj) ->
     """A kubeconfig for kubectl through corral's proxy, with a kubeconfig token for this user
     and cluster; generating again replaces the token."""
     await read_json(request)
-    stores, kube = request.app[STORES], request.app[KUBE]
     cluster_id = obj["metadata"]["name"]
-    token_name = f"kubeconfig-{who.user_id}.{cluster_id}"
-    if stores.tokens.get(token_name) is not None:
-        await tokens.delete(request, token_name)
-    default = ttl.minutes_to_ms(stores.number("kubeconfig-default-token-ttl-minutes"))
-    maximum = ttl.minutes_to_ms(stores.number("auth-token-max-ttl-minutes"))
-    issued = await issue(
-        kube,
-        stores,
-        NewToken(
-            user_id=who.user_id,
-            kind=names.KIND_KUBECONFIG,
-            ttl_ms=ttl.clamp(default, maximum),
-            description=f"kubeconfig for cluster {cluster_id}",
-            cluster_name=cluster_id,
-            auth_provider=who.token.auth_provider or "local",
-            name=token_name,
-            labels={names.LABEL_KUBECONFIG_ID: f"{who.user_id}.{cluster_id}"},
-        ),
-        hashed=request.app[FEATURES]["TokenHashing"],
-    )
+    issued = await tokens.issue_kubeconfig_token(request, who, cluster_id)
     config = kubeconfig.build(
         cluster_id,
         f"{base_url(request)}/k8s/clusters/{cluster_id}",

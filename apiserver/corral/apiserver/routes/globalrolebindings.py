@@ -7,14 +7,15 @@ from typing import Any
 from aiohttp import web
 from lightkube.models.meta_v1 import ObjectMeta
 
-from corral.apiserver import envelope, errors
-from corral.apiserver.authn import Principal, principal
-from corral.apiserver.authz import require_admin
-from corral.apiserver.body import read_json
-from corral.apiserver.errors import ApiError
+from corral.apiserver.auth.authn import Principal, principal
+from corral.apiserver.auth.authz import require_admin
+from corral.apiserver.http import envelope, errors
+from corral.apiserver.http.body import read_json, text
+from corral.apiserver.http.errors import ApiError
+from corral.apiserver.http.objects import meta_fields, name_of
+from corral.apiserver.http.schemas import Field, Schema
+from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import KUBE, STORES
-from corral.apiserver.routes.common import base_url, meta_fields, name_of, text, v3
-from corral.apiserver.schemas import Field, Schema
 from corral.core.api import ids
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present

@@ -8,13 +8,12 @@ import time
 
 from aiohttp import web
 
-from corral.apiserver import errors
-from corral.apiserver.authn import CSRF_COOKIE, SESSION_COOKIE
-from corral.apiserver.body import AUTH_LIMIT, read_json
-from corral.apiserver.errors import ApiError
-from corral.apiserver.issuing import NewToken, issue
-from corral.apiserver.keys import FEATURES, KUBE, STORES, THROTTLE
-from corral.core.api import names
+from corral.apiserver.auth.authn import CSRF_COOKIE, SESSION_COOKIE
+from corral.apiserver.http import errors
+from corral.apiserver.http.body import AUTH_LIMIT, read_json
+from corral.apiserver.http.errors import ApiError
+from corral.apiserver.keys import KUBE, STORES, THROTTLE
+from corral.apiserver.services import tokens
 from corral.core.auth import ttl
 from corral.core.kube import password_secrets
 
@@ -50,14 +49,7 @@ async def login(request: web.Request) -> web.Response:
     if stores.user_active(user_id) is not True:
         raise errors.forbidden("user is disabled")
 
-    session_ttl = ttl.minutes_to_ms(stores.number("auth-user-session-ttl-minutes"))
-    maximum = ttl.minutes_to_ms(stores.number("auth-token-max-ttl-minutes"))
-    issued = await issue(
-        request.app[KUBE], stores,
-        NewToken(user_id=user_id, kind=names.KIND_SESSION,
-                 ttl_ms=ttl.clamp(session_ttl, maximum), description=description),
-        hashed=request.app[FEATURES]["TokenHashing"],
-    )  # fmt: skip
+    issued = await tokens.issue_session(request, user_id, description)
     expiry = ttl.expires_at(ttl.parse_time(issued.obj["metadata"]["creationTimestamp"]),
                             issued.obj["spec"]["ttlMillis"])  # fmt: skip
     name = issued.obj["metadata"]["name"]

@@ -4,8 +4,8 @@ project membership, the annotation `field.svc.io/projectId: <cluster>:<project>`
 Reads come from the API server's watch of the cluster's namespaces. Creating a namespace in a
 project, or moving one into it, is checked against the project's quota first: one more
 namespace takes one more namespace default, which must fit in the project's limit. The check
-reserves the room on the Project with a resourceVersion precondition (`admission`), so two
-requests, on any replicas, cannot both take the last room.
+reserves the room on the Project with a resourceVersion precondition (`services.admission`),
+so two requests, on any replicas, cannot both take the last room.
 """
 
 from __future__ import annotations
@@ -18,15 +18,16 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
-from corral.apiserver import envelope, errors
-from corral.apiserver.admission import admitted
-from corral.apiserver.authz import access
-from corral.apiserver.body import read_json
+from corral.apiserver.auth.authz import access
+from corral.apiserver.http import envelope, errors
+from corral.apiserver.http.body import read_json, text
+from corral.apiserver.http.objects import name_of
+from corral.apiserver.http.schemas import Field, Schema, readonly
+from corral.apiserver.http.urls import base_url
 from corral.apiserver.keys import CONNECTIONS, STORES
-from corral.apiserver.routes.clusters import visible_cluster
-from corral.apiserver.routes.common import base_url, name_of, text
-from corral.apiserver.schemas import Field, Schema, readonly
-from corral.apiserver.stores import downstream_namespaces
+from corral.apiserver.services.admission import admitted
+from corral.apiserver.services.visibility import visible_cluster
+from corral.apiserver.state.downstream import downstream_namespaces
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
 from corral.core.kube.client import as_dict, delete_if_present

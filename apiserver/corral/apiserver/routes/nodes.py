@@ -15,21 +15,16 @@ from aiohttp import web
 from lightkube.resources.core_v1 import Node as DownstreamNode
 from lightkube.types import PatchType
 
-from corral.apiserver import envelope, errors
-from corral.apiserver.authz import access
-from corral.apiserver.body import read_json
-from corral.apiserver.errors import ApiError
+from corral.apiserver.auth.authz import access
+from corral.apiserver.http import envelope, errors
+from corral.apiserver.http.body import read_json, text
+from corral.apiserver.http.errors import ApiError
+from corral.apiserver.http.objects import object_fields, object_stamp
+from corral.apiserver.http.query import action, label_selector
+from corral.apiserver.http.schemas import Field, Schema, readonly
+from corral.apiserver.http.urls import base_url
 from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
-from corral.apiserver.routes.clusters import owned_cluster, visible_cluster
-from corral.apiserver.routes.common import (
-    action,
-    base_url,
-    label_selector,
-    object_fields,
-    object_stamp,
-    text,
-)
-from corral.apiserver.schemas import Field, Schema, readonly
+from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core.api import condition_types as ct
 from corral.core.api.ids import ScopedId
 from corral.core.clusters import taints as node_taints

@@ -12,20 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from lightkube import ApiError as KubeApiError
-from lightkube.models.meta_v1 import ObjectMeta
 
-from corral.apiserver import envelope, errors
-from corral.apiserver.authz import access
-from corral.apiserver.body import read_json
-from corral.apiserver.keys import KUBE, STORES
-from corral.apiserver.routes.common import base_url, either, referenced, v3
-from corral.apiserver.routes.projects import owned_project, visible_project
-from corral.apiserver.schemas import Field, Schema
-from corral.core.api import names
+from corral.apiserver.auth.authz import access
+from corral.apiserver.http import envelope, errors
+from corral.apiserver.http.body import either, read_json, referenced
+from corral.apiserver.http.schemas import Field, Schema
+from corral.apiserver.http.urls import base_url, v3
+from corral.apiserver.keys import STORES
+from corral.apiserver.services import bindings
+from corral.apiserver.services.visibility import owned_project, visible_project
 from corral.core.api.ids import ScopedId
-from corral.core.kube import kinds
-from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.projects import roles
 
@@ -77,30 +73,6 @@ def visible(request: web.Request) -> Obj:
     return obj
 
 
-def grant(
-    request: web.Request,
-    body: dict[str, Any],
-    catalog: dict[str, roles.RoleTemplate],
-    existing: list[Obj],
-    where: str,
-) -> tuple[str, str]:
-    """(user id, role) of a new binding, checked: a known user, a role of `catalog`, and not
-    a grant the user already has among `existing`."""
-    user = either(body, ("userId", "userName"), 253)
-    if request.app[STORES].user_active(user) is None:
-        raise errors.invalid("userId", f"user {user} not found", "InvalidReference")
-    role = either(body, ("roleTemplateId", "roleTemplateName"), 64)
-    if role not in catalog:
-        raise errors.invalid(
-            "roleTemplateId", f"roleTemplateId must be one of {', '.join(catalog)}", "InvalidOption"
-        )
-    for binding in existing:
-        spec = binding.get("spec") or {}
-        if spec.get("userName") == user and spec.get("roleTemplateName") == role:
-            raise errors.conflict(f"{user} already has {role} in {where}")
-    return user, role
-
-
 @routes.get(v3("projectroletemplatebindings"))
 async def list_bindings(request: web.Request) -> web.Response:
     allowed, stores = access(request), request.app[STORES]
@@ -138,42 +110,18 @@ async def create_binding(request: web.Request) -> web.Response:
         raise errors.invalid("type", "type must be projectRoleTemplateBinding")
     project_id = either(body, ("projectId", "projectName"), 127)
     referenced(lambda: visible_project(request, project_id), "projectId", f"project {project_id}")
-    stores = request.app[STORES]
-    existing = stores.project_bindings.by_index("project", project_id)
-    user, role = grant(request, body, roles.PROJECT_ROLES, existing, f"project {project_id}")
-    owned_project(request, project_id, "grant roles in it")
-    project = ScopedId.parse(project_id, "projectId")
-    namespace = names.backing_namespace(project.namespace, project.name)
-    kube = request.app[KUBE]
-    labels = names.backing_namespace_labels(project.namespace, project.name)
-    await ensure_namespace(kube, namespace, labels)
-    binding = kinds.ProjectRoleTemplateBinding(
-        metadata=ObjectMeta(name=roles.project_binding_name(user, role), namespace=namespace),
-        spec={"projectName": project_id, "userName": user, "roleTemplateName": role},
+    existing = request.app[STORES].project_bindings.by_index("project", project_id)
+    user, role = bindings.grant(
+        request, body, roles.PROJECT_ROLES, existing, f"project {project_id}"
     )
-    created = await create_once(request, binding, f"{user} already has {role} in {project_id}")
-    stores.project_bindings.put(created)
+    owned_project(request, project_id, "grant roles in it")
+    created = await bindings.bind_in_project(request, project_id, user, role)
     return web.json_response(render(request, created), status=201)
-
-
-async def create_once(request: web.Request, binding: Any, taken: str) -> Obj:
-    """Create a binding under its derived name: of two identical grants sent at once,
-    Kubernetes refuses the second, which a look at the cache before could not."""
-    try:
-        return as_dict(await request.app[KUBE].create(binding))
-    except KubeApiError as exc:
-        if exc.status.code == 409:
-            raise errors.conflict(taken) from None
-        raise
 
 
 @routes.delete(v3("projectroletemplatebindings", "/{id}"))
 async def delete_binding(request: web.Request) -> web.Response:
     obj = visible(request)
     owned_project(request, obj["spec"]["projectName"], "revoke roles in it")
-    meta = obj["metadata"]
-    await delete_if_present(
-        request.app[KUBE], kinds.ProjectRoleTemplateBinding, meta["name"], meta["namespace"]
-    )
-    request.app[STORES].project_bindings.forget(f"{meta['namespace']}/{meta['name']}")
+    await bindings.unbind_project(request, obj)
     return web.Response(status=204)

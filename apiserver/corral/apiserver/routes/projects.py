@@ -2,50 +2,40 @@
 the project's events.
 
 A project is a `Project` in the namespace named after its cluster; its id is
-`<cluster>:<project>`. Quota changes are checked here against what the project's namespaces
-have and use, so a change that would not fit is refused before anything is written; the write
-is conditional on the version checked (`admission`), so no concurrent change slips between.
-The creator's owner binding is made with the project, so the creator sees it at once.
+`<cluster>:<project>`. Quota changes are checked against what the project's namespaces have
+and use, so a change that would not fit is refused before anything is written; the write is
+conditional on the version checked (`services.admission`), so no concurrent change slips
+between. The creator's owner binding is made with the project (`services.projects`), so the
+creator sees it at once.
 """
 
 from __future__ import annotations
 
 import datetime
-import logging
 from typing import Any
 
 from aiohttp import web
-from lightkube import ApiError as KubeApiError
 from lightkube import AsyncClient
-from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Event
 
-from corral.apiserver import admission, envelope, errors
-from corral.apiserver.admission import default_of, limit_of, project_id
-from corral.apiserver.authn import principal
-from corral.apiserver.authz import access
-from corral.apiserver.body import read_json
-from corral.apiserver.errors import ApiError
+from corral.apiserver.auth.authn import principal
+from corral.apiserver.auth.authz import access
+from corral.apiserver.http import envelope, errors
+from corral.apiserver.http.body import either, read_json, referenced, text
+from corral.apiserver.http.errors import ApiError
+from corral.apiserver.http.objects import object_fields, object_stamp
+from corral.apiserver.http.schemas import Field, Schema, readonly
+from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
-from corral.apiserver.routes.clusters import visible_cluster
-from corral.apiserver.routes.common import (
-    base_url,
-    either,
-    object_fields,
-    object_stamp,
-    referenced,
-    text,
-    v3,
-)
-from corral.apiserver.schemas import Field, Schema, readonly
-from corral.apiserver.stores import downstream_namespaces, downstream_quotas
-from corral.core.api import ids, names
-from corral.core.api.ids import ScopedId
+from corral.apiserver.services import admission, projects
+from corral.apiserver.services.admission import default_of, limit_of, project_id
+from corral.apiserver.services.visibility import owned_project, visible_cluster, visible_project
+from corral.apiserver.state.downstream import downstream_namespaces
 from corral.core.auth import ttl
 from corral.core.kube import kinds
-from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
+from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
-from corral.core.projects import defaults, downstream, quota, roles, status
+from corral.core.projects import defaults, quota, status
 
 QUOTA_PARTS = ("resourceQuota", "namespaceDefaultResourceQuota", "containerDefaultResourceLimit")
 SCHEMA = Schema(
@@ -88,7 +78,6 @@ EVENT = Schema(
     parent="project",
 )
 
-log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
 
 
@@ -141,22 +130,6 @@ def render(request: web.Request, obj: Obj, usage: dict[str, Any] | None = None) 
     return envelope.resource(base, SCHEMA, body, links=links)
 
 
-def visible_project(request: web.Request, pid: str) -> Obj:
-    """A project the caller has a role in; else 404, whether it exists or not."""
-    project = ScopedId.parse_or_none(pid)
-    obj = request.app[STORES].projects.get(project.key) if project else None
-    if obj is None or access(request).project_role(pid) is None:
-        raise errors.not_found(f"project {pid} not found")
-    return obj
-
-
-def owned_project(request: web.Request, pid: str, what: str) -> Obj:
-    obj = visible_project(request, pid)
-    if not roles.may_manage_project(access(request).project_role(pid)):
-        raise errors.forbidden(f"only owners of project {pid} may {what}")
-    return obj
-
-
 def quota_spec(body: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
     """The quota parts of a project spec after applying `body` to `current`, validated."""
     merged = {part: current.get(part) for part in QUOTA_PARTS if current.get(part)}
@@ -200,7 +173,7 @@ async def get_project(request: web.Request) -> web.Response:
     obj = visible_project(request, request.match_info["id"])
     usage = None
     if "usage" in request.query.getall("include", []):
-        usage = await project_usage(request, obj)
+        usage = await admission.usage(request, obj)
     return web.json_response(render(request, obj, usage))
 
 
@@ -223,57 +196,8 @@ async def create_project(request: web.Request) -> web.Response:
         "clusterName": cluster,
         **{k: v for k, v in quota_spec(body, {}).items() if v},
     }
-    name = ids.generate("p")
-    kube = request.app[KUBE]
-    await ensure_namespace(kube, cluster, {names.LABEL_CLUSTER: cluster})
-    created = as_dict(
-        await kube.create(
-            kinds.Project(
-                metadata=ObjectMeta(
-                    name=name,
-                    namespace=cluster,
-                    annotations={names.ANNOTATION_CREATOR: who.user_id},
-                ),
-                spec=spec,
-            )
-        )
-    )
-    await ensure_namespace(
-        kube,
-        names.backing_namespace(cluster, name),
-        names.backing_namespace_labels(cluster, name),
-    )
-    request.app[STORES].projects.put(created)
-    await bind_creator(request, created, who.user_id)
+    created = await projects.create_project(request, cluster, spec, who.user_id)
     return web.json_response(render(request, created), status=201)
-
-
-async def bind_creator(request: web.Request, project: Obj, user_id: str) -> None:
-    """The creator owns the project from the first answer on: the API makes the binding the
-    operator would make (under the same name, so only one of them can) and reads its own
-    write. Should this fail, the operator makes it on its next pass."""
-    cluster, name = project["metadata"]["namespace"], project["metadata"]["name"]
-    binding_name = roles.project_binding_name(user_id, roles.PROJECT_OWNER)
-    namespace = names.backing_namespace(cluster, name)
-    binding = kinds.ProjectRoleTemplateBinding(
-        metadata=ObjectMeta(name=binding_name, namespace=namespace),
-        spec={
-            "projectName": project_id(project),
-            "userName": user_id,
-            "roleTemplateName": roles.PROJECT_OWNER,
-        },
-    )
-    kube = request.app[KUBE]
-    try:
-        created = await kube.create(binding)
-    except KubeApiError as exc:
-        if exc.status.code != 409:
-            log.warning("project %s: cannot bind its creator: %s", project_id(project), exc)
-            return
-        created = await kube.get(
-            kinds.ProjectRoleTemplateBinding, binding_name, namespace=namespace
-        )
-    request.app[STORES].project_bindings.put(as_dict(created))
 
 
 @routes.put(v3("projects", "/{id}"))
@@ -298,32 +222,12 @@ async def update_project(request: web.Request) -> web.Response:
         patch = dict(fixed)
         if any(part in body for part in QUOTA_PARTS):
             merged = quota_spec(body, current.get("spec") or {})
-            await check_quota_change(request, current, merged)
+            await admission.check_quota_change(request, current, merged)
             patch |= {part: merged.get(part) or {} for part in QUOTA_PARTS}
         return [{"op": "add", "path": f"/spec/{k}", "value": v} for k, v in patch.items()]
 
     obj = await admission.update(request, obj, change)
     return web.json_response(render(request, obj))
-
-
-async def check_quota_change(request: web.Request, obj: Obj, spec: dict[str, Any]) -> None:
-    """A new quota must hold what the project's namespaces have and already use."""
-    pid = project_id(obj)
-    limit, default = limit_of(spec), default_of(spec)
-    if not limit:
-        return
-    members = await admission.members(request, obj)
-    excess = quota.overcommit(limit, default, len(members))
-    if excess:
-        raise quota.QuotaExceeded(pid, excess)
-    quotas = await project_quotas(request, obj)
-    excess = quota.below_use(limit, quota.usage(quotas)["used"], "the project")
-    for each in quotas:
-        name = each["metadata"]["namespace"]
-        used = quota.usage([each])["used"]
-        excess += quota.below_use(default, used, f"namespace {name}")
-    if excess:
-        raise quota.QuotaExceeded(pid, excess)
 
 
 @routes.delete(v3("projects", "/{id}"))
@@ -336,29 +240,6 @@ async def delete_project(request: web.Request) -> web.Response:
     meta = obj["metadata"]
     await delete_if_present(request.app[KUBE], kinds.Project, meta["name"], meta["namespace"])
     return web.Response(status=204)
-
-
-# -- usage --------------------------------------------------------------------------------------
-
-
-async def project_quotas(request: web.Request, obj: Obj) -> list[Obj]:
-    """The ResourceQuotas corral keeps in the project's namespaces, with their status."""
-    cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
-    quotas = (await downstream_quotas(request.app[CONNECTIONS], cluster)).by_index("project", name)
-    return [q for q in quotas if q["metadata"]["name"] == downstream.QUOTA_NAME]
-
-
-async def project_usage(request: web.Request, obj: Obj) -> dict[str, Any]:
-    totals = quota.usage(await project_quotas(request, obj))
-    members = (
-        await downstream_namespaces(request.app[CONNECTIONS], obj["metadata"]["namespace"])
-    ).by_index("project", project_id(obj))
-    return {
-        "namespaces": len(members),
-        "limit": limit_of(obj.get("spec") or {}),
-        "used": quota.printable(totals["used"]),
-        "hard": quota.printable(totals["hard"]),
-    }
 
 
 # -- events -------------------------------------------------------------------------------------

@@ -21,10 +21,10 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
-from corral.apiserver.authn import PROXY_PATH, principal
-from corral.apiserver.errors import ApiError
+from corral.apiserver.auth.authn import PROXY_PATH, principal
+from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import CONNECTIONS
-from corral.apiserver.routes.clusters import visible_cluster
+from corral.apiserver.services.visibility import visible_cluster
 from corral.core.clusters.credential import Credential
 
 log = logging.getLogger(__name__)

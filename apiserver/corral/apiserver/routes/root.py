@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from corral.apiserver.http.urls import base_url
 from corral.apiserver.keys import SCHEMAS
-from corral.apiserver.routes.common import base_url
 
 API_VERSION = {"group": "management.svc.io", "path": "/v3", "version": "v3"}
 

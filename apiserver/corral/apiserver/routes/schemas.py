@@ -6,10 +6,10 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver import envelope, errors
+from corral.apiserver.http import envelope, errors
+from corral.apiserver.http.schemas import Field, Schema
+from corral.apiserver.http.urls import base_url
 from corral.apiserver.keys import SCHEMAS
-from corral.apiserver.routes.common import base_url
-from corral.apiserver.schemas import Field, Schema
 
 SCHEMA = Schema(
     id="schema",

@@ -7,20 +7,17 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver import envelope, errors
-from corral.apiserver.authn import CSRF_COOKIE, SESSION_COOKIE, Principal, principal
-from corral.apiserver.authz import access
-from corral.apiserver.body import AUTH_LIMIT, read_json
-from corral.apiserver.errors import ApiError
-from corral.apiserver.issuing import NewToken, issue
-from corral.apiserver.keys import ACTIVITY, FEATURES, KUBE, STORES
-from corral.apiserver.routes.common import base_url, referenced, v3
-from corral.apiserver.schemas import Field, Schema, readonly
+from corral.apiserver.auth.authn import CSRF_COOKIE, SESSION_COOKIE, Principal, principal
+from corral.apiserver.http import envelope, errors
+from corral.apiserver.http.body import AUTH_LIMIT, read_json, referenced
+from corral.apiserver.http.errors import ApiError
+from corral.apiserver.http.schemas import Field, Schema, readonly
+from corral.apiserver.http.urls import base_url, v3
+from corral.apiserver.keys import STORES
+from corral.apiserver.services import tokens
+from corral.apiserver.services.visibility import visible_cluster
 from corral.core.auth import ttl
 from corral.core.auth.tokens import MSG_NOT_FOUND, TokenRecord
-from corral.core.kube import kinds
-from corral.core.kube.client import delete_if_present
-from corral.core.kube.informer import Obj
 
 SCHEMA = Schema(
     id="token",
@@ -88,14 +85,6 @@ def own_token(request: web.Request, who: Principal, name: str) -> TokenRecord:
     return record
 
 
-def visible_cluster(request: web.Request, cluster_id: str) -> Obj:
-    """A cluster the caller sees; the only kind a token of theirs may be scoped to."""
-    obj = request.app[STORES].clusters.get(cluster_id)
-    if obj is None or not access(request).sees_cluster(cluster_id):
-        raise errors.not_found(f"cluster {cluster_id} not found")
-    return obj
-
-
 @routes.get(v3("tokens|token"))
 async def list_tokens(request: web.Request) -> web.Response:
     who, now = principal(request), datetime.datetime.now(datetime.UTC)
@@ -132,7 +121,7 @@ async def create_or_act(request: web.Request) -> web.StreamResponse:
 
 
 async def create_token(request: web.Request) -> web.Response:
-    who, stores = principal(request), request.app[STORES]
+    who = principal(request)
     body = SCHEMA.writable(await read_json(request, AUTH_LIMIT), creating=True)
     requested = ttl.requested(body.get("ttlMillis", body.get("ttl", 0)))
     description = body.get("description", "")
@@ -143,14 +132,7 @@ async def create_token(request: web.Request) -> web.Response:
         raise errors.invalid("clusterId", "clusterId must be a cluster id")
     if cluster:
         referenced(lambda: visible_cluster(request, cluster), "clusterId", "cluster")
-    maximum = ttl.minutes_to_ms(stores.number("auth-token-max-ttl-minutes"))
-    issued = await issue(
-        request.app[KUBE], stores,
-        NewToken(user_id=who.user_id, kind="", ttl_ms=ttl.clamp(requested, maximum),
-                 description=description, cluster_name=cluster,
-                 auth_provider=who.token.auth_provider or "local"),
-        hashed=request.app[FEATURES]["TokenHashing"],
-    )  # fmt: skip
+    issued = await tokens.issue_api_token(request, who, requested, description, cluster)
     now = datetime.datetime.now(datetime.UTC)
     rendered = render(base_url(request), TokenRecord.from_object(issued.obj), "", now)
     return web.json_response({**rendered, "token": issued.value}, status=201)
@@ -172,14 +154,8 @@ async def delete_token(request: web.Request) -> web.Response:
         raise ApiError(400, "InvalidAction", CANNOT_DELETE_SESSION)
     if record.is_system:
         raise errors.forbidden("system tokens cannot be deleted through the API")
-    await delete(request, record.name)
+    await tokens.revoke(request, record.name)
     return web.Response(status=204)
-
-
-async def delete(request: web.Request, name: str) -> None:
-    await delete_if_present(request.app[KUBE], kinds.Token, name)
-    request.app[STORES].tokens.forget(name)
-    request.app[ACTIVITY].forget(name)
 
 
 def clear_cookies(response: web.StreamResponse, secure: bool) -> None:
@@ -194,7 +170,7 @@ async def logout(request: web.Request) -> web.Response:
     if not who.token.is_session:
         message = "logout ends a session; delete an API token with DELETE instead"
         raise ApiError(400, "InvalidAction", message)
-    await delete(request, who.token.name)
+    await tokens.revoke(request, who.token.name)
     response = web.Response(status=200)
     clear_cookies(response, request.secure)
     return response
@@ -203,9 +179,7 @@ async def logout(request: web.Request) -> web.Response:
 async def logout_all(request: web.Request) -> web.Response:
     """Deletes every token of the caller, this one included (system tokens excepted)."""
     who = principal(request)
-    for obj in request.app[STORES].tokens.by_index("user", who.user_id):
-        if not TokenRecord.from_object(obj).is_system:
-            await delete(request, obj["metadata"]["name"])
+    await tokens.revoke_all(request, who.user_id)
     response = web.Response(status=200)
     clear_cookies(response, request.secure)
     return response

@@ -1,9 +1,6 @@
 """`/v3/users`: local users. Admins manage everyone; a user sees only themselves.
 
-Passwords never touch the User object: their Argon2id hash lives in the Secret
-`svc-system/<user id>-password`, owned by the User so that it goes when the user goes. A
-username is claimed before its User is created (`corral.core.kube.usernames`), so two users
-created at once with one username cannot both be made.
+How a user and a password are stored: `services.users`.
 """
 
 from __future__ import annotations
@@ -11,22 +8,20 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
-from corral.apiserver import envelope, errors
-from corral.apiserver.authn import Principal, principal
-from corral.apiserver.authz import require_admin
-from corral.apiserver.body import AUTH_LIMIT, read_json
-from corral.apiserver.errors import ApiError
+from corral.apiserver.auth.authn import Principal, principal
+from corral.apiserver.auth.authz import require_admin
+from corral.apiserver.http import envelope, errors
+from corral.apiserver.http.body import AUTH_LIMIT, flag, read_json, text
+from corral.apiserver.http.errors import ApiError
+from corral.apiserver.http.objects import meta_fields, name_of
+from corral.apiserver.http.query import action
+from corral.apiserver.http.schemas import Field, Schema, readonly
+from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import KUBE, STORES
-from corral.apiserver.routes import tokens
-from corral.apiserver.routes.common import action, base_url, flag, meta_fields, name_of, text, v3
-from corral.apiserver.schemas import Field, Schema, readonly
-from corral.core.api import ids
-from corral.core.auth import passwords
-from corral.core.auth.tokens import TokenRecord
-from corral.core.kube import kinds, password_secrets, usernames
+from corral.apiserver.services import users
+from corral.core.kube import kinds, password_secrets
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
 
@@ -119,40 +114,10 @@ async def create_or_act(request: web.Request) -> web.Response:
     description = text(body, "description")
     enabled = flag(body, "enabled", True)
     must_change = flag(body, "mustChangePassword", False)
-    if request.app[STORES].user_by_username(username) is not None:
-        raise usernames.UsernameTaken
-    passwords.check_policy(username, password)
-    user = await create_user(request, username, password, display, description, enabled,
-                             must_change)  # fmt: skip
-    return web.json_response(render(request, user, who), status=201)
-
-
-async def create_user(
-    request: web.Request, username: str, password: str, display: str, description: str,
-    enabled: bool, must_change: bool,
-) -> Obj:  # fmt: skip
-    """The username's claim (before the User: see `usernames`), the User, its password
-    Secret and its `user` global role binding."""
-    kube, stores = request.app[KUBE], request.app[STORES]
-    user_id = ids.generate("u")
-    await usernames.claim(kube, username, user_id)
-    spec = {"username": username, "displayName": display, "description": description,
-            "enabled": enabled, "mustChangePassword": must_change}  # fmt: skip
-    try:
-        created = await kube.create(kinds.User(metadata=ObjectMeta(name=user_id), spec=spec))
-    except Exception:
-        await usernames.release(kube, username, user_id)
-        raise
-    user = as_dict(created)
-    stores.users.put(user)
-    await usernames.own(kube, username, user_id, user["metadata"]["uid"])
-    await password_secrets.store(kube, user["metadata"]["name"], user["metadata"]["uid"], password)
-    binding = await kube.create(kinds.GlobalRoleBinding(
-        metadata=ObjectMeta(name=ids.generate("grb")),
-        spec={"globalRoleName": "user", "userName": user["metadata"]["name"]},
+    user = await users.create_user(request, users.NewUser(
+        username, password, display, description, enabled, must_change
     ))  # fmt: skip
-    stores.bindings.put(as_dict(binding))
-    return user
+    return web.json_response(render(request, user, who), status=201)
 
 
 @routes.put(v3("users", "/{id}"))
@@ -205,11 +170,7 @@ async def user_action(request: web.Request) -> web.Response:
     require_admin(who, "set passwords")
     body = await read_json(request, AUTH_LIMIT)
     new = text(body, "newPassword", max_length=1024, required=True)
-    passwords.check_policy(obj["spec"]["username"], new)
-    await password_secrets.store(
-        request.app[KUBE], obj["metadata"]["name"], obj["metadata"]["uid"], new
-    )
-    await end_sessions(request, obj["metadata"]["name"], keep="")
+    await users.set_password(request, obj, new, keep="")
     return web.json_response(render(request, obj, who))
 
 
@@ -225,17 +186,5 @@ async def change_password(request: web.Request) -> web.Response:
     if not await password_secrets.verify(request.app[KUBE], who.user_id, current):
         raise errors.invalid("currentPassword", "current password is wrong",
                              code="InvalidBodyContent")  # fmt: skip
-    passwords.check_policy(obj["spec"]["username"], new)
-    await password_secrets.store(
-        request.app[KUBE], obj["metadata"]["name"], obj["metadata"]["uid"], new
-    )
-    await end_sessions(request, who.user_id, keep=who.token.name)
+    await users.set_password(request, obj, new, keep=who.token.name)
     return web.json_response({}, status=200)
-
-
-async def end_sessions(request: web.Request, user_id: str, keep: str) -> None:
-    """A new password ends the user's other login sessions; API tokens stay valid."""
-    for obj in request.app[STORES].tokens.by_index("user", user_id):
-        record = TokenRecord.from_object(obj)
-        if record.is_session and record.name != keep:
-            await tokens.delete(request, record.name)

@@ -1,14 +1,17 @@
-"""Reading request bodies: bounded, JSON, an object."""
+"""Reading request bodies (bounded, JSON, an object) and the fields in them."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.errors import ApiError
+from corral.apiserver.http import errors
+from corral.apiserver.http.errors import ApiError
+from corral.core.kube.informer import Obj
 from corral.core.quantity import parse_bytes
 
 # Every /v3 body is bounded; authentication endpoints by SVC_AUTH_API_BODY_LIMIT.
@@ -73,3 +76,39 @@ def nesting(value: Any) -> int:
 async def read_json(request: web.Request, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     """The body as a JSON object; an empty body is an empty object."""
     return parse_object(await read_bounded(request, limit))
+
+
+def text(body: dict[str, Any], field: str, max_length: int = 1024, required: bool = False) -> str:
+    value = body.get(field, "")
+    if value is None:
+        value = ""
+    if not isinstance(value, str) or len(value) > max_length:
+        raise errors.invalid(field, f"{field} must be text of at most {max_length} characters")
+    if required and not value:
+        raise errors.missing(field)
+    return value
+
+
+def either(body: dict[str, Any], fields: tuple[str, str], max_length: int) -> str:
+    """A required text given under its `/v3` name or its stored name (`clusterId` or
+    `clusterName`)."""
+    value = text(body, fields[0], max_length) or text(body, fields[1], max_length)
+    if not value:
+        raise errors.missing(fields[0])
+    return value
+
+
+def referenced(find: Callable[[], Obj], field: str, what: str) -> Obj:
+    """An object a body names: one the caller cannot see is an invalid reference, exactly as
+    one that does not exist."""
+    try:
+        return find()
+    except errors.ApiError:
+        raise errors.invalid(field, f"{what} not found", "InvalidReference") from None
+
+
+def flag(body: dict[str, Any], field: str, default: bool) -> bool:
+    value = body.get(field, default)
+    if not isinstance(value, bool):
+        raise errors.invalid(field, f"{field} must be true or false")
+    return value

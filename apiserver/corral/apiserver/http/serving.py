@@ -19,7 +19,7 @@ from http import HTTPStatus
 from aiohttp import web
 from aiohttp.web_request import BaseRequest
 
-from corral.apiserver.errors import ApiError
+from corral.apiserver.http.errors import ApiError
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,5 @@
-"""The caches the API server reads from, and the questions it asks of them: informers of the
-management cluster's objects, and those it keeps on downstream clusters through the
-connection registry (namespaces and corral's ResourceQuotas, so that membership, usage and
-quota checks never cost a round trip to the cluster; writes are put into them at once)."""
+"""The caches of the management cluster's objects the API server reads from, and the questions
+it asks of them (writes are put into them at once)."""
 
 from __future__ import annotations
 
@@ -11,12 +9,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from lightkube import AsyncClient
-from lightkube.resources.core_v1 import Namespace, ResourceQuota
 
-from corral.core.api import names, settings
+from corral.core.api import settings
 from corral.core.api.names import LABEL_TOKEN_USER
 from corral.core.kube import kinds
-from corral.core.kube.connections import Connections
 from corral.core.kube.informer import Informer, Obj
 
 
@@ -133,32 +129,3 @@ class Stores:
     def user_by_username(self, username: str) -> Obj | None:
         found = self.users.by_index("username", username)
         return found[0] if found else None
-
-
-def _project(obj: Obj) -> list[str]:
-    value = (obj["metadata"].get("annotations") or {}).get(names.ANNOTATION_PROJECT)
-    return [value] if value else []
-
-
-def _quota_project(obj: Obj) -> list[str]:
-    value = (obj["metadata"].get("labels") or {}).get(names.LABEL_PROJECT)
-    return [value] if value else []
-
-
-async def downstream_namespaces(connections: Connections, cluster: str) -> Informer:
-    """The cluster's namespaces (indexed by `project` id), listed at least once."""
-    return await connections.informer(
-        cluster, "namespaces", lambda client: Informer(client, Namespace, {"project": _project})
-    )
-
-
-async def downstream_quotas(connections: Connections, cluster: str) -> Informer:
-    """The ResourceQuotas corral keeps in the cluster (indexed by `project` name)."""
-    managed = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
-    return await connections.informer(
-        cluster,
-        "quotas",
-        lambda client: Informer(
-            client, ResourceQuota, {"project": _quota_project}, namespace="*", labels=managed
-        ),
-    )

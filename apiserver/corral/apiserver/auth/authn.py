@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from corral.apiserver import errors
-from corral.apiserver.activity import ActivityTracker
-from corral.apiserver.errors import ApiError, Handler
+from corral.apiserver.auth.activity import ActivityTracker
+from corral.apiserver.auth.ratelimit import RateLimiter
+from corral.apiserver.http import errors
+from corral.apiserver.http.errors import ApiError, Handler
 from corral.apiserver.keys import ACTIVITY, LIMITER, STORES
-from corral.apiserver.ratelimit import RateLimiter
-from corral.apiserver.stores import Stores
+from corral.apiserver.state.stores import Stores
 from corral.core.auth.tokens import (
     MSG_INVALID,
     MSG_MISSING,

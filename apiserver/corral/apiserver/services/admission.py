@@ -1,4 +1,5 @@
-"""Changes to a project that must not race: its quota, and namespaces entering it.
+"""Changes to a project that must not race: its quota, and namespaces entering it; and what
+its namespaces use, against which both are checked.
 
 Two requests that each fit alone may not fit together (two namespaces taking the last room of
 a project, or a namespace arriving while the project's limit is lowered), and they may be
@@ -27,16 +28,16 @@ from lightkube import ApiError as KubeApiError
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
-from corral.apiserver import errors
-from corral.apiserver.errors import ApiError
+from corral.apiserver.http import errors
+from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
-from corral.apiserver.stores import downstream_namespaces
+from corral.apiserver.state.downstream import downstream_namespaces, downstream_quotas
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
-from corral.core.projects import quota
+from corral.core.projects import downstream, quota
 
 # Writes tried before a request gives up on a project that keeps changing under it.
 ATTEMPTS = 5
@@ -174,6 +175,46 @@ async def release(request: web.Request, obj: Obj, namespace: str) -> None:
     except KubeApiError:
         return
     request.app[STORES].projects.put(as_dict(patched))
+
+
+async def check_quota_change(request: web.Request, obj: Obj, spec: dict[str, Any]) -> None:
+    """A new quota must hold what the project's namespaces have and already use."""
+    pid = project_id(obj)
+    limit, default = limit_of(spec), default_of(spec)
+    if not limit:
+        return
+    excess = quota.overcommit(limit, default, len(await members(request, obj)))
+    if excess:
+        raise quota.QuotaExceeded(pid, excess)
+    quotas = await project_quotas(request, obj)
+    excess = quota.below_use(limit, quota.usage(quotas)["used"], "the project")
+    for each in quotas:
+        name = each["metadata"]["namespace"]
+        used = quota.usage([each])["used"]
+        excess += quota.below_use(default, used, f"namespace {name}")
+    if excess:
+        raise quota.QuotaExceeded(pid, excess)
+
+
+async def project_quotas(request: web.Request, obj: Obj) -> list[Obj]:
+    """The ResourceQuotas corral keeps in the project's namespaces, with their status."""
+    cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+    quotas = (await downstream_quotas(request.app[CONNECTIONS], cluster)).by_index("project", name)
+    return [q for q in quotas if q["metadata"]["name"] == downstream.QUOTA_NAME]
+
+
+async def usage(request: web.Request, obj: Obj) -> dict[str, Any]:
+    """The project's namespaces, its limit, and what its namespaces use and may use."""
+    totals = quota.usage(await project_quotas(request, obj))
+    namespaces = (
+        await downstream_namespaces(request.app[CONNECTIONS], obj["metadata"]["namespace"])
+    ).by_index("project", project_id(obj))
+    return {
+        "namespaces": len(namespaces),
+        "limit": limit_of(obj.get("spec") or {}),
+        "used": quota.printable(totals["used"]),
+        "hard": quota.printable(totals["hard"]),
+    }
 
 
 def _annotations(obj: Obj) -> dict[str, str]:

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 from multidict import MultiMapping
 
-from corral.apiserver.schemas import Schema
+from corral.apiserver.http.schemas import Schema
 
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 10000

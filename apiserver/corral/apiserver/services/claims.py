@@ -23,7 +23,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Secret
 from lightkube.types import PatchType
 
-from corral.apiserver import errors
+from corral.apiserver.http import errors
 from corral.core.api import names
 from corral.core.kube import kinds
 from corral.core.kube.client import delete_if_present

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from corral.apiserver import errors
-from corral.apiserver.access import Access
-from corral.apiserver.authn import Principal, principal
+from corral.apiserver.auth.access import Access
+from corral.apiserver.auth.authn import Principal, principal
+from corral.apiserver.http import errors
 from corral.apiserver.keys import ACCESS, STORES
 
 

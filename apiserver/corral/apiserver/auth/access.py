@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from corral.apiserver.stores import Stores
+from corral.apiserver.state.stores import Stores
 from corral.core.api.ids import ScopedId
 from corral.core.api.names import backing_namespace
 from corral.core.kube.informer import Obj

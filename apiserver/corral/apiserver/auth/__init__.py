@@ -1,0 +1,1 @@
+"""Who is calling and what they may do: authentication, access, rate limits, login throttle."""

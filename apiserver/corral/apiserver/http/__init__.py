@@ -1,0 +1,1 @@
+"""The HTTP layer: the wire envelope, the error body, schemas, request bodies and queries."""

@@ -1,0 +1,1 @@
+"""Rules and side effects shared by routes; a route parses, calls these, renders."""

@@ -1,0 +1,132 @@
+"""Granting roles in clusters and projects: checking a grant and creating its binding once.
+
+A binding's name is derived from user and role (`roles.cluster_binding_name`,
+`roles.project_binding_name`), so Kubernetes refuses a second binding of one grant, on any
+replica, where a look at the cache before creating could race.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiohttp import web
+from lightkube import ApiError as KubeApiError
+from lightkube.models.meta_v1 import ObjectMeta
+
+from corral.apiserver.http import errors
+from corral.apiserver.http.body import either
+from corral.apiserver.keys import KUBE, STORES
+from corral.core.api import names
+from corral.core.api.ids import ScopedId
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
+from corral.core.kube.informer import Obj
+from corral.core.projects import roles
+
+log = logging.getLogger(__name__)
+
+
+def grant(
+    request: web.Request,
+    body: dict[str, Any],
+    catalog: dict[str, roles.RoleTemplate],
+    existing: list[Obj],
+    where: str,
+) -> tuple[str, str]:
+    """(user id, role) of a new binding, checked: a known user, a role of `catalog`, and not
+    a grant the user already has among `existing`."""
+    user = either(body, ("userId", "userName"), 253)
+    if request.app[STORES].user_active(user) is None:
+        raise errors.invalid("userId", f"user {user} not found", "InvalidReference")
+    role = either(body, ("roleTemplateId", "roleTemplateName"), 64)
+    if role not in catalog:
+        raise errors.invalid(
+            "roleTemplateId", f"roleTemplateId must be one of {', '.join(catalog)}", "InvalidOption"
+        )
+    for binding in existing:
+        spec = binding.get("spec") or {}
+        if spec.get("userName") == user and spec.get("roleTemplateName") == role:
+            raise errors.conflict(f"{user} already has {role} in {where}")
+    return user, role
+
+
+async def bind_in_cluster(request: web.Request, cluster: str, user: str, role: str) -> Obj:
+    """The cluster role binding of a checked grant, in the cluster's namespace."""
+    await ensure_namespace(request.app[KUBE], cluster, {names.LABEL_CLUSTER: cluster})
+    binding = kinds.ClusterRoleTemplateBinding(
+        metadata=ObjectMeta(name=roles.cluster_binding_name(user, role), namespace=cluster),
+        spec={"clusterName": cluster, "userName": user, "roleTemplateName": role},
+    )
+    created = await _create_once(
+        request, binding, f"{user} already has {role} in cluster {cluster}"
+    )
+    request.app[STORES].cluster_bindings.put(created)
+    return created
+
+
+async def bind_in_project(request: web.Request, project_id: str, user: str, role: str) -> Obj:
+    """The project role binding of a checked grant, in the project's backing namespace."""
+    project = ScopedId.parse(project_id, "projectId")
+    namespace = names.backing_namespace(project.namespace, project.name)
+    labels = names.backing_namespace_labels(project.namespace, project.name)
+    await ensure_namespace(request.app[KUBE], namespace, labels)
+    binding = kinds.ProjectRoleTemplateBinding(
+        metadata=ObjectMeta(name=roles.project_binding_name(user, role), namespace=namespace),
+        spec={"projectName": project_id, "userName": user, "roleTemplateName": role},
+    )
+    created = await _create_once(request, binding, f"{user} already has {role} in {project_id}")
+    request.app[STORES].project_bindings.put(created)
+    return created
+
+
+async def unbind_cluster(request: web.Request, binding: Obj) -> None:
+    meta = binding["metadata"]
+    await delete_if_present(
+        request.app[KUBE], kinds.ClusterRoleTemplateBinding, meta["name"], meta["namespace"]
+    )
+    request.app[STORES].cluster_bindings.forget(f"{meta['namespace']}/{meta['name']}")
+
+
+async def unbind_project(request: web.Request, binding: Obj) -> None:
+    meta = binding["metadata"]
+    await delete_if_present(
+        request.app[KUBE], kinds.ProjectRoleTemplateBinding, meta["name"], meta["namespace"]
+    )
+    request.app[STORES].project_bindings.forget(f"{meta['namespace']}/{meta['name']}")
+
+
+async def bind_creator(request: web.Request, project: Obj, user_id: str) -> None:
+    """The creator owns the project from the first answer on: the API makes the binding the
+    operator would make (under the same name, so only one of them can) and reads its own
+    write. Should this fail, the operator makes it on its next pass."""
+    cluster, name = project["metadata"]["namespace"], project["metadata"]["name"]
+    pid = str(ScopedId.of(project))
+    binding_name = roles.project_binding_name(user_id, roles.PROJECT_OWNER)
+    namespace = names.backing_namespace(cluster, name)
+    binding = kinds.ProjectRoleTemplateBinding(
+        metadata=ObjectMeta(name=binding_name, namespace=namespace),
+        spec={"projectName": pid, "userName": user_id, "roleTemplateName": roles.PROJECT_OWNER},
+    )
+    kube = request.app[KUBE]
+    try:
+        created = await kube.create(binding)
+    except KubeApiError as exc:
+        if exc.status.code != 409:
+            log.warning("project %s: cannot bind its creator: %s", pid, exc)
+            return
+        created = await kube.get(
+            kinds.ProjectRoleTemplateBinding, binding_name, namespace=namespace
+        )
+    request.app[STORES].project_bindings.put(as_dict(created))
+
+
+async def _create_once(request: web.Request, binding: Any, taken: str) -> Obj:
+    """Create a binding under its derived name: of two identical grants sent at once,
+    Kubernetes refuses the second, which a look at the cache before could not."""
+    try:
+        return as_dict(await request.app[KUBE].create(binding))
+    except KubeApiError as exc:
+        if exc.status.code == 409:
+            raise errors.conflict(taken) from None
+        raise

@@ -1,0 +1,74 @@
+"""Importing a cluster, synchronously, so that a bad kubeconfig or an unreachable server is
+answered at once and nothing is stored.
+
+The kubeconfig is parsed, used once to create corral's own service account in the cluster,
+and dropped; the Cluster and the Secret holding corral's credential are written only after
+that credential has been shown to work, under a claim on the cluster's identity (`claims`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
+from lightkube.resources.core_v1 import Secret
+
+from corral.apiserver.keys import CONNECTIONS, KUBE
+from corral.apiserver.services import claims
+from corral.core.api import ids, names
+from corral.core.clusters import importing
+from corral.core.kube import agent, kinds
+from corral.core.kube.client import as_dict, delete_if_present
+from corral.core.kube.informer import Obj
+
+
+async def import_cluster(
+    request: web.Request, encoded: Any, spec: dict[str, Any], labels: dict[str, str]
+) -> Obj:
+    """The Cluster of the base64 kubeconfig `encoded`, whatever the body gave as that;
+    422 for whatever the kubeconfig or its server gets wrong, 409 for a cluster corral has
+    already."""
+    kube = request.app[KUBE]
+    # Up to 256 KiB of YAML: parsed off the event loop.
+    user = await asyncio.to_thread(importing.parse_kubeconfig, encoded)
+    identity = await agent.identify(user)
+    name = ids.generate("c")
+    async with claims.claimed(kube, identity, name):
+        imported = await agent.install_agent(user)
+        annotations = {claims.ANNOTATION_IDENTITY: identity}
+        meta = ObjectMeta(name=name, labels=labels, annotations=annotations)
+        cluster = kinds.Cluster(metadata=meta, spec={**spec, "importedConfig": {}})
+        created = as_dict(await kube.create(cluster))
+        await _store_credential(request, created, imported)
+    await claims.own(kube, identity, created)
+    return created
+
+
+async def _store_credential(request: web.Request, cluster: Obj, imported: agent.Imported) -> None:
+    meta = cluster["metadata"]
+    secret = Secret(
+        metadata=ObjectMeta(
+            name=names.credential_secret_name(meta["name"]),
+            namespace=names.SYSTEM_NAMESPACE,
+            labels={names.LABEL_CLUSTER_CREDENTIAL: meta["name"]},
+            ownerReferences=[
+                OwnerReference(
+                    apiVersion=names.API_VERSION,
+                    kind=names.CLUSTER.kind,
+                    name=meta["name"],
+                    uid=meta["uid"],
+                )
+            ],
+        ),
+        type="Opaque",
+        data=imported.credential.secret_data(),
+    )
+    try:
+        stored = await request.app[KUBE].create(secret)
+    except Exception:
+        # Never leave a cluster behind that has no way in.
+        await delete_if_present(request.app[KUBE], kinds.Cluster, meta["name"])
+        raise
+    request.app[CONNECTIONS].credentials.put(as_dict(stored))

@@ -1,0 +1,158 @@
+"""Issuing tokens (login sessions, derived API tokens, kubeconfig tokens) and revoking them.
+
+Lifetimes come from the settings and are clamped to `auth-token-max-ttl-minutes`; whether the
+key is stored hashed, from the `TokenHashing` feature.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from lightkube import ApiError as KubeApiError
+from lightkube.models.meta_v1 import ObjectMeta
+
+from corral.apiserver.auth.authn import Principal
+from corral.apiserver.keys import ACTIVITY, FEATURES, KUBE, STORES
+from corral.core.api import ids, names
+from corral.core.auth import hashing, ttl
+from corral.core.auth.tokens import TokenRecord
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict, delete_if_present
+from corral.core.kube.informer import Obj
+
+NAME_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class NewToken:
+    user_id: str
+    kind: str  # names.KIND_* or "" for derived API tokens
+    ttl_ms: int
+    description: str = ""
+    cluster_name: str = ""
+    auth_provider: str = "local"
+    name: str | None = None  # None picks token-<random>
+    labels: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Issued:
+    obj: Obj
+    value: str  # `<name>:<key>`: shown once, never stored
+
+
+async def issue(request: web.Request, new: NewToken) -> Issued:
+    kube, stores = request.app[KUBE], request.app[STORES]
+    hashed = request.app[FEATURES]["TokenHashing"]
+    key = hashing.new_key()
+    stored = hashing.hash_key(key) if hashed else key
+    user = stores.users.get(new.user_id) or {}
+    labels = {**(new.labels or {}), names.LABEL_TOKEN_USER: new.user_id}
+    if new.kind:
+        labels[names.LABEL_TOKEN_KIND] = new.kind
+    annotations = {names.ANNOTATION_TOKEN_HASHED: "true"} if hashed else {}
+    spec: dict[str, Any] = {
+        "token": stored,
+        "ttlMillis": new.ttl_ms,
+        "description": new.description,
+        "userId": new.user_id,
+        "authProvider": new.auth_provider,
+        "userPrincipal": {
+            "name": f"{new.auth_provider}://{new.user_id}",
+            "displayName": user.get("spec", {}).get("displayName", ""),
+        },
+        "isDerived": new.kind != names.KIND_SESSION,
+        "clusterName": new.cluster_name,
+    }
+    for _ in range(NAME_ATTEMPTS):
+        name = new.name or ids.generate("token")
+        token = kinds.Token(
+            metadata=ObjectMeta(name=name, labels=labels, annotations=annotations), spec=spec
+        )
+        try:
+            created = await kube.create(token)
+        except KubeApiError as exc:
+            # A random name may collide with an existing token; a fixed one may not.
+            if exc.status.code == 409 and new.name is None:
+                continue
+            raise
+        obj = as_dict(created)
+        stores.tokens.put(obj)
+        return Issued(obj, f"{name}:{key}")
+    raise RuntimeError("could not find a free token name")
+
+
+async def issue_session(request: web.Request, user_id: str, description: str) -> Issued:
+    """A login session of `auth-user-session-ttl-minutes`."""
+    stores = request.app[STORES]
+    session_ttl = ttl.minutes_to_ms(stores.number("auth-user-session-ttl-minutes"))
+    new = NewToken(
+        user_id=user_id,
+        kind=names.KIND_SESSION,
+        ttl_ms=ttl.clamp(session_ttl, _max_ttl(request)),
+        description=description,
+    )
+    return await issue(request, new)
+
+
+async def issue_api_token(
+    request: web.Request, who: Principal, ttl_ms: int, description: str, cluster: str
+) -> Issued:
+    """A token derived by the caller, scoped to `cluster` unless that is empty."""
+    new = NewToken(
+        user_id=who.user_id,
+        kind="",
+        ttl_ms=ttl.clamp(ttl_ms, _max_ttl(request)),
+        description=description,
+        cluster_name=cluster,
+        auth_provider=who.token.auth_provider or "local",
+    )
+    return await issue(request, new)
+
+
+async def issue_kubeconfig_token(request: web.Request, who: Principal, cluster_id: str) -> Issued:
+    """The caller's one kubeconfig token for the cluster: issuing it again replaces it."""
+    stores = request.app[STORES]
+    token_name = f"kubeconfig-{who.user_id}.{cluster_id}"
+    if stores.tokens.get(token_name) is not None:
+        await revoke(request, token_name)
+    default = ttl.minutes_to_ms(stores.number("kubeconfig-default-token-ttl-minutes"))
+    new = NewToken(
+        user_id=who.user_id,
+        kind=names.KIND_KUBECONFIG,
+        ttl_ms=ttl.clamp(default, _max_ttl(request)),
+        description=f"kubeconfig for cluster {cluster_id}",
+        cluster_name=cluster_id,
+        auth_provider=who.token.auth_provider or "local",
+        name=token_name,
+        labels={names.LABEL_KUBECONFIG_ID: f"{who.user_id}.{cluster_id}"},
+    )
+    return await issue(request, new)
+
+
+async def revoke(request: web.Request, name: str) -> None:
+    """Deletes the token; this replica stops accepting it at once."""
+    await delete_if_present(request.app[KUBE], kinds.Token, name)
+    request.app[STORES].tokens.forget(name)
+    request.app[ACTIVITY].forget(name)
+
+
+async def revoke_all(request: web.Request, user_id: str) -> None:
+    """Every token of the user but system tokens."""
+    for obj in request.app[STORES].tokens.by_index("user", user_id):
+        if not TokenRecord.from_object(obj).is_system:
+            await revoke(request, obj["metadata"]["name"])
+
+
+async def end_sessions(request: web.Request, user_id: str, keep: str) -> None:
+    """A new password ends the user's other login sessions; API tokens stay valid."""
+    for obj in request.app[STORES].tokens.by_index("user", user_id):
+        record = TokenRecord.from_object(obj)
+        if record.is_session and record.name != keep:
+            await revoke(request, record.name)
+
+
+def _max_ttl(request: web.Request) -> int:
+    return ttl.minutes_to_ms(request.app[STORES].number("auth-token-max-ttl-minutes"))
