@@ -211,7 +211,7 @@ QUOTA = {
 
 
 def test_quotas_follow_namespaces_and_refuse_what_does_not_fit(
-    api: Api, cluster: str, core: k8s.CoreV1Api
+    api: Api, cluster: str, core: k8s.CoreV1Api, request: pytest.FixtureRequest
 ) -> None:
     full = create_project(api, cluster, **QUOTA)["id"]
     other = create_project(api, cluster, **QUOTA)["id"]
@@ -241,6 +241,8 @@ def test_quotas_follow_namespaces_and_refuse_what_does_not_fit(
             spec=k8s.V1PodSpec(containers=[k8s.V1Container(name="c", image="busybox")]),
         ),
     )
+    # A pod without a controller would block the drains of later tests on its node.
+    request.addfinalizer(lambda: remove_pod(core, ns, "plain"))
     resources = pod.spec.containers[0].resources
     assert resources.limits == {"cpu": "200m", "memory": "128Mi"}
     assert resources.requests == {"cpu": "100m", "memory": "64Mi"}
@@ -322,6 +324,15 @@ def test_quotas_follow_namespaces_and_refuse_what_does_not_fit(
             ),
             30,
         )
+
+
+def remove_pod(core: k8s.CoreV1Api, namespace: str, name: str) -> None:
+    core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+    wait_for(
+        f"pod {namespace}/{name} gone",
+        lambda: name not in {p.metadata.name for p in core.list_namespaced_pod(namespace).items},
+        30,
+    )
 
 
 def test_a_namespace_deleted_and_made_again_gets_its_quota_again(

@@ -11,7 +11,7 @@ import yaml
 from corral.core import conditions, quantity
 from corral.core.clusters import importing, observe
 from corral.core.conditions import Condition
-from corral.operator.nodes import DrainRefused, evictable
+from corral.operator.downstream.drain import DrainRefused, evictable
 
 
 def b64(config: object) -> str:

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import datetime
 
-from corral.apiserver.activity import ActivityTracker
-from corral.apiserver.ratelimit import RateLimiter
-from corral.apiserver.throttle import FORGET_AFTER, USER_FREE_FAILURES, LoginThrottle
-from corral.operator.tokens import expired, expiry_status
+from corral.apiserver.auth.activity import ActivityTracker
+from corral.apiserver.auth.ratelimit import RateLimiter
+from corral.apiserver.auth.throttle import FORGET_AFTER, USER_FREE_FAILURES, LoginThrottle
+from corral.operator.management.tokens import expired, expiry_status
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.UTC)
 

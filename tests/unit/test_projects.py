@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from corral.apiserver.access import Access, AccessMemo
+from corral.apiserver.auth.access import Access, AccessMemo
 from corral.core.api import names
 from corral.core.kube import kinds
 from corral.core.kube.informer import Informer

@@ -3,9 +3,9 @@ kubeconfigs, cluster bodies, a server that is not Kubernetes, one failing sync a
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
+import datetime
 import functools
 import re
 import time
@@ -20,12 +20,16 @@ from aiohttp.test_utils import TestServer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral.apiserver.errors import ApiError
+from corral.apiserver.http.errors import ApiError
 from corral.apiserver.routes.clusters import driver_of
 from corral.core.clusters import importing, observe, taints
 from corral.core.clusters.credential import Credential
-from corral.core.kube import agent
-from corral.operator import clusters, nodes
+from corral.core.kube import agent, kinds
+from corral.core.kube.informer import Informer
+from corral.core.kube.status import StatusWriter
+from corral.operator.downstream import drain, nodes
+from corral.operator.downstream.agent import Agent
+from corral.operator.state import BY_CLUSTER, State
 
 CRD = Path(__file__).resolve().parents[2] / "crds" / "management.svc.io_nodes.yaml"
 
@@ -311,19 +315,30 @@ async def test_unusable_certificates_are_refused_before_connecting() -> None:
 # -- one failing sync among many --------------------------------------------------------------
 
 
-class FakeKube:
-    """The few calls nodes.sync makes of the management cluster, recorded."""
+NOW = datetime.datetime(2026, 2, 3, 4, 5, 6, tzinfo=datetime.UTC)
 
-    def __init__(self, records: list[dict[str, Any]]) -> None:
-        self.records = records
+
+class FakeKube:
+    """The status writes the node mirror makes in the management cluster, recorded."""
+
+    def __init__(self) -> None:
         self.status: dict[str, dict[str, Any]] = {}
 
-    async def list(self, *_: Any, **__: Any) -> AsyncIterator[dict[str, Any]]:
-        for record in self.records:
-            yield record
-
-    async def patch(self, _: Any, name: str, body: dict[str, Any], **__: Any) -> None:
+    async def patch(self, _: Any, name: str, body: dict[str, Any], **__: Any) -> dict[str, Any]:
         self.status[name] = body["status"]
+        return {"metadata": body["metadata"], "status": body["status"]}
+
+
+def mirror(kube: FakeKube, records: list[dict[str, Any]]) -> nodes.NodeMirror:
+    def namespace(obj: dict[str, Any]) -> list[str]:
+        return [obj["metadata"]["namespace"]]
+
+    informer = Informer(kube, kinds.Node, {BY_CLUSTER: namespace})  # type: ignore[arg-type]
+    for one in records:
+        informer.put(one)
+    writer = StatusWriter(kube, nodes.FIELD_MANAGER, lambda: NOW)  # type: ignore[arg-type]
+    drains = drain.Drains("c-x", informer, writer)
+    return nodes.NodeMirror("c-x", kube, informer, writer, drains)  # type: ignore[arg-type]
 
 
 class FakeDownstream:
@@ -348,10 +363,11 @@ def record(node: str, desired: list[dict[str, Any]]) -> dict[str, Any]:
 
 async def test_one_node_that_fails_is_reported_and_the_others_are_applied() -> None:
     taint = [{"key": "k", "effect": "NoSchedule"}]
-    kube = FakeKube([record("a", taint), record("b", taint), record("c", [{"key": "bad key!"}])])
+    kube = FakeKube()
+    records = [record("a", taint), record("b", taint), record("c", [{"key": "bad key!"}])]
     downstream = FakeDownstream("a")
     node_list = [{"metadata": {"name": n}, "spec": {}, "status": {}} for n in ("a", "b", "c")]
-    failures = await nodes.sync(kube, downstream, "c-x", node_list, {})  # type: ignore[arg-type]
+    failures = await mirror(kube, records).sync(downstream, node_list, {})  # type: ignore[arg-type]
     assert set(failures) == {"a", "c"}
     assert "denied" in failures["a"] and "the name must be" in failures["c"]
     assert downstream.patched == ["b"]
@@ -397,25 +413,30 @@ class StatusKube:
     def __init__(self) -> None:
         self.written: list[dict[str, Any]] = []
 
-    async def patch(self, _: Any, __: str, body: dict[str, Any], **___: Any) -> None:
+    async def patch(self, _: Any, __: str, body: dict[str, Any], **___: Any) -> dict[str, Any]:
         self.written.append(body["status"])
+        return {"metadata": body["metadata"], "status": body["status"]}
 
 
-async def test_the_observer_reports_failed_syncs_and_runs_the_others() -> None:
+async def test_the_agent_reports_failed_syncs_and_runs_the_others() -> None:
     kube, projects = StatusKube(), FailingProjects()
-    body = {"metadata": {"generation": 1}, "spec": {"driver": "imported"}, "status": {}}
-    observer = clusters.Observer(kube, "c-x", body, asyncio.Event(), projects)  # type: ignore[arg-type]
+    state = State(kube, lambda: NOW)  # type: ignore[arg-type]
+    body = {"metadata": {"name": "c-x", "generation": 1}, "spec": {"driver": "imported"},
+            "status": {}}  # fmt: skip
+    state.clusters.put(body)
+    cluster_agent = Agent("c-x", state)
+    cluster_agent.projects = projects  # type: ignore[assignment]
 
     async def nodes_broke() -> None:
         raise RuntimeError("nodes broke")
 
-    await observer._attempt("nodes", nodes_broke())
-    await observer._sync_projects(None, None, ready=False)
-    await observer._finish_pass(None, None, [], {})
+    await cluster_agent._attempt("nodes", nodes_broke())
+    await cluster_agent._sync_projects(None, None, ready=False, isolate=False)
+    await cluster_agent._write_status(body)
     assert projects.runs == 1
     updated = next(c for c in kube.written[-1]["conditions"] if c["type"] == "Updated")
     assert (updated["status"], updated["reason"]) == ("False", "SyncFailed")
     assert updated["message"] == (
         "nodes: RuntimeError: nodes broke; projects: RuntimeError: projects broke"
     )
-    assert observer.failures == {} and set(observer.reported) == {"nodes", "projects"}
+    assert set(cluster_agent.failures.current) == {"nodes", "projects"}

@@ -16,18 +16,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lightkube import ApiError as KubeApiError
 
-from corral.apiserver.routes.tokens import render
-from corral.apiserver.throttle import (
+from corral.apiserver.auth.throttle import (
     ADDRESS_FREE_FAILURES,
     FORGET_AFTER,
     MAX_PENALTY,
     USER_FREE_FAILURES,
     LoginThrottle,
 )
+from corral.apiserver.routes.tokens import render
 from corral.core.api import settings as corral_settings
 from corral.core.auth import ttl
 from corral.core.auth.tokens import TokenRecord
-from corral.operator.tokens import expired, expiry_status, interval_seconds, purge
+from corral.operator.management.tokens import expired, expiry_status, interval_seconds, purge
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.UTC)
 CREATED = "2026-11-22T11:00:00Z"
@@ -127,7 +127,7 @@ def test_expiry_status_saturates() -> None:
 def test_malformed_tokens_are_logged_by_name_and_skipped(caplog: pytest.LogCaptureFixture) -> None:
     tokens = [token("huge", LARGEST), token("bad-ttl", "soon"), token("bad-time", 1, "never"),
               {"metadata": {"name": "no-time"}}, token("old", 60_000)]  # fmt: skip
-    with caplog.at_level(logging.WARNING, logger="corral.operator.tokens"):
+    with caplog.at_level(logging.WARNING, logger="corral.operator.management.tokens"):
         assert expired(tokens, NOW) == ["old"]
     logged = caplog.text
     assert all(name in logged for name in ("bad-ttl", "bad-time", "no-time"))

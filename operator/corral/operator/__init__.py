@@ -1,1 +1,2 @@
-"""corral's operator: kopf reconcilers for every corral resource, one module per kind."""
+"""corral's operator: reconcilers of management objects (`management`), an agent per downstream
+cluster (`downstream`), and the contract of node drivers (`drivers`)."""

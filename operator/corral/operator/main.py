@@ -9,8 +9,9 @@ import kopf
 from corral.core.logs import quiet_http_clients
 
 # Importing a handler module registers its handlers with kopf.
-from corral.operator import clusters, nodes, probes, projects, startup, tokens, users  # noqa: F401
+from corral.operator import probes, startup  # noqa: F401
 from corral.operator.config import OperatorConfig
+from corral.operator.management import clusters, projects, tokens, users  # noqa: F401
 
 
 def main() -> int:

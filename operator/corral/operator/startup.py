@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -11,7 +13,8 @@ from lightkube.generic_resource import create_global_resource
 from lightkube.models.meta_v1 import ObjectMeta
 
 from corral.core.kube import client as kube
-from corral.operator import bootstrap
+from corral.operator.management import bootstrap
+from corral.operator.state import State
 
 # Everything kopf stores on our objects lives under corral's own domain. Annotations, not
 # status: the CRD schemas are strict and would prune unknown status fields.
@@ -39,14 +42,20 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     # Kubernetes events are for what a user must see, not for every handler run.
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = 8
-    # One client for every handler: handlers find it in the memo.
+    # One client for every handler, and what the operator keeps in memory: handlers find
+    # them in the memo.
     memo.kube = kube.async_client()
+    memo.state = State(memo.kube)
+    memo.state_task = asyncio.create_task(memo.state.run())
     await ensure_peering_object(memo.kube, settings.peering.name)
     await bootstrap.run(memo.kube)
 
 
 @kopf.on.cleanup()
 async def close(memo: kopf.Memo, **_: Any) -> None:
+    memo.state_task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await memo.state_task
     await memo.kube.close()
 
 

@@ -51,6 +51,10 @@ ANNOTATION_CREATOR = "field.svc.io/creatorId"
 # Marks the namespaces corral keeps in the management cluster: per cluster, per project.
 LABEL_CLUSTER = "management.svc.io/cluster"
 LABEL_BACKING_PROJECT = "management.svc.io/project"
+# Who made a Node CR: the node mirror labels the records it creates, and removes only those
+# once their downstream node is gone; a record without it (a node pool's machine) is not its own.
+LABEL_NODE_SOURCE = "management.svc.io/node-source"
+NODE_SOURCE_MIRROR = "mirror"
 # Every object corral writes into a downstream cluster carries this label.
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "corral"

@@ -101,7 +101,11 @@ def node_status(node: Mapping[str, Any], totals: PodTotals | None) -> dict[str, 
             "capacity": status.get("capacity") or {},
             "allocatable": status.get("allocatable") or {},
             "unschedulable": bool(spec.get("unschedulable", False)),
-            "taints": spec.get("taints") or [],
+            # The fields the Node CR declares: an apply naming others (`timeAdded`) is refused.
+            "taints": [
+                {k: t[k] for k in ("key", "value", "effect") if k in t}
+                for t in spec.get("taints") or []
+            ],
         },
         "nodeLabels": meta.get("labels") or {},
         "nodeAnnotations": meta.get("annotations") or {},

@@ -33,6 +33,7 @@ SYNC_TIMEOUT = 10.0
 LOCAL_REFRESH_SECONDS = 60.0
 
 InformerFactory = Callable[[AsyncClient], Informer]
+CredentialHook = Callable[[str], None]
 
 
 @dataclass
@@ -61,8 +62,13 @@ class Connection:
 
 class Connections:
     def __init__(
-        self, kube: AsyncClient, local: Callable[[], Credential] = from_environment
+        self,
+        kube: AsyncClient,
+        local: Callable[[], Credential] = from_environment,
+        on_change: CredentialHook | None = None,
     ) -> None:
+        """`on_change(cluster)` runs when the cluster's credential Secret comes, changes or
+        goes."""
         self.credentials = Informer(
             kube,
             Secret,
@@ -74,6 +80,7 @@ class Connections:
         self._local: tuple[float, Credential] | None = None
         self._connections: dict[str, Connection] = {}
         self._changed = asyncio.Event()
+        self._on_change = on_change
 
     def credential(self, cluster: str) -> Credential | None:
         """The cluster's credential; None while it has none."""
@@ -143,6 +150,9 @@ class Connections:
 
     def _credential_changed(self, event: str, obj: Obj) -> None:
         self._changed.set()
+        cluster = (obj["metadata"].get("labels") or {}).get(names.LABEL_CLUSTER_CREDENTIAL)
+        if self._on_change is not None and cluster:
+            self._on_change(cluster)
 
     def _stale(self, cluster: str, connection: Connection) -> bool:
         if cluster == names.LOCAL_CLUSTER:

@@ -1,4 +1,5 @@
-"""Tokens: record when each expires, and purge the expired ones (spec 3.1)."""
+"""Tokens: record when each expires (status, as the field manager `corral-tokens`), and purge
+the expired ones (spec 3.1)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,17 @@ from typing import Any
 
 import kopf
 from lightkube import ApiError, AsyncClient
-from lightkube.types import PatchType
 
 from corral.core.api import names, settings
 from corral.core.auth import ttl
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
+from corral.core.kube.status import StatusWriter
+from corral.operator.state import State
 
 log = logging.getLogger(__name__)
 
+FIELD_MANAGER = "corral-tokens"
 PURGE_SETTING = "token-purge-interval-minutes"
 PURGE_TICK_SECONDS = 2.0
 
@@ -80,10 +83,10 @@ async def record_expiry(type: str, name: str, body: kopf.Body, memo: kopf.Memo, 
         return
     if status is None:
         return
-    kube: AsyncClient = memo.kube
+    state: State = memo.state
+    writer = StatusWriter(state.kube, FIELD_MANAGER, state.clock)
     try:
-        await kube.patch(kinds.Token.Status, name, {"status": status},
-                         patch_type=PatchType.MERGE)  # fmt: skip
+        await writer.apply(kinds.Token, name, seen=dict(body), fields=status)
     except ApiError as exc:
         if exc.status.code != 404:
             raise
@@ -99,12 +102,12 @@ async def purge_expired_tokens(
     The interval is re-read from the setting (kopf keeps `body` current) on every short tick,
     so a changed interval applies without waiting out the old one.
     """
-    kube: AsyncClient = memo.kube
+    state: State = memo.state
     last = -math.inf
     while not stopped:
         if time.monotonic() - last >= interval_seconds(body):
             try:
-                await purge(kube, datetime.datetime.now(datetime.UTC))
+                await purge(state.kube, state.clock())
             except Exception:
                 # The daemon must outlive a failed pass (the API unreachable, say): the next
                 # interval tries again.

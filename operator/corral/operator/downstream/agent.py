@@ -1,0 +1,262 @@
+"""The agent of one downstream cluster: its connection (from the registry), its informers on
+the cluster's nodes and namespaces, and what it keeps in step with them: the cluster's health,
+the node mirror and its drains, the projects' objects in the cluster.
+
+It makes a pass when woken, and each pass does what its reasons call for: the timer (every
+`PROBE_INTERVAL`) or a new credential looks at everything (probe, pods, nodes, projects); a
+node's change runs the node mirror; a namespace's, project's, binding's or the cluster spec's
+runs the project sync. A pass that leaves work pending asks for the next one soon. The
+cluster's status is written after every pass, and only when it changes.
+
+Every sync of a pass runs whatever the others did: one that fails is reported on the cluster's
+`Updated` condition (and a node's on that node) until it runs again and works; it is never
+fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from lightkube import AsyncClient
+from lightkube.resources.core_v1 import Namespace
+from lightkube.resources.core_v1 import Node as DownstreamNode
+
+from corral.core.api import names
+from corral.core.clusters import observe
+from corral.core.errors import Unavailable
+from corral.core.kube.client import ensure_namespace
+from corral.core.kube.connections import Connection
+from corral.core.kube.informer import Informer, Obj
+from corral.core.kube.status import StatusWriter
+from corral.operator.downstream import drain, health, nodes, projects
+from corral.operator.downstream.wakeups import Wake, Wakeups
+from corral.operator.state import State
+
+log = logging.getLogger(__name__)
+
+PROBE_INTERVAL = 5.0
+# After a pass that left work pending: the first retry, doubled while it stays pending.
+RETRY_MIN = 0.25
+T = TypeVar("T")
+
+LOOK = {Wake.TIMER, Wake.CREDENTIAL}
+NODE_SYNC = LOOK | {Wake.NODE}
+PROJECT_SYNC = LOOK | {Wake.NAMESPACE, Wake.PROJECT, Wake.SPEC, Wake.RETRY}
+
+
+@dataclass(frozen=True)
+class Watched:
+    """A kind the agent keeps an informer on in its cluster, and the wake-up its changes give."""
+
+    resource: Any
+    name: str
+    reason: Wake
+
+
+NODES = Watched(DownstreamNode, "nodes", Wake.NODE)
+NAMESPACES = Watched(Namespace, "namespaces", Wake.NAMESPACE)
+
+
+class Failures:
+    """What failed (what -> why): each until it runs again and works, and at the latest until
+    the next full look, which reports only what failed in it. Logged when a failure starts or
+    changes and when it ends, not on every pass it goes on failing."""
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.current: dict[str, str] = {}
+        self._unconfirmed: set[str] = set()
+
+    def begin_look(self) -> None:
+        self._unconfirmed = set(self.current)
+
+    def end_look(self) -> None:
+        for what in list(self._unconfirmed):
+            self.record(what, None)
+
+    def record(self, what: str, why: str | None) -> None:
+        """The outcome of `what`: why it failed, or None when it worked."""
+        self._unconfirmed.discard(what)
+        before = self.current.get(what)
+        if why is None:
+            if before is not None:
+                del self.current[what]
+                log.info("cluster %s: %s works again", self.cluster, what)
+            return
+        if before != why:
+            log.warning("cluster %s: %s failed: %s", self.cluster, what, why)
+        self.current[what] = why
+
+    def replace(self, prefix: str, found: dict[str, str]) -> None:
+        """The outcome of every `<prefix><name>` at once: those in `found` failed."""
+        for what in [w for w in self.current if w.startswith(prefix)]:
+            if what[len(prefix) :] not in found:
+                self.record(what, None)
+        for name, why in found.items():
+            self.record(prefix + name, why)
+
+
+class Agent:
+    def __init__(self, cluster: str, state: State) -> None:
+        self.cluster = cluster
+        self.state = state
+        self.wakeups = Wakeups()
+        self.failures = Failures(cluster)
+        self.health = health.Health(
+            cluster, state.clusters, StatusWriter(state.kube, health.FIELD_MANAGER, state.clock)
+        )
+        self.drains = drain.Drains(
+            cluster, state.nodes, StatusWriter(state.kube, drain.FIELD_MANAGER, state.clock)
+        )
+        self.nodes = nodes.NodeMirror(
+            cluster,
+            state.kube,
+            state.nodes,
+            StatusWriter(state.kube, nodes.FIELD_MANAGER, state.clock),
+            self.drains,
+        )
+        self.projects = projects.ProjectSync(
+            cluster, state, StatusWriter(state.kube, projects.FIELD_MANAGER, state.clock)
+        )
+        self.namespace_ready = False
+        # What the last passes saw, for the cluster's status.
+        self.connection: Connection | None = None
+        self.probe: observe.Probe | None = None
+        self.node_list: list[Obj] = []
+        self.totals: dict[str, observe.PodTotals] = {}
+        self.retry = RETRY_MIN
+
+    def wake(self, reason: Wake) -> None:
+        self.wakeups.add(reason)
+
+    async def run(self) -> None:
+        """Pass after pass, until cancelled."""
+        await self.state.synced()
+        self.wake(Wake.TIMER)
+        try:
+            while True:
+                await self.wakeups.wait()
+                await self.step(self.wakeups.take())
+        finally:
+            await self.drains.stop()
+
+    async def step(self, reasons: set[Wake]) -> None:
+        """One pass, for these reasons."""
+        body = self.state.clusters.get(self.cluster)
+        if body is None or body["metadata"].get("deletionTimestamp"):
+            return  # going: whoever runs the agent stops it
+        look = bool(reasons & LOOK)
+        if look:
+            self.wakeups.after(PROBE_INTERVAL, Wake.TIMER)
+            self.failures.begin_look()
+        try:
+            await self._step(body, reasons, look)
+        finally:
+            if look:
+                self.failures.end_look()
+        await self._write_status(body)
+
+    async def _step(self, body: Obj, reasons: set[Wake], look: bool) -> None:
+        if look and not self.namespace_ready:
+            self.namespace_ready = bool(await self._attempt("namespace", self._namespace()))
+        isolate = bool(body["spec"].get("enableNetworkPolicy"))
+        connection = None
+        if body["spec"]["driver"] not in observe.PROVISIONING_DRIVERS:
+            connection = await self._attempt("credential", self._connection())
+        self.connection = connection
+        if connection is None:
+            self.probe, self.node_list = None, []
+            if reasons & PROJECT_SYNC:
+                await self._sync_projects(None, None, False, isolate)
+            return
+        if look or self.probe is None:
+            self.probe = await health.probe(connection)
+            if self.probe.reachable:
+                totals = await self._attempt("pod list", health.pod_totals(connection.client))
+                self.totals = totals if totals is not None else self.totals
+        node_informer = namespace_informer = None
+        if self.probe.reachable:
+            node_informer = await self._informer("node list", NODES, look)
+            namespace_informer = await self._informer("namespace list", NAMESPACES, look)
+        self.node_list = node_informer.all() if node_informer is not None else []
+        if node_informer is not None and reasons & NODE_SYNC:
+            synced = self.nodes.sync(connection.client, self.node_list, self.totals)
+            self.failures.replace("node ", await self._attempt("nodes", synced) or {})
+        if reasons & PROJECT_SYNC:
+            client = connection.client if namespace_informer is not None else None
+            await self._sync_projects(client, namespace_informer, self.probe.ready, isolate)
+
+    async def _sync_projects(
+        self,
+        client: AsyncClient | None,
+        namespaces: Informer | None,
+        ready: bool,
+        isolate: bool,
+    ) -> None:
+        pending = await self._attempt(
+            "projects", self.projects.run(client, namespaces, ready, isolate)
+        )
+        if pending:
+            self.wakeups.after(self.retry, Wake.RETRY)
+            self.retry = min(self.retry * 2, PROBE_INTERVAL)
+        else:
+            self.retry = RETRY_MIN
+
+    async def _write_status(self, body: Obj) -> None:
+        """What this pass and the last look saw, with the failures standing."""
+        connection = self.connection
+        try:
+            await self.health.write_status(
+                self.state.clusters.get(self.cluster) or body,
+                connection.credential if connection is not None else None,
+                self.probe,
+                self.node_list,
+                self.totals,
+                dict(self.failures.current),
+            )
+        except Exception as exc:  # noqa: BLE001 - cannot go into the status it failed to write
+            log.warning("cluster %s: status write failed: %s", self.cluster, nodes.describe(exc))
+
+    async def _connection(self) -> Connection | None:
+        """The cluster's connection; None while it has no credential."""
+        try:
+            return await self.state.connections.connection(self.cluster)
+        except Unavailable:
+            return None
+
+    async def _informer(self, what: str, watched: Watched, look: bool) -> Informer | None:
+        """One of the cluster's informers. On a full look, one whose watch is down lists again
+        here, so that why it fails shows on the cluster."""
+
+        def factory(client: AsyncClient) -> Informer:
+            return Informer(
+                client,
+                watched.resource,
+                name=f"cluster {self.cluster} {watched.name}",
+                on_change=lambda event, obj: self.wake(watched.reason),
+            )
+
+        made = self.state.connections.informer(self.cluster, watched.name, factory)
+        informer = await self._attempt(what, made)
+        if informer is not None and look and not informer.watching:
+            await self._attempt(what, informer.relist())
+        return informer
+
+    async def _namespace(self) -> bool:
+        """Node CRs, projects and cluster role bindings live in a namespace named after the
+        cluster."""
+        await ensure_namespace(self.state.kube, self.cluster, {names.LABEL_CLUSTER: self.cluster})
+        return True
+
+    async def _attempt(self, what: str, work: Awaitable[T]) -> T | None:
+        """One sync of the pass; its outcome is recorded for the cluster's conditions."""
+        try:
+            result = await work
+        except Exception as exc:  # noqa: BLE001 - reported on the cluster, never fatal
+            self.failures.record(what, nodes.describe(exc))
+            return None
+        self.failures.record(what, None)
+        return result

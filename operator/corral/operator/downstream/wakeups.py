@@ -1,0 +1,65 @@
+"""Why a cluster's loop makes its next pass: typed reasons, gathered until the pass takes them.
+
+A reason given while a pass runs is kept for the next one, never lost to the pass that is
+already past the point of reading it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import time
+
+
+class Wake(enum.Enum):
+    TIMER = "timer"  # the probe interval: look at everything again
+    CREDENTIAL = "credential"  # the cluster's credential came, changed or went
+    SPEC = "spec"  # the Cluster's spec (enableNetworkPolicy, …)
+    NODE = "node"  # a downstream node, or a Node CR's spec
+    NAMESPACE = "namespace"  # a downstream namespace
+    PROJECT = "project"  # a Project, a role binding, or a backing namespace
+    RETRY = "retry"  # the last pass left work pending or failed
+
+
+class Wakeups:
+    def __init__(self) -> None:
+        self._reasons: set[Wake] = set()
+        self._event = asyncio.Event()
+        self._timers: dict[Wake, float] = {}
+
+    def add(self, reason: Wake) -> None:
+        self._reasons.add(reason)
+        self._event.set()
+
+    def after(self, seconds: float, reason: Wake) -> None:
+        """`reason` in `seconds` at the latest; an earlier request for it stands."""
+        due = time.monotonic() + seconds
+        self._timers[reason] = min(self._timers.get(reason, due), due)
+
+    def take(self) -> set[Wake]:
+        """The reasons gathered so far; the next pass starts with none."""
+        self._due()
+        taken, self._reasons = self._reasons, set()
+        self._event.clear()
+        return taken
+
+    async def wait(self) -> None:
+        """Until a reason is given or falls due."""
+        self._due()
+        if self._reasons:
+            return
+        due = min(self._timers.values(), default=None)
+        if due is None:
+            await self._event.wait()
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._event.wait(), max(due - time.monotonic(), 0))
+        self._due()
+
+    def _due(self) -> None:
+        now = time.monotonic()
+        for reason, due in list(self._timers.items()):
+            if due <= now:
+                del self._timers[reason]
+                self._reasons.add(reason)

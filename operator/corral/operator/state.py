@@ -1,0 +1,247 @@
+"""What the operator keeps of the management cluster in memory, and how a change there reaches
+the cluster it concerns.
+
+One informer per kind the operator reads, each indexed by cluster, and the connection registry
+for downstream clusters. Whatever runs for a cluster (its agent, its project keeper) attaches a
+route; a change of the cluster's spec or credential, of one of its Node CRs, projects, role
+bindings or backing namespaces is handed to it at once as a typed wake-up. Status writes do not
+move `generation`, so a controller's own writes do not wake it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from lightkube import AsyncClient, operators
+from lightkube.resources.core_v1 import Namespace
+
+from corral.core.api import names
+from corral.core.api.ids import ScopedId
+from corral.core.kube import kinds
+from corral.core.kube.connections import Connections
+from corral.core.kube.informer import ChangeHook, Informer, Obj
+from corral.core.kube.status import Clock
+from corral.core.projects import roles
+from corral.core.projects.downstream import Binding
+from corral.operator.downstream.wakeups import Wake
+
+BY_CLUSTER = "cluster"
+Route = Callable[[Wake], None]
+
+
+def utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def _namespace(obj: Obj) -> list[str]:
+    return [obj["metadata"].get("namespace", "")]
+
+
+def _name(obj: Obj) -> list[str]:
+    return [obj["metadata"]["name"]]
+
+
+def _grants(obj: Obj) -> bool:
+    spec = obj.get("spec") or {}
+    return all(isinstance(spec.get(k), str) for k in ("userName", "roleTemplateName"))
+
+
+def _project_binding_cluster(obj: Obj) -> list[str]:
+    """Only a binding in its project's backing namespace counts: that is where the API puts
+    them, and where deleting the project removes them."""
+    project = ScopedId.parse_or_none((obj.get("spec") or {}).get("projectName"))
+    namespace = obj["metadata"].get("namespace")
+    if project is None or namespace != names.backing_namespace(project.namespace, project.name):
+        return []
+    return [project.namespace] if _grants(obj) else []
+
+
+def _cluster_binding_cluster(obj: Obj) -> list[str]:
+    namespace = obj["metadata"].get("namespace")
+    if not namespace or (obj.get("spec") or {}).get("clusterName") != namespace:
+        return []
+    return [namespace] if _grants(obj) else []
+
+
+def _backing_cluster(obj: Obj) -> list[str]:
+    return [(obj["metadata"].get("labels") or {}).get(names.LABEL_CLUSTER, "")]
+
+
+class SpecChanges:
+    """Which events change what an object asks for: its arrival, its going, a new generation
+    or the start of its deletion. Status and metadata writes are not such changes."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[Any, Any]] = {}
+
+    def changed(self, event: str, obj: Obj) -> bool:
+        meta = obj["metadata"]
+        uid = meta.get("uid") or meta["name"]
+        if event == "DELETED":
+            self._seen.pop(uid, None)
+            return True
+        seen = (meta.get("generation"), meta.get("deletionTimestamp"))
+        changed = self._seen.get(uid) != seen
+        self._seen[uid] = seen
+        return changed
+
+
+class State:
+    def __init__(self, kube: AsyncClient, clock: Clock = utc_now) -> None:
+        self.kube = kube
+        self.clock = clock
+        self._routes: dict[str, list[Route]] = {}
+        self.connections = Connections(kube, on_change=lambda c: self.wake(c, Wake.CREDENTIAL))
+        self.clusters = Informer(
+            kube, kinds.Cluster, on_change=self._hook(Wake.SPEC, _name, spec_only=True)
+        )
+        self.nodes = Informer(
+            kube,
+            kinds.Node,
+            {BY_CLUSTER: _namespace},
+            namespace="*",
+            on_change=self._hook(Wake.NODE, _namespace, spec_only=True),
+        )
+        self.projects = Informer(
+            kube,
+            kinds.Project,
+            {BY_CLUSTER: _namespace},
+            namespace="*",
+            on_change=self._hook(Wake.PROJECT, _namespace, spec_only=True),
+        )
+        self.project_bindings = Informer(
+            kube,
+            kinds.ProjectRoleTemplateBinding,
+            {BY_CLUSTER: _project_binding_cluster},
+            namespace="*",
+            on_change=self._hook(Wake.PROJECT, _project_binding_cluster, spec_only=True),
+        )
+        self.cluster_bindings = Informer(
+            kube,
+            kinds.ClusterRoleTemplateBinding,
+            {BY_CLUSTER: _cluster_binding_cluster},
+            namespace="*",
+            on_change=self._hook(Wake.PROJECT, _cluster_binding_cluster, spec_only=True),
+        )
+        self.backing_namespaces = Informer(
+            kube,
+            Namespace,
+            {BY_CLUSTER: _backing_cluster},
+            labels={names.LABEL_BACKING_PROJECT: operators.exists()},
+            on_change=self._hook(Wake.PROJECT, _backing_cluster),
+        )
+
+    # -- running --------------------------------------------------------------------------------
+
+    def informers(self) -> list[Informer]:
+        return [
+            self.clusters,
+            self.nodes,
+            self.projects,
+            self.project_bindings,
+            self.cluster_bindings,
+            self.backing_namespaces,
+            self.connections.credentials,
+        ]
+
+    async def run(self) -> None:
+        """Feed every informer and the connection registry. Runs until cancelled."""
+        # The registry feeds its own informer, the credentials.
+        informers = [i for i in self.informers() if i is not self.connections.credentials]
+        tasks = [asyncio.create_task(i.run()) for i in informers]
+        tasks.append(asyncio.create_task(self.connections.run()))
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.connections.close()
+
+    async def synced(self) -> None:
+        """Until every informer has listed once: before that, a missing object may only be one
+        not listed yet."""
+        await asyncio.gather(*(i.synced.wait() for i in self.informers()))
+
+    # -- wake-ups -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def attached(self, cluster: str, *routes: Route) -> Iterator[None]:
+        """Hand the cluster's wake-ups to `routes` while the block runs."""
+        self._routes.setdefault(cluster, []).extend(routes)
+        try:
+            yield
+        finally:
+            remaining = [r for r in self._routes.get(cluster, []) if r not in routes]
+            if remaining:
+                self._routes[cluster] = remaining
+            else:
+                self._routes.pop(cluster, None)
+
+    def wake(self, cluster: str, reason: Wake) -> None:
+        for route in self._routes.get(cluster, []):
+            route(reason)
+
+    def _hook(
+        self, reason: Wake, clusters: Callable[[Obj], Iterable[str]], spec_only: bool = False
+    ) -> ChangeHook:
+        changes = SpecChanges()
+
+        def hook(event: str, obj: Obj) -> None:
+            if spec_only and not changes.changed(event, obj):
+                return
+            for cluster in clusters(obj):
+                self.wake(cluster, reason)
+
+        return hook
+
+    # -- questions ------------------------------------------------------------------------------
+
+    def projects_of(self, cluster: str) -> list[Obj]:
+        """The cluster's projects, short of those being deleted."""
+        found = self.projects.by_index(BY_CLUSTER, cluster)
+        return [p for p in found if not p["metadata"].get("deletionTimestamp")]
+
+    def project_bindings_of(self, cluster: str) -> list[Binding]:
+        return [
+            _binding(obj, ScopedId.parse(obj["spec"]["projectName"]).name)
+            for obj in self.project_bindings.by_index(BY_CLUSTER, cluster)
+        ]
+
+    def cluster_bindings_of(self, cluster: str) -> list[Binding]:
+        return [_binding(obj) for obj in self.cluster_bindings.by_index(BY_CLUSTER, cluster)]
+
+    def backing_namespaces_of(self, cluster: str) -> set[str]:
+        return {
+            n["metadata"]["name"] for n in self.backing_namespaces.by_index(BY_CLUSTER, cluster)
+        }
+
+    def creators_bound(self, cluster: str, projects: Iterable[Obj]) -> set[str]:
+        """The projects whose creator is their owner (the API binds the creator as it creates
+        the project; the project keeper binds them if that failed)."""
+        owners = {
+            (b.project, b.user)
+            for b in self.project_bindings_of(cluster)
+            if b.role == roles.PROJECT_OWNER
+        }
+        return {
+            p["metadata"]["name"]
+            for p in projects
+            if (p["metadata"]["name"], creator_of(p)) in owners
+        }
+
+
+def _binding(obj: Obj, project: str = "") -> Binding:
+    spec = obj["spec"]
+    return Binding(obj["metadata"]["name"], spec["userName"], spec["roleTemplateName"], project)
+
+
+def creator_of(project: Obj) -> str | None:
+    creator: str | None = (project["metadata"].get("annotations") or {}).get(
+        names.ANNOTATION_CREATOR
+    )
+    return creator

@@ -1,0 +1,109 @@
+"""The per-cluster agent's plumbing, without a cluster: typed wake-ups that are never lost,
+which changes wake whom, the failures a cluster reports, and which Node CRs the mirror may
+remove."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from typing import Any
+
+from corral.core.kube import kinds
+from corral.core.kube.informer import Informer
+from corral.core.kube.status import StatusWriter
+from corral.operator.downstream import drain, nodes
+from corral.operator.downstream.agent import Failures
+from corral.operator.downstream.wakeups import Wake, Wakeups
+from corral.operator.state import BY_CLUSTER, SpecChanges, State
+
+NOW = datetime.datetime(2026, 2, 3, 4, 5, 6, tzinfo=datetime.UTC)
+
+
+async def test_a_reason_given_during_a_pass_is_kept_for_the_next() -> None:
+    wakeups = Wakeups()
+    wakeups.add(Wake.PROJECT)
+    await wakeups.wait()
+    assert wakeups.take() == {Wake.PROJECT}
+    wakeups.add(Wake.NAMESPACE)  # while the pass runs
+    await asyncio.wait_for(wakeups.wait(), 1)
+    assert wakeups.take() == {Wake.NAMESPACE}
+    assert wakeups.take() == set()
+
+
+async def test_a_timed_reason_falls_due_and_an_earlier_one_stands() -> None:
+    wakeups = Wakeups()
+    wakeups.after(0.01, Wake.RETRY)
+    wakeups.after(60, Wake.RETRY)
+    await asyncio.wait_for(wakeups.wait(), 1)
+    assert wakeups.take() == {Wake.RETRY}
+
+
+def obj(name: str, generation: int, namespace: str = "c-1", **meta: Any) -> dict[str, Any]:
+    metadata = {"name": name, "namespace": namespace, "uid": f"uid-{name}",
+                "generation": generation, **meta}  # fmt: skip
+    return {"metadata": metadata, "spec": {}}
+
+
+def test_only_a_change_of_what_an_object_asks_for_counts() -> None:
+    changes = SpecChanges()
+    assert changes.changed("ADDED", obj("p", 1))
+    assert not changes.changed("MODIFIED", obj("p", 1))  # a status write
+    assert changes.changed("MODIFIED", obj("p", 2))
+    assert changes.changed("MODIFIED", obj("p", 2, deletionTimestamp="2026-01-01T00:00:00Z"))
+    assert changes.changed("DELETED", obj("p", 2))
+
+
+def test_a_change_wakes_whatever_runs_for_its_cluster_and_only_while_it_runs() -> None:
+    state = State(None, lambda: NOW)  # type: ignore[arg-type]
+    woken: list[Wake] = []
+    hook = state.projects._on_change
+    assert hook is not None
+    with state.attached("c-1", woken.append):
+        hook("ADDED", obj("p-1", 1))
+        hook("MODIFIED", obj("p-1", 1))
+        hook("ADDED", obj("p-2", 1, namespace="c-2"))
+    hook("MODIFIED", obj("p-1", 2))
+    assert woken == [Wake.PROJECT]
+
+
+def test_a_full_look_reports_only_what_failed_in_it() -> None:
+    failures = Failures("c-1")
+    failures.record("pod list", "boom")
+    failures.replace("node ", {"a": "denied", "b": "denied"})
+    failures.record("projects", "broke")
+    failures.begin_look()
+    failures.record("projects", "broke again")
+    failures.replace("node ", {"a": "denied"})
+    failures.end_look()
+    assert failures.current == {"node a": "denied", "projects": "broke again"}
+    failures.record("projects", None)
+    assert failures.current == {"node a": "denied"}
+
+
+class Kube:
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+
+    async def delete(self, _: Any, name: str, **__: Any) -> None:
+        self.deleted.append(name)
+
+
+def record(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "c-1", "labels": labels}, "spec": {}}
+
+
+async def test_the_mirror_removes_only_the_records_it_made() -> None:
+    kube = Kube()
+
+    def namespace(o: dict[str, Any]) -> list[str]:
+        return [o["metadata"]["namespace"]]
+
+    records = Informer(kube, kinds.Node, {BY_CLUSTER: namespace})  # type: ignore[arg-type]
+    records.put(record("m-mirrored", dict(nodes.MIRRORED)))
+    records.put(record("m-pool", {"other": "label"}))
+    writer = StatusWriter(kube, nodes.FIELD_MANAGER, lambda: NOW)  # type: ignore[arg-type]
+    drains = drain.Drains("c-1", records, writer)
+    mirror = nodes.NodeMirror("c-1", kube, records, writer, drains)  # type: ignore[arg-type]
+    assert await mirror.sync(kube, [], {}) == {}  # type: ignore[arg-type]
+    assert kube.deleted == ["m-mirrored"]
+    assert records.get("c-1/m-mirrored") is None and records.get("c-1/m-pool") is not None
