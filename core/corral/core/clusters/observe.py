@@ -241,26 +241,14 @@ def cluster_conditions(
     failures = failures or {}
     if driver in PROVISIONING_DRIVERS:
         message = f"corral cannot provision {driver} clusters yet; the cluster is only stored"
-        return [
-            Condition.of(ct.PENDING, True, ct.REASON_PROVISIONING_NOT_AVAILABLE, message),
-            Condition.of(ct.PROVISIONED, False, ct.REASON_PROVISIONING_NOT_AVAILABLE, message),
-            Condition(ct.AGENT_DEPLOYED, "Unknown", ct.REASON_NOT_PROVISIONED),
-            Condition.of(ct.READY, False, ct.REASON_NOT_PROVISIONED, message),
-            updated(failures, ct.REASON_STORED),
-            Condition(ct.NO_DISK_PRESSURE, "Unknown", ct.REASON_NOT_PROVISIONED),
-            Condition(ct.NO_MEMORY_PRESSURE, "Unknown", ct.REASON_NOT_PROVISIONED),
-        ]
+        return pending(
+            ct.REASON_PROVISIONING_NOT_AVAILABLE, ct.REASON_NOT_PROVISIONED, message, failures
+        )
     if not has_credential or probe is None:
         message = "no credential for this cluster: import it through POST /v3/clusters"
-        return [
-            Condition.of(ct.PENDING, True, ct.REASON_WAITING_FOR_CREDENTIAL, message),
-            Condition.of(ct.PROVISIONED, False, ct.REASON_WAITING_FOR_CREDENTIAL, message),
-            Condition(ct.AGENT_DEPLOYED, "Unknown", ct.REASON_WAITING_FOR_CREDENTIAL),
-            Condition.of(ct.READY, False, ct.REASON_WAITING_FOR_CREDENTIAL, message),
-            updated(failures, ct.REASON_STORED),
-            Condition(ct.NO_DISK_PRESSURE, "Unknown", ct.REASON_WAITING_FOR_CREDENTIAL),
-            Condition(ct.NO_MEMORY_PRESSURE, "Unknown", ct.REASON_WAITING_FOR_CREDENTIAL),
-        ]
+        return pending(
+            ct.REASON_WAITING_FOR_CREDENTIAL, ct.REASON_WAITING_FOR_CREDENTIAL, message, failures
+        )
     origin = ct.REASON_LOCAL if driver == "local" else ct.REASON_IMPORTED
     conditions = [
         Condition.of(ct.PENDING, False, ct.REASON_CONNECTED),
@@ -300,6 +288,22 @@ def cluster_conditions(
             )
         )
     return conditions
+
+
+def pending(
+    why: str, unobserved: str, message: str, failures: Mapping[str, str]
+) -> list[Condition]:
+    """The conditions of a cluster corral cannot look at yet: Pending for `why`, everything
+    that needs a look Unknown (or False) for `unobserved`."""
+    return [
+        Condition.of(ct.PENDING, True, why, message),
+        Condition.of(ct.PROVISIONED, False, why, message),
+        Condition(ct.AGENT_DEPLOYED, "Unknown", unobserved),
+        Condition.of(ct.READY, False, unobserved, message),
+        updated(failures, ct.REASON_STORED),
+        Condition(ct.NO_DISK_PRESSURE, "Unknown", unobserved),
+        Condition(ct.NO_MEMORY_PRESSURE, "Unknown", unobserved),
+    ]
 
 
 def updated(failures: Mapping[str, str], reason: str = ct.REASON_APPLIED) -> Condition:

@@ -45,14 +45,14 @@ def expiry_status(
 
 def expired(tokens: Iterable[Mapping[str, Any]], now: datetime.datetime) -> list[str]:
     """Names of the tokens whose lifetime is over; malformed tokens are logged and skipped."""
-    names = []
+    over = []
     for token in tokens:
         try:
             if is_expired(token, now):
-                names.append(token["metadata"]["name"])
+                over.append(token["metadata"]["name"])
         except MALFORMED as exc:
             skipped(token, "not purged", exc)
-    return names
+    return over
 
 
 def is_expired(token: Mapping[str, Any], now: datetime.datetime) -> bool:
