@@ -13,36 +13,32 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import hashlib
 import logging
 from collections.abc import AsyncIterator
 
 from lightkube import ApiError as KubeApiError
 from lightkube import AsyncClient
-from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Secret
-from lightkube.types import PatchType
 
 from corral.apiserver.http import errors
 from corral.core.api import names
 from corral.core.kube import kinds
+from corral.core.kube.claims import (
+    ANNOTATION_CLAIMED_AT,
+    claim_name,
+    claim_object,
+    holder,
+    own,
+    utc_now,
+)
 from corral.core.kube.client import delete_if_present
 from corral.core.kube.informer import Obj
 
 log = logging.getLogger(__name__)
 
-CLAIM_TYPE = "management.svc.io/cluster-claim"
-# On the claim: the Cluster that has it, and since when; on the Cluster: its identity.
-ANNOTATION_CLUSTER = "management.svc.io/cluster-id"
-ANNOTATION_CLAIMED_AT = "management.svc.io/claimed-at"
-ANNOTATION_IDENTITY = "management.svc.io/kube-system-uid"
 # An import takes two minutes at most; a claim older than this with no Cluster behind it was
 # left by an API server that stopped in the middle of one.
 ABANDONED_AFTER = datetime.timedelta(minutes=10)
-
-
-def claim_name(identity: str) -> str:
-    return "cluster-claim-" + hashlib.sha256(identity.encode()).hexdigest()[:40]
 
 
 @contextlib.asynccontextmanager
@@ -60,22 +56,14 @@ async def claimed(kube: AsyncClient, identity: str, cluster_id: str) -> AsyncIte
         raise
 
 
-async def own(kube: AsyncClient, identity: str, cluster: Obj) -> None:
+async def owned(kube: AsyncClient, identity: str, cluster: Obj) -> None:
     """Hand the claim to its Cluster, so that it goes with it."""
-    meta = cluster["metadata"]
-    owner = {"apiVersion": names.API_VERSION, "kind": names.CLUSTER.kind,
-             "name": meta["name"], "uid": meta["uid"]}  # fmt: skip
     try:
-        await kube.patch(
-            Secret,
-            claim_name(identity),
-            {"metadata": {"ownerReferences": [owner]}},
-            namespace=names.SYSTEM_NAMESPACE,
-            patch_type=PatchType.MERGE,
-        )
+        await own(kube, identity, cluster)
     except KubeApiError as exc:
         # The Cluster stands; an unowned claim is only taken over once the Cluster is gone.
-        log.warning("cluster %s: its claim keeps no owner: %s", meta["name"], exc.status.message)
+        name = cluster["metadata"]["name"]
+        log.warning("cluster %s: its claim keeps no owner: %s", name, exc.status.message)
 
 
 async def _refuse_management_cluster(kube: AsyncClient, identity: str) -> None:
@@ -89,7 +77,7 @@ async def _refuse_management_cluster(kube: AsyncClient, identity: str) -> None:
 async def _claim(kube: AsyncClient, identity: str, cluster_id: str) -> None:
     name = claim_name(identity)
     try:
-        await kube.create(_claim_object(name, identity, cluster_id))
+        await kube.create(claim_object(identity, cluster_id))
         return
     except KubeApiError as exc:
         if exc.status.code != 409:
@@ -100,12 +88,11 @@ async def _claim(kube: AsyncClient, identity: str, cluster_id: str) -> None:
         if exc.status.code == 404:  # released a moment ago by a failed import
             raise errors.conflict("this cluster is being imported right now") from None
         raise
-    annotations = (current.metadata.annotations if current.metadata else None) or {}
-    holder = annotations.get(ANNOTATION_CLUSTER, "")
-    if not await _abandoned(kube, current, holder):
-        raise errors.conflict(f"this cluster is already imported as {holder}")
+    held_by = holder(current)
+    if not await _abandoned(kube, current, held_by):
+        raise errors.conflict(f"this cluster is already imported as {held_by}")
     version = current.metadata.resourceVersion if current.metadata else None
-    replacement = _claim_object(name, identity, cluster_id, version)
+    replacement = claim_object(identity, cluster_id, resource_version=version)
     try:
         # The resourceVersion makes the take-over conditional: one importer wins it.
         await kube.replace(replacement)
@@ -125,7 +112,7 @@ async def _abandoned(kube: AsyncClient, claim: Secret, holder: str) -> bool:
         )
     except ValueError:
         claimed_at = datetime.datetime.min
-    if _now() - claimed_at.replace(tzinfo=claimed_at.tzinfo or datetime.UTC) < ABANDONED_AFTER:
+    if utc_now() - claimed_at.replace(tzinfo=claimed_at.tzinfo or datetime.UTC) < ABANDONED_AFTER:
         return False
     try:
         await kube.get(kinds.Cluster, holder)
@@ -134,24 +121,3 @@ async def _abandoned(kube: AsyncClient, claim: Secret, holder: str) -> bool:
             return True
         raise
     return False
-
-
-def _claim_object(
-    name: str, identity: str, cluster_id: str, resource_version: str | None = None
-) -> Secret:
-    annotations = {
-        ANNOTATION_CLUSTER: cluster_id,
-        ANNOTATION_IDENTITY: identity,
-        ANNOTATION_CLAIMED_AT: _now().isoformat(),
-    }
-    metadata = ObjectMeta(
-        name=name,
-        namespace=names.SYSTEM_NAMESPACE,
-        annotations=annotations,
-        resourceVersion=resource_version,
-    )
-    return Secret(metadata=metadata, type=CLAIM_TYPE)
-
-
-def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)

@@ -20,6 +20,7 @@ from corral.apiserver.services import claims
 from corral.core.api import ids, names
 from corral.core.clusters import importing
 from corral.core.kube import agent, kinds
+from corral.core.kube.claims import ANNOTATION_IDENTITY
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
 
@@ -37,12 +38,12 @@ async def import_cluster(
     name = ids.generate("c")
     async with claims.claimed(kube, identity, name):
         imported = await agent.install_agent(user)
-        annotations = {claims.ANNOTATION_IDENTITY: identity}
+        annotations = {ANNOTATION_IDENTITY: identity}
         meta = ObjectMeta(name=name, labels=labels, annotations=annotations)
         cluster = kinds.Cluster(metadata=meta, spec={**spec, "importedConfig": {}})
         created = as_dict(await kube.create(cluster))
         await _store_credential(request, created, imported)
-    await claims.own(kube, identity, created)
+    await claims.owned(kube, identity, created)
     return created
 
 

@@ -232,11 +232,13 @@ def cluster_conditions(
     probe: Probe | None,
     nodes: Sequence[Mapping[str, Any]],
     failures: Mapping[str, str] | None = None,
+    duplicate_of: str | None = None,
 ) -> list[Condition]:
     """The seven cluster conditions of the interface, from what was observed.
 
     `failures` are the syncs of the last pass that failed (what -> why): `Updated` is False
-    `SyncFailed` naming them, while the others went on.
+    `SyncFailed` naming them, while the others went on; `duplicate_of` is the Cluster that
+    has this cluster's claim, which makes `Updated` False `DuplicateImport`.
     """
     failures = failures or {}
     if driver in PROVISIONING_DRIVERS:
@@ -271,7 +273,7 @@ def cluster_conditions(
     else:
         reason = ct.REASON_UNREACHABLE if not probe.reachable else ct.REASON_NOT_READY
         conditions.append(Condition.of(ct.READY, False, reason, probe.message))
-    conditions.append(updated(failures))
+    conditions.append(duplicate(duplicate_of, failures) if duplicate_of else updated(failures))
     for type, pressure, pressed_reason, fine_reason in _PRESSURES:
         if not probe.reachable:
             conditions.append(Condition(type, "Unknown", ct.REASON_UNREACHABLE))
@@ -304,6 +306,13 @@ def pending(
         Condition(ct.NO_DISK_PRESSURE, "Unknown", unobserved),
         Condition(ct.NO_MEMORY_PRESSURE, "Unknown", unobserved),
     ]
+
+
+def duplicate(other: str, failures: Mapping[str, str]) -> Condition:
+    """The cluster's `Updated` when another Cluster has claimed the same cluster."""
+    failed = "; ".join(f"{what}: {why}" for what, why in sorted(failures.items()))
+    message = f"this cluster is already imported as {other}" + (f"; {failed}" if failed else "")
+    return Condition.of(ct.UPDATED, False, ct.REASON_DUPLICATE_IMPORT, message[:MAX_MESSAGE])
 
 
 def updated(failures: Mapping[str, str], reason: str = ct.REASON_APPLIED) -> Condition:

@@ -27,6 +27,7 @@ from lightkube.resources.core_v1 import Node as DownstreamNode
 from corral.core.api import names
 from corral.core.clusters import observe
 from corral.core.errors import Unavailable
+from corral.core.kube import agent, claims
 from corral.core.kube.client import ensure_namespace
 from corral.core.kube.connections import Connection
 from corral.core.kube.informer import Informer, Obj
@@ -127,6 +128,8 @@ class Agent:
         self.probe: observe.Probe | None = None
         self.node_list: list[Obj] = []
         self.totals: dict[str, observe.PodTotals] = {}
+        # The Cluster that has this cluster's claim, when it is not this one.
+        self.duplicate_of: str | None = None
         self.retry = RETRY_MIN
 
     def wake(self, reason: Wake) -> None:
@@ -177,6 +180,10 @@ class Agent:
             if self.probe.reachable:
                 totals = await self._attempt("pod list", health.pod_totals(connection.client))
                 self.totals = totals if totals is not None else self.totals
+        if not claims.unclaimed(body):
+            self.duplicate_of = None
+        elif look and self.probe.reachable:
+            self.duplicate_of = await self._attempt("claim", self._claim(body, connection))
         node_informer = namespace_informer = None
         if self.probe.reachable:
             node_informer = await self._informer("node list", NODES, look)
@@ -216,6 +223,7 @@ class Agent:
                 self.node_list,
                 self.totals,
                 dict(self.failures.current),
+                self.duplicate_of,
             )
         except Exception as exc:  # noqa: BLE001 - cannot go into the status it failed to write
             log.warning("cluster %s: status write failed: %s", self.cluster, nodes.describe(exc))
@@ -244,6 +252,18 @@ class Agent:
         if informer is not None and look and not informer.watching:
             await self._attempt(what, informer.relist())
         return informer
+
+    async def _claim(self, body: Obj, connection: Connection) -> str | None:
+        """Claim a cluster imported before claims existed, as an import does now; the Cluster
+        that has the claim already, when it is another one."""
+        identity = await agent.identify(connection.credential)
+        other = await claims.backfill(self.state.kube, identity, body)
+        if other != self.duplicate_of:
+            if other is not None:
+                log.warning("cluster %s: the same cluster is imported as %s", self.cluster, other)
+            else:
+                log.info("cluster %s: claimed its cluster %s", self.cluster, identity)
+        return other
 
     async def _namespace(self) -> bool:
         """Node CRs, projects and cluster role bindings live in a namespace named after the

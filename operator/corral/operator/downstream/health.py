@@ -70,6 +70,7 @@ class Health:
         nodes: list[Obj],
         totals: dict[str, observe.PodTotals],
         failures: dict[str, str],
+        duplicate_of: str | None = None,
     ) -> None:
         driver = body["spec"]["driver"]
         current = body.get("status") or {}
@@ -81,7 +82,7 @@ class Health:
             )
         fields["observedGeneration"] = generation
         observed = observe.cluster_conditions(
-            driver, credential is not None, probe, nodes, failures
+            driver, credential is not None, probe, nodes, failures, duplicate_of
         )
         written = await self.writer.apply(
             kinds.Cluster, self.cluster, seen=body, conditions=observed, fields=fields
