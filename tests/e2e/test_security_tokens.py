@@ -17,21 +17,12 @@ from corral.devenv.waiting import wait_for
 
 from .api import Api
 from .conftest import Person, set_setting
+from .test_tokens import GROUP, VERSION, token_cr
 
-GROUP, VERSION = "management.svc.io", "v3"
 USER_FREE_FAILURES = 5  # docs/api.md: "After 5 failures for a username …"
 MAX_TTL_MS = 100 * 525_960 * 60_000  # 100 years, the documented bound
 END_OF_TIME = "9999-12-31T23:59:59Z"
 TTL_SCHEMA = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/ttlMillis"
-
-
-def token_cr(crs: k8s.CustomObjectsApi, name: str) -> dict | None:
-    try:
-        return crs.get_cluster_custom_object(GROUP, VERSION, "tokens", name)
-    except k8s.ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
 
 
 def token_names(crs: k8s.CustomObjectsApi) -> set[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+from typing import Any
 
 import pytest
 import yaml
@@ -18,13 +19,15 @@ def b64(config: object) -> str:
     return base64.b64encode(yaml.safe_dump(config).encode()).decode()
 
 
-def config(cluster: dict, user: dict) -> dict:
+def config(cluster: Any, user: Any, **extra: Any) -> dict[str, Any]:
+    """A one-context kubeconfig; `extra` replaces or adds top-level keys."""
     return {
         "kind": "Config",
         "current-context": "c",
         "clusters": [{"name": "c", "cluster": cluster}],
         "users": [{"name": "u", "user": user}],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        **extra,
     }
 
 

@@ -31,6 +31,9 @@ from corral.operator.downstream import drain, nodes
 from corral.operator.downstream.agent import Agent
 from corral.operator.state import BY_CLUSTER, State
 
+from .test_clusters import b64
+from .test_clusters import config as kubeconfig
+
 CRD = Path(__file__).resolve().parents[2] / "crds" / "management.svc.io_nodes.yaml"
 
 json_values = st.recursive(
@@ -154,21 +157,6 @@ def test_desired_taints_never_repeat_one_kubernetes_already_set() -> None:
 
 
 # -- kubeconfigs ------------------------------------------------------------------------------
-
-
-def kubeconfig(cluster: Any, user: Any, **extra: Any) -> dict[str, Any]:
-    return {
-        "kind": "Config",
-        "current-context": "c",
-        "clusters": [{"name": "c", "cluster": cluster}],
-        "users": [{"name": "u", "user": user}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        **extra,
-    }
-
-
-def b64(config: Any) -> str:
-    return base64.b64encode(yaml.safe_dump(config).encode()).decode()
 
 
 @pytest.mark.parametrize(
