@@ -1,6 +1,6 @@
 // Command devkube is the local Kubernetes control plane of corral's development environment:
 // one static binary that runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-// kwok, kubectl and helm, all built from their upstream Go modules.
+// kubelet, kube-proxy, kwok, kubectl and helm, all built from their upstream Go modules.
 //
 // Call it as `devkube <command> [args...]`, or through a symlink named after the command.
 package main
@@ -26,6 +26,8 @@ var commands = map[string]func(){
 	"kube-apiserver":          runKubeAPIServer,
 	"kube-controller-manager": runKubeControllerManager,
 	"kube-scheduler":          runKubeScheduler,
+	"kubelet":                 runKubelet,
+	"kube-proxy":              runKubeProxy,
 	"kubectl":                 runKubectl,
 	"helm":                    runHelm,
 	"kwok":                    runKwok,
