@@ -12,6 +12,7 @@ from types import FrameType
 
 from corral.core.logs import quiet_http_clients
 from corral.devenv.environment import Environment, Options
+from corral.devenv.host import HostNotReady
 from corral.devenv.process import ProcessFailed
 
 
@@ -42,6 +43,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--nodes", type=int, default=3, help="fake kwok nodes per downstream cluster (default: 3)"
     )
     run.add_argument(
+        "--real-nodes",
+        type=int,
+        default=0,
+        help="real nodes (kubelet + containerd) for the management cluster; root only (default: 0)",
+    )
+    run.add_argument(
         "--api-port",
         type=int,
         default=8443,
@@ -70,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         nodes_per_cluster=args.nodes,
         api_port=args.api_port,
         start_corral=not args.no_corral,
+        real_nodes=args.real_nodes,
     )
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
@@ -85,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nstopped", file=sys.stderr)
         return 0
-    except ProcessFailed as exc:
+    except (ProcessFailed, HostNotReady) as exc:
         print(f"corral.devenv: {exc}", file=sys.stderr)
         return 1
 

@@ -6,6 +6,7 @@ process (and its memory) per cluster without letting clusters see each other's d
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -103,22 +104,31 @@ class ControlPlane:
     root: Path
     etcd_url: str
     nodes: int = 0
+    # 127.0.0.1 unless real nodes run: their pods reach the planes at the host's bridge address.
+    bind_address: str = "127.0.0.1"
     port: int = field(default_factory=free_port)
     apiserver: list[Process] = field(default_factory=list)
     controllers: list[Process] = field(default_factory=list)
+    # Service accounts' namespace whose API requests kube-apiserver writes to audit.log
+    # (metadata only): what corral's pods really call, to hold their RBAC against.
+    audit_namespace: str | None = None
+    # Nodes run by a kubelet (realnode.py), awaited by wait_ready() beside the kwok ones.
+    real_node_names: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.dir = self.root / "clusters" / self.name
         self.pki_dir = self.dir / "pki"
         self.kubeconfig_path = self.dir / "admin.kubeconfig"
-        self.server = f"https://127.0.0.1:{self.port}"
+        self.server = f"https://{self.bind_address}:{self.port}"
 
     # -- start-up ---------------------------------------------------------------------------
 
     def start(self) -> None:
         """Write the PKI and start kube-apiserver; controllers follow in start_controllers()."""
-        address = advertise_address()
+        loopback = self.bind_address.startswith("127.")
+        address = advertise_address() if loopback else self.bind_address
         ca = pki.CertificateAuthority.create(f"{self.name}-ca")
+        self.ca = ca
         self.ca_path, _ = ca.pair().write(self.pki_dir, "ca")
         serving = ca.issue_server(
             "kube-apiserver",
@@ -126,6 +136,7 @@ class ControlPlane:
                 "127.0.0.1",
                 "localhost",
                 address,
+                self.bind_address,
                 "10.0.0.1",
                 "kubernetes",
                 "kubernetes.default",
@@ -145,17 +156,26 @@ class ControlPlane:
         )
         pki.write_private(self.kubeconfig_path, kubeconfig.dump(config).encode())
         self._client_cert = admin.write(self.pki_dir, "admin")
+        # kube-apiserver's own identity towards kubelets (logs, exec, port-forward).
+        kubelet_cert, kubelet_key = ca.issue_client(
+            "kube-apiserver-kubelet-client", ["system:masters"]
+        ).write(self.pki_dir, "apiserver-kubelet-client")
 
         self._apiserver_args = [
             f"--etcd-servers={self.etcd_url}",
             f"--etcd-prefix=/clusters/{self.name}/registry",
-            "--bind-address=127.0.0.1",
+            f"--bind-address={self.bind_address}",
             f"--secure-port={self.port}",
             f"--advertise-address={address}",
             f"--tls-cert-file={cert}",
             f"--tls-private-key-file={key}",
             f"--client-ca-file={self.ca_path}",
             "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction",
+            f"--kubelet-client-certificate={kubelet_cert}",
+            f"--kubelet-client-key={kubelet_key}",
+            f"--kubelet-certificate-authority={self.ca_path}",
+            "--kubelet-preferred-address-types=InternalIP",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={sa_key}",
             f"--service-account-signing-key-file={sa_key}",
@@ -168,7 +188,32 @@ class ControlPlane:
             "--profiling=false",
             "--v=1",
         ]
+        if self.audit_namespace:
+            self._apiserver_args += self._audit_args(self.audit_namespace)
         self.start_apiserver()
+
+    @property
+    def audit_log(self) -> Path:
+        return self.dir / "audit.log"
+
+    def _audit_args(self, namespace: str) -> list[str]:
+        policy = {
+            "apiVersion": "audit.k8s.io/v1",
+            "kind": "Policy",
+            "omitStages": ["RequestReceived"],
+            "rules": [
+                {"level": "Metadata", "userGroups": [f"system:serviceaccounts:{namespace}"]},
+                {"level": "None"},
+            ],
+        }
+        path = self.dir / "audit-policy.yaml"
+        path.write_text(json.dumps(policy))
+        return [
+            f"--audit-policy-file={path}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
+            "--audit-log-mode=blocking",
+        ]
 
     def start_apiserver(self) -> None:
         """Start (or restart, after stop_apiserver) kube-apiserver on the same port."""
@@ -253,10 +298,11 @@ class ControlPlane:
         )
         for index in range(self.nodes):
             client.apply(self._fake_node(index), field_manager="corral-devenv")
-        for index in range(self.nodes):
+        names = [self._node_name(index) for index in range(self.nodes)] + self.real_node_names
+        for name in names:
             wait_for(
-                f"{self.name} node {index} Ready",
-                lambda i=index: _node_ready(client.get(Node, self._node_name(i))),  # type: ignore[misc]
+                f"{self.name} node {name} Ready",
+                lambda n=name: _node_ready(client.get(Node, n)),  # type: ignore[misc]
                 NODES_TIMEOUT,
                 self.processes,
             )

@@ -24,8 +24,10 @@ from lightkube import codecs
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
 from corral.core import pki
+from corral.devenv import host, images, network
 from corral.devenv.controlplane import ControlPlane, Etcd, free_port
 from corral.devenv.process import Process, stop_all
+from corral.devenv.realnode import RealNode, prepare_host
 from corral.devenv.waiting import wait_for
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,10 @@ class Options:
     nodes_per_cluster: int = 3
     api_port: int = 8443  # 0 picks a free port
     start_corral: bool = True
+    # Real nodes (kubelet + containerd) of the management cluster; they need root and Linux.
+    real_nodes: int = 0
+    # Write the management cluster's audit log of this namespace's service accounts.
+    audit_namespace: str | None = None
 
 
 @dataclass
@@ -55,6 +61,7 @@ class Environment:
     management: ControlPlane | None = None
     downstreams: list[ControlPlane] = field(default_factory=list)
     corral: list[Process] = field(default_factory=list)
+    real_nodes: list[RealNode] = field(default_factory=list)
     api_url: str = ""
     startup_seconds: float = 0.0
 
@@ -65,6 +72,8 @@ class Environment:
         self._lock: int | None = None
         self._corral_env: dict[str, str] = {}
         self.cluster_ids: list[str] = []
+        self._host_changes = host.HostChanges()
+        self._network = network.HostNetwork()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -87,9 +96,23 @@ class Environment:
         self._clean()
         options = self.options
 
+        bind = "127.0.0.1"
+        if options.real_nodes:
+            host.check_host()
+            # Pods on the real nodes reach every plane (the management cluster's own and the
+            # downstream clusters corral imports) at the host's bridge address.
+            self._network.create()
+            bind = network.HOST_ADDRESS
         self.etcd = Etcd(options.devkube, self.root)
         self.etcd.wait_ready()
-        self.management = ControlPlane("management", options.devkube, self.root, self.etcd.url)
+        self.management = ControlPlane(
+            "management",
+            options.devkube,
+            self.root,
+            self.etcd.url,
+            bind_address=bind,
+            audit_namespace=options.audit_namespace,
+        )
         self.downstreams = [
             ControlPlane(
                 DOWNSTREAM_NAME if i == 0 else f"{DOWNSTREAM_NAME}{i + 1}",
@@ -97,6 +120,7 @@ class Environment:
                 self.root,
                 self.etcd.url,
                 nodes=options.nodes_per_cluster,
+                bind_address=bind,
             )
             for i in range(options.downstream_clusters)
         ]
@@ -110,6 +134,7 @@ class Environment:
         for plane in planes:
             plane.start_controllers()
         self.apply_crds()
+        self._start_real_nodes()
         for plane in planes:
             plane.wait_ready()
         self._publish_kubeconfigs()
@@ -124,10 +149,14 @@ class Environment:
         processes of one layer stop in parallel, and nothing outlives what it depends on."""
         planes = [p for p in [self.management, *self.downstreams] if p]
         stop_all(self.corral)
+        for node in self.real_nodes:
+            node.stop()
         stop_all(p for plane in planes for p in plane.controllers)
         stop_all(p for plane in planes for p in plane.apiserver)
         if self.etcd is not None:
             self.etcd.process.stop()
+        self._network.delete()
+        self._host_changes.undo()
         self.env_file.unlink(missing_ok=True)
         if self._lock is not None:
             os.close(self._lock)
@@ -136,7 +165,8 @@ class Environment:
     def processes(self) -> list[Process]:
         planes = [p for p in [self.management, *self.downstreams] if p]
         etcd = [self.etcd.process] if self.etcd else []
-        return [*etcd, *(p for plane in planes for p in plane.processes), *self.corral]
+        nodes = [p for node in self.real_nodes for p in node.processes]
+        return [*etcd, *(p for plane in planes for p in plane.processes), *nodes, *self.corral]
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -153,6 +183,27 @@ class Environment:
                         names.append(obj.metadata.name)
         for name in names:
             client.wait(CustomResourceDefinition, name, for_conditions=["Established"])
+
+    def _start_real_nodes(self) -> None:
+        """Start the management cluster's real nodes; wait_ready() waits for them too."""
+        if not self.options.real_nodes:
+            return
+        assert self.management is not None
+        prepare_host(self._host_changes)
+        image_dir = self.root / "images"
+        image_dir.mkdir(parents=True, exist_ok=True)
+        node_images = {"localhost/busybox": images.build_busybox(image_dir)}
+        for index in range(self.options.real_nodes):
+            node = RealNode(f"management-real-{index}", index, self.management,
+                            self.options.devkube)  # fmt: skip
+            self.real_nodes.append(node)
+            node.start(self._host_changes, self._network, node_images)
+        self.management.real_node_names = [node.name for node in self.real_nodes]
+
+    def import_image(self, base_name: str, archive: Path) -> None:
+        """Make an OCI archive's image available on every real node, as `<base_name>:<tag>`."""
+        for node in self.real_nodes:
+            node.import_image(base_name, archive)
 
     def _start_corral(self) -> None:
         assert self.management is not None
@@ -314,7 +365,7 @@ class Environment:
 
     def _clean(self) -> None:
         """Every start is a fresh cluster: drop what a previous run left in the folder."""
-        for name in ["etcd", "clusters", "downstream", "pki", "logs"]:
+        for name in ["etcd", "clusters", "downstream", "pki", "logs", "images"]:
             shutil.rmtree(self.root / name, ignore_errors=True)
         for name in ["management.kubeconfig", "dev.env"]:
             (self.root / name).unlink(missing_ok=True)

@@ -1,0 +1,139 @@
+"""What a real node needs from this host, and undoing every change made for it.
+
+A real node runs containerd, the kubelet and kube-proxy in namespaces of their own (see
+realnode.py), but a few things can only live on the host: cgroup directories, the empty folders
+its bind mounts cover, the bridge that links nodes to the control planes. Each is recorded
+when made and removed in reverse order, so the host ends as it began.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# Debian packages a real node needs; the Makefile installs them (`make node-deps`).
+PACKAGES = (
+    "containerd",
+    "runc",
+    "containernetworking-plugins",
+    "iptables",
+    "umoci",
+    "busybox-static",
+)
+COMMANDS = {
+    "containerd": "containerd",
+    "ctr": "containerd",
+    "runc": "runc",
+    "iptables": "iptables",
+    "umoci": "umoci",
+    "busybox": "busybox-static",
+    "unshare": "util-linux",
+    "nsenter": "util-linux",
+    "ip": "iproute2",
+}
+CNI_PLUGINS = Path("/usr/lib/cni")
+
+
+class HostNotReady(RuntimeError):
+    """This host cannot run a real node; the message says what is missing."""
+
+
+def check_host() -> None:
+    """Raise HostNotReady naming everything a real node lacks here."""
+    if not sys.platform.startswith("linux"):
+        raise HostNotReady("real nodes need Linux (namespaces, cgroups, containerd)")
+    if os.geteuid() != 0:
+        raise HostNotReady("real nodes need root: containerd and the kubelet manage mounts")
+    missing = sorted({pkg for cmd, pkg in COMMANDS.items() if shutil.which(cmd) is None})
+    if not (CNI_PLUGINS / "bridge").exists():
+        missing.append("containernetworking-plugins")
+    if missing:
+        raise HostNotReady(
+            "real nodes need these Debian packages: "
+            + " ".join(sorted(set(missing)))
+            + " (`make node-deps` installs them)"
+        )
+
+
+def run(argv: Sequence[str]) -> str:
+    """Run a short host command; its stderr goes into the error when it fails."""
+    done = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
+    return done.stdout
+
+
+class HostChanges:
+    """Directories made on the host for the nodes, removed newest first by undo()."""
+
+    def __init__(self) -> None:
+        self._dirs: list[Path] = []
+
+    def mkdir(self, path: Path) -> None:
+        """Create `path` and any missing parents, remembering each one created."""
+        missing: list[Path] = []
+        for candidate in [path, *path.parents]:
+            if candidate.exists():
+                break
+            missing.append(candidate)
+        for directory in reversed(missing):
+            directory.mkdir()
+            self._dirs.append(directory)
+
+    def undo(self) -> None:
+        for directory in reversed(self._dirs):
+            _remove_tree_of_empty_dirs(directory)
+        self._dirs.clear()
+
+
+def _remove_tree_of_empty_dirs(directory: Path) -> None:
+    # cgroup directories cannot be removed with their (virtual) files, only with rmdir,
+    # deepest first; a folder that still holds a real file is left and reported.
+    if not directory.exists():
+        return
+    for root, dirs, _files in os.walk(directory, topdown=False):
+        for name in dirs:
+            with contextlib.suppress(FileNotFoundError):
+                Path(root, name).rmdir()
+    try:
+        directory.rmdir()
+    except OSError as exc:
+        log.warning("could not remove %s: %s", directory, exc)
+
+
+def own_memory_cgroup() -> str:
+    """The memory cgroup this process runs in: nodes nest their pods below it, so their
+    memory counts against (and is limited with) whatever runs the environment."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return path
+    return "/"
+
+
+def cgroup_hierarchies() -> list[Path]:
+    """Every mounted cgroup hierarchy; the kubelet wants its cgroup root in each."""
+    root = Path("/sys/fs/cgroup")
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+
+
+def make_cgroup_root(changes: HostChanges, relative: str) -> None:
+    """Create `relative` (an absolute cgroup path) in every hierarchy."""
+    for hierarchy in cgroup_hierarchies():
+        path = hierarchy / relative.lstrip("/")
+        before = [p for p in [path, *path.parents] if not p.exists()]
+        changes.mkdir(path)
+        if hierarchy.name == "cpuset":
+            # A new cpuset is empty and refuses tasks until it inherits cpus and mems.
+            for created in reversed(before):
+                for key in ("cpuset.cpus", "cpuset.mems"):
+                    value = (created.parent / key).read_text()
+                    (created / key).write_text(value)
