@@ -21,7 +21,7 @@ test-unit: $(STAMP) ## Unit tests only (no cluster; seconds)
 	$(PY) -m pytest tests/unit
 
 .PHONY: test-e2e
-test-e2e: $(STAMP) devkube ## End-to-end tests (starts its own control planes)
+test-e2e: $(STAMP) devkube node-deps ## End-to-end tests (starts its own control planes)
 	$(PY) -m pytest tests/e2e
 
 .PHONY: lint
@@ -48,6 +48,28 @@ bench: $(STAMP) devkube ## Benchmarks; they print figures, they do not pass or f
 .PHONY: devkube
 devkube: ## Build tools/devkube (cached by a hash of its inputs; a no-op when unchanged)
 	tools/devkube/build.sh
+
+# What a real node (kubelet + containerd) and `make image` need from Debian.
+NODE_PACKAGES := containerd runc containernetworking-plugins iptables umoci busybox-static \
+  debootstrap
+
+.PHONY: node-deps
+node-deps: ## Install the Debian packages real nodes and the image build need (when missing)
+	@missing=$$(for p in $(NODE_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	done); \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(uname -s)" != Linux ] || ! command -v apt-get >/dev/null; then \
+	  echo "node-deps: real nodes need Debian/Ubuntu Linux with: $$missing" >&2; exit 1; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+	  echo "node-deps: run as root, or install: apt-get install $$missing" >&2; exit 1; fi; \
+	echo "node-deps: installing $$missing"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends $$missing >/dev/null
+
+.PHONY: image
+image: $(STAMP) node-deps ## corral's OCI image, no registry or Docker (cached; a no-op when unchanged)
+	tools/image/build.sh
 
 .PHONY: venv
 venv: $(STAMP) ## Create .venv and install corral with its test tools
