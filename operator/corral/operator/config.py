@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import os
+import secrets
 from dataclasses import dataclass
+
+# kopf peering keeps the replica of highest priority active and pauses the others; replicas of
+# equal priority all pause, so two replicas started from one pod template with a fixed priority
+# would both stand still. `auto` gives each process its own random priority instead: which
+# replica wins does not matter, only that one does (a clash is a 1 in 2**31 chance).
+AUTO_PRIORITY = "auto"
+PRIORITY_RANGE = 2**31
 
 
 @dataclass(frozen=True)
@@ -19,5 +27,18 @@ class OperatorConfig:
                 "CORRAL_OPERATOR_LIVENESS", "http://0.0.0.0:8080/healthz"
             ),
             peering_name=os.environ.get("CORRAL_OPERATOR_PEERING", "corral"),
-            priority=int(os.environ.get("CORRAL_OPERATOR_PRIORITY", "0")),
+            priority=parse_priority(os.environ.get("CORRAL_OPERATOR_PRIORITY", "0")),
         )
+
+
+def parse_priority(text: str) -> int:
+    """An integer priority, or `auto`: a random one in [1, 2**31)."""
+    value = text.strip()
+    if value.lower() == AUTO_PRIORITY:
+        return 1 + secrets.randbelow(PRIORITY_RANGE - 1)
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(
+            f"CORRAL_OPERATOR_PRIORITY must be an integer or {AUTO_PRIORITY}, not {text!r}"
+        ) from None

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import pytest
+
+from corral.operator.config import PRIORITY_RANGE, OperatorConfig, parse_priority
+
+
+def test_an_integer_priority_is_kept() -> None:
+    assert parse_priority("0") == 0
+    assert parse_priority(" 42 ") == 42
+    assert parse_priority("-3") == -3
+
+
+def test_auto_picks_a_priority_of_its_own_for_each_process() -> None:
+    picked = {parse_priority("auto") for _ in range(50)}
+    assert all(1 <= p < PRIORITY_RANGE for p in picked)
+    # Two replicas with one priority both pause: the picks must differ.
+    assert len(picked) > 45
+    assert 1 <= parse_priority("AUTO") < PRIORITY_RANGE
+
+
+@pytest.mark.parametrize("text", ["", "high", "1.5", "auto2"])
+def test_anything_else_is_refused_with_what_is_accepted(text: str) -> None:
+    with pytest.raises(ValueError, match="integer or auto"):
+        parse_priority(text)
+
+
+def test_from_env_reads_the_priority_and_keeps_the_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("CORRAL_OPERATOR_PRIORITY", "CORRAL_OPERATOR_PEERING", "CORRAL_OPERATOR_LIVENESS"):
+        monkeypatch.delenv(name, raising=False)
+    config = OperatorConfig.from_env()
+    assert (config.priority, config.peering_name) == (0, "corral")
+    assert config.liveness_endpoint == "http://0.0.0.0:8080/healthz"
+
+    monkeypatch.setenv("CORRAL_OPERATOR_PRIORITY", "auto")
+    assert OperatorConfig.from_env().priority >= 1
+    monkeypatch.setenv("CORRAL_OPERATOR_PRIORITY", "7")
+    assert OperatorConfig.from_env().priority == 7
