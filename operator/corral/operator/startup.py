@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
+import os
 from typing import Any
 
 import kopf
@@ -75,4 +77,20 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
     Without this handler kopf piggybacks on the official `kubernetes` client whenever it is
     installed, and that import alone dominates the operator's memory.
     """
-    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    in_cluster = kopf.login_with_service_account(**kwargs)
+    if in_cluster is not None:
+        return dataclasses.replace(in_cluster, server=in_cluster_server(in_cluster.server))
+    return kopf.login_with_kubeconfig(**kwargs)
+
+
+def in_cluster_server(fallback: str) -> str:
+    """The API server's address from the variables the kubelet sets, as client-go does.
+
+    kopf's reader names https://kubernetes.default.svc, which needs cluster DNS: the operator
+    would stand still wherever DNS is missing or down while the API server is reachable.
+    """
+    host = os.environ.get("KUBERNETES_SERVICE_HOST")
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    if not host:
+        return fallback
+    return f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
