@@ -50,6 +50,8 @@ class Options:
     start_corral: bool = True
     # Real nodes (kubelet + containerd) of the management cluster; they need root and Linux.
     real_nodes: int = 0
+    # False when something else installs the CRDs (the Helm chart, in its e2e test).
+    apply_crds: bool = True
     # Write the management cluster's audit log of this namespace's service accounts.
     audit_namespace: str | None = None
 
@@ -133,7 +135,8 @@ class Environment:
             plane.wait_apiserver()
         for plane in planes:
             plane.start_controllers()
-        self.apply_crds()
+        if options.apply_crds:
+            self.apply_crds()
         self._start_real_nodes()
         for plane in planes:
             plane.wait_ready()
