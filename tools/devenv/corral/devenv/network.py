@@ -60,21 +60,8 @@ class HostNetwork:
     def attach(self, index: int, namespace_pid: int) -> None:
         """Link the network namespace of `namespace_pid` to the bridge as node `index`."""
         veth = veth_name(index)
-        run(
-            [
-                "ip",
-                "link",
-                "add",
-                veth,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                "eth0",
-                "netns",
-                str(namespace_pid),
-            ]
-        )
+        peer = ["peer", "name", "eth0", "netns", str(namespace_pid)]
+        run(["ip", "link", "add", veth, "type", "veth", *peer])
         self.veths.append(veth)
         run(["ip", "link", "set", veth, "master", BRIDGE, "up"])
         inside = _ip_in(namespace_pid)
