@@ -19,15 +19,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-# Debian packages a real node needs; the Makefile installs them (`make node-deps`).
-PACKAGES = (
-    "containerd",
-    "runc",
-    "containernetworking-plugins",
-    "iptables",
-    "umoci",
-    "busybox-static",
-)
+# The commands a real node runs, and the Debian package of each (`make node-deps` installs them).
 COMMANDS = {
     "containerd": "containerd",
     "ctr": "containerd",
@@ -52,15 +44,12 @@ def check_host() -> None:
         raise HostNotReady("real nodes need Linux (namespaces, cgroups, containerd)")
     if os.geteuid() != 0:
         raise HostNotReady("real nodes need root: containerd and the kubelet manage mounts")
-    missing = sorted({pkg for cmd, pkg in COMMANDS.items() if shutil.which(cmd) is None})
+    missing = {pkg for cmd, pkg in COMMANDS.items() if shutil.which(cmd) is None}
     if not (CNI_PLUGINS / "bridge").exists():
-        missing.append("containernetworking-plugins")
+        missing.add("containernetworking-plugins")
     if missing:
-        raise HostNotReady(
-            "real nodes need these Debian packages: "
-            + " ".join(sorted(set(missing)))
-            + " (`make node-deps` installs them)"
-        )
+        packages = " ".join(sorted(missing))
+        raise HostNotReady(f"real nodes need the Debian packages {packages} (`make node-deps`)")
 
 
 def run(argv: Sequence[str]) -> str:

@@ -57,6 +57,7 @@ FIXED_PATHS = {
     "container-logs": Path("/var/log/containers"),
 }
 
+NEW_NAMESPACES = ["unshare", "--mount", "--net", "--propagation", "private", "--"]
 # Runs as `unshare -m -n --propagation private -- sh -c HOLDER <dir> <settings...>`.
 HOLDER = r"""
 set -eu
@@ -114,20 +115,7 @@ class RealNode:
         settings = [item for pair in KERNEL_SETTINGS.items() for item in pair]
         self.holder = Process(
             f"{self.name}/namespaces",
-            [
-                "unshare",
-                "-m",
-                "-n",
-                "--propagation",
-                "private",
-                "--",
-                "sh",
-                "-c",
-                HOLDER,
-                "holder",
-                str(self.dir),
-                *settings,
-            ],
+            [*NEW_NAMESPACES, "sh", "-c", HOLDER, "holder", str(self.dir), *settings],
             self.logs / f"{self.name}-namespaces.log",
         )
         wait_for(
