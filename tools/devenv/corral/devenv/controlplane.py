@@ -6,6 +6,7 @@ process (and its memory) per cluster without letting clusters see each other's d
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import os
@@ -16,12 +17,14 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
 from lightkube import Client, KubeConfig
 from lightkube.models.core_v1 import NodeSpec, NodeStatus
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node, ServiceAccount
 
 from corral.core import kubeconfig, pki
+from corral.devenv import kwok
 from corral.devenv.process import Process, stop_all
 from corral.devenv.waiting import wait_for
 
@@ -266,6 +269,15 @@ class ControlPlane:
                 [str(self.devkube), "kwok-stages"], check=True, capture_output=True
             ).stdout
         )
+        logs_file = kwok_dir / "simulated-pod.log"
+        logs_file.write_text(kwok.cri_log(kwok.SIMULATED_LOG, datetime.datetime.now(datetime.UTC)))
+        logs = kwok_dir / "logs.yaml"
+        logs.write_text(yaml.safe_dump(kwok.cluster_logs(logs_file)))
+        # kube-apiserver verifies its "kubelets" against the cluster's CA
+        # (--kubelet-certificate-authority), and reaches kwok's at the node's InternalIP.
+        cert, key = self.ca.issue_server("kwok", ["127.0.0.1", "localhost"]).write(
+            kwok_dir, "kwok-serving"
+        )
         port = free_port()
         self._spawn(
             self.controllers,
@@ -273,6 +285,9 @@ class ControlPlane:
             [
                 f"--kubeconfig={self.kubeconfig_path}",
                 f"--config={stages}",
+                f"--config={logs}",
+                f"--tls-cert-file={cert}",
+                f"--tls-private-key-file={key}",
                 "--manage-all-nodes=false",
                 f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
                 "--manage-nodes-with-label-selector=",
