@@ -5,7 +5,20 @@ or any token of theirs; tokens scoped to another cluster are refused by authenti
 request goes on with corral's own credential for the cluster and impersonates the caller, so
 the cluster's RBAC decides: administrators are impersonated into `system:masters`, other
 users into `system:authenticated` (and what role bindings give them). Responses stream, so
-watches (`?watch=true`) and `logs -f` work. Upgrades (exec, attach, port-forward) do not.
+watches (`?watch=true`) and `logs -f` work.
+
+WebSocket upgrades (`kubectl exec`, `attach`, `port-forward`: WebSocket since kubectl 1.30/1.31)
+are relayed message by message: corral opens its own WebSocket to the cluster with the same
+headers, impersonation and path, offering the subprotocols the client offered, and answers the
+client with the one the cluster chose. An upgrade the cluster refuses is answered with its
+status and body. A browser's upgrade authenticated by the session cookie must come from
+corral's own origin: a WebSocket handshake carries no CSRF header.
+
+Other upgrades (SPDY) are not relayed. kubectl falls back to SPDY whenever its WebSocket is
+refused, and shows the fallback's error: so a SPDY request goes on as a plain request (as any
+request does, without its `Upgrade`), and the cluster's refusal (forbidden, no such pod) is
+what the caller gets; only the cluster's "Upgrade request required", which says nothing else
+stood in the way, becomes corral's own "only WebSocket upgrades are proxied".
 
 The upstream URL is the cluster's server plus the request's path segments, each decoded and
 encoded again as one segment, so no path (`http://…`, `//host`, `http:%2F%2F…`) can name
@@ -14,18 +27,22 @@ another server; the session refuses any other origin anyway (`kube.credential.se
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Mapping
 from urllib.parse import unquote_to_bytes
 
 import aiohttp
 from aiohttp import web
 from yarl import URL
 
-from corral.apiserver.auth.authn import PROXY_PATH, principal
+from corral.apiserver.auth.authn import PROXY_PATH, Principal, principal
+from corral.apiserver.http import websockets
 from corral.apiserver.http.errors import ApiError
-from corral.apiserver.keys import CONNECTIONS
+from corral.apiserver.keys import CONNECTIONS, EXTERNAL_URL
 from corral.apiserver.services.visibility import visible_cluster
 from corral.core.clusters.credential import Credential
+from corral.core.kube.credential import REFUSAL_LIMIT, UpgradeRefused, read_at_most
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +71,16 @@ DROPPED_RESPONSE = {
     "content-encoding",
     "set-cookie",
 }
+# Set by aiohttp for corral's own handshake with the cluster.
+DROPPED_UPGRADE = {
+    "sec-websocket-key",
+    "sec-websocket-version",
+    "sec-websocket-protocol",
+    "sec-websocket-extensions",
+}
+# The cluster answers an upgrade (or refuses it) at once; the stream itself has no bound.
+HANDSHAKE_TIMEOUT = 30.0
+MESSAGE_LIMIT = 4 * 1024 * 1024
 ADMIN_GROUPS = ("system:masters", "system:authenticated")
 USER_GROUPS = ("system:authenticated",)
 # The raw path's parts before the forwarded ones: "/", "k8s", "clusters" and the cluster id.
@@ -69,33 +96,48 @@ def upstream_url(request: web.Request, credential: Credential) -> URL:
         raise ApiError(400, "BadRequest", str(exc)) from None
 
 
+def forwarded_headers(
+    request: web.Request, who: Principal, dropped: set[str] = DROPPED_REQUEST
+) -> list[tuple[str, str]]:
+    """The request's headers as the cluster gets them: the caller's credentials and attempts
+    at impersonation dropped, corral's impersonation of the caller added."""
+    headers = [
+        (k, v)
+        for k, v in request.headers.items()
+        if k.lower() not in dropped and not k.lower().startswith("impersonate-")
+    ]
+    groups = ADMIN_GROUPS if who.is_admin else USER_GROUPS
+    return [
+        *headers,
+        ("Impersonate-User", who.user_id),
+        *(("Impersonate-Group", g) for g in groups),
+    ]
+
+
 @routes.route("*", PROXY_PATH + "/{path:.*}")
 @routes.route("*", PROXY_PATH)
 async def proxy(request: web.Request) -> web.StreamResponse:
     who = principal(request)
     cluster = request.match_info["cluster"]
     visible_cluster(request, cluster)
-    if request.headers.get("Upgrade"):
-        raise ApiError(400, "BadRequest", "exec, attach and port-forward are not proxied yet")
+    upgrade = request.headers.get("Upgrade")
+    websocket = upgrade is not None and upgrade.lower() == "websocket"
+    if websocket:
+        check_websocket(request, who)
     connection = await request.app[CONNECTIONS].connection(cluster)
-
-    headers = {
-        k: v
-        for k, v in request.headers.items()
-        if k.lower() not in DROPPED_REQUEST and not k.lower().startswith("impersonate-")
-    }
-    headers["Impersonate-User"] = who.user_id
-    groups = ADMIN_GROUPS if who.is_admin else USER_GROUPS
     url = upstream_url(request, connection.credential)
-    body = await request.read() if request.can_read_body else None
     session = connection.session()
+    if websocket:
+        return await relay_websocket(request, who, cluster, session, url)
+
+    body = await request.read() if request.can_read_body else None
     try:
         upstream = await session.request(
             request.method,
             url,
             params=request.query,
             data=body,
-            headers=[*headers.items(), *(("Impersonate-Group", g) for g in groups)],
+            headers=forwarded_headers(request, who),
             allow_redirects=False,
         )
     except (aiohttp.ClientError, OSError) as exc:
@@ -103,12 +145,9 @@ async def proxy(request: web.Request) -> web.StreamResponse:
             503, "ClusterUnavailable", f"cannot reach cluster {cluster}: {exc}"
         ) from None
     async with upstream:
-        response = web.StreamResponse(
-            status=upstream.status,
-            headers={
-                k: v for k, v in upstream.headers.items() if k.lower() not in DROPPED_RESPONSE
-            },
-        )
+        if upgrade and upstream.status == 400:
+            return await unrelayed_upgrade(upstream, upgrade)
+        response = web.StreamResponse(status=upstream.status, headers=kept(upstream.headers))
         await response.prepare(request)
         try:
             async for chunk in upstream.content.iter_any():
@@ -117,3 +156,77 @@ async def proxy(request: web.Request) -> web.StreamResponse:
             log.debug("stream from cluster %s ended early", cluster)
         await response.write_eof()
         return response
+
+
+async def unrelayed_upgrade(upstream: aiohttp.ClientResponse, upgrade: str) -> web.Response:
+    """The cluster's answer to an upgrade other than WebSocket, sent on without the upgrade."""
+    body = await read_at_most(upstream, REFUSAL_LIMIT)
+    if b"Upgrade request required" in body:
+        raise ApiError(400, "BadRequest", f"only WebSocket upgrades are proxied, not {upgrade}")
+    return web.Response(status=upstream.status, body=body, headers=kept(upstream.headers))
+
+
+def kept(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in DROPPED_RESPONSE}
+
+
+def check_websocket(request: web.Request, who: Principal) -> None:
+    if not web.WebSocketResponse(protocols=offered_protocols(request)).can_prepare(request).ok:
+        raise ApiError(400, "BadRequest", "not a valid WebSocket handshake")
+    origin = request.headers.get("Origin")
+    if who.via_cookie and origin is not None and not same_origin(origin, request.app[EXTERNAL_URL]):
+        raise ApiError(403, "PermissionDenied", f"WebSocket from a foreign origin: {origin}")
+
+
+def same_origin(origin: str, own: str) -> bool:
+    theirs, ours = URL(origin), URL(own)
+    return theirs.host is not None and (theirs.scheme, theirs.host, theirs.port) == (
+        ours.scheme,
+        ours.host,
+        ours.port,
+    )
+
+
+def offered_protocols(request: web.Request) -> list[str]:
+    return [
+        protocol.strip()
+        for value in request.headers.getall("Sec-WebSocket-Protocol", [])
+        for protocol in value.split(",")
+        if protocol.strip()
+    ]
+
+
+async def relay_websocket(
+    request: web.Request, who: Principal, cluster: str, session: aiohttp.ClientSession, url: URL
+) -> web.StreamResponse:
+    try:
+        async with asyncio.timeout(HANDSHAKE_TIMEOUT):
+            upstream = await session.ws_connect(
+                url,
+                protocols=offered_protocols(request),
+                params=request.query,
+                headers=forwarded_headers(request, who, DROPPED_REQUEST | DROPPED_UPGRADE),
+                autoping=False,
+                max_msg_size=MESSAGE_LIMIT,
+            )
+    except UpgradeRefused as refused:
+        return web.Response(status=refused.status, body=refused.body, headers=kept(refused.headers))
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        raise ApiError(
+            503, "ClusterUnavailable", f"cannot reach cluster {cluster}: {exc}"
+        ) from None
+    # Who opened which stream (the command of an exec is in the query), never what flows.
+    log.info("user %s opened a stream on cluster %s: %s?%s", who.user_id, cluster, url.path,
+             request.query_string)  # fmt: skip
+    client = web.WebSocketResponse(
+        protocols=[upstream.protocol] if upstream.protocol else [],
+        autoping=False,
+        max_msg_size=MESSAGE_LIMIT,
+    )
+    try:
+        await client.prepare(request)
+    except BaseException:
+        await upstream.close()
+        raise
+    await websockets.relay(client, upstream)  # closes both
+    return client

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import ssl
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import aiohttp
@@ -18,10 +19,24 @@ from corral.core.clusters.credential import Credential
 from corral.core.kube.client import FIELD_MANAGER
 
 REQUEST_TIMEOUT = 15.0
+# How much of a refused upgrade's answer is kept: kube-apiserver's Status is a few hundred bytes.
+REFUSAL_LIMIT = 64 * 1024
 
 
 class ForeignOrigin(aiohttp.ClientError):
     """A request of a cluster's session aimed at anything but that cluster's own server."""
+
+
+class UpgradeRefused(aiohttp.ClientError):
+    """The server answered an upgrade (a WebSocket handshake) with anything but 101: its
+    status, headers and body (at most `REFUSAL_LIMIT` bytes). aiohttp's own handshake error
+    drops the body (aio-libs/aiohttp#2279), and the body is where kube-apiserver says why."""
+
+    def __init__(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
+        super().__init__(f"upgrade refused with HTTP {status}")
+        self.status = status
+        self.headers = headers
+        self.body = body
 
 
 def client_for(credential: Credential, timeout: float = REQUEST_TIMEOUT) -> AsyncClient:
@@ -36,9 +51,10 @@ def client_for(credential: Credential, timeout: float = REQUEST_TIMEOUT) -> Asyn
 def session_for(
     credential: Credential, timeout: float | None = REQUEST_TIMEOUT
 ) -> aiohttp.ClientSession:
-    """A raw HTTP session (aiohttp) for the cluster: health, version, proxying. Relative URLs
-    resolve against the server; a request for any other origin is refused before a connection
-    is made, and the credential is attached to each request, never as a session default."""
+    """A raw HTTP session (aiohttp) for the cluster: health, version, proxying, WebSockets.
+    Relative URLs resolve against the server; a request for any other origin is refused before
+    a connection is made, and the credential is attached to each request, never as a session
+    default. An upgrade the server refuses raises `UpgradeRefused`."""
 
     async def authorize(request: ClientRequest, send: ClientHandlerType) -> ClientResponse:
         # A middleware runs for every request of the session, redirects included.
@@ -47,7 +63,11 @@ def session_for(
                 f"refusing to send a request for {credential.server} to another host"
             )
         request.headers.update(credential.headers())
-        return await send(request)
+        response = await send(request)
+        if request.headers.get("Upgrade") and response.status != 101:
+            # A redirect too: an upgrade is never followed elsewhere.
+            raise await _refusal(response)
+        return response
 
     return aiohttp.ClientSession(
         base_url=credential.server.rstrip("/") + "/",
@@ -55,6 +75,25 @@ def session_for(
         middlewares=(authorize,),
         timeout=aiohttp.ClientTimeout(total=timeout, connect=min(timeout or 10, 10)),
     )
+
+
+async def _refusal(response: ClientResponse) -> UpgradeRefused:
+    try:
+        body = await read_at_most(response, REFUSAL_LIMIT)
+    finally:
+        response.close()
+    return UpgradeRefused(response.status, response.headers, body)
+
+
+async def read_at_most(response: ClientResponse, limit: int) -> bytes:
+    """The response's body up to `limit` bytes (an error's: never a stream's)."""
+    body = bytearray()
+    while len(body) < limit:
+        chunk = await response.content.read(limit - len(body))
+        if not chunk:
+            break
+        body += chunk
+    return bytes(body)
 
 
 def _ssl_context(credential: Credential) -> ssl.SSLContext:

@@ -1,0 +1,82 @@
+"""Relaying one WebSocket to another, message by message, until either side closes.
+
+Pings and pongs are relayed too (neither side answers them itself), so a client's heartbeat
+measures the whole path, not only its hop to corral. The first side to close closes the other
+with its code.
+
+A relay runs in a task of its own: a handler may be cancelled (at shutdown, or when aiohttp
+cancels handlers whose client went away), and the other side must still get its close frame
+rather than a connection left open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import ClientWebSocketResponse, WSCloseCode, WSMsgType, web
+
+log = logging.getLogger(__name__)
+
+Socket = web.WebSocketResponse | ClientWebSocketResponse
+
+
+# Relays under way: the event loop keeps only weak references to tasks.
+_RUNNING: set[asyncio.Task[None]] = set()
+
+
+async def relay(client: Socket, upstream: Socket) -> None:
+    """Until both directions have ended and both sides are closed."""
+    task = asyncio.create_task(_relay(client, upstream))
+    _RUNNING.add(task)
+    task.add_done_callback(_RUNNING.discard)
+    await asyncio.shield(task)
+
+
+async def _relay(client: Socket, upstream: Socket) -> None:
+    ended = await asyncio.gather(
+        _pipe(client, upstream), _pipe(upstream, client), return_exceptions=True
+    )
+    for outcome in ended:
+        if isinstance(outcome, Exception):
+            log.warning("websocket relay failed: %r", outcome)
+
+
+async def _pipe(source: Socket, sink: Socket) -> None:
+    code: int | None = None
+    try:
+        while True:
+            message = await source.receive()
+            if message.type == WSMsgType.BINARY:
+                await sink.send_bytes(message.data)
+            elif message.type == WSMsgType.TEXT:
+                await sink.send_str(message.data)
+            elif message.type == WSMsgType.PING:
+                await sink.ping(message.data)
+            elif message.type == WSMsgType.PONG:
+                await sink.pong(message.data)
+            elif message.type == WSMsgType.CLOSE:
+                # The peer's own code: aiohttp's `close_code` turns into 1006 when the peer
+                # drops the connection before our reply to its close, as Go servers do.
+                code = message.data
+                break
+            else:  # closing, closed (by the other direction), or an error
+                if message.type == WSMsgType.ERROR:
+                    log.debug("websocket relay: %s", source.exception())
+                code = source.close_code
+                break
+    except ConnectionError as exc:
+        # The sink went away while a message was on its way to it.
+        log.debug("websocket relay: %s", exc)
+    finally:
+        await sink.close(code=close_code(code))
+
+
+def close_code(code: int | None) -> int:
+    """The code to close the other side with: the peer's own when it may be sent on (RFC 6455
+    7.4), normal closure when it gave none, and internal error when its connection broke."""
+    if code is None or code == WSCloseCode.OK or code == 1005:  # 1005: closed without a code
+        return WSCloseCode.OK
+    if 1000 <= code <= 1003 or 1007 <= code <= 1014 or 3000 <= code <= 4999:
+        return code
+    return WSCloseCode.INTERNAL_ERROR
