@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.bench import auth, devenv, projects, readiness, scale
+from tests.bench import auth, devenv, projects, readiness, scale, workloads
 
 BENCHMARKS = {
     "devenv": devenv.main,
@@ -12,6 +12,7 @@ BENCHMARKS = {
     "scale": scale.main,
     "projects": projects.main,
     "readiness": readiness.main,
+    "workloads": workloads.main,
 }
 
 

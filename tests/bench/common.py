@@ -32,7 +32,7 @@ Case = tuple[str, Callable[[], str], int]
 
 
 @contextlib.contextmanager
-def stack(downstream_clusters: int) -> Iterator[Environment]:
+def stack(downstream_clusters: int, nodes_per_cluster: int = 3) -> Iterator[Environment]:
     """The local stack as `make run` starts it, for a benchmark: devkube built, the machine
     printed, the rate limit lifted."""
     subprocess.run([str(ROOT / "tools/devkube/build.sh")], check=True)
@@ -43,6 +43,7 @@ def stack(downstream_clusters: int) -> Iterator[Environment]:
             ROOT / "tools/devkube/bin/devkube",
             ROOT / "crds",
             downstream_clusters=downstream_clusters,
+            nodes_per_cluster=nodes_per_cluster,
             api_port=0,
         )
         with Environment(options) as env:

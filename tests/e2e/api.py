@@ -81,5 +81,10 @@ def _response(status: int, headers: Any, raw: bytes) -> Response:
     cookies: SimpleCookie = SimpleCookie()
     for value in headers.get_all("Set-Cookie") or []:
         cookies.load(value)
-    body = json.loads(raw) if raw.strip() else None
+    if not raw.strip():
+        body = None
+    elif (headers.get("Content-Type") or "").startswith("text/plain"):
+        body = raw.decode()  # a pod's log
+    else:
+        body = json.loads(raw)
     return Response(status, dict(headers.items()), body, dict(cookies.items()))

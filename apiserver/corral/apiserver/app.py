@@ -42,6 +42,7 @@ from corral.apiserver.routes import (
     login,
     namespaces,
     nodes,
+    pods,
     projectroletemplatebindings,
     projects,
     proxy,
@@ -50,6 +51,7 @@ from corral.apiserver.routes import (
     settings,
     tokens,
     users,
+    workloads,
 )
 from corral.apiserver.state.stores import Stores
 from corral.core.api import names
@@ -62,12 +64,14 @@ log = logging.getLogger(__name__)
 ROUTE_MODULES = [
     health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
     proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
+    workloads, pods,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
     globalrolebindings.SCHEMA, settings.SCHEMA, clusters.SCHEMA, nodes.SCHEMA, nodes.DRAIN,
     projects.SCHEMA, projects.EVENT, namespaces.SCHEMA, projectroletemplatebindings.SCHEMA,
-    clusterroletemplatebindings.SCHEMA,
+    clusterroletemplatebindings.SCHEMA, workloads.SCHEMA, workloads.ROLLBACK, workloads.REVISION,
+    pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT,
 ]  # fmt: skip
 
 

@@ -125,6 +125,8 @@ def render(request: web.Request, obj: Obj, usage: dict[str, Any] | None = None) 
         "namespaces": f"{base}/v3/clusters/{cluster}/namespaces?projectId={pid}",
         "projectRoleTemplateBindings": f"{base}/v3/projectroletemplatebindings?projectId={pid}",
         "events": f"{base}/v3/projects/{pid}/events",
+        "workloads": f"{base}/v3/projects/{pid}/workloads",
+        "pods": f"{base}/v3/projects/{pid}/pods",
         "cluster": f"{base}/v3/clusters/{cluster}",
     }
     return envelope.resource(base, SCHEMA, body, links=links)

@@ -1,14 +1,21 @@
 """The caches the API server keeps of downstream clusters, through the connection registry:
 namespaces and corral's ResourceQuotas, so that membership, usage and quota checks never cost
-a round trip to the cluster (writes are put into them at once)."""
+a round trip to the cluster, and the workloads, pods, Services and Ingresses of all
+namespaces, which `/v3` lists and shows (writes are put into them at once). Each is started
+the first time a request needs it."""
 
 from __future__ import annotations
 
-from lightkube.resources.core_v1 import Namespace, ResourceQuota
+from typing import Any
+
+from lightkube.resources.core_v1 import Namespace, Pod, ResourceQuota, Service
+from lightkube.resources.networking_v1 import Ingress
 
 from corral.core.api import names
+from corral.core.kube import workloads
 from corral.core.kube.connections import Connections
 from corral.core.kube.informer import Informer, Obj
+from corral.core.workloads.kinds import Kind
 
 
 def _project(obj: Obj) -> list[str]:
@@ -38,3 +45,37 @@ async def downstream_quotas(connections: Connections, cluster: str) -> Informer:
             client, ResourceQuota, {"project": _quota_project}, namespace="*", labels=managed
         ),
     )
+
+
+def _namespace(obj: Obj) -> list[str]:
+    return [obj["metadata"]["namespace"]]
+
+
+async def _by_namespace(
+    connections: Connections, cluster: str, name: str, resource: Any
+) -> Informer:
+    return await connections.informer(
+        cluster,
+        name,
+        lambda client: Informer(client, resource, {"namespace": _namespace}, namespace="*"),
+    )
+
+
+async def downstream_workloads(connections: Connections, cluster: str, kind: Kind) -> Informer:
+    """The cluster's objects of one workload kind (indexed by `namespace`)."""
+    return await _by_namespace(
+        connections, cluster, f"workloads:{kind.type}", workloads.RESOURCES[kind.type]
+    )
+
+
+async def downstream_pods(connections: Connections, cluster: str) -> Informer:
+    """The cluster's pods (indexed by `namespace`)."""
+    return await _by_namespace(connections, cluster, "pods", Pod)
+
+
+async def downstream_services(connections: Connections, cluster: str) -> Informer:
+    return await _by_namespace(connections, cluster, "services", Service)
+
+
+async def downstream_ingresses(connections: Connections, cluster: str) -> Informer:
+    return await _by_namespace(connections, cluster, "ingresses", Ingress)

@@ -87,3 +87,9 @@ def may_manage_project(role: str | None) -> bool:
 def may_write_namespaces(role: str | None) -> bool:
     """Create namespaces in the project and move them in or out."""
     return role in (PROJECT_OWNER, PROJECT_MEMBER)
+
+
+def may_write_workloads(role: str | None) -> bool:
+    """Create, change and delete the project's workloads, and exec into its pods (as the
+    `edit` ClusterRole the role is bound to downstream allows)."""
+    return role in (PROJECT_OWNER, PROJECT_MEMBER)
