@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +111,22 @@ async def timings(
     latencies.sort()
     p99 = latencies[max(int(len(latencies) * 0.99) - 1, 0)]
     return statistics.median(latencies) * 1000, p99 * 1000, size
+
+
+Post = Callable[[aiohttp.ClientSession, str, dict[str, Any]], Awaitable[Any]]
+
+
+def poster(env: Environment, concurrency: int) -> Post:
+    """POSTs to the API, at most `concurrency` at once, each expected to answer 201."""
+    limit = asyncio.Semaphore(concurrency)
+
+    async def post(client: aiohttp.ClientSession, path: str, body: dict[str, Any]) -> Any:
+        async with limit, client.post(env.api_url + path, json=body) as response:
+            found = await response.json()
+            assert response.status == 201, found
+            return found
+
+    return post
 
 
 def session(env: Environment) -> aiohttp.ClientSession:

@@ -10,11 +10,9 @@ import random
 import time
 from typing import Any
 
-import aiohttp
-
 from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
-from tests.bench.common import Case, get_json, report, session, stack
+from tests.bench.common import Case, get_json, poster, report, session, stack
 
 PROJECTS = 1000
 NAMESPACES_PER_PROJECT = 5
@@ -36,13 +34,7 @@ CONDITIONS = (
 
 async def populate(env: Environment, cluster: str) -> tuple[list[str], float, float]:
     """Creates the projects, then their namespaces; returns ids and both durations."""
-    limit = asyncio.Semaphore(CONCURRENCY)
-
-    async def post(client: aiohttp.ClientSession, path: str, body: dict[str, Any]) -> Any:
-        async with limit, client.post(env.api_url + path, json=body) as response:
-            found = await response.json()
-            assert response.status == 201, found
-            return found
+    post = poster(env, CONCURRENCY)
 
     async with session(env) as client:
         began = time.monotonic()

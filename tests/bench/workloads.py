@@ -9,13 +9,10 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Any
-
-import aiohttp
 
 from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
-from tests.bench.common import Case, get_json, report, session, stack
+from tests.bench.common import Case, get_json, poster, report, session, stack
 
 WORKLOADS = 1000
 NAMESPACES = 10
@@ -25,13 +22,7 @@ CONCURRENCY = 16
 
 async def populate(env: Environment, cluster: str) -> tuple[str, list[str], float]:
     """A project, its namespaces, then the Deployments; their ids and how long those took."""
-    limit = asyncio.Semaphore(CONCURRENCY)
-
-    async def post(client: aiohttp.ClientSession, path: str, body: dict[str, Any]) -> Any:
-        async with limit, client.post(env.api_url + path, json=body) as response:
-            found = await response.json()
-            assert response.status == 201, found
-            return found
+    post = poster(env, CONCURRENCY)
 
     async with session(env) as client:
         project = (await post(client, "/v3/projects", {"name": "bench", "clusterId": cluster}))[

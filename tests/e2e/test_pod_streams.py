@@ -54,6 +54,16 @@ i=0; while true; do echo tick-$i; i=$((i+1)); sleep 1; done &
 wait
 """
 
+# The container of the pods here: what SCRIPT writes, from the image the node has.
+TALKER = {
+    "name": CONTAINER,
+    "image": "localhost/busybox:1",
+    "imagePullPolicy": "Never",
+    "command": ["/bin/sh", "-c", SCRIPT],
+    "ports": [{"containerPort": PORT}],
+    "resources": {"limits": {"cpu": "200m", "memory": "64Mi"}},
+}
+
 
 @dataclass
 class RunningPod:
@@ -130,12 +140,7 @@ def busybox_pod(name: str) -> dict[str, object]:
             "terminationGracePeriodSeconds": 1,
             "containers": [
                 {
-                    "name": CONTAINER,
-                    "image": "localhost/busybox:1",
-                    "imagePullPolicy": "Never",
-                    "command": ["/bin/sh", "-c", SCRIPT],
-                    "ports": [{"containerPort": PORT}],
-                    "resources": {"limits": {"cpu": "200m", "memory": "64Mi"}},
+                    **TALKER,
                     "readinessProbe": {"httpGet": {"path": "/", "port": PORT}, "periodSeconds": 1},
                 }
             ],
@@ -560,16 +565,7 @@ def real_workload(real_stack: Environment, api: Api, running_pod: RunningPod) ->
     body = {
         "name": "talker",
         "namespaceId": running_pod.namespace,
-        "containers": [
-            {
-                "name": CONTAINER,
-                "image": "localhost/busybox:1",
-                "imagePullPolicy": "Never",
-                "command": ["/bin/sh", "-c", SCRIPT],
-                "ports": [{"containerPort": PORT}],
-                "resources": {"limits": {"cpu": "200m", "memory": "64Mi"}},
-            }
-        ],
+        "containers": [TALKER],
     }
     base = f"/v3/projects/{running_pod.project}/workloads"
     created = api.post(base, body)
