@@ -345,6 +345,12 @@ def test_every_kind_of_change_through_the_pods(install: Install) -> None:
     )
     ok(admin.delete(f"/v3/projectroletemplatebindings/{role['id']}"))
     ok(admin.get(f"/v3/projects/{project_id}/events"))
+    # A project secret, kept in svc-system (the chart grants no Secret rights elsewhere).
+    secrets_url = f"/v3/projects/{project_id}/secrets"
+    secret = ok(admin.post(secrets_url, {"name": "db", "stringData": {"password": "pods"}}))
+    ok(admin.get(secrets_url))
+    ok(admin.put(f"{secrets_url}/{secret['id']}", {"stringData": {"password": "changed"}}))
+    ok(admin.delete(f"{secrets_url}/{secret['id']}"))
     ok(admin.delete(f"/v3/projects/{project_id}"))
 
     for value in ("5000", "6000"):  # the first write creates the Setting, the second changes it

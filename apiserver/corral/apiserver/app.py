@@ -40,6 +40,7 @@ from corral.apiserver.routes import (
     globalrolebindings,
     health,
     login,
+    namespacedsecrets,
     namespaces,
     nodes,
     pods,
@@ -48,6 +49,7 @@ from corral.apiserver.routes import (
     proxy,
     root,
     schemas,
+    secrets,
     settings,
     tokens,
     users,
@@ -64,14 +66,14 @@ log = logging.getLogger(__name__)
 ROUTE_MODULES = [
     health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
     proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
-    workloads, pods,
+    workloads, pods, secrets, namespacedsecrets,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
     globalrolebindings.SCHEMA, settings.SCHEMA, clusters.SCHEMA, nodes.SCHEMA, nodes.DRAIN,
     projects.SCHEMA, projects.EVENT, namespaces.SCHEMA, projectroletemplatebindings.SCHEMA,
     clusterroletemplatebindings.SCHEMA, workloads.SCHEMA, workloads.ROLLBACK, workloads.REVISION,
-    pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT,
+    pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, secrets.SCHEMA, namespacedsecrets.SCHEMA,
 ]  # fmt: skip
 
 

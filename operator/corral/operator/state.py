@@ -4,8 +4,8 @@ the cluster it concerns.
 One informer per kind the operator reads, each indexed by cluster, and the connection registry
 for downstream clusters. Whatever runs for a cluster (its agent, its project keeper) attaches a
 route; a change of the cluster's spec or credential, of one of its Node CRs, projects, role
-bindings or backing namespaces is handed to it at once as a typed wake-up. Status writes do not
-move `generation`, so a controller's own writes do not wake it again.
+bindings, backing namespaces or project secrets is handed to it at once as a typed wake-up.
+Status writes do not move `generation`, so a controller's own writes do not wake it again.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from lightkube import AsyncClient, operators
-from lightkube.resources.core_v1 import Namespace
+from lightkube.resources.core_v1 import Namespace, Secret
 
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
@@ -25,7 +25,7 @@ from corral.core.kube import kinds
 from corral.core.kube.connections import Connections
 from corral.core.kube.informer import ChangeHook, Informer, Obj
 from corral.core.kube.status import Clock
-from corral.core.projects import roles
+from corral.core.projects import roles, secrets
 from corral.core.projects.downstream import Binding
 from corral.operator.downstream.wakeups import Wake
 
@@ -69,6 +69,11 @@ def _cluster_binding_cluster(obj: Obj) -> list[str]:
 
 def _backing_cluster(obj: Obj) -> list[str]:
     return [(obj["metadata"].get("labels") or {}).get(names.LABEL_CLUSTER, "")]
+
+
+def _secret_cluster(obj: Obj) -> list[str]:
+    source = secrets.source_project(obj)
+    return [source[0]] if source else []
 
 
 class SpecChanges:
@@ -134,6 +139,17 @@ class State:
             labels={names.LABEL_BACKING_PROJECT: operators.exists()},
             on_change=self._hook(Wake.PROJECT, _backing_cluster),
         )
+        # Secrets have no generation: every change of one is a change of what it holds. All
+        # of them are in svc-system (`corral.core.projects.secrets`).
+        self.project_secrets = Informer(
+            kube,
+            Secret,
+            {BY_CLUSTER: _secret_cluster},
+            namespace=names.SYSTEM_NAMESPACE,
+            labels={names.LABEL_PROJECT_SECRET: operators.exists()},
+            name="project secrets",
+            on_change=self._hook(Wake.PROJECT, _secret_cluster),
+        )
 
     # -- running --------------------------------------------------------------------------------
 
@@ -145,6 +161,7 @@ class State:
             self.project_bindings,
             self.cluster_bindings,
             self.backing_namespaces,
+            self.project_secrets,
             self.connections.credentials,
         ]
 
@@ -214,6 +231,15 @@ class State:
 
     def cluster_bindings_of(self, cluster: str) -> list[Binding]:
         return [_binding(obj) for obj in self.cluster_bindings.by_index(BY_CLUSTER, cluster)]
+
+    def project_secrets_of(self, cluster: str) -> dict[str, list[Obj]]:
+        """The cluster's project secrets, by project name."""
+        found: dict[str, list[Obj]] = {}
+        for obj in self.project_secrets.by_index(BY_CLUSTER, cluster):
+            source = secrets.source_project(obj)
+            if source is not None and not obj["metadata"].get("deletionTimestamp"):
+                found.setdefault(source[1], []).append(obj)
+        return found
 
     def backing_namespaces_of(self, cluster: str) -> set[str]:
         return {

@@ -127,6 +127,8 @@ def render(request: web.Request, obj: Obj, usage: dict[str, Any] | None = None) 
         "events": f"{base}/v3/projects/{pid}/events",
         "workloads": f"{base}/v3/projects/{pid}/workloads",
         "pods": f"{base}/v3/projects/{pid}/pods",
+        "secrets": f"{base}/v3/projects/{pid}/secrets",
+        "namespacedSecrets": f"{base}/v3/projects/{pid}/namespacedSecrets",
         "cluster": f"{base}/v3/clusters/{cluster}",
     }
     return envelope.resource(base, SCHEMA, body, links=links)

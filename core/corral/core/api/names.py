@@ -58,6 +58,16 @@ NODE_SOURCE_MIRROR = "mirror"
 # Every object corral writes into a downstream cluster carries this label.
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "corral"
+# A project secret: a Secret in SYSTEM_NAMESPACE, labelled with its cluster (LABEL_CLUSTER) and
+# its project, its `/v3` name in an annotation (a name may be longer than a label value); each
+# copy downstream is labelled with its project too, and carries the uid and resourceVersion of
+# the Secret it was copied from.
+LABEL_PROJECT_SECRET = "management.svc.io/project-secret"
+ANNOTATION_SECRET_NAME = "management.svc.io/secret-name"
+LABEL_SECRET_COPY = "management.svc.io/project-secret-copy"
+ANNOTATION_SECRET_SOURCE = "management.svc.io/copied-from"
+# A `/v3` description kept on an object that has no field for it (a Secret).
+ANNOTATION_DESCRIPTION = "field.svc.io/description"
 
 # The values of LABEL_TOKEN_KIND: what a Token was issued for.
 KIND_SESSION = "session"
@@ -74,7 +84,7 @@ def credential_secret_name(cluster_id: str) -> str:
 
 
 def backing_namespace(cluster_id: str, project: str) -> str:
-    """The management namespace holding a project's bindings and secrets."""
+    """The management namespace holding a project's role bindings."""
     return f"{cluster_id}-{project}"
 
 

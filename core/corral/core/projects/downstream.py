@@ -6,11 +6,13 @@ For every namespace that belongs to a project (annotation `field.svc.io/projectI
 - a LimitRange with the project's container defaults, when it has them;
 - a RoleBinding per project role binding, to the role's ClusterRole (`admin`, `edit`, `view`);
 - with `enableNetworkPolicy` on the cluster, a NetworkPolicy that admits traffic only from the
-  same project and the System project (whose DNS and ingress every project needs).
+  same project and the System project (whose DNS and ingress every project needs);
+- a copy of each project secret (`corral.core.projects.secrets`).
 
 And cluster-wide: a ClusterRoleBinding per cluster role binding, and the ClusterRole cluster
-members are bound to. Every object carries the managed-by label and a hash of its content, so
-a pass compares hashes instead of fields Kubernetes defaults.
+members are bound to. Every object carries the managed-by label and a stamp of its content, so
+a pass compares stamps instead of fields Kubernetes defaults: a hash of the content, or for a
+secret's copy the uid and resourceVersion of its source (never a hash of secret data).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
-from corral.core.projects import quota, roles
+from corral.core.projects import quota, roles, secrets
 
 ANNOTATION_HASH = "management.svc.io/content-hash"
 QUOTA_NAME = "corral-project-quota"
@@ -32,13 +34,15 @@ POLICY_NAME = "corral-project-isolation"
 
 # (kind, namespace, name); namespace is "" for cluster-wide objects.
 Key = tuple[str, str, str]
-KINDS = ("ResourceQuota", "LimitRange", "RoleBinding", "NetworkPolicy",
+KINDS = ("ResourceQuota", "LimitRange", "RoleBinding", "NetworkPolicy", "Secret",
          "ClusterRoleBinding", "ClusterRole")  # fmt: skip
+STAMPS = (ANNOTATION_HASH, names.ANNOTATION_SECRET_SOURCE)
 API_VERSIONS = {
     "ResourceQuota": "v1",
     "LimitRange": "v1",
     "RoleBinding": "rbac.authorization.k8s.io/v1",
     "NetworkPolicy": "networking.k8s.io/v1",
+    "Secret": "v1",
     "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
     "ClusterRole": "rbac.authorization.k8s.io/v1",
 }
@@ -82,8 +86,10 @@ def desired(
     project_bindings: Iterable[Binding],
     cluster_bindings: Iterable[Binding],
     isolate: bool,
+    project_secrets: Mapping[str, Iterable[Mapping[str, Any]]] | None = None,
 ) -> dict[Key, dict[str, Any]]:
-    """Every object corral should have in the cluster, by key."""
+    """Every object corral should have in the cluster, by key. `project_secrets` holds each
+    project's secrets (by project name), as stored in the management cluster."""
     by_project: dict[str, list[Binding]] = {}
     for binding in project_bindings:
         by_project.setdefault(binding.project, []).append(binding)
@@ -99,7 +105,8 @@ def desired(
             continue
         if project.name not in templates:
             bindings = by_project.get(project.name, [])
-            templates[project.name] = project_objects(project, bindings, isolate, system)
+            owned = (project_secrets or {}).get(project.name, ())
+            templates[project.name] = project_objects(project, bindings, isolate, system, owned)
         for template in templates[project.name]:
             placed = {**template, "metadata": {**template["metadata"], "namespace": name}}
             wanted[key_of(placed)] = placed
@@ -118,7 +125,11 @@ def desired(
 
 
 def project_objects(
-    project: ProjectView, bindings: Iterable[Binding], isolate: bool, system: str | None
+    project: ProjectView,
+    bindings: Iterable[Binding],
+    isolate: bool,
+    system: str | None,
+    project_secrets: Iterable[Mapping[str, Any]] = (),
 ) -> list[dict[str, Any]]:
     """What every namespace of `project` holds, without its namespace."""
     labels = {names.LABEL_PROJECT: project.name}
@@ -137,6 +148,7 @@ def project_objects(
     if isolate and not project.system:
         policy = isolation_policy(project.name, system)
         objects.append(_manifest("NetworkPolicy", POLICY_NAME, labels, spec=policy))
+    objects.extend(secrets.copy_of(source, project.name) for source in project_secrets)
     return objects
 
 
@@ -164,11 +176,7 @@ def differences(
     wanted: Mapping[Key, Mapping[str, Any]], existing: Mapping[Key, Mapping[str, Any]]
 ) -> tuple[list[Key], list[Key]]:
     """(keys to apply, keys to delete): objects missing or changed, and objects not wanted."""
-    stale = [
-        key
-        for key, manifest in wanted.items()
-        if _hash(existing.get(key)) != manifest["metadata"]["annotations"][ANNOTATION_HASH]
-    ]
+    stale = [key for key, manifest in wanted.items() if stamp(existing.get(key)) != stamp(manifest)]
     unwanted = [key for key in existing if key not in wanted]
     return sorted(stale), sorted(unwanted)
 
@@ -180,10 +188,7 @@ def pending_by_project(
     pending: dict[str, dict[str, int]] = {}
     for key, manifest in wanted.items():
         project = (manifest["metadata"].get("labels") or {}).get(names.LABEL_PROJECT)
-        if (
-            project
-            and _hash(existing.get(key)) != manifest["metadata"]["annotations"][ANNOTATION_HASH]
-        ):
+        if project and stamp(existing.get(key)) != stamp(manifest):
             counts = pending.setdefault(project, {})
             counts[key[0]] = counts.get(key[0], 0) + 1
     return pending
@@ -203,10 +208,12 @@ def label_fixes(namespaces: Iterable[Mapping[str, Any]], cluster_id: str) -> dic
     return fixes
 
 
-def _hash(obj: Mapping[str, Any] | None) -> str | None:
+def stamp(obj: Mapping[str, Any] | None) -> str | None:
+    """What an object's content is known by: its content hash or the version of its source."""
     if obj is None:
         return None
-    value = (obj["metadata"].get("annotations") or {}).get(ANNOTATION_HASH)
+    annotations = obj["metadata"].get("annotations") or {}
+    value = next((annotations[k] for k in STAMPS if k in annotations), None)
     return str(value) if value is not None else None
 
 

@@ -93,3 +93,9 @@ def may_write_workloads(role: str | None) -> bool:
     """Create, change and delete the project's workloads, and exec into its pods (as the
     `edit` ClusterRole the role is bound to downstream allows)."""
     return role in (PROJECT_OWNER, PROJECT_MEMBER)
+
+
+def may_write_secrets(role: str | None) -> bool:
+    """Create, change and delete the project's secrets and its namespaces' secrets; read-only
+    sees their names and keys, never their data."""
+    return role in (PROJECT_OWNER, PROJECT_MEMBER)

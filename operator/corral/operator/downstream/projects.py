@@ -1,11 +1,18 @@
 """Project sync: what a cluster's projects put into the cluster (quotas, container defaults,
-role bindings, isolation), the Default and System projects, and each project's conditions.
+role bindings, isolation, copies of project secrets), the Default and System projects, and
+each project's conditions.
 
 Runs inside the cluster's agent: one pass computes everything the cluster's projects want
 downstream (`corral.core.projects.downstream`), applies only what differs, and writes each
-project's conditions as the field manager `corral-projects`. Projects, bindings and backing
-namespaces come from the operator's informers (`corral.operator.state`), so a pass reads
-nothing from the management cluster; downstream namespaces from the cluster's own informer.
+project's conditions as the field manager `corral-projects`. Projects, bindings, project
+secrets and backing namespaces come from the operator's informers (`corral.operator.state`),
+so a pass reads nothing from the management cluster; downstream namespaces from the cluster's
+own informer.
+
+A project secret's copy never replaces a Secret of the same name that corral does not manage:
+the copy is created (not applied) where corral has none, and a namespace that already holds
+such a Secret keeps it. The project gets a Warning event naming it, once, and the copy is
+tried again at each relisting, so it lands once that Secret is gone.
 """
 
 from __future__ import annotations
@@ -16,10 +23,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from lightkube import ApiError, AsyncClient
+from lightkube import ApiError, AsyncClient, operators
 from lightkube.models.core_v1 import EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Event, LimitRange, Namespace, ResourceQuota
+from lightkube.resources.core_v1 import Event, LimitRange, Namespace, ResourceQuota, Secret
 from lightkube.resources.networking_v1 import NetworkPolicy
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding, RoleBinding
 from lightkube.types import PatchType
@@ -30,7 +37,7 @@ from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
-from corral.core.projects import defaults, downstream, status
+from corral.core.projects import defaults, downstream, secrets, status
 from corral.core.projects.downstream import Key, ProjectView
 from corral.operator.state import State, creator_of
 
@@ -46,10 +53,17 @@ KIND_RESOURCES: dict[str, Any] = {
     "LimitRange": LimitRange,
     "RoleBinding": RoleBinding,
     "NetworkPolicy": NetworkPolicy,
+    "Secret": Secret,
     "ClusterRoleBinding": ClusterRoleBinding,
     "ClusterRole": ClusterRole,
 }
 MANAGED = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
+# Which of a kind's objects are corral's: a Secret must be a copy too, so that no Secret of
+# someone else's that happens to carry the managed-by label is ever taken for one.
+OWN: dict[str, dict[str, Any]] = {
+    "Secret": {**MANAGED, names.LABEL_SECRET_COPY: operators.exists()},
+}
+SECRET_NOT_COPIED = "SecretNotCopied"
 
 
 def view(project: Obj) -> ProjectView:
@@ -78,6 +92,12 @@ class ProjectSync:
         # number of namespaces).
         self.last_inputs: tuple[Any, ...] | None = None
         self.pending: dict[str, dict[str, int]] = {}
+        # Copies of project secrets a namespace holds a Secret of someone else's for.
+        self.conflicts: set[Key] = set()
+        # `local` is the management cluster, where corral holds no Secret rights outside
+        # svc-system: its projects have no project secrets (the API refuses them), and its
+        # Secrets are never listed.
+        self.copies_secrets = cluster != names.LOCAL_CLUSTER
 
     async def run(
         self, client: AsyncClient | None, namespaces: Informer | None, ready: bool, isolate: bool
@@ -126,6 +146,11 @@ class ProjectSync:
             frozenset((p["metadata"]["name"], repr(view(p))) for p in projects),
             frozenset(self.state.project_bindings_of(self.cluster)),
             frozenset(self.state.cluster_bindings_of(self.cluster)),
+            frozenset(
+                (s["metadata"]["uid"], s["metadata"].get("resourceVersion"))
+                for found in self.state.project_secrets_of(self.cluster).values()
+                for s in found
+            ),
         )
 
     async def _ensure_default_projects(
@@ -170,7 +195,8 @@ class ProjectSync:
         namespaces = {n["metadata"]["name"]: n for n in informer.all()}
         for name, label in downstream.label_fixes(namespaces.values(), self.cluster).items():
             await _set_label(client, name, label)
-        if time.monotonic() - self.listed_at > RELIST_INTERVAL:
+        relisted = time.monotonic() - self.listed_at > RELIST_INTERVAL
+        if relisted:
             await self._relist(client)
         # What was in a namespace that is gone (or going) went with it: a namespace of the
         # same name made again starts empty, whatever the last listing said.
@@ -186,14 +212,28 @@ class ProjectSync:
             self.state.project_bindings_of(self.cluster),
             self.state.cluster_bindings_of(self.cluster),
             isolate,
+            self.state.project_secrets_of(self.cluster) if self.copies_secrets else None,
         )
         stale, unwanted = downstream.differences(wanted, self.managed)
+        self.conflicts = {key for key in self.conflicts if key in wanted}
+        if not relisted:
+            stale = [key for key in stale if key not in self.conflicts]
+        by_name = {p["metadata"]["name"]: p for p in projects}
         limit = asyncio.Semaphore(WRITE_CONCURRENCY)
 
         async def put(key: Key) -> None:
             async with limit:
                 try:
-                    self.managed[key] = await _apply_one(client, wanted[key])
+                    if key[0] == "Secret":
+                        known = self.managed.get(key)
+                        self.managed[key] = await _write_copy(client, wanted[key], known)
+                    else:
+                        self.managed[key] = await _apply_one(client, wanted[key])
+                    self.conflicts.discard(key)
+                except NotOurs:
+                    if key not in self.conflicts:
+                        self.conflicts.add(key)
+                        await self._report_conflict(by_name, wanted[key])
                 except ApiError as exc:
                     log.warning("cluster %s: cannot apply %s: %s", self.cluster, key, exc)
 
@@ -209,17 +249,32 @@ class ProjectSync:
         # Keys to apply and to delete never overlap, and RBAC tolerates a binding that comes
         # before its role: no order to keep.
         await asyncio.gather(*map(put, stale), *map(drop, unwanted))
-        return downstream.pending_by_project(wanted, self.managed)
+        # A Secret of someone else's is no work pending: it stays until they remove it.
+        waiting = {k: v for k, v in wanted.items() if k not in self.conflicts}
+        return downstream.pending_by_project(waiting, self.managed)
 
     async def _relist(self, client: AsyncClient) -> None:
         managed: dict[Key, dict[str, Any]] = {}
         for kind, resource in KIND_RESOURCES.items():
+            if kind == "Secret" and not self.copies_secrets:
+                continue
             namespace = None if kind.startswith("Cluster") else "*"
-            async for obj in client.list(resource, labels=dict(MANAGED), namespace=namespace):
-                data = as_dict(obj)
-                data["kind"] = kind
+            labels = OWN.get(kind, MANAGED)
+            async for obj in client.list(resource, labels=dict(labels), namespace=namespace):
+                data = _record(as_dict(obj), kind)
                 managed[downstream.key_of(data)] = data
         self.managed, self.listed_at = managed, time.monotonic()
+
+    async def _report_conflict(self, projects: Mapping[str, Obj], copy: Mapping[str, Any]) -> None:
+        meta = copy["metadata"]
+        project = projects.get(meta["labels"][names.LABEL_PROJECT])
+        message = (
+            f"namespace {meta['namespace']} already has a Secret {meta['name']} that corral does "
+            "not manage: it is left as it is, and the project secret is not copied there"
+        )
+        log.warning("cluster %s: %s", self.cluster, message)
+        if project is not None:
+            await post_warning(self.state, self.cluster, project, SECRET_NOT_COPIED, message)
 
     # -- status -----------------------------------------------------------------------------------
 
@@ -268,9 +323,50 @@ async def _set_label(client: AsyncClient, namespace: str, project: str | None) -
 async def _apply_one(client: AsyncClient, manifest: dict[str, Any]) -> dict[str, Any]:
     resource = KIND_RESOURCES[manifest["kind"]]
     obj = resource.from_dict(manifest) if hasattr(resource, "from_dict") else manifest
-    applied = as_dict(await client.apply(obj, force=True))
-    applied["kind"] = manifest["kind"]
-    return applied
+    return _record(as_dict(await client.apply(obj, force=True)), manifest["kind"])
+
+
+class NotOurs(Exception):
+    """The namespace holds a Secret of that name that is not a copy corral made."""
+
+
+async def _write_copy(
+    client: AsyncClient, manifest: dict[str, Any], known: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """A copy of a project secret, written whole (a replace, not an apply: no key of an older
+    version may stay behind). Where corral knows of no copy it is created, so that a Secret of
+    the same name someone else made is never overwritten; one found to be corral's copy after
+    all (made since the last listing) is replaced. A Secret's type cannot change: a copy of
+    another type (its source was deleted and made again) is deleted first."""
+    meta = manifest["metadata"]
+    secret = Secret.from_dict(manifest)
+    if known is not None and known.get("type") != manifest["type"]:
+        await delete_if_present(client, Secret, meta["name"], meta["namespace"])
+    elif known is not None:
+        try:
+            return _record(as_dict(await client.replace(secret)), "Secret")
+        except ApiError as exc:
+            if exc.status.code != 404:
+                raise
+    try:
+        return _record(as_dict(await client.create(secret)), "Secret")
+    except ApiError as exc:
+        if exc.status.code != 409:
+            raise
+    found = as_dict(await client.get(Secret, meta["name"], namespace=meta["namespace"]))
+    if not secrets.is_copy(found):
+        raise NotOurs(meta["namespace"], meta["name"])
+    if known is None:
+        return await _write_copy(client, manifest, found)
+    return _record(as_dict(await client.replace(secret)), "Secret")  # made again meanwhile
+
+
+def _record(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    """What a pass keeps of an object it manages: its kind and metadata are enough to compare
+    stamps, and a copy's secret data need not stay in memory."""
+    obj["kind"] = kind
+    obj.pop("data", None)
+    return obj
 
 
 async def post_event(
@@ -278,9 +374,26 @@ async def post_event(
 ) -> None:
     """A Kubernetes event on the Project for each condition that becomes True (or stops being
     True): what `/v3/projects/{id}/events` shows of the project's own life."""
+    ok = condition["status"] == "True"
+    await _post(
+        state,
+        cluster,
+        project,
+        condition["type"] if ok else f"{condition['type']}Lost",
+        condition.get("message") or condition.get("reason", ""),
+        "Normal" if ok else "Warning",
+    )
+
+
+async def post_warning(state: State, cluster: str, project: Obj, reason: str, message: str) -> None:
+    await _post(state, cluster, project, reason, message, "Warning")
+
+
+async def _post(
+    state: State, cluster: str, project: Obj, reason: str, message: str, kind: str
+) -> None:
     now = state.clock()
     name = project["metadata"]["name"]
-    ok = condition["status"] == "True"
     event = Event(
         metadata=ObjectMeta(generateName=f"{name}.", namespace=cluster),
         involvedObject=ObjectReference(
@@ -290,9 +403,9 @@ async def post_event(
             namespace=cluster,
             uid=project["metadata"].get("uid", ""),
         ),
-        reason=condition["type"] if ok else f"{condition['type']}Lost",
-        message=condition.get("message") or condition.get("reason", ""),
-        type="Normal" if ok else "Warning",
+        reason=reason,
+        message=message,
+        type=kind,
         source=EventSource(component="corral-operator"),
         firstTimestamp=now,
         lastTimestamp=now,

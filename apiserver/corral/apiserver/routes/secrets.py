@@ -1,0 +1,183 @@
+"""`/v3/projects/{project_id}/secrets`: a project's secrets, which every namespace of the
+project gets a copy of (issue 12).
+
+A project secret is a Secret in `svc-system` of the management cluster, under a name derived
+from its cluster, project and name, labelled with its cluster and project, its name in an
+annotation (`corral.core.projects.secrets`); its id is `<project>:<name>`
+(`p-xxxxx:db-password`), as Rancher names secrets in a project's namespace. The operator
+copies it into the project's namespaces (`operator.downstream.projects`), except in the cluster
+`local`, whose namespaces are the management cluster's own: there corral holds no Secret rights
+outside `svc-system`, so a project of `local` has none. Reads go to the management cluster's
+API on each request: no API server keeps secret data in memory between requests. What a
+response shows is in `services.secrets`: never the data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from lightkube import ApiError as KubeApiError
+from lightkube.resources.core_v1 import Secret
+
+from corral.apiserver.http import envelope, errors
+from corral.apiserver.http.body import read_json
+from corral.apiserver.http.schemas import Schema
+from corral.apiserver.http.urls import base_url
+from corral.apiserver.keys import KUBE
+from corral.apiserver.services import secrets as shared
+from corral.apiserver.services.visibility import visible_project
+from corral.core.api import names
+from corral.core.api.ids import ScopedId
+from corral.core.kube.client import as_dict
+from corral.core.kube.informer import Obj
+from corral.core.projects import secrets
+
+SCHEMA = Schema(
+    id="secret",
+    plural="secrets",
+    fields=shared.schema_fields(namespaced=False),
+    resource_methods=("GET", "PUT", "DELETE"),
+    collection_methods=("GET", "POST"),
+    parent="project",
+)
+SECRETS = "/v3/{projects:(?i:projects)}/{project}/{type:(?i:secrets)}"
+
+routes = web.RouteTableDef()
+
+
+def _where(project: Obj) -> tuple[str, str, str]:
+    """(project id, cluster, project name)."""
+    cluster, name = project["metadata"]["namespace"], project["metadata"]["name"]
+    return f"{cluster}:{name}", cluster, name
+
+
+def _collection_url(request: web.Request, pid: str) -> str:
+    return f"{base_url(request)}/v3/projects/{pid}/secrets"
+
+
+def _fields(pid: str, obj: Obj) -> dict[str, Any]:
+    return shared.fields(obj, pid, _id(obj), secrets.name_of(obj), None)
+
+
+def _render(request: web.Request, pid: str, obj: Obj) -> dict[str, Any]:
+    return shared.render(
+        base_url(request), SCHEMA, _fields(pid, obj), _collection_url(request, pid)
+    )
+
+
+def _id(obj: Obj) -> str:
+    meta = obj["metadata"]
+    return str(ScopedId(meta["labels"][names.LABEL_PROJECT_SECRET], secrets.name_of(obj)))
+
+
+def _own(project: Obj, obj: Obj) -> bool:
+    meta = project["metadata"]
+    return secrets.source_project(obj) == (meta["namespace"], meta["name"])
+
+
+async def _find(request: web.Request, project: Obj) -> Obj:
+    pid, cluster, name = _where(project)
+    secret_id = request.match_info["id"]
+    wanted = ScopedId.parse_or_none(secret_id)
+    missing = errors.not_found(f"secret {secret_id} not found in project {pid}")
+    if wanted is None or wanted.namespace != name:
+        raise missing
+    stored = secrets.stored_name(cluster, name, wanted.name)
+    try:
+        obj = as_dict(await request.app[KUBE].get(Secret, stored, namespace=names.SYSTEM_NAMESPACE))
+    except KubeApiError as exc:
+        if exc.status.code == 404:
+            raise missing from None
+        raise
+    if not _own(project, obj) or secrets.name_of(obj) != wanted.name:
+        raise missing
+    return obj
+
+
+@routes.get(SECRETS)
+async def list_secrets(request: web.Request) -> web.Response:
+    project = visible_project(request, request.match_info["project"])
+    pid, cluster, name = _where(project)
+    listing = request.app[KUBE].list(
+        Secret,
+        namespace=names.SYSTEM_NAMESPACE,
+        labels={**secrets.project_secret_labels(cluster, name)},
+    )
+    objs = [obj for obj in [as_dict(o) async for o in listing] if _own(project, obj)]
+    can_create = shared.may_write(request, pid)
+    body = envelope.collection(
+        base_url(request),
+        SCHEMA,
+        objs,
+        _id,
+        lambda o: _fields(pid, o),
+        lambda o: _render(request, pid, o),
+        request.query,
+        request.path,
+        can_create=can_create,
+    )
+    body["createTypes"] = {SCHEMA.id: _collection_url(request, pid)} if can_create else {}
+    return web.json_response(body)
+
+
+@routes.get(SECRETS + "/{id}")
+async def get_secret(request: web.Request) -> web.Response:
+    project = visible_project(request, request.match_info["project"])
+    obj = await _find(request, project)
+    return web.json_response(_render(request, _where(project)[0], obj))
+
+
+@routes.post(SECRETS)
+async def create_secret(request: web.Request) -> web.Response:
+    project = shared.writable_project(request, request.match_info["project"])
+    pid, cluster, name = _where(project)
+    body = await read_json(request)
+    shared.check_type(body, SCHEMA)
+    secret_name, spec = shared.created_spec(body)
+    if project["metadata"].get("deletionTimestamp"):
+        raise errors.invalid("projectId", f"project {pid} is being deleted", "InvalidState")
+    if cluster == names.LOCAL_CLUSTER:
+        raise errors.invalid(
+            "projectId",
+            f"the projects of {cluster} (the management cluster) have no project secrets: "
+            "corral copies no Secret into its namespaces",
+            "InvalidState",
+        )
+    manifest = secrets.project_secret(
+        cluster, name, secret_name, spec, shared.creator_annotation(request)
+    )
+    try:
+        created = as_dict(await request.app[KUBE].create(shared.as_secret(manifest)))
+    except KubeApiError as exc:
+        if exc.status.code == 409:
+            raise errors.conflict(f"a secret {secret_name} already exists in the project") from None
+        raise
+    return web.json_response(_render(request, pid, created), status=201)
+
+
+@routes.put(SECRETS + "/{id}")
+async def update_secret(request: web.Request) -> web.Response:
+    """Replaces what the body gives, keeps the rest; written on condition that the Secret is
+    still the version read (409 `Conflict` otherwise, and nothing changes)."""
+    project = shared.writable_project(request, request.match_info["project"])
+    current = await _find(request, project)
+    body = await read_json(request)
+    shared.check_type(body, SCHEMA)
+    spec = shared.updated_spec(body, current, secrets.name_of(current), None)
+    replaced = await request.app[KUBE].replace(shared.as_secret(shared.replacement(current, spec)))
+    return web.json_response(_render(request, _where(project)[0], as_dict(replaced)))
+
+
+@routes.delete(SECRETS + "/{id}")
+async def delete_secret(request: web.Request) -> web.Response:
+    """The operator removes every copy once the Secret is gone."""
+    project = shared.writable_project(request, request.match_info["project"])
+    obj = await _find(request, project)
+    meta = obj["metadata"]
+    try:
+        await request.app[KUBE].delete(Secret, meta["name"], namespace=meta["namespace"])
+    except KubeApiError as exc:
+        if exc.status.code != 404:
+            raise
+    return web.Response(status=204)
