@@ -230,7 +230,8 @@ async def pod_logs(request: web.Request) -> web.StreamResponse:
     try:
         upstream = await connection.session().get(url, params=params)
     except (aiohttp.ClientError, OSError) as exc:
-        raise ApiError(503, "ClusterUnavailable", f"cannot reach cluster {where.cluster}: {exc}"
+        raise ApiError(
+            503, "ClusterUnavailable", f"cannot reach cluster {where.cluster}: {exc}"
         ) from None
     async with upstream:
         if upstream.status != 200:

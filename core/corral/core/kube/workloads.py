@@ -10,6 +10,5 @@ from lightkube.generic_resource import create_namespaced_resource
 from corral.core.workloads.kinds import KINDS
 
 RESOURCES: dict[str, Any] = {
-    k.type: create_namespaced_resource(k.group, k.version, k.kind, k.plural)
-    for k in KINDS.values()
+    k.type: create_namespaced_resource(k.group, k.version, k.kind, k.plural) for k in KINDS.values()
 }
