@@ -27,6 +27,10 @@ NODE = Kind("Node", "nodes")
 PROJECT = Kind("Project", "projects")
 PROJECT_ROLE_TEMPLATE_BINDING = Kind("ProjectRoleTemplateBinding", "projectroletemplatebindings")
 CLUSTER_ROLE_TEMPLATE_BINDING = Kind("ClusterRoleTemplateBinding", "clusterroletemplatebindings")
+NODE_DRIVER = Kind("NodeDriver", "nodedrivers")
+
+# The builtin driver whose machines are simulated (kwok) nodes.
+KWOK_DRIVER = "kwok"
 
 # The management cluster itself, registered at start-up.
 LOCAL_CLUSTER = "local"
