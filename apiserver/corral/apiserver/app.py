@@ -41,6 +41,7 @@ from corral.apiserver.routes import (
     health,
     login,
     namespaces,
+    nodedrivers,
     nodes,
     pods,
     projectroletemplatebindings,
@@ -64,14 +65,14 @@ log = logging.getLogger(__name__)
 ROUTE_MODULES = [
     health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
     proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
-    workloads, pods,
+    workloads, pods, nodedrivers,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
     globalrolebindings.SCHEMA, settings.SCHEMA, clusters.SCHEMA, nodes.SCHEMA, nodes.DRAIN,
     projects.SCHEMA, projects.EVENT, namespaces.SCHEMA, projectroletemplatebindings.SCHEMA,
     clusterroletemplatebindings.SCHEMA, workloads.SCHEMA, workloads.ROLLBACK, workloads.REVISION,
-    pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT,
+    pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, nodedrivers.SCHEMA,
 ]  # fmt: skip
 
 
