@@ -14,7 +14,8 @@ import pytest
 from aiohttp import web
 
 from corral.core.api import condition_types as ct
-from corral.core.drivers import schema, source
+from corral.core.api import names
+from corral.core.drivers import machines, schema, source
 from corral.core.drivers import status as ds
 from corral.core.drivers.status import Observed, Outcome
 from corral.core.errors import Invalid, Unavailable
@@ -360,3 +361,14 @@ async def test_failures_become_core_errors_with_the_drivers_reason(
 async def test_a_missing_executable_is_unavailable(tmp_path: Path) -> None:
     with pytest.raises(Unavailable):
         await ExecutableDriver("gone", tmp_path / "nothing").schema()
+
+
+# -- the record of a creation ----------------------------------------------------------------
+
+
+def test_a_creation_is_recorded_before_it_starts_and_settled_after_a_crash() -> None:
+    pending = {names.ANNOTATION_CREATE_PENDING: "2026-11-24T02:00:00Z"}
+    succeeded = {**pending, names.ANNOTATION_CREATE_SUCCEEDED: "2026-11-24T02:00:05Z"}
+    assert machines.next_call({}) is machines.Call.CREATE
+    assert machines.next_call(pending) is machines.Call.SETTLE
+    assert machines.next_call(succeeded) is machines.Call.OBSERVE
