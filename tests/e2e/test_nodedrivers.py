@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
 
 from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
@@ -200,6 +202,7 @@ def test_bad_fields_are_refused_naming_them_and_nothing_is_stored(api: Api) -> N
         ({"checksum": "ab" * 20 + "a"}, "checksum"),
         ({"url": "ftp://example.com/d"}, "url"),
         ({"url": ""}, "url"),
+        ({"url": "https://user:secret@example.com/d"}, "url"),
         ({"name": "Not-A-Name"}, "name"),
         ({"active": "yes"}, "active"),
     ]:
@@ -239,3 +242,22 @@ def test_everyone_reads_drivers_only_admins_change_them(
         assert refused.status == 403, refused.body
     body = api.get(f"/v3/nodedrivers/{name}").body
     assert (body["description"], body["active"]) == ("before", False)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [{"url": "ftp://example.com/d"}, {"displayName": "x" * 58}, {"checksum": "abc"},
+     {"url": "local://", "builtin": False}, {"url": "https://example.com/d", "builtin": True}],
+)  # fmt: skip
+def test_kubectl_writes_are_held_to_the_same_rules(
+    crs: k8s.CustomObjectsApi, spec: dict[str, Any]
+) -> None:
+    body = {
+        "apiVersion": "management.svc.io/v3",
+        "kind": "NodeDriver",
+        "metadata": {"name": unique()},
+        "spec": {"url": "https://example.com/d", "active": False, **spec},
+    }
+    with pytest.raises(ApiException) as caught:
+        crs.create_cluster_custom_object("management.svc.io", "v3", "nodedrivers", body)
+    assert caught.value.status == 422, caught.value.body

@@ -69,7 +69,7 @@ def test_https_http_and_file_urls_are_allowed(url: str) -> None:
     "url",
     ["ftp://example.com/d", "local://", "example.com/driver", "https:///nohost",
      "file://otherhost/opt/driver", "https://example.com/a b", "javascript:alert(1)",
-     "https://e.com/" + "a" * 2048, ""],
+     "https://e.com/" + "a" * 2048, "", "https://user:secret@example.com/d"],
 )  # fmt: skip
 def test_every_other_url_is_invalid_naming_the_field(url: str) -> None:
     with pytest.raises(Invalid) as caught:
@@ -243,6 +243,9 @@ async def test_download_failures_say_why_and_leave_nothing_behind(tmp_path: Path
         await fetch(big.as_uri(), "", cache, Limits(max_bytes=1024))
     assert caught.value.reason == ct.REASON_TOO_LARGE
     assert list((tmp_path / "cache").iterdir()) == []
+    with pytest.raises(DownloadFailed) as caught:
+        await fetch(big.as_uri(), "", Cache(big / "drivers"))  # under a file: cannot be made
+    assert caught.value.reason == ct.REASON_CACHE_FAILED
 
 
 @pytest.fixture

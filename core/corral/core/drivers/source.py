@@ -66,4 +66,7 @@ def check_url(url: str) -> str:
         raise Invalid("a file url names a local path: file:///path/to/driver", field="url")
     if parts.scheme != "file" and not parts.hostname:
         raise Invalid("url has no host", field="url")
+    # Everyone may read drivers, urls included: a password in one would be shown to all.
+    if "@" in parts.netloc:
+        raise Invalid("url must carry no user or password", field="url")
     return url

@@ -48,8 +48,8 @@ class Limits:
 class _Sink:
     """Where the bytes go: the staged file, the sha256 and the checksum's own algorithm."""
 
-    def __init__(self, out: BinaryIO, checksum: str, shown: str, max_bytes: int) -> None:
-        self.out, self.shown, self.max_bytes = out, shown, max_bytes
+    def __init__(self, out: BinaryIO, checksum: str, url: str, max_bytes: int) -> None:
+        self.out, self.url, self.max_bytes = out, url, max_bytes
         self.size = 0
         self.sha256 = hashlib.sha256()
         self.check = source.hasher(checksum)
@@ -65,22 +65,26 @@ class _Sink:
 
     def too_large(self) -> DownloadFailed:
         return DownloadFailed(
-            ct.REASON_TOO_LARGE, f"{self.shown} is larger than {self.max_bytes} bytes"
+            ct.REASON_TOO_LARGE, f"{self.url} is larger than {self.max_bytes} bytes"
         )
 
 
 async def fetch(url: str, checksum: str, cache: Cache, limits: Limits = Limits()) -> Fetched:
     """Download `url` into the cache and check it; the cached file, or DownloadFailed."""
-    shown = _shown(url)
     try:
         source.check_url(url)
         source.algorithm(checksum)
     except Invalid as exc:
         raise DownloadFailed(ct.REASON_INVALID_URL, exc.message) from None
-    fd, staged = cache.staging()
+    try:
+        fd, staged = cache.staging()
+    except OSError as exc:
+        raise DownloadFailed(
+            ct.REASON_CACHE_FAILED, f"cannot write the driver cache {cache.directory}: {exc}"
+        ) from None
     try:
         with os.fdopen(fd, "wb") as out:
-            sink = _Sink(out, checksum, shown, limits.max_bytes)
+            sink = _Sink(out, checksum, url, limits.max_bytes)
             try:
                 async with asyncio.timeout(limits.timeout):
                     if urlsplit(url).scheme == "file":
@@ -89,12 +93,12 @@ async def fetch(url: str, checksum: str, cache: Cache, limits: Limits = Limits()
                         await _get(url, sink, limits)
             except TimeoutError:
                 raise DownloadFailed(
-                    ct.REASON_UNREACHABLE, f"{shown}: no complete answer in {limits.timeout:g}s"
+                    ct.REASON_UNREACHABLE, f"{url}: no complete answer in {limits.timeout:g}s"
                 ) from None
         if sink.check is not None and not source.matches(checksum, sink.check.hexdigest()):
             raise DownloadFailed(
                 ct.REASON_CHECKSUM_MISMATCH,
-                f"{shown}: {sink.check.name} is {sink.check.hexdigest()}, "
+                f"{url}: {sink.check.name} is {sink.check.hexdigest()}, "
                 f"the checksum says {checksum.strip().lower()}",
             )
         digest = sink.sha256.hexdigest()
@@ -115,14 +119,14 @@ async def _get(url: str, sink: _Sink, limits: Limits) -> None:
                         following = target.join(URL(location))
                         if following.scheme != target.scheme:
                             raise DownloadFailed(ct.REASON_HTTP_ERROR, (
-                                f"{_shown(url)} redirects to {following.scheme or 'no'} scheme; "
+                                f"{url} redirects to {following.scheme or 'no'} scheme; "
                                 f"only {target.scheme} redirects are followed"
                             ))  # fmt: skip
                         target = following
                         continue
                     if response.status >= 400:
                         raise DownloadFailed(ct.REASON_HTTP_ERROR,
-                                             f"GET {_shown(str(target))}: {response.status} "
+                                             f"GET {target}: {response.status} "
                                              f"{response.reason or ''}".strip())  # fmt: skip
                     if (response.content_length or 0) > sink.max_bytes:
                         raise sink.too_large()  # said up front: not worth reading
@@ -131,11 +135,9 @@ async def _get(url: str, sink: _Sink, limits: Limits) -> None:
                     return
             except aiohttp.ClientError as exc:
                 raise DownloadFailed(
-                    ct.REASON_UNREACHABLE, f"GET {_shown(str(target))}: {exc or type(exc).__name__}"
+                    ct.REASON_UNREACHABLE, f"GET {target}: {exc or type(exc).__name__}"
                 ) from None
-        raise DownloadFailed(
-            ct.REASON_HTTP_ERROR, f"{_shown(url)}: more than {MAX_REDIRECTS} redirects"
-        )
+        raise DownloadFailed(ct.REASON_HTTP_ERROR, f"{url}: more than {MAX_REDIRECTS} redirects")
 
 
 def _read_file(url: str, sink: _Sink) -> None:
@@ -146,11 +148,3 @@ def _read_file(url: str, sink: _Sink) -> None:
                 sink.write(chunk)
     except OSError as exc:
         raise DownloadFailed(ct.REASON_UNREACHABLE, f"{url}: {exc.strerror or exc}") from None
-
-
-def _shown(url: str) -> str:
-    """The url as messages show it: without a user or password it may carry."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
