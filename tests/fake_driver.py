@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 SCRIPT = """#!{python}
 import json, os, sys, time
 from pathlib import Path
+from typing import Any
 
 STATE = Path({state!r})
 ASKED = {variant!r}  # makes otherwise equal drivers differ (and their checksums)
@@ -71,7 +73,7 @@ def write(path: Path, state: Path, variant: str = "") -> Path:
     return path
 
 
-def runs(state: Path) -> list[dict[str, object]]:
+def runs(state: Path) -> list[dict[str, Any]]:
     """Every run of the driver so far, oldest first."""
     record = state / "runs.jsonl"
     if not record.exists():

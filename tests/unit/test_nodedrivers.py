@@ -5,16 +5,19 @@ driver adapter run against a real (test) driver executable."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import hashlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import web
 
 from corral.core.api import condition_types as ct
 from corral.core.api import names
+from corral.core.conditions import Condition
 from corral.core.drivers import machines, schema, source
 from corral.core.drivers import status as ds
 from corral.core.drivers.status import Observed, Outcome
@@ -24,6 +27,7 @@ from corral.operator.drivers.contract import JoinConfig, MachineRequest, Phase
 from corral.operator.drivers.download import DownloadFailed, Limits, fetch
 from corral.operator.drivers.executable import ExecutableDriver
 from corral.operator.drivers.executable import Limits as RunLimits
+from corral.operator.management.nodedrivers import DriverKeeper
 
 from .. import fake_driver
 
@@ -80,8 +84,8 @@ def test_every_other_url_is_invalid_naming_the_field(url: str) -> None:
 # -- conditions ------------------------------------------------------------------------------
 
 
-def kinds(conds: list[object]) -> dict[str, tuple[str, str]]:
-    return {c.type: (c.status, c.reason) for c in conds}  # type: ignore[attr-defined]
+def kinds(conds: list[Condition]) -> dict[str, tuple[str, str]]:
+    return {c.type: (c.status, c.reason) for c in conds}
 
 
 def test_a_downloaded_and_installed_active_driver_is_ready() -> None:
@@ -129,7 +133,7 @@ def test_a_builtin_driver_needs_no_download_only_to_be_active() -> None:
     assert kinds(ds.compute(Observed(True, False)))[ct.READY] == ("False", ct.REASON_INACTIVE)
 
 
-def driver(active: bool, ready: str, observed: int, generation: int = 2) -> dict[str, object]:
+def driver(active: bool, ready: str, observed: int, generation: int = 2) -> dict[str, Any]:
     return {
         "metadata": {"name": "d", "generation": generation},
         "spec": {"active": active},
@@ -341,8 +345,8 @@ async def test_secrets_go_on_stdin_only_and_the_environment_is_empty(tmp_path: P
     (run,) = fake_driver.runs(tmp_path / "state")
     shown = json.dumps({"argv": run["argv"], "env": run["env"]})
     assert "s3cr3t" not in shown
-    assert run["argv"][1:] == ["create"]  # type: ignore[index]
-    assert set(run["env"]) <= {"PATH", "LANG", "HOME", "TMPDIR", "LC_CTYPE", "PWD"}  # type: ignore[arg-type]
+    assert run["argv"][1:] == ["create"]
+    assert set(run["env"]) <= {"PATH", "LANG", "HOME", "TMPDIR", "LC_CTYPE", "PWD"}
     assert not await asyncio.to_thread(Path(str(run["cwd"])).exists)  # its workdir is gone
 
 
@@ -375,3 +379,25 @@ def test_a_creation_is_recorded_before_it_starts_and_settled_after_a_crash() -> 
     assert machines.next_call({}) is machines.Call.CREATE
     assert machines.next_call(pending) is machines.Call.SETTLE
     assert machines.next_call(succeeded) is machines.Call.OBSERVE
+
+
+async def test_a_driver_is_handed_out_only_when_usable_and_its_file_still_verifies(
+    tmp_path: Path,
+) -> None:
+    cache = Cache(tmp_path / "cache")
+    fetched = await fetch(write_driver(tmp_path).as_uri(), "", cache)
+    clock = lambda: datetime.datetime.now(datetime.UTC)  # noqa: E731 - never called here
+    keeper = DriverKeeper(None, cache, clock)  # type: ignore[arg-type]  # no status is written
+    usable = driver(True, "True", 2)
+    usable["status"]["digest"] = fetched.digest
+    connected = await keeper.executable(usable, {"region": "eu"}, {"apiKey": "k"})
+    assert (connected.path, connected.config) == (fetched.path, {"region": "eu"})
+    assert (await connected.schema())["fields"]["region"]["required"] is True
+    for refused in (driver(False, "True", 2), driver(True, "True", 1),
+                    {**usable, "spec": {"active": True, "builtin": True}}):  # fmt: skip
+        with pytest.raises(Invalid):
+            await keeper.executable(refused, {}, {})
+    fetched.path.chmod(0o700)
+    fetched.path.write_bytes(b"changed on disk")
+    with pytest.raises(Unavailable):
+        await keeper.executable(usable, {}, {})

@@ -97,9 +97,8 @@ class DriverKeeper:
             except (Invalid, Unavailable) as exc:
                 failed = Outcome(False, ct.REASON_SCHEMA_FAILED, exc.message)
                 return Observed(False, True, download, failed), _fields(url, checksum, digest)
-        return Observed(False, True, download, _read(schema)), _fields(
-            url, checksum, digest, schema
-        )
+        fields = _fields(url, checksum, digest, schema)
+        return Observed(False, True, download, _read(schema)), fields
 
     async def executable(
         self,
@@ -111,9 +110,12 @@ class DriverKeeper:
         Invalid while it is not usable, Unavailable when its cached file is gone or changed
         (the next pass downloads it again)."""
         name = driver["metadata"]["name"]
-        if not driver_status.usable(driver) or (driver.get("spec") or {}).get("builtin"):
+        if (driver.get("spec") or {}).get("builtin"):
+            raise Invalid(f"node driver {name} is builtin: it runs in the operator", field="driver")
+        if not driver_status.usable(driver):
             raise Invalid(f"node driver {name} is not active and ready", field="driver")
-        path = await self.cache.verified(str((driver.get("status") or {}).get("digest") or ""))
+        digest = str((driver.get("status") or {}).get("digest") or "")
+        path = await self.cache.verified(digest) if digest else None
         if path is None:
             raise Unavailable(f"node driver {name}: its executable is no longer in the cache")
         return ExecutableDriver(name, path, config, credential)
