@@ -125,7 +125,7 @@ def test_the_builtin_kwok_driver_is_active_with_its_schema(api: Api) -> None:
 @pytest.mark.parametrize("algorithm", ["md5", "sha1", "sha256", "sha512"])
 def test_a_served_driver_with_the_right_checksum_becomes_ready_and_answers_schema(
     api: Api, server: DriverServer, drivers: Callable[..., dict[str, Any]],
-    stack: Environment, algorithm: str,
+    stack: Environment, crs: k8s.CustomObjectsApi, algorithm: str,
 ) -> None:  # fmt: skip
     name = unique()
     url, body, state = server.publish(f"corral-driver-{name}", algorithm)
@@ -143,6 +143,14 @@ def test_a_served_driver_with_the_right_checksum_becomes_ready_and_answers_schem
     assert (stack.root / "operator" / "drivers" / digest).read_bytes() == body
     assert shown["status"]["schema"]["fields"]["region"]["required"] is True
     assert [run["command"] for run in fake_driver.runs(state)] == ["schema"]
+    # One writer of the status: the driver reconciler's own field manager.
+    stored = crs.get_cluster_custom_object("management.svc.io", "v3", "nodedrivers", created["id"])
+    writers = {
+        (entry["manager"], entry["operation"])
+        for entry in stored["metadata"]["managedFields"]
+        if entry.get("subresource") == "status"
+    }
+    assert writers == {("corral-nodedrivers", "Apply")}
 
 
 @pytest.mark.parametrize(
