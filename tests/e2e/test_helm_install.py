@@ -305,7 +305,7 @@ def test_helm_test_checks_the_api_answers(install: Install) -> None:
 
 
 def test_every_kind_of_change_through_the_pods(install: Install) -> None:
-    """Users, bindings, tokens, settings, projects and clusters changed and deleted through
+    """Users, bindings, tokens, settings, drivers, projects and clusters changed and deleted through
     the API: each step needs some permission of the chart, which the next test holds to."""
     admin = install.admin
     assert admin is not None, "runs after the login test"
@@ -357,6 +357,15 @@ def test_every_kind_of_change_through_the_pods(install: Install) -> None:
         ok(admin.put("/v3/settings/api-rate-limit-per-minute", {"value": value}))
     token = ok(admin.post("/v3/token", {"description": "helm e2e"}))
     ok(admin.delete(f"/v3/tokens/{token['id']}"))
+    # Inactive: the operator's pod fetches nothing from the example address.
+    driver = ok(
+        admin.post(
+            "/v3/nodedrivers",
+            {"name": "helme2e", "active": False, "url": "https://example.com/corral-driver"},
+        )
+    )
+    ok(admin.post(f"/v3/nodedrivers/{driver['id']}?action=deactivate"))
+    ok(admin.delete(f"/v3/nodedrivers/{driver['id']}"))
     ok(admin.put(f"/v3/clusters/{cluster_id}", {"description": "changed through the pods"}))
     node = admin.get(f"/v3/clusters/{cluster_id}/nodes").body["data"][0]
     ok(

@@ -192,6 +192,16 @@ def test_operator_replicas_each_pick_a_priority_only_when_there_are_several() ->
 
 
 @needs_helm
+def test_the_operator_keeps_downloaded_drivers_in_a_bounded_writable_volume() -> None:
+    operator = named(render("operator.driverCacheSize=2Gi"), "Deployment", "corral-operator")
+    pod = operator["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert {"name": "data", "emptyDir": {"sizeLimit": "2Gi"}} in pod["volumes"]
+    assert {"name": "data", "mountPath": "/var/lib/corral"} in container["volumeMounts"]
+    assert env_of(operator)["CORRAL_OPERATOR_DATA_DIR"] == "/var/lib/corral"
+
+
+@needs_helm
 def test_the_external_url_follows_the_ingress_or_the_value() -> None:
     def url(*sets: str) -> str:
         value: str = env_of(named(render(*sets), "Deployment", "corral-api"))["CORRAL_EXTERNAL_URL"]

@@ -38,3 +38,10 @@ def test_from_env_reads_the_priority_and_keeps_the_defaults(
     assert OperatorConfig.from_env().priority >= 1
     monkeypatch.setenv("CORRAL_OPERATOR_PRIORITY", "7")
     assert OperatorConfig.from_env().priority == 7
+
+
+def test_the_driver_cache_is_under_the_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CORRAL_OPERATOR_DATA_DIR", raising=False)
+    assert str(OperatorConfig.from_env().driver_cache) == "/var/lib/corral/drivers"
+    monkeypatch.setenv("CORRAL_OPERATOR_DATA_DIR", "/data/op")
+    assert str(OperatorConfig.from_env().driver_cache) == "/data/op/drivers"

@@ -42,6 +42,7 @@ from corral.apiserver.routes import (
     login,
     namespacedsecrets,
     namespaces,
+    nodedrivers,
     nodes,
     pods,
     projectroletemplatebindings,
@@ -66,7 +67,7 @@ log = logging.getLogger(__name__)
 ROUTE_MODULES = [
     health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
     proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
-    workloads, pods, secrets, namespacedsecrets,
+    workloads, pods, secrets, namespacedsecrets, nodedrivers,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
@@ -74,6 +75,7 @@ SCHEMA_LIST = [
     projects.SCHEMA, projects.EVENT, namespaces.SCHEMA, projectroletemplatebindings.SCHEMA,
     clusterroletemplatebindings.SCHEMA, workloads.SCHEMA, workloads.ROLLBACK, workloads.REVISION,
     pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, secrets.SCHEMA, namespacedsecrets.SCHEMA,
+    nodedrivers.SCHEMA,
 ]  # fmt: skip
 
 

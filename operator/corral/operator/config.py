@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 from dataclasses import dataclass
+from pathlib import Path
 
 # kopf peering keeps the replica of highest priority active and pauses the others; replicas of
 # equal priority all pause, so two replicas started from one pod template with a fixed priority
@@ -12,6 +13,9 @@ from dataclasses import dataclass
 # replica wins does not matter, only that one does (a clash is a 1 in 2**31 chance).
 AUTO_PRIORITY = "auto"
 PRIORITY_RANGE = 2**31
+# Where the operator keeps files of its own (the driver cache): the chart mounts an emptyDir
+# here, the root filesystem being read-only. Losing it costs a download, nothing more.
+DEFAULT_DATA_DIR = "/var/lib/corral"
 
 
 @dataclass(frozen=True)
@@ -19,6 +23,11 @@ class OperatorConfig:
     liveness_endpoint: str
     peering_name: str
     priority: int
+    data_dir: Path
+
+    @property
+    def driver_cache(self) -> Path:
+        return self.data_dir / "drivers"
 
     @classmethod
     def from_env(cls) -> OperatorConfig:
@@ -28,6 +37,7 @@ class OperatorConfig:
             ),
             peering_name=os.environ.get("CORRAL_OPERATOR_PEERING", "corral"),
             priority=parse_priority(os.environ.get("CORRAL_OPERATOR_PRIORITY", "0")),
+            data_dir=Path(os.environ.get("CORRAL_OPERATOR_DATA_DIR") or DEFAULT_DATA_DIR),
         )
 
 

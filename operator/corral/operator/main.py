@@ -11,7 +11,13 @@ from corral.core.logs import quiet_http_clients
 # Importing a handler module registers its handlers with kopf.
 from corral.operator import probes, startup  # noqa: F401
 from corral.operator.config import OperatorConfig
-from corral.operator.management import clusters, projects, tokens, users  # noqa: F401
+from corral.operator.management import (  # noqa: F401
+    clusters,
+    nodedrivers,
+    projects,
+    tokens,
+    users,
+)
 
 
 def main() -> int:
@@ -23,5 +29,6 @@ def main() -> int:
         liveness_endpoint=config.liveness_endpoint,
         peering_name=config.peering_name,
         priority=config.priority,
+        memo=kopf.Memo(config=config),
     )
     return 0

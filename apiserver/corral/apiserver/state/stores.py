@@ -54,6 +54,7 @@ class Stores:
     projects: Informer
     project_bindings: Informer
     cluster_bindings: Informer
+    nodedrivers: Informer
 
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
@@ -77,6 +78,7 @@ class Stores:
                 {"user": _binding_user, "cluster": _namespace},
                 namespace="*",
             ),
+            nodedrivers=Informer(client, kinds.NodeDriver),
         )
 
     def all(self) -> list[Informer]:
@@ -90,6 +92,7 @@ class Stores:
             self.projects,
             self.project_bindings,
             self.cluster_bindings,
+            self.nodedrivers,
         ]
 
     @contextlib.asynccontextmanager

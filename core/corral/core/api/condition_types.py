@@ -22,6 +22,11 @@ BACKING_NAMESPACE_CREATED = "BackingNamespaceCreated"
 CREATOR_MADE_OWNER = "CreatorMadeOwner"
 INITIAL_ROLES_POPULATED = "InitialRolesPopulated"
 DEFAULT_NETWORK_POLICY_CREATED = "DefaultNetworkPolicyCreated"
+DOWNLOADED = "Downloaded"
+INSTALLED = "Installed"
+
+# A NodeDriver's, all written by its reconciler; `Ready` says whether machines may use it.
+NODE_DRIVER_TYPES = (DOWNLOADED, INSTALLED, READY)
 
 # All four True: the project is `active`.
 PROJECT_TYPES = (
@@ -82,3 +87,18 @@ REASON_WAITING_FOR_OWNER = "WaitingForOwner"
 REASON_POPULATED = "Populated"
 REASON_NETWORK_POLICY_DISABLED = "NetworkPolicyDisabled"
 REASON_SYSTEM_PROJECT = "SystemProject"
+
+# -- reasons: NodeDriver ----------------------------------------------------------------------
+
+REASON_BUILTIN = "Builtin"
+REASON_DOWNLOADED = "Downloaded"
+REASON_CACHED = "Cached"
+REASON_INVALID_URL = "InvalidURL"
+REASON_HTTP_ERROR = "HTTPError"
+REASON_TOO_LARGE = "TooLarge"
+REASON_CHECKSUM_MISMATCH = "ChecksumMismatch"
+REASON_CACHE_FAILED = "CacheFailed"
+REASON_INACTIVE = "Inactive"
+REASON_NOT_DOWNLOADED = "NotDownloaded"
+REASON_SCHEMA_READ = "SchemaRead"
+REASON_SCHEMA_FAILED = "SchemaFailed"

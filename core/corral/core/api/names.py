@@ -27,6 +27,10 @@ NODE = Kind("Node", "nodes")
 PROJECT = Kind("Project", "projects")
 PROJECT_ROLE_TEMPLATE_BINDING = Kind("ProjectRoleTemplateBinding", "projectroletemplatebindings")
 CLUSTER_ROLE_TEMPLATE_BINDING = Kind("ClusterRoleTemplateBinding", "clusterroletemplatebindings")
+NODE_DRIVER = Kind("NodeDriver", "nodedrivers")
+
+# The builtin driver whose machines are simulated (kwok) nodes.
+KWOK_DRIVER = "kwok"
 
 # The management cluster itself, registered at start-up.
 LOCAL_CLUSTER = "local"
@@ -55,6 +59,11 @@ LABEL_BACKING_PROJECT = "management.svc.io/project"
 # once their downstream node is gone; a record without it (a node pool's machine) is not its own.
 LABEL_NODE_SOURCE = "management.svc.io/node-source"
 NODE_SOURCE_MIRROR = "mirror"
+# The record of a machine's creation on its Node CR (docs/drivers.md, "Creating a machine"):
+# when `create` was about to be asked of the driver, and when it answered. Pending without
+# succeeded means an operator stopped in between: the next pass asks `state` before anything.
+ANNOTATION_CREATE_PENDING = "management.svc.io/create-pending"
+ANNOTATION_CREATE_SUCCEEDED = "management.svc.io/create-succeeded"
 # Every object corral writes into a downstream cluster carries this label.
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "corral"

@@ -10,6 +10,7 @@ from corral.core.api.names import (
     GLOBAL_ROLE_BINDING,
     GROUP,
     NODE,
+    NODE_DRIVER,
     PROJECT,
     PROJECT_ROLE_TEMPLATE_BINDING,
     SETTING,
@@ -33,3 +34,4 @@ ProjectRoleTemplateBinding = create_namespaced_resource(
 ClusterRoleTemplateBinding = create_namespaced_resource(
     GROUP, VERSION, CLUSTER_ROLE_TEMPLATE_BINDING.kind, CLUSTER_ROLE_TEMPLATE_BINDING.plural
 )
+NodeDriver = create_global_resource(GROUP, VERSION, NODE_DRIVER.kind, NODE_DRIVER.plural)

@@ -9,6 +9,17 @@ Every call is idempotent and keyed by the machine's name (the Node CR's name, wh
 chooses): `create` of a machine that exists returns it, `delete` of one that is gone returns.
 A call that cannot reach the driver's backend raises `corral.core.errors.Unavailable`; one the
 backend refuses for the input (a bad template, no quota) raises `corral.core.errors.Invalid`.
+
+A driver is connected to one node template's config and cloud credential (Crossplane's
+`Connect`): `observe` and `delete` reach the backend with them, `create` with the request's.
+`executable.ExecutableDriver` keeps this contract for a downloaded executable
+(docs/drivers.md); the builtin drivers keep it in process.
+
+The caller records a creation before it asks for it, so that an operator stopped at any point
+neither leaks nor duplicates a machine: the Node CR exists first (its name is the machine's
+key), `names.ANNOTATION_CREATE_PENDING` is written on it before `create` is called and
+`names.ANNOTATION_CREATE_SUCCEEDED` once it answered; a record left pending is settled by
+`observe` first (`corral.core.drivers.machines.next_call`).
 """
 
 from __future__ import annotations

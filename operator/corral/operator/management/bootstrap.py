@@ -13,6 +13,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Secret
 
 from corral.core.api import names, settings
+from corral.core.drivers import source
 from corral.core.kube import kinds, password_secrets, usernames
 from corral.core.kube.client import as_dict
 
@@ -30,6 +31,19 @@ async def run(kube: AsyncClient) -> None:
     await ensure_settings(kube)
     await ensure_admin(kube, os.environ.get("CORRAL_BOOTSTRAP_PASSWORD"))
     await ensure_local_cluster(kube)
+    await ensure_builtin_drivers(kube)
+
+
+async def ensure_builtin_drivers(kube: AsyncClient) -> None:
+    """The builtin `kwok` driver, active when first made; an admin may deactivate it, and it
+    stays so."""
+    await create_if_missing(kube, kinds.NodeDriver(
+        metadata=ObjectMeta(name=names.KWOK_DRIVER),
+        spec={"displayName": "kwok", "url": source.BUILTIN_URL, "builtin": True,
+              "active": True, "checksum": "",
+              "description": "Simulated nodes (kwok) that join the cluster with the "
+                             "capacity their template gives"},
+    ))  # fmt: skip
 
 
 async def ensure_local_cluster(kube: AsyncClient) -> None:

@@ -231,6 +231,8 @@ class Environment:
             "CORRAL_CA_FILE": str(self.ca_path),
             # Every replica stands for the same service: links and kubeconfigs name the first.
             "CORRAL_EXTERNAL_URL": self.api_url,
+            # The operator's own files (the node driver cache), gone with the environment.
+            "CORRAL_OPERATOR_DATA_DIR": str(self.root / "operator"),
         }
         self._corral_env = env
         self.corral = [
