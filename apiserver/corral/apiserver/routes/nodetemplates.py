@@ -124,8 +124,8 @@ async def create_template(request: web.Request) -> web.Response:
     if credential:
         spec["cloudCredentialName"] = credential
     metadata = ObjectMeta(name=ids.generate("nt"), **owned.ownership_metadata(request))
-    created = as_dict(await request.app[KUBE].create(kinds.NodeTemplate(metadata=metadata,
-                                                                        spec=spec)))  # fmt: skip
+    template = kinds.NodeTemplate(metadata=metadata, spec=spec)
+    created = as_dict(await request.app[KUBE].create(template))
     request.app[STORES].nodetemplates.put(created)
     return web.json_response(render(request, created), status=201)
 
