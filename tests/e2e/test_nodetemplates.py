@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
 from lightkube import AsyncClient, KubeConfig
 
 from corral.core.api import names
@@ -146,6 +147,12 @@ def test_a_kwok_template_is_checked_against_the_kwok_schema_and_has_full_crud(
     assert changed.body["description"] == "bigger" and changed.body["nodeTaints"] == [taint]
     refused(api.put(url, {"kwokConfig": {"cpu": 4}}), 422, "kwokConfig.cpu")
     refused(api.put(url, {"driver": "other"}), 422, "driver")
+    # kubectl is held to it too, by the CRD.
+    with pytest.raises(ApiException) as immutable:
+        crs.patch_cluster_custom_object(
+            GROUP, VERSION, "nodetemplates", template["id"], {"spec": {"driver": "other"}}
+        )
+    assert immutable.value.status == 422 and "driver is immutable" in str(immutable.value.body)
     assert api.get(url).body["kwokConfig"]["memory"] == "16Gi"
 
     assert api.delete(url).status == 204
