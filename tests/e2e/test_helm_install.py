@@ -366,6 +366,19 @@ def test_every_kind_of_change_through_the_pods(install: Install) -> None:
     )
     ok(admin.post(f"/v3/nodedrivers/{driver['id']}?action=deactivate"))
     ok(admin.delete(f"/v3/nodedrivers/{driver['id']}"))
+    # A template of the builtin kwok driver and a credential, whose Secret is in svc-system.
+    credential = ok(admin.post("/v3/cloudcredentials", {"kwokcredentialConfig": {}}))
+    ok(admin.put(f"/v3/cloudcredentials/{credential['id']}", {"kwokcredentialConfig": {}}))
+    template = ok(
+        admin.post(
+            "/v3/nodetemplates",
+            {"kwokConfig": {"cpu": "2"}, "cloudCredentialName": credential["id"]},
+        )
+    )
+    ok(admin.get("/v3/nodetemplates"))
+    ok(admin.put(f"/v3/nodetemplates/{template['id']}", {"kwokConfig": {"cpu": "3"}}))
+    ok(admin.delete(f"/v3/nodetemplates/{template['id']}"))
+    ok(admin.delete(f"/v3/cloudcredentials/{credential['id']}"))
     ok(admin.put(f"/v3/clusters/{cluster_id}", {"description": "changed through the pods"}))
     node = admin.get(f"/v3/clusters/{cluster_id}/nodes").body["data"][0]
     ok(

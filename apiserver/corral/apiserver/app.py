@@ -35,6 +35,7 @@ from corral.apiserver.keys import (
 )
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.routes import (
+    cloudcredentials,
     clusterroletemplatebindings,
     clusters,
     globalrolebindings,
@@ -44,6 +45,7 @@ from corral.apiserver.routes import (
     namespaces,
     nodedrivers,
     nodes,
+    nodetemplates,
     pods,
     projectroletemplatebindings,
     projects,
@@ -67,7 +69,7 @@ log = logging.getLogger(__name__)
 ROUTE_MODULES = [
     health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
     proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
-    workloads, pods, secrets, namespacedsecrets, nodedrivers,
+    workloads, pods, secrets, namespacedsecrets, nodedrivers, nodetemplates, cloudcredentials,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
@@ -75,7 +77,7 @@ SCHEMA_LIST = [
     projects.SCHEMA, projects.EVENT, namespaces.SCHEMA, projectroletemplatebindings.SCHEMA,
     clusterroletemplatebindings.SCHEMA, workloads.SCHEMA, workloads.ROLLBACK, workloads.REVISION,
     pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, secrets.SCHEMA, namespacedsecrets.SCHEMA,
-    nodedrivers.SCHEMA,
+    nodedrivers.SCHEMA, nodetemplates.SCHEMA, cloudcredentials.SCHEMA,
 ]  # fmt: skip
 
 

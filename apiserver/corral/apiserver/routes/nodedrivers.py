@@ -236,7 +236,12 @@ async def delete_driver(request: web.Request) -> web.Response:
     if (obj.get("spec") or {}).get("builtin"):
         message = f"the builtin driver {name_of(obj)} cannot be deleted; deactivate it"
         raise ApiError(405, "MethodNotAllowed", message)
-    # Node templates will name drivers; refusing to delete one in use (409) comes with them.
+    used = sorted(
+        name_of(t) for t in request.app[STORES].nodetemplates.by_index("driver", name_of(obj))
+    )
+    if used:
+        message = f"node driver {name_of(obj)} is used by node templates {', '.join(used)}"
+        raise ApiError(409, "Conflict", message)
     await delete_if_present(request.app[KUBE], kinds.NodeDriver, name_of(obj))
     request.app[STORES].nodedrivers.forget(name_of(obj))
     return web.Response(status=204)

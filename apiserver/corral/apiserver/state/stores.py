@@ -12,6 +12,7 @@ from lightkube import AsyncClient
 
 from corral.core.api import settings
 from corral.core.api.names import LABEL_TOKEN_USER
+from corral.core.auth import ownership
 from corral.core.kube import kinds
 from corral.core.kube.informer import Informer, Obj
 
@@ -43,6 +44,18 @@ def _binding_project(obj: Obj) -> list[str]:
     return [obj.get("spec", {}).get("projectName", "")]
 
 
+def _owner(obj: Obj) -> list[str]:
+    return [ownership.owner_of(obj)]
+
+
+def _driver(obj: Obj) -> list[str]:
+    return [obj.get("spec", {}).get("driver", "")]
+
+
+def _credential(obj: Obj) -> list[str]:
+    return [obj.get("spec", {}).get("cloudCredentialName", "")]
+
+
 @dataclass
 class Stores:
     tokens: Informer
@@ -55,6 +68,8 @@ class Stores:
     project_bindings: Informer
     cluster_bindings: Informer
     nodedrivers: Informer
+    nodetemplates: Informer
+    cloudcredentials: Informer
 
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
@@ -79,6 +94,13 @@ class Stores:
                 namespace="*",
             ),
             nodedrivers=Informer(client, kinds.NodeDriver),
+            nodetemplates=Informer(
+                client,
+                kinds.NodeTemplate,
+                {"owner": _owner, "driver": _driver, "credential": _credential},
+            ),
+            # No secret value is in a CloudCredential: they are in its Secret, read per request.
+            cloudcredentials=Informer(client, kinds.CloudCredential, {"owner": _owner}),
         )
 
     def all(self) -> list[Informer]:
@@ -93,6 +115,8 @@ class Stores:
             self.project_bindings,
             self.cluster_bindings,
             self.nodedrivers,
+            self.nodetemplates,
+            self.cloudcredentials,
         ]
 
     @contextlib.asynccontextmanager

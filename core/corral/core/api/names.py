@@ -28,6 +28,8 @@ PROJECT = Kind("Project", "projects")
 PROJECT_ROLE_TEMPLATE_BINDING = Kind("ProjectRoleTemplateBinding", "projectroletemplatebindings")
 CLUSTER_ROLE_TEMPLATE_BINDING = Kind("ClusterRoleTemplateBinding", "clusterroletemplatebindings")
 NODE_DRIVER = Kind("NodeDriver", "nodedrivers")
+NODE_TEMPLATE = Kind("NodeTemplate", "nodetemplates")
+CLOUD_CREDENTIAL = Kind("CloudCredential", "cloudcredentials")
 
 # The builtin driver whose machines are simulated (kwok) nodes.
 KWOK_DRIVER = "kwok"
@@ -75,6 +77,8 @@ LABEL_PROJECT_SECRET = "management.svc.io/project-secret"
 ANNOTATION_SECRET_NAME = "management.svc.io/secret-name"
 LABEL_SECRET_COPY = "management.svc.io/project-secret-copy"
 ANNOTATION_SECRET_SOURCE = "management.svc.io/copied-from"
+# The Secret in SYSTEM_NAMESPACE holding a cloud credential's fields, labelled with its name.
+LABEL_CLOUD_CREDENTIAL = "management.svc.io/cloud-credential"
 # A `/v3` description kept on an object that has no field for it (a Secret).
 ANNOTATION_DESCRIPTION = "field.svc.io/description"
 
@@ -90,6 +94,10 @@ def password_secret_name(user_id: str) -> str:
 
 def credential_secret_name(cluster_id: str) -> str:
     return f"{cluster_id}-credential"
+
+
+def cloud_credential_secret_name(credential: str) -> str:
+    return f"{credential}-secret"
 
 
 def backing_namespace(cluster_id: str, project: str) -> str:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 
 from corral.core.api.names import (
+    CLOUD_CREDENTIAL,
     CLUSTER,
     CLUSTER_ROLE_TEMPLATE_BINDING,
     GLOBAL_ROLE_BINDING,
     GROUP,
     NODE,
     NODE_DRIVER,
+    NODE_TEMPLATE,
     PROJECT,
     PROJECT_ROLE_TEMPLATE_BINDING,
     SETTING,
@@ -35,3 +37,7 @@ ClusterRoleTemplateBinding = create_namespaced_resource(
     GROUP, VERSION, CLUSTER_ROLE_TEMPLATE_BINDING.kind, CLUSTER_ROLE_TEMPLATE_BINDING.plural
 )
 NodeDriver = create_global_resource(GROUP, VERSION, NODE_DRIVER.kind, NODE_DRIVER.plural)
+NodeTemplate = create_global_resource(GROUP, VERSION, NODE_TEMPLATE.kind, NODE_TEMPLATE.plural)
+CloudCredential = create_global_resource(
+    GROUP, VERSION, CLOUD_CREDENTIAL.kind, CLOUD_CREDENTIAL.plural
+)

@@ -1,0 +1,66 @@
+"""What node templates and cloud credentials share through `/v3`: they belong to their
+creator (`corral.core.auth.ownership`), who alone sees them besides administrators (another
+user's are 404, whether they exist or not), and they are checked against the schema their
+driver declared."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from lightkube.models.meta_v1 import OwnerReference
+
+from corral.apiserver.auth.authn import principal
+from corral.apiserver.http import errors
+from corral.apiserver.keys import STORES
+from corral.core.api import names
+from corral.core.auth import ownership
+from corral.core.drivers import status as driver_status
+from corral.core.kube.informer import Informer, Obj
+
+
+def visible(request: web.Request, cache: Informer, obj_id: str, what: str) -> Obj:
+    who = principal(request)
+    obj = cache.get(obj_id)
+    if obj is None or not ownership.sees(obj, who.user_id, who.is_admin):
+        raise errors.not_found(f"{what} {obj_id} not found")
+    return obj
+
+
+def listed(request: web.Request, cache: Informer) -> list[Obj]:
+    who = principal(request)
+    return cache.all() if who.is_admin else cache.by_index("owner", who.user_id)
+
+
+def ownership_metadata(request: web.Request) -> dict[str, Any]:
+    """The metadata of a new object of the caller's: their id as its creator, and their User
+    as its owner, so that deleting the user removes it."""
+    user_id = principal(request).user_id
+    meta: dict[str, Any] = {"annotations": {names.ANNOTATION_CREATOR: user_id}}
+    user = request.app[STORES].users.get(user_id)
+    if user is not None:
+        meta["ownerReferences"] = [owner_reference(names.USER.kind, user)]
+    return meta
+
+
+def owner_reference(kind: str, obj: Obj) -> OwnerReference:
+    """A reference to one of corral's own objects, whose deletion deletes the referrer."""
+    meta = obj["metadata"]
+    return OwnerReference(apiVersion=names.API_VERSION, kind=kind, name=meta["name"],
+                          uid=meta["uid"])  # fmt: skip
+
+
+def driver_schema(request: web.Request, driver: str, field: str, active: bool) -> dict[str, Any]:
+    """The schema `driver` declared; 422 naming `field` when there is no such driver, or,
+    with `active`, when it is not active and ready (no new template may name it)."""
+    obj = request.app[STORES].nodedrivers.get(driver)
+    if obj is None:
+        raise errors.invalid(field, f"node driver {driver} not found", "InvalidReference")
+    if active and not driver_status.usable(obj):
+        raise errors.invalid(field, f"node driver {driver} is not active and ready",
+                             "InvalidReference")  # fmt: skip
+    schema = (obj.get("status") or {}).get("schema")
+    if not isinstance(schema, dict):
+        raise errors.invalid(field, f"node driver {driver} has not declared its fields yet",
+                             "InvalidReference")  # fmt: skip
+    return schema
