@@ -28,7 +28,7 @@ from corral.apiserver.services import secrets as shared
 from corral.apiserver.services.visibility import visible_project
 from corral.apiserver.state.downstream import downstream_namespaces
 from corral.core.api.ids import ScopedId
-from corral.core.kube.client import as_dict
+from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
 from corral.core.projects import secrets
 
@@ -151,12 +151,8 @@ async def create_secret(request: web.Request) -> web.Response:
         )
     manifest = secrets.secret_body(name, namespace, spec, {}, shared.creator_annotation(request))
     client = await _client(request, project)
-    try:
-        created = as_dict(await client.create(shared.as_secret(manifest)))
-    except KubeApiError as exc:
-        if exc.status.code == 409:
-            raise errors.conflict(f"a secret {name} already exists in {namespace}") from None
-        raise
+    taken = f"a secret {name} already exists in {namespace}"
+    created = await shared.create(client, manifest, taken)
     return web.json_response(_render(request, pid, created), status=201)
 
 
@@ -181,9 +177,5 @@ async def delete_secret(request: web.Request) -> web.Response:
     obj = await _find(request, project)
     meta = obj["metadata"]
     client = await _client(request, project)
-    try:
-        await client.delete(Secret, meta["name"], namespace=meta["namespace"])
-    except KubeApiError as exc:
-        if exc.status.code != 404:
-            raise
+    await delete_if_present(client, Secret, meta["name"], meta["namespace"])
     return web.Response(status=204)

@@ -29,7 +29,7 @@ from corral.apiserver.services import secrets as shared
 from corral.apiserver.services.visibility import visible_project
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
-from corral.core.kube.client import as_dict
+from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
 from corral.core.projects import secrets
 
@@ -147,12 +147,8 @@ async def create_secret(request: web.Request) -> web.Response:
     manifest = secrets.project_secret(
         cluster, name, secret_name, spec, shared.creator_annotation(request)
     )
-    try:
-        created = as_dict(await request.app[KUBE].create(shared.as_secret(manifest)))
-    except KubeApiError as exc:
-        if exc.status.code == 409:
-            raise errors.conflict(f"a secret {secret_name} already exists in the project") from None
-        raise
+    taken = f"a secret {secret_name} already exists in the project"
+    created = await shared.create(request.app[KUBE], manifest, taken)
     return web.json_response(_render(request, pid, created), status=201)
 
 
@@ -175,9 +171,5 @@ async def delete_secret(request: web.Request) -> web.Response:
     project = shared.writable_project(request, request.match_info["project"])
     obj = await _find(request, project)
     meta = obj["metadata"]
-    try:
-        await request.app[KUBE].delete(Secret, meta["name"], namespace=meta["namespace"])
-    except KubeApiError as exc:
-        if exc.status.code != 404:
-            raise
+    await delete_if_present(request.app[KUBE], Secret, meta["name"], meta["namespace"])
     return web.Response(status=204)

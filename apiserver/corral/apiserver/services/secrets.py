@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
+from lightkube import ApiError as KubeApiError
+from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Secret
 
@@ -20,6 +22,7 @@ from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.services.visibility import visible_project
 from corral.core.api import names
 from corral.core.errors import Invalid
+from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
 from corral.core.projects import roles, secrets
 from corral.core.projects.secrets import SecretSpec
@@ -144,6 +147,16 @@ def as_secret(manifest: dict[str, Any]) -> Secret:
     return Secret(
         metadata=ObjectMeta(**manifest["metadata"]), type=manifest["type"], data=manifest["data"]
     )
+
+
+async def create(client: AsyncClient, manifest: dict[str, Any], taken: str) -> Obj:
+    """Stores the Secret; 409 with the message `taken` when its name is taken."""
+    try:
+        return as_dict(await client.create(as_secret(manifest)))
+    except KubeApiError as exc:
+        if exc.status.code == 409:
+            raise errors.conflict(taken) from None
+        raise
 
 
 def creator_annotation(request: web.Request) -> dict[str, str]:
