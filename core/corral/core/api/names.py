@@ -30,6 +30,7 @@ CLUSTER_ROLE_TEMPLATE_BINDING = Kind("ClusterRoleTemplateBinding", "clusterrolet
 NODE_DRIVER = Kind("NodeDriver", "nodedrivers")
 NODE_TEMPLATE = Kind("NodeTemplate", "nodetemplates")
 CLOUD_CREDENTIAL = Kind("CloudCredential", "cloudcredentials")
+NODE_POOL = Kind("NodePool", "nodepools")
 
 # The builtin driver whose machines are simulated (kwok) nodes.
 KWOK_DRIVER = "kwok"

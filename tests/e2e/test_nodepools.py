@@ -1,0 +1,192 @@
+"""Node pools through /v3 against the real stack: create, read, update and delete; fields
+checked before anything is written; only the cluster's owners change pools and only with a
+template they may use; a deactivated driver refuses new pools and scale-ups; a template in
+use cannot be deleted."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from corral.core.api import names
+from corral.devenv.environment import Environment
+from corral.devenv.waiting import wait_for
+
+from .api import Api
+from .conftest import Person, new_person
+
+GROUP, VERSION = names.GROUP, names.VERSION
+READY_TIMEOUT = 30
+
+
+@pytest.fixture(scope="module")
+def cluster(stack: Environment) -> str:
+    return stack.cluster_ids[0]
+
+
+@pytest.fixture
+def template(api: Api) -> Iterator[str]:
+    made = api.post("/v3/nodetemplates", {"name": "small", "kwokConfig": {"cpu": "2"}})
+    assert made.status == 201, made.body
+    yield made.body["id"]
+    api.delete(f"/v3/nodetemplates/{made.body['id']}")
+
+
+@pytest.fixture
+def pools(api: Api) -> Iterator[Callable[..., dict[str, Any]]]:
+    """Creates pools and deletes what is left of them afterwards."""
+    created: list[str] = []
+
+    def make(who: Api = api, **fields: Any) -> dict[str, Any]:
+        response = who.post("/v3/nodepools", {"type": "nodePool", **fields})
+        assert response.status == 201, response.body
+        created.append(response.body["id"])
+        return dict(response.body)
+
+    yield make
+    for pool_id in created:
+        assert api.delete(f"/v3/nodepools/{pool_id}").status in (204, 404)
+
+
+def refused(response: Any, status: int, field: str | None = None) -> dict[str, Any]:
+    assert response.status == status, response.body
+    body: dict[str, Any] = response.body
+    assert body["type"] == "error", body
+    if field is not None:
+        assert body.get("fieldName") == field, body
+    return body
+
+
+def pool_ids(api: Api) -> set[str]:
+    return {p["id"] for p in api.get("/v3/nodepools").body["data"]}
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}{secrets.token_hex(2)}-"
+
+
+def bind(api: Api, cluster: str, person: Person, role: str) -> None:
+    granted = api.post(
+        "/v3/clusterroletemplatebindings",
+        {"clusterId": cluster, "userId": person.id, "roleTemplateId": role},
+    )
+    assert granted.status == 201, granted.body
+
+
+def test_a_pool_has_full_crud_with_its_fields_kept(
+    api: Api, cluster: str, template: str, crs: k8s.CustomObjectsApi,
+    pools: Callable[..., dict[str, Any]],
+) -> None:  # fmt: skip
+    taint = {"key": "pool", "value": "db", "effect": "NoSchedule"}
+    pool = pools(
+        clusterId=cluster, hostnamePrefix=unique("w"), quantity=0, worker=True,
+        nodeTemplateName=template, nodeLabels={"tier": "db"}, nodeAnnotations={"a": "b"},
+        nodeTaints=[taint], drainBeforeDelete=True, deleteNotReadyAfterSecs=30,
+    )  # fmt: skip
+    pid = pool["id"]
+    assert pid.startswith(f"{cluster}:np-") and pool["type"] == "nodePool"
+    assert (pool["quantity"], pool["worker"], pool["etcd"]) == (0, True, False)
+    assert pool["nodeTaints"] == [taint] and pool["nodeLabels"] == {"tier": "db"}
+    stored = crs.get_namespaced_custom_object(GROUP, VERSION, cluster, "nodepools",
+                                              pid.split(":")[1])  # fmt: skip
+    assert stored["spec"]["nodeTemplateName"] == template
+    assert api.get(f"/v3/nodepools/{pid}").body["hostnamePrefix"] == pool["hostnamePrefix"]
+    assert pid in pool_ids(api)
+    assert pid in {p["id"] for p in api.get(f"/v3/nodepools?clusterId={cluster}").body["data"]}
+
+    changed = api.put(f"/v3/nodepools/{pid}", {"nodeLabels": {"tier": "web"}, "name": "web"})
+    assert changed.status == 200, changed.body
+    assert (changed.body["nodeLabels"], changed.body["displayName"]) == ({"tier": "web"}, "web")
+    for field, value in (("hostnamePrefix", "other"), ("worker", False), ("clusterId", "local")):
+        refused(api.put(f"/v3/nodepools/{pid}", {field: value}), 422, field)
+    assert api.get(f"/v3/nodepools/{pid}").body["worker"] is True
+
+    assert api.delete(f"/v3/nodepools/{pid}").status == 204
+    wait_for("pool gone", lambda: api.get(f"/v3/nodepools/{pid}").status == 404, READY_TIMEOUT)
+
+
+def test_bad_fields_are_refused_and_nothing_is_written(
+    api: Api, cluster: str, template: str
+) -> None:
+    before = pool_ids(api)
+    good = {"clusterId": cluster, "hostnamePrefix": "w", "nodeTemplateName": template}
+    for change, field in (
+        ({"hostnamePrefix": "Bad_Prefix"}, "hostnamePrefix"),
+        ({"hostnamePrefix": "a" * 59}, "hostnamePrefix"),
+        ({"hostnamePrefix": None}, "hostnamePrefix"),
+        ({"quantity": 1001}, "quantity"),
+        ({"quantity": -1}, "quantity"),
+        ({"quantity": "3"}, "quantity"),
+        ({"deleteNotReadyAfterSecs": 31540001}, "deleteNotReadyAfterSecs"),
+        ({"nodeLabels": {"tier": "no spaces"}}, "nodeLabels"),
+        ({"nodeAnnotations": {"management.svc.io/x": "y"}}, "nodeAnnotations"),
+        ({"nodeTaints": [{"key": "a b", "effect": "NoSchedule"}]}, "nodeTaints"),
+        ({"worker": "yes"}, "worker"),
+        ({"nodeTemplateName": None}, "nodeTemplateName"),
+        ({"nodeTemplateName": "nt-nothere"}, "nodeTemplateName"),
+        ({"clusterId": "c-nothere"}, "clusterId"),
+        ({"clusterId": "local"}, "clusterId"),
+    ):
+        refused(api.post("/v3/nodepools", {**good, **change}), 422, field)
+    assert pool_ids(api) == before
+
+
+def test_only_owners_change_pools_and_only_with_templates_they_may_use(
+    api: Api, cluster: str, template: str, pools: Callable[..., dict[str, Any]]
+) -> None:
+    owner, member, outsider = new_person(api), new_person(api), new_person(api)
+    bind(api, cluster, owner, "cluster-owner")
+    bind(api, cluster, member, "cluster-member")
+    body = {"clusterId": cluster, "hostnamePrefix": unique("o"), "quantity": 0}
+    # The admin's template is not the owner's to use: as if it did not exist.
+    refused(owner.api.post("/v3/nodepools", {**body, "nodeTemplateName": template}), 422,
+            "nodeTemplateName")  # fmt: skip
+    mine = owner.api.post("/v3/nodetemplates", {"name": "mine", "kwokConfig": {}})
+    assert mine.status == 201, mine.body
+    pool = pools(owner.api, **body, nodeTemplateName=mine.body["id"])
+    pid = pool["id"]
+    refused(owner.api.put(f"/v3/nodepools/{pid}", {"nodeTemplateName": template}), 422,
+            "nodeTemplateName")  # fmt: skip
+
+    assert member.api.get(f"/v3/nodepools/{pid}").status == 200
+    refused(member.api.put(f"/v3/nodepools/{pid}", {"quantity": 2}), 403)
+    refused(member.api.delete(f"/v3/nodepools/{pid}"), 403)
+    refused(member.api.post("/v3/nodepools", {**body, "nodeTemplateName": mine.body["id"]}), 403)
+    for call in (outsider.api.get, outsider.api.delete):
+        refused(call(f"/v3/nodepools/{pid}"), 404)
+    assert pid not in pool_ids(outsider.api)
+
+    # In use, the template stays; the pool gone, it goes.
+    used = refused(owner.api.delete(f"/v3/nodetemplates/{mine.body['id']}"), 409)
+    assert pid in used["message"]
+    assert owner.api.delete(f"/v3/nodepools/{pid}").status == 204
+    wait_for(
+        "template deletable",
+        lambda: owner.api.delete(f"/v3/nodetemplates/{mine.body['id']}").status == 204,
+        READY_TIMEOUT,
+    )
+
+
+def test_a_deactivated_driver_refuses_new_pools_and_scale_ups(
+    api: Api, cluster: str, template: str, pools: Callable[..., dict[str, Any]]
+) -> None:
+    body = {"clusterId": cluster, "hostnamePrefix": unique("d"), "nodeTemplateName": template}
+    pid = pools(**body, quantity=0)["id"]
+    assert api.post("/v3/nodedrivers/kwok?action=deactivate").status == 200
+    try:
+        message = refused(api.post("/v3/nodepools", body), 422, "nodeTemplateName")["message"]
+        assert "not active" in message
+        refused(api.put(f"/v3/nodepools/{pid}", {"quantity": 1}), 422, "nodeTemplateName")
+        # What needs no new machine is still allowed.
+        assert api.put(f"/v3/nodepools/{pid}", {"nodeLabels": {"a": "b"}}).status == 200
+    finally:
+        assert api.post("/v3/nodedrivers/kwok?action=activate").status == 200
+        wait_for(
+            "kwok active again",
+            lambda: api.get("/v3/nodedrivers/kwok").body["state"] == "active",
+            READY_TIMEOUT,
+        )
