@@ -34,6 +34,11 @@ NODE_POOL = Kind("NodePool", "nodepools")
 
 # The builtin driver whose machines are simulated (kwok) nodes.
 KWOK_DRIVER = "kwok"
+# On a downstream node a kwok machine made: the name of its Node CR (the machine's key).
+LABEL_MACHINE = "management.svc.io/machine"
+# The annotation the downstream kwok manages nodes by (tools/devenv starts it so).
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+KWOK_NODE_VALUE = "fake"
 
 # The management cluster itself, registered at start-up.
 LOCAL_CLUSTER = "local"
