@@ -11,6 +11,10 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from lightkube import Client, KubeConfig
+from lightkube.models.core_v1 import Container, PodSpec, Toleration
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Node, Pod
 
 from corral.core.api import names
 from corral.devenv.environment import Environment
@@ -190,3 +194,110 @@ def test_a_deactivated_driver_refuses_new_pools_and_scale_ups(
             lambda: api.get("/v3/nodedrivers/kwok").body["state"] == "active",
             READY_TIMEOUT,
         )
+
+
+# -- machines -----------------------------------------------------------------------------------
+
+SCALE_TIMEOUT = 60
+HOLD = "corral.test/hold"
+
+
+def pool_nodes(downstream: Client, prefix: str) -> dict[str, Node]:
+    return {
+        n.metadata.name: n
+        for n in downstream.list(Node)
+        if n.metadata.name.startswith(prefix) and names.LABEL_MACHINE in (n.metadata.labels or {})
+    }
+
+
+def ready_names(downstream: Client, prefix: str) -> set[str]:
+    return {
+        name
+        for name, node in pool_nodes(downstream, prefix).items()
+        if any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+    }
+
+
+@pytest.fixture(scope="module")
+def downstream_client(stack: Environment) -> Client:
+    return Client(KubeConfig.from_file(stack.downstream_kubeconfigs()[0]))
+
+
+def test_a_pool_of_three_gives_three_ready_nodes_and_scales_by_its_names(
+    api: Api, cluster: str, template: str, downstream_client: Client,
+    crs: k8s.CustomObjectsApi, pools: Callable[..., dict[str, Any]],
+) -> None:  # fmt: skip
+    prefix = unique("p")
+    taint = {"key": "pool", "value": "db", "effect": "NoSchedule"}
+    pool = pools(
+        clusterId=cluster, hostnamePrefix=prefix, quantity=3, worker=True,
+        nodeTemplateName=template, nodeLabels={"tier": "db"}, nodeAnnotations={"note": "x"},
+        nodeTaints=[taint], drainBeforeDelete=True,
+    )  # fmt: skip
+    pid = pool["id"]
+    expected = {f"{prefix}{i}" for i in (1, 2, 3)}
+    wait_for("3 Ready nodes", lambda: ready_names(downstream_client, prefix) == expected,
+             SCALE_TIMEOUT)  # fmt: skip
+    # Annotations are applied once the node has joined.
+    wait_for(
+        "the pool's annotation on every node",
+        lambda: all((n.metadata.annotations or {}).get("note") == "x"
+                    for n in pool_nodes(downstream_client, prefix).values()),
+        SCALE_TIMEOUT,
+    )  # fmt: skip
+    for node in pool_nodes(downstream_client, prefix).values():
+        assert node.metadata.labels["tier"] == "db"
+        assert ("pool", "db", "NoSchedule") in {(t.key, t.value, t.effect)
+                                                for t in node.spec.taints or []}  # fmt: skip
+    wait_for(
+        "pool active with 3 ready",
+        lambda: (
+            (p := api.get(f"/v3/nodepools/{pid}").body)["state"] == "active" and p["ready"] == 3
+        ),
+        SCALE_TIMEOUT,
+    )
+    records = api.get(f"/v3/clusters/{cluster}/nodes").body["data"]
+    mine = [r for r in records if r["spec"].get("nodePoolName") == pid]
+    assert sorted(r["requestedHostname"] for r in mine) == sorted(expected)
+    for record in mine:
+        assert record["worker"] is True and record["spec"]["nodeTemplateName"] == template
+        conds = {c["type"]: c["status"] for c in record["status"]["conditions"]}
+        assert all(
+            conds[t] == "True" for t in ("Initialized", "Provisioned", "Registered", "Ready")
+        )
+
+    assert api.put(f"/v3/nodepools/{pid}", {"quantity": 5}).status == 200
+    five = expected | {f"{prefix}4", f"{prefix}5"}
+    wait_for("5 Ready nodes", lambda: ready_names(downstream_client, prefix) == five,
+             SCALE_TIMEOUT)  # fmt: skip
+
+    # A pod on a node that goes, held by a finalizer: evicted (deleting) while its node is
+    # still there, and the node goes once the pod has.
+    pod_name = f"held-{secrets.token_hex(3)}"
+    downstream_client.create(Pod(
+        metadata=ObjectMeta(name=pod_name, namespace="default", finalizers=[HOLD]),
+        spec=PodSpec(nodeName=f"{prefix}5", tolerations=[Toleration(operator="Exists")],
+                     containers=[Container(name="c", image="busybox")]),
+    ))  # fmt: skip
+    try:
+        assert api.put(f"/v3/nodepools/{pid}", {"quantity": 2}).status == 200
+        wait_for(
+            "the pod evicted",
+            lambda: (
+                downstream_client.get(Pod, pod_name, namespace="default").metadata.deletionTimestamp
+                is not None
+            ),
+            SCALE_TIMEOUT,
+        )
+        assert f"{prefix}5" in pool_nodes(downstream_client, prefix)
+        assert pool_nodes(downstream_client, prefix)[f"{prefix}5"].spec.unschedulable
+    finally:
+        downstream_client.patch(Pod, pod_name, {"metadata": {"finalizers": None}},
+                                namespace="default")  # fmt: skip
+    wait_for("2 nodes left", lambda: set(pool_nodes(downstream_client, prefix)) ==
+             {f"{prefix}1", f"{prefix}2"}, SCALE_TIMEOUT)  # fmt: skip
+    wait_for("pool shows 2", lambda: api.get(f"/v3/nodepools/{pid}").body["requested"] == 2,
+             SCALE_TIMEOUT)  # fmt: skip
+
+    assert api.delete(f"/v3/nodepools/{pid}").status == 204
+    wait_for("machines removed", lambda: not pool_nodes(downstream_client, prefix), 90)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 from corral.core.api import condition_types as ct
 from corral.core.errors import Invalid
-from corral.core.nodepools import naming, spec
+from corral.core.nodepools import naming, plan, spec
 from corral.core.nodepools.status import Counts, pool_conditions, state
 
 
@@ -112,3 +114,39 @@ def test_a_failing_machine_is_an_error_with_the_last_error() -> None:
 
 def test_a_pool_not_yet_seen_at_its_generation_is_provisioning() -> None:
     assert state(_pool(_as_dicts(3, Counts(3, 0, 3, 0)), generation=3))[0] == "provisioning"
+
+
+NOW = datetime.datetime(2026, 1, 1, 12, 0, tzinfo=datetime.UTC)
+
+
+def _node(ready: str = "True", unreachable_for: int | None = None) -> dict:
+    spec: dict = {}
+    if unreachable_for is not None:
+        added = (NOW - datetime.timedelta(seconds=unreachable_for)).isoformat()
+        spec["taints"] = [{"key": plan.UNREACHABLE, "effect": "NoExecute", "timeAdded": added}]
+    return {"spec": spec, "status": {"conditions": [{"type": "Ready", "status": ready}]}}
+
+
+def test_a_plan_scales_up_into_the_gaps_and_down_from_the_top() -> None:
+    up = plan.plan("w", 4, ["w1", "w3"], {}, 0, NOW)
+    assert (up.add, up.remove, up.replace) == (["w2", "w4"], [], [])
+    down = plan.plan("w", 1, ["w1", "w2", "w10"], {}, 0, NOW)
+    assert (down.add, down.remove) == ([], ["w10", "w2"])
+
+
+def test_a_node_unreachable_longer_than_allowed_is_replaced_under_a_new_name() -> None:
+    nodes = {"w1": _node(), "w2": _node("Unknown", unreachable_for=31)}
+    decided = plan.plan("w", 2, ["w1", "w2"], nodes, 30, NOW)
+    assert (decided.replace, decided.remove, decided.add) == (["w2"], [], ["w3"])
+
+
+@pytest.mark.parametrize(
+    ("node", "secs"),
+    [
+        (_node("Unknown", unreachable_for=29), 30),  # not long enough yet
+        (_node("False", unreachable_for=300), 30),  # NotReady but reachable: Rancher keeps it
+        (_node("Unknown", unreachable_for=300), 0),  # 0 disables
+    ],
+)
+def test_a_node_is_kept_short_of_the_rule(node: dict, secs: int) -> None:
+    assert plan.plan("w", 1, ["w1"], {"w1": node}, secs, NOW).replace == []

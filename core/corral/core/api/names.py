@@ -36,6 +36,9 @@ NODE_POOL = Kind("NodePool", "nodepools")
 KWOK_DRIVER = "kwok"
 # On a downstream node a kwok machine made: the name of its Node CR (the machine's key).
 LABEL_MACHINE = "management.svc.io/machine"
+# On a downstream node a node pool made: the pool's name (its machines outlive a deleted pool
+# until the pool reconciler removes them).
+LABEL_NODE_POOL = "management.svc.io/node-pool"
 # The annotation the downstream kwok manages nodes by (tools/devenv starts it so).
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_NODE_VALUE = "fake"
