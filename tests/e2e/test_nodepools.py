@@ -5,6 +5,7 @@ use cannot be deleted."""
 
 from __future__ import annotations
 
+import datetime
 import secrets
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -301,3 +302,83 @@ def test_a_pool_of_three_gives_three_ready_nodes_and_scales_by_its_names(
 
     assert api.delete(f"/v3/nodepools/{pid}").status == 204
     wait_for("machines removed", lambda: not pool_nodes(downstream_client, prefix), 90)
+
+
+def test_a_node_unreachable_too_long_is_replaced(
+    api: Api, cluster: str, template: str, downstream_client: Client,
+    pools: Callable[..., dict[str, Any]],
+) -> None:  # fmt: skip
+    prefix = unique("r")
+    pid = pools(clusterId=cluster, hostnamePrefix=prefix, quantity=2,
+                nodeTemplateName=template, deleteNotReadyAfterSecs=5)["id"]  # fmt: skip
+    first = {f"{prefix}1", f"{prefix}2"}
+    wait_for("2 Ready", lambda: ready_names(downstream_client, prefix) == first, SCALE_TIMEOUT)
+    # kwok lets the node go (it keeps renewing its lease, so the node controller would not
+    # mark it): the node is marked as the node controller marks an unreachable node, Ready
+    # Unknown and the `unreachable` taint; the pool replaces it 5 s later under a new name.
+    gone = f"{prefix}2"
+    unmanaged = {"metadata": {"annotations": {names.KWOK_NODE_ANNOTATION: None}}}
+    downstream_client.patch(Node, gone, unmanaged)
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    unknown = {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+               "lastHeartbeatTime": now, "lastTransitionTime": now}  # fmt: skip
+    downstream_client.patch(Node.Status, gone, {"status": {"conditions": [unknown]}})
+    taints = [t.to_dict() for t in downstream_client.get(Node, gone).spec.taints or []]
+    unreachable = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute",
+                   "timeAdded": now}  # fmt: skip
+    downstream_client.patch(Node, gone, {"spec": {"taints": [*taints, unreachable]}})
+    replaced = {f"{prefix}1", f"{prefix}3"}
+    wait_for("the unreachable node replaced",
+             lambda: ready_names(downstream_client, prefix) == replaced
+             and set(pool_nodes(downstream_client, prefix)) == replaced, 120)  # fmt: skip
+    assert api.get(f"/v3/nodepools/{pid}").body["quantity"] == 2
+
+
+def test_a_deactivated_driver_leaves_machines_alone_and_makes_no_new_ones(
+    api: Api, cluster: str, template: str, downstream_client: Client,
+    pools: Callable[..., dict[str, Any]],
+) -> None:  # fmt: skip
+    prefix = unique("a")
+    pid = pools(clusterId=cluster, hostnamePrefix=prefix, quantity=2,
+                nodeTemplateName=template)["id"]  # fmt: skip
+    both = {f"{prefix}1", f"{prefix}2"}
+    wait_for("2 Ready", lambda: ready_names(downstream_client, prefix) == both, SCALE_TIMEOUT)
+    before = {n: node.metadata.uid for n, node in pool_nodes(downstream_client, prefix).items()}
+    assert api.post("/v3/nodedrivers/kwok?action=deactivate").status == 200
+    try:
+        refused(api.put(f"/v3/nodepools/{pid}", {"quantity": 3}), 422, "nodeTemplateName")
+        # Scaling down needs no driver to be active.
+        assert api.put(f"/v3/nodepools/{pid}", {"quantity": 1}).status == 200
+        wait_for("1 node left", lambda: set(pool_nodes(downstream_client, prefix)) ==
+                 {f"{prefix}1"}, SCALE_TIMEOUT)  # fmt: skip
+        after = {n: node.metadata.uid for n, node in pool_nodes(downstream_client, prefix).items()}
+        assert after == {f"{prefix}1": before[f"{prefix}1"]}
+    finally:
+        assert api.post("/v3/nodedrivers/kwok?action=activate").status == 200
+        wait_for("kwok active again",
+                 lambda: api.get("/v3/nodedrivers/kwok").body["state"] == "active",
+                 READY_TIMEOUT)  # fmt: skip
+
+
+def test_an_operator_killed_while_creating_leaves_exactly_the_requested_machines(
+    api: Api, stack: Environment, cluster: str, template: str, downstream_client: Client,
+    crs: k8s.CustomObjectsApi, pools: Callable[..., dict[str, Any]],
+) -> None:  # fmt: skip
+    prefix = unique("k")
+    quantity = 30
+    pid = pools(clusterId=cluster, hostnamePrefix=prefix, quantity=quantity,
+                nodeTemplateName=template)["id"]  # fmt: skip
+    # Killed once it has started on the machines, before it is done with them.
+    wait_for("creation under way", lambda: len(pool_nodes(downstream_client, prefix)) > 0,
+             SCALE_TIMEOUT)  # fmt: skip
+    assert len(pool_nodes(downstream_client, prefix)) < quantity
+    stack.crash_operator()
+    expected = {f"{prefix}{i}" for i in range(1, quantity + 1)}
+    wait_for("all Ready after the restart",
+             lambda: ready_names(downstream_client, prefix) == expected, 120)  # fmt: skip
+    records = [
+        r for r in crs.list_namespaced_custom_object(GROUP, VERSION, cluster, "nodes")["items"]
+        if r["spec"].get("nodePoolName") == pid
+    ]  # fmt: skip
+    assert sorted(r["spec"]["requestedHostname"] for r in records) == sorted(expected)
+    assert set(pool_nodes(downstream_client, prefix)) == expected
