@@ -6,8 +6,10 @@ use cannot be deleted."""
 from __future__ import annotations
 
 import datetime
+import hashlib
 import secrets
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from corral.core.api import names
 from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
 
+from .. import fake_driver
 from .api import Api
 from .conftest import Person, new_person
 
@@ -382,3 +385,30 @@ def test_an_operator_killed_while_creating_leaves_exactly_the_requested_machines
     ]  # fmt: skip
     assert sorted(r["spec"]["requestedHostname"] for r in records) == sorted(expected)
     assert set(pool_nodes(downstream_client, prefix)) == expected
+
+
+def test_a_pool_of_an_executable_driver_says_it_makes_no_machines_yet(
+    api: Api, cluster: str, tmp_path: Path, pools: Callable[..., dict[str, Any]]
+) -> None:
+    name = f"exe{secrets.token_hex(3)}"
+    path = fake_driver.write(tmp_path / "driver", tmp_path / "state", name)
+    checksum = hashlib.sha256(path.read_bytes()).hexdigest()
+    body = {"name": name, "active": True, "url": f"file://{path}", "checksum": checksum}
+    assert api.post("/v3/nodedrivers", body).status == 201
+    try:
+        wait_for("driver ready", lambda: api.get(f"/v3/nodedrivers/{name}").body["state"]
+                 == "active", READY_TIMEOUT)  # fmt: skip
+        made = api.post("/v3/nodetemplates", {f"{name}Config": {"region": "here"}})
+        assert made.status == 201, made.body
+        pid = pools(clusterId=cluster, hostnamePrefix=unique("e"), quantity=1,
+                    nodeTemplateName=made.body["id"])["id"]  # fmt: skip
+        wait_for("the pool says why",
+                 lambda: "only kwok" in api.get(f"/v3/nodepools/{pid}").body["lastError"],
+                 READY_TIMEOUT)  # fmt: skip
+        assert api.get(f"/v3/nodepools/{pid}").body["requested"] == 0
+        assert not [r for r in fake_driver.runs(tmp_path / "state") if r.get("command") == "create"]
+        assert api.delete(f"/v3/nodepools/{pid}").status == 204
+        wait_for("template free", lambda: api.delete(f"/v3/nodetemplates/{made.body['id']}")
+                 .status == 204, READY_TIMEOUT)  # fmt: skip
+    finally:
+        api.delete(f"/v3/nodedrivers/{name}")

@@ -251,6 +251,9 @@ class PoolSync:
         stops scale-ups and replacements, and leaves the machines there alone."""
         found = await self.state.kube.get(kinds.NodeTemplate, template)
         driver = as_dict(found).get("spec", {}).get("driver", "")
+        if driver != names.KWOK_DRIVER:
+            # Executable drivers keep the same contract; their machines are not made yet.
+            raise Invalid(f"node driver {driver}: pools make only kwok machines so far")
         return driver_status.usable(as_dict(await self.state.kube.get(kinds.NodeDriver, driver)))
 
     async def _annotate(self, record: Obj, annotation: str) -> Obj:
@@ -293,7 +296,7 @@ class PoolSync:
     ) -> None:
         counts = count(mine, nodes)
         quantity = int(pool["spec"].get("quantity", 1))
-        last = error or (pool.get("status") or {}).get("lastError", "") if counts.failing else ""
+        last = error or ((pool.get("status") or {}).get("lastError", "") if counts.failing else "")
         written = await self.writer.apply(
             kinds.NodePool, pool["metadata"]["name"], self.cluster, seen=pool,
             conditions=pool_status.pool_conditions(quantity, counts, last),
