@@ -368,7 +368,7 @@ def test_an_operator_killed_while_creating_leaves_exactly_the_requested_machines
     crs: k8s.CustomObjectsApi, pools: Callable[..., dict[str, Any]],
 ) -> None:  # fmt: skip
     prefix = unique("k")
-    quantity = 30
+    quantity = 100  # a window of seconds between the first machine and the last
     pid = pools(clusterId=cluster, hostnamePrefix=prefix, quantity=quantity,
                 nodeTemplateName=template)["id"]  # fmt: skip
     # Killed once it has started on the machines, before it is done with them.
