@@ -44,6 +44,7 @@ from corral.apiserver.routes import (
     namespacedsecrets,
     namespaces,
     nodedrivers,
+    nodepools,
     nodes,
     nodetemplates,
     pods,
@@ -70,6 +71,7 @@ ROUTE_MODULES = [
     health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
     proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
     workloads, pods, secrets, namespacedsecrets, nodedrivers, nodetemplates, cloudcredentials,
+    nodepools,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
@@ -77,7 +79,7 @@ SCHEMA_LIST = [
     projects.SCHEMA, projects.EVENT, namespaces.SCHEMA, projectroletemplatebindings.SCHEMA,
     clusterroletemplatebindings.SCHEMA, workloads.SCHEMA, workloads.ROLLBACK, workloads.REVISION,
     pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, secrets.SCHEMA, namespacedsecrets.SCHEMA,
-    nodedrivers.SCHEMA, nodetemplates.SCHEMA, cloudcredentials.SCHEMA,
+    nodedrivers.SCHEMA, nodetemplates.SCHEMA, cloudcredentials.SCHEMA, nodepools.SCHEMA,
 ]  # fmt: skip
 
 

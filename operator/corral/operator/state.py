@@ -111,6 +111,13 @@ class State:
             namespace="*",
             on_change=self._hook(Wake.NODE, _namespace, spec_only=True),
         )
+        self.nodepools = Informer(
+            kube,
+            kinds.NodePool,
+            {BY_CLUSTER: _namespace},
+            namespace="*",
+            on_change=self._hook(Wake.POOL, _namespace, spec_only=True),
+        )
         self.projects = Informer(
             kube,
             kinds.Project,
@@ -157,6 +164,7 @@ class State:
         return [
             self.clusters,
             self.nodes,
+            self.nodepools,
             self.projects,
             self.project_bindings,
             self.cluster_bindings,

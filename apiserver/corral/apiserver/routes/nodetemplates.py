@@ -16,14 +16,17 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import principal
+from corral.apiserver.auth.authz import access
 from corral.apiserver.http import envelope, errors
 from corral.apiserver.http.body import read_json, text
+from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.services import owned
 from corral.core.api import ids
+from corral.core.api.ids import ScopedId
 from corral.core.auth import ownership
 from corral.core.clusters import taints
 from corral.core.drivers import templates
@@ -218,8 +221,20 @@ async def update_template(request: web.Request) -> web.Response:
 
 @routes.delete(v3("nodetemplates", "/{id}"))
 async def delete_template(request: web.Request) -> web.Response:
-    # No node pool exists yet to name a template: the 409 for one in use comes with them.
     obj = found(request)
+    if pools := request.app[STORES].nodepools.by_index("template", name_of(obj)):
+        raise ApiError(409, "Conflict", in_use(request, name_of(obj), pools))
     await delete_if_present(request.app[KUBE], kinds.NodeTemplate, name_of(obj))
     request.app[STORES].nodetemplates.forget(name_of(obj))
     return web.Response(status=204)
+
+
+def in_use(request: web.Request, template: str, pools: list[Obj]) -> str:
+    """Why the template cannot go: the pools using it the caller sees, and how many others
+    (an administrator may have used it in a cluster its owner does not see)."""
+    allowed = access(request)
+    shown = sorted(str(ScopedId.of(p)) for p in pools
+                   if allowed.cluster_role(p["metadata"]["namespace"]) is not None)  # fmt: skip
+    hidden = len(pools) - len(shown)
+    named = ", ".join(shown + ([f"{hidden} other(s)"] if hidden else []))
+    return f"node template {template} is used by node pools {named}"

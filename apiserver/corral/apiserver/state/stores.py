@@ -56,6 +56,10 @@ def _credential(obj: Obj) -> list[str]:
     return [obj.get("spec", {}).get("cloudCredentialName", "")]
 
 
+def _template(obj: Obj) -> list[str]:
+    return [obj.get("spec", {}).get("nodeTemplateName", "")]
+
+
 @dataclass
 class Stores:
     tokens: Informer
@@ -70,6 +74,7 @@ class Stores:
     nodedrivers: Informer
     nodetemplates: Informer
     cloudcredentials: Informer
+    nodepools: Informer
 
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
@@ -101,6 +106,12 @@ class Stores:
             ),
             # No secret value is in a CloudCredential: they are in its Secret, read per request.
             cloudcredentials=Informer(client, kinds.CloudCredential, {"owner": _owner}),
+            nodepools=Informer(
+                client,
+                kinds.NodePool,
+                {"cluster": _namespace, "template": _template},
+                namespace="*",
+            ),
         )
 
     def all(self) -> list[Informer]:
@@ -117,6 +128,7 @@ class Stores:
             self.nodedrivers,
             self.nodetemplates,
             self.cloudcredentials,
+            self.nodepools,
         ]
 
     @contextlib.asynccontextmanager

@@ -76,6 +76,14 @@ REASON_DRAIN_REFUSED = "DrainRefused"
 REASON_DRAIN_TIMED_OUT = "DrainTimedOut"
 REASON_DRAIN_FAILED = "DrainFailed"
 REASON_UNCORDONED = "Uncordoned"
+REASON_CREATE_PENDING = "CreatePending"
+REASON_MACHINE_FAILED = "MachineFailed"
+REASON_WAITING_FOR_NODE = "WaitingForNode"
+
+# -- reasons: NodePool ------------------------------------------------------------------------
+
+REASON_SCALING = "Scaling"
+REASON_MACHINES_FAILING = "MachinesFailing"
 
 # -- reasons: Project -------------------------------------------------------------------------
 

@@ -30,9 +30,18 @@ CLUSTER_ROLE_TEMPLATE_BINDING = Kind("ClusterRoleTemplateBinding", "clusterrolet
 NODE_DRIVER = Kind("NodeDriver", "nodedrivers")
 NODE_TEMPLATE = Kind("NodeTemplate", "nodetemplates")
 CLOUD_CREDENTIAL = Kind("CloudCredential", "cloudcredentials")
+NODE_POOL = Kind("NodePool", "nodepools")
 
 # The builtin driver whose machines are simulated (kwok) nodes.
 KWOK_DRIVER = "kwok"
+# On a downstream node a kwok machine made: the name of its Node CR (the machine's key).
+LABEL_MACHINE = "management.svc.io/machine"
+# On a downstream node a node pool made: the pool's name (its machines outlive a deleted pool
+# until the pool reconciler removes them).
+LABEL_NODE_POOL = "management.svc.io/node-pool"
+# The annotation the downstream kwok manages nodes by (tools/devenv starts it so).
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+KWOK_NODE_VALUE = "fake"
 
 # The management cluster itself, registered at start-up.
 LOCAL_CLUSTER = "local"

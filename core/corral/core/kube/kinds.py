@@ -12,6 +12,7 @@ from corral.core.api.names import (
     GROUP,
     NODE,
     NODE_DRIVER,
+    NODE_POOL,
     NODE_TEMPLATE,
     PROJECT,
     PROJECT_ROLE_TEMPLATE_BINDING,
@@ -41,3 +42,4 @@ NodeTemplate = create_global_resource(GROUP, VERSION, NODE_TEMPLATE.kind, NODE_T
 CloudCredential = create_global_resource(
     GROUP, VERSION, CLOUD_CREDENTIAL.kind, CLOUD_CREDENTIAL.plural
 )
+NodePool = create_namespaced_resource(GROUP, VERSION, NODE_POOL.kind, NODE_POOL.plural)

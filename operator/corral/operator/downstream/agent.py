@@ -32,7 +32,7 @@ from corral.core.kube.client import ensure_namespace
 from corral.core.kube.connections import Connection
 from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
-from corral.operator.downstream import drain, health, nodes, projects
+from corral.operator.downstream import drain, health, nodes, pools, projects
 from corral.operator.downstream.wakeups import Wake, Wakeups
 from corral.operator.state import State
 
@@ -46,6 +46,9 @@ T = TypeVar("T")
 LOOK = {Wake.TIMER, Wake.CREDENTIAL}
 NODE_SYNC = LOOK | {Wake.NODE}
 PROJECT_SYNC = LOOK | {Wake.NAMESPACE, Wake.PROJECT, Wake.SPEC, Wake.RETRY}
+POOL_SYNC = LOOK | {Wake.NODE, Wake.POOL}
+# While a pool's machine is on its way (created, draining): how soon the pool is looked at.
+POOL_RETRY = 1.0
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,9 @@ class Agent:
             state.nodes,
             StatusWriter(state.kube, nodes.FIELD_MANAGER, state.clock),
             self.drains,
+        )
+        self.pools = pools.PoolSync(
+            cluster, state, StatusWriter(state.kube, pools.FIELD_MANAGER, state.clock)
         )
         self.projects = projects.ProjectSync(
             cluster, state, StatusWriter(state.kube, projects.FIELD_MANAGER, state.clock)
@@ -192,6 +198,10 @@ class Agent:
         if node_informer is not None and reasons & NODE_SYNC:
             synced = self.nodes.sync(connection.client, self.node_list, self.totals)
             self.failures.replace("node ", await self._attempt("nodes", synced) or {})
+        if node_informer is not None and reasons & POOL_SYNC:
+            synced_pools = self.pools.sync(connection, node_informer)
+            if await self._attempt("node pools", synced_pools) is not False:
+                self.wakeups.after(POOL_RETRY, Wake.POOL)
         if reasons & PROJECT_SYNC:
             client = connection.client if namespace_informer is not None else None
             await self._sync_projects(client, namespace_informer, self.probe.ready, isolate)

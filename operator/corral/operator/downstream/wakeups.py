@@ -20,6 +20,7 @@ class Wake(enum.Enum):
     NAMESPACE = "namespace"  # a downstream namespace
     PROJECT = "project"  # a Project, a role binding, or a backing namespace
     RETRY = "retry"  # the last pass left work pending or failed
+    POOL = "pool"  # a NodePool's spec, or a pool's machine still on its way
 
 
 class Wakeups:

@@ -265,6 +265,17 @@ class Environment:
         plane.wait_ready()
         return plane
 
+    def crash_operator(self) -> None:
+        """KILL the operator, with no chance to finish what it is doing, and start it again,
+        as a crash and its Deployment's restart would."""
+        (old,) = [p for p in self.corral if p.name == "operator"]
+        old.wait_or_kill(time.monotonic())
+        new = Process("operator", [sys.executable, "-m", "corral.operator"],
+                      self.root / "logs" / "operator.log", env=self._corral_env)  # fmt: skip
+        self.corral[self.corral.index(old)] = new
+        wait_for("corral operator liveness", lambda: _http_ok(self.operator_liveness, None),
+                 CORRAL_TIMEOUT, [new])  # fmt: skip
+
     def add_apiserver_replica(self) -> str:
         """Start one more API server replica on a free port and return its URL."""
         return self._start_apiserver(free_port())

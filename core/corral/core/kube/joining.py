@@ -1,0 +1,89 @@
+"""The credential a new machine joins its cluster with: issued per machine, expiring, and able
+to do nothing but register that machine's node (docs/drivers.md, "Joining").
+
+In the downstream cluster each machine gets a ServiceAccount `machine-<name>` in
+JOIN_NAMESPACE, bound to a ClusterRole of its own that allows creating Nodes and reading and
+updating one Node, the machine's hostname (RBAC cannot limit `create` to a name: a holder
+could register a node of another name, and nothing else). The token is a TokenRequest token
+of JOIN_TOKEN_SECONDS; the account, role and binding are removed once the node has
+registered or the machine goes, which revokes the token at once. corral's own credential
+for the cluster never leaves the operator.
+"""
+
+from __future__ import annotations
+
+from lightkube import AsyncClient
+from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.rbac_v1 import PolicyRule, RoleRef, Subject
+from lightkube.resources.core_v1 import ServiceAccount, ServiceAccountToken
+from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
+
+from corral.core.api import names
+from corral.core.errors import Unavailable
+from corral.core.kube.client import delete_if_present, ensure_namespace
+
+JOIN_NAMESPACE = "corral-machines"
+# The shortest lifetime the TokenRequest API accepts.
+JOIN_TOKEN_SECONDS = 600
+FIELD_MANAGER = "corral-machine-join"
+_LABELS = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
+
+
+def account_name(machine: str) -> str:
+    return f"machine-{machine}"
+
+
+def role_name(machine: str) -> str:
+    return f"corral-machine-{machine}"
+
+
+def join_rules(hostname: str) -> list[PolicyRule]:
+    return [
+        PolicyRule(apiGroups=[""], resources=["nodes"], verbs=["create"]),
+        PolicyRule(apiGroups=[""], resources=["nodes", "nodes/status"],
+                   resourceNames=[hostname], verbs=["get", "patch", "update"]),
+    ]  # fmt: skip
+
+
+async def issue(client: AsyncClient, machine: str, hostname: str) -> str:
+    """A fresh join token for `machine`, whose node will be named `hostname`; a secret, never
+    logged. Applying the account, role and binding again is harmless."""
+    await ensure_namespace(client, JOIN_NAMESPACE, dict(_LABELS))
+    account = account_name(machine)
+    role = role_name(machine)
+    await client.apply(
+        ServiceAccount(metadata=ObjectMeta(name=account, namespace=JOIN_NAMESPACE,
+                                           labels=dict(_LABELS))),
+        field_manager=FIELD_MANAGER, force=True,
+    )  # fmt: skip
+    await client.apply(
+        ClusterRole(metadata=ObjectMeta(name=role, labels=dict(_LABELS)),
+                    rules=join_rules(hostname)),
+        field_manager=FIELD_MANAGER, force=True,
+    )  # fmt: skip
+    await client.apply(
+        ClusterRoleBinding(
+            metadata=ObjectMeta(name=role, labels=dict(_LABELS)),
+            roleRef=RoleRef(apiGroup="rbac.authorization.k8s.io", kind="ClusterRole", name=role),
+            subjects=[Subject(kind="ServiceAccount", name=account, namespace=JOIN_NAMESPACE)],
+        ),
+        field_manager=FIELD_MANAGER, force=True,
+    )  # fmt: skip
+    request = ServiceAccountToken(
+        metadata=ObjectMeta(),
+        spec=TokenRequestSpec(audiences=[], expirationSeconds=JOIN_TOKEN_SECONDS),
+    )
+    answer = await client.create(request, account, namespace=JOIN_NAMESPACE)
+    if answer.status is None or not answer.status.token:
+        raise Unavailable(f"cluster gave no token for machine {machine}")
+    return answer.status.token
+
+
+async def revoke(client: AsyncClient, machine: str) -> None:
+    """Removes the machine's account (its tokens stop working), role and binding; what is
+    gone already is fine."""
+    role = role_name(machine)
+    await delete_if_present(client, ClusterRoleBinding, role)
+    await delete_if_present(client, ClusterRole, role)
+    await delete_if_present(client, ServiceAccount, account_name(machine), JOIN_NAMESPACE)

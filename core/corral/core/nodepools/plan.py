@@ -1,0 +1,60 @@
+"""What one pass of a pool's reconciler does (provisioning.md 3.2): which machines go, which
+hostnames come. Pure: the reconciler observes, this decides, the reconciler acts."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from corral.core.auth.ttl import parse_time
+from corral.core.nodepools import naming
+
+UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+@dataclass(frozen=True)
+class Plan:
+    replace: list[str]  # hostnames NotReady too long: removed without a drain
+    remove: list[str]  # hostnames beyond the quantity, highest first: drained when asked
+    add: list[str]  # new hostnames, lowest free numbers first
+
+
+def not_ready_since(node: Mapping[str, Any]) -> datetime.datetime | None:
+    """When the node became unreachable, as Rancher reads it: the `unreachable` taint's time,
+    with the node's Ready condition Unknown (the node controller sets both)."""
+    status_ready = next(
+        (c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"),
+        None,
+    )
+    if status_ready is None or status_ready.get("status") != "Unknown":
+        return None
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("key") == UNREACHABLE and taint.get("timeAdded"):
+            return parse_time(taint["timeAdded"])
+    return None
+
+
+def plan(
+    prefix: str,
+    quantity: int,
+    hostnames: Sequence[str],
+    nodes: Mapping[str, Mapping[str, Any]],
+    not_ready_secs: int,
+    now: datetime.datetime,
+) -> Plan:
+    """`hostnames` are the pool's machines, `nodes` their downstream nodes by name."""
+    replace: list[str] = []
+    if not_ready_secs > 0:
+        limit = datetime.timedelta(seconds=not_ready_secs)
+        for name in hostnames:
+            since = not_ready_since(nodes[name]) if name in nodes else None
+            if since is not None and now - since > limit:
+                replace.append(name)
+    staying = [h for h in hostnames if h not in replace]
+    remove = naming.highest(staying, len(staying) - quantity)
+    kept = len(staying) - len(remove)
+    # The replaced keep their names taken until they are gone, so a replacement is new.
+    add = naming.new_hostnames(prefix, set(hostnames), quantity - kept) if kept < quantity else []
+    return Plan(replace, remove, add)
