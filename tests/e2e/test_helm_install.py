@@ -225,6 +225,12 @@ def test_login_import_and_a_ready_project_through_the_service(install: Install) 
     install.cluster_id, install.admin = cluster_id, admin
 
 
+def _scaled_to_zero(admin: Api, pool_url: str) -> bool:
+    """The operator has seen the pool at 0 and holds no machine for it."""
+    body = admin.get(pool_url).body
+    return bool(body.get("state") == "active" and body.get("requested") == 0)
+
+
 def _project_ready(admin: Api, cluster_id: str, name: str) -> str:
     created = admin.post("/v3/projects", {"name": name, "clusterId": cluster_id})
     assert created.status == 201, created.body
@@ -377,6 +383,23 @@ def test_every_kind_of_change_through_the_pods(install: Install) -> None:
     )
     ok(admin.get("/v3/nodetemplates"))
     ok(admin.put(f"/v3/nodetemplates/{template['id']}", {"kwokConfig": {"cpu": "3"}}))
+    # A pool of one kwok machine in the imported cluster, made, scaled away and deleted.
+    pool = ok(
+        admin.post(
+            "/v3/nodepools",
+            {
+                "clusterId": cluster_id,
+                "hostnamePrefix": "helm-pool",
+                "quantity": 1,
+                "nodeTemplateName": template["id"],
+            },
+        )
+    )
+    pool_url = f"/v3/nodepools/{pool['id']}"
+    wait_for("the pool's machine Ready", lambda: admin.get(pool_url).body.get("ready") == 1, 60)
+    ok(admin.put(pool_url, {"quantity": 0}))
+    wait_for("the machine removed", lambda: _scaled_to_zero(admin, pool_url), 60)
+    ok(admin.delete(pool_url))
     ok(admin.delete(f"/v3/nodetemplates/{template['id']}"))
     ok(admin.delete(f"/v3/cloudcredentials/{credential['id']}"))
     ok(admin.put(f"/v3/clusters/{cluster_id}", {"description": "changed through the pods"}))
