@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.bench import auth, devenv, projects, readiness, scale, workloads
+from tests.bench import auth, devenv, pools, projects, readiness, scale, workloads
 
 BENCHMARKS = {
     "devenv": devenv.main,
@@ -13,6 +13,7 @@ BENCHMARKS = {
     "projects": projects.main,
     "readiness": readiness.main,
     "workloads": workloads.main,
+    "pools": pools.main,
 }
 
 

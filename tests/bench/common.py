@@ -77,7 +77,16 @@ def rss_mib(process: Process) -> float:
 
 
 def get_json(env: Environment, url: str) -> dict[str, Any]:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {env.admin_token}"})
+    return send_json(env, "GET", url)
+
+
+def send_json(env: Environment, method: str, url: str, body: Any = None) -> dict[str, Any]:
+    """One request as the admin; the answer's JSON (an error status raises)."""
+    headers = {"Authorization": f"Bearer {env.admin_token}"}
+    data = None
+    if body is not None:
+        data, headers["Content-Type"] = json.dumps(body).encode(), "application/json"
+    request = urllib.request.Request(url, data, headers, method=method)
     context = ssl.create_default_context(cafile=str(env.ca_path))
     with urllib.request.urlopen(request, timeout=60, context=context) as response:
         result: dict[str, Any] = json.loads(response.read())
