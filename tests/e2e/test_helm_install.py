@@ -305,7 +305,8 @@ def test_upgrade_with_a_changed_value_rolls_the_pods_and_keeps_secrets(install: 
 
 
 def test_helm_test_checks_the_api_answers(install: Install) -> None:
-    out = install.run_helm("test", RELEASE, f"--timeout={int(READY_TIMEOUT)}s")
+    # --logs: a failing test pod's own output is then in the failure message.
+    out = install.run_helm("test", RELEASE, f"--timeout={int(READY_TIMEOUT)}s", "--logs")
     # run_helm fails on a failed test pod; the output must also name it as run.
     assert "Succeeded" in out
 
