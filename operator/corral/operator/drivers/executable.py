@@ -120,13 +120,12 @@ class ExecutableDriver:
         except OSError as exc:
             raise Unavailable(f"driver {self.name}: cannot run it: {exc.strerror}") from None
         assert process.stdin and process.stdout and process.stderr
+        feed = asyncio.create_task(_feed(process.stdin, stdin))
+        out = asyncio.create_task(_read(process.stdout, self.limits.max_output))
+        err = asyncio.create_task(_read(process.stderr, MAX_STDERR, keep_going=True))
         try:
             async with asyncio.timeout(self.limits.timeout):
-                _, out, err = await asyncio.gather(
-                    _feed(process.stdin, stdin),
-                    _read(process.stdout, self.limits.max_output),
-                    _read(process.stderr, MAX_STDERR, keep_going=True),
-                )
+                await asyncio.gather(feed, out, err)
                 code = await process.wait()
         except TimeoutError:
             raise Unavailable(
@@ -140,8 +139,14 @@ class ExecutableDriver:
             if process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
-                await process.wait()
-        return code, out, err
+            for task in (feed, out, err):
+                task.cancel()
+            await asyncio.gather(feed, out, err, return_exceptions=True)
+            # asyncio's `wait` returns only once the pipes are at their end, and a pipe left
+            # full (reading stopped at the limit) never gets there: read them out.
+            await asyncio.gather(_discard(process.stdout), _discard(process.stderr))
+            await process.wait()
+        return code, out.result(), err.result()
 
 
 class _TooMuch(Exception):
@@ -168,6 +173,11 @@ async def _read(pipe: asyncio.StreamReader, limit: int, keep_going: bool = False
             chunk = chunk[: max(limit - len(kept), 0)]
         kept += chunk
     return bytes(kept)
+
+
+async def _discard(pipe: asyncio.StreamReader) -> None:
+    while await pipe.read(64 * 1024):
+        pass
 
 
 def _json(raw: bytes) -> dict[str, Any] | None:
