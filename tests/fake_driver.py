@@ -1,6 +1,8 @@
 """A node driver executable for the tests: a Python script that keeps the contract of
 docs/drivers.md, keeping its machines as files in a directory, and writing down every run (its
-command, argv and environment) so that a test can tell whether, and how, it was run."""
+command, argv and environment) so that a test can tell whether, and how, it was run. With
+`register` in its config, a machine it makes joins its cluster as a kwok node, with the join
+credential it was given."""
 
 from __future__ import annotations
 
@@ -40,10 +42,38 @@ if command == "schema":
         "size": {{"type": "int", "default": 2}},
         "behave": {{"type": "string"}},
         "apiKey": {{"type": "string", "secret": True}},
+        "register": {{"type": "boolean", "description": "the machine joins as a kwok node"}},
     }}}}))
     sys.exit(0)
 machine = STATE / (message["machine"]["name"] + ".json")
+
+
+def register(join: dict[str, Any], hostname: str, provider_id: str) -> None:
+    # Boot the machine: its node joins as a kubelet would, with the machine's own join
+    # credential, as a node the cluster's kwok keeps Ready.
+    import base64, ssl, urllib.error, urllib.request
+    trust = ssl.create_default_context(cadata=base64.b64decode(join["caCert"]).decode())
+    node = {{"apiVersion": "v1", "kind": "Node",
+             "metadata": {{"name": hostname, "labels": {{**join["labels"], "type": "kwok"}},
+                          "annotations": {{"kwok.x-k8s.io/node": "fake"}}}},
+             "spec": {{"providerID": provider_id, "taints": join["taints"] or None}},
+             "status": {{"capacity": {{"cpu": "2", "memory": "4Gi", "pods": "110"}},
+                        "allocatable": {{"cpu": "2", "memory": "4Gi", "pods": "110"}}}}}}
+    request = urllib.request.Request(
+        join["server"].rstrip("/") + "/api/v1/nodes", data=json.dumps(node).encode(),
+        headers={{"Authorization": "Bearer " + join["token"],
+                  "Content-Type": "application/json"}}, method="POST")
+    try:
+        urllib.request.urlopen(request, context=trust, timeout=20).close()
+    except urllib.error.HTTPError as error:
+        if error.code != 409:  # asked again: joined already
+            raise
+
+
 if command == "create":
+    if config.get("register") and not machine.exists():
+        register(message["join"], message["machine"]["hostname"],
+                 "fake://" + message["machine"]["name"])
     if not machine.exists():
         machine.write_text(json.dumps({{"phase": "Running", "providerId": "fake://" +
                                         message["machine"]["name"], "addresses": ["10.0.0.7"]}}))

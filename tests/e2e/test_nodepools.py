@@ -5,10 +5,12 @@ use cannot be deleted."""
 
 from __future__ import annotations
 
+import base64
 import datetime
 import hashlib
 import secrets
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -222,6 +224,25 @@ def ready_names(downstream: Client, prefix: str) -> set[str]:
     }
 
 
+def hold_pod(downstream: Client, node: str) -> str:
+    """A pod on `node` held by a finalizer: once evicted it stays, deleting, until released."""
+    name = f"held-{secrets.token_hex(3)}"
+    downstream.create(Pod(
+        metadata=ObjectMeta(name=name, namespace="default", finalizers=[HOLD]),
+        spec=PodSpec(nodeName=node, tolerations=[Toleration(operator="Exists")],
+                     containers=[Container(name="c", image="busybox")]),
+    ))  # fmt: skip
+    return name
+
+
+def evicted(downstream: Client, pod: str) -> bool:
+    return downstream.get(Pod, pod, namespace="default").metadata.deletionTimestamp is not None
+
+
+def release(downstream: Client, pod: str) -> None:
+    downstream.patch(Pod, pod, {"metadata": {"finalizers": None}}, namespace="default")
+
+
 @pytest.fixture(scope="module")
 def downstream_client(stack: Environment) -> Client:
     return Client(KubeConfig.from_file(stack.downstream_kubeconfigs()[0]))
@@ -277,34 +298,30 @@ def test_a_pool_of_three_gives_three_ready_nodes_and_scales_by_its_names(
 
     # A pod on a node that goes, held by a finalizer: evicted (deleting) while its node is
     # still there, and the node goes once the pod has.
-    pod_name = f"held-{secrets.token_hex(3)}"
-    downstream_client.create(Pod(
-        metadata=ObjectMeta(name=pod_name, namespace="default", finalizers=[HOLD]),
-        spec=PodSpec(nodeName=f"{prefix}5", tolerations=[Toleration(operator="Exists")],
-                     containers=[Container(name="c", image="busybox")]),
-    ))  # fmt: skip
+    pod_name = hold_pod(downstream_client, f"{prefix}5")
     try:
         assert api.put(f"/v3/nodepools/{pid}", {"quantity": 2}).status == 200
-        wait_for(
-            "the pod evicted",
-            lambda: (
-                downstream_client.get(Pod, pod_name, namespace="default").metadata.deletionTimestamp
-                is not None
-            ),
-            SCALE_TIMEOUT,
-        )
+        wait_for("the pod evicted", lambda: evicted(downstream_client, pod_name), SCALE_TIMEOUT)
         assert f"{prefix}5" in pool_nodes(downstream_client, prefix)
         assert pool_nodes(downstream_client, prefix)[f"{prefix}5"].spec.unschedulable
     finally:
-        downstream_client.patch(Pod, pod_name, {"metadata": {"finalizers": None}},
-                                namespace="default")  # fmt: skip
+        release(downstream_client, pod_name)
     wait_for("2 nodes left", lambda: set(pool_nodes(downstream_client, prefix)) ==
              {f"{prefix}1", f"{prefix}2"}, SCALE_TIMEOUT)  # fmt: skip
     wait_for("pool shows 2", lambda: api.get(f"/v3/nodepools/{pid}").body["requested"] == 2,
              SCALE_TIMEOUT)  # fmt: skip
 
-    assert api.delete(f"/v3/nodepools/{pid}").status == 204
+    # Deleting the pool drains its nodes first: the pool stays, removing, until they are gone.
+    pod_name = hold_pod(downstream_client, f"{prefix}1")
+    try:
+        assert api.delete(f"/v3/nodepools/{pid}").status == 204
+        wait_for("the pod evicted", lambda: evicted(downstream_client, pod_name), SCALE_TIMEOUT)
+        assert f"{prefix}1" in pool_nodes(downstream_client, prefix)
+        assert api.get(f"/v3/nodepools/{pid}").body["state"] == "removing"
+    finally:
+        release(downstream_client, pod_name)
     wait_for("machines removed", lambda: not pool_nodes(downstream_client, prefix), 90)
+    wait_for("the pool gone", lambda: api.get(f"/v3/nodepools/{pid}").status == 404, 90)
 
 
 def test_a_node_unreachable_too_long_is_replaced(
@@ -387,28 +404,125 @@ def test_an_operator_killed_while_creating_leaves_exactly_the_requested_machines
     assert set(pool_nodes(downstream_client, prefix)) == expected
 
 
-def test_a_pool_of_an_executable_driver_says_it_makes_no_machines_yet(
-    api: Api, cluster: str, tmp_path: Path, pools: Callable[..., dict[str, Any]]
-) -> None:
+@dataclass
+class ServedDriver:
+    name: str
+    state: Path  # where the driver keeps its machines, a file each
+    template: str
+
+    def machines(self) -> set[str]:
+        return {p.stem for p in self.state.glob("m-*.json")}
+
+    def runs(self, command: str) -> int:
+        return sum(1 for r in fake_driver.runs(self.state) if r.get("command") == command)
+
+
+@pytest.fixture
+def served(api: Api, tmp_path: Path) -> Iterator[ServedDriver]:
+    """An executable driver (tests/fake_driver.py) whose machines join as kwok nodes, with a
+    cloud credential and a template of it."""
     name = f"exe{secrets.token_hex(3)}"
-    path = fake_driver.write(tmp_path / "driver", tmp_path / "state", name)
+    state = tmp_path / "state"
+    path = fake_driver.write(tmp_path / "driver", state, name)
     checksum = hashlib.sha256(path.read_bytes()).hexdigest()
     body = {"name": name, "active": True, "url": f"file://{path}", "checksum": checksum}
     assert api.post("/v3/nodedrivers", body).status == 201
-    try:
-        wait_for("driver ready", lambda: api.get(f"/v3/nodedrivers/{name}").body["state"]
-                 == "active", READY_TIMEOUT)  # fmt: skip
-        made = api.post("/v3/nodetemplates", {f"{name}Config": {"region": "here"}})
-        assert made.status == 201, made.body
-        pid = pools(clusterId=cluster, hostnamePrefix=unique("e"), quantity=1,
-                    nodeTemplateName=made.body["id"])["id"]  # fmt: skip
-        wait_for("the pool says why",
-                 lambda: "only kwok" in api.get(f"/v3/nodepools/{pid}").body["lastError"],
-                 READY_TIMEOUT)  # fmt: skip
-        assert api.get(f"/v3/nodepools/{pid}").body["requested"] == 0
-        assert not [r for r in fake_driver.runs(tmp_path / "state") if r.get("command") == "create"]
-        assert api.delete(f"/v3/nodepools/{pid}").status == 204
-        wait_for("template free", lambda: api.delete(f"/v3/nodetemplates/{made.body['id']}")
-                 .status == 204, READY_TIMEOUT)  # fmt: skip
-    finally:
-        api.delete(f"/v3/nodedrivers/{name}")
+    wait_for("driver ready", lambda: api.get(f"/v3/nodedrivers/{name}").body["state"]
+             == "active", READY_TIMEOUT)  # fmt: skip
+    credential = api.post("/v3/cloudcredentials", {f"{name}credentialConfig": {"apiKey": "k1"}})
+    assert credential.status == 201, credential.body
+    config = {"region": "here", "register": True}
+    body = {f"{name}Config": config, "cloudCredentialName": credential.body["id"]}
+    made = api.post("/v3/nodetemplates", body)
+    assert made.status == 201, made.body
+    yield ServedDriver(name, state, made.body["id"])
+    wait_for("template free", lambda: api.delete(f"/v3/nodetemplates/{made.body['id']}")
+             .status in (204, 404), SCALE_TIMEOUT)  # fmt: skip
+    api.delete(f"/v3/cloudcredentials/{credential.body['id']}")
+    api.delete(f"/v3/nodedrivers/{name}")
+
+
+def machine_records(api: Api, cluster: str, pool: str) -> dict[str, dict[str, Any]]:
+    records = api.get(f"/v3/clusters/{cluster}/nodes").body["data"]
+    return {r["requestedHostname"]: r for r in records if r["spec"].get("nodePoolName") == pool}
+
+
+def test_a_pool_of_a_served_driver_makes_its_machines_through_it(
+    api: Api, cluster: str, served: ServedDriver, downstream_client: Client,
+    pools: Callable[..., dict[str, Any]],
+) -> None:  # fmt: skip
+    prefix = unique("x")
+    pid = pools(clusterId=cluster, hostnamePrefix=prefix, quantity=2, nodeLabels={"by": "exe"},
+                nodeTemplateName=served.template)["id"]  # fmt: skip
+    both = {f"{prefix}1", f"{prefix}2"}
+    wait_for("2 Ready nodes", lambda: ready_names(downstream_client, prefix) == both,
+             SCALE_TIMEOUT)  # fmt: skip
+    records = machine_records(api, cluster, pid)
+    assert served.machines() == {r["id"].split(":")[1] for r in records.values()}
+    for hostname, node in pool_nodes(downstream_client, prefix).items():
+        assert node.metadata.labels["by"] == "exe"
+        assert node.spec.providerID == f"fake://{records[hostname]['id'].split(':')[1]}"
+
+    def provisioned_and_ready() -> bool:
+        found = machine_records(api, cluster, pid).values()
+        wanted = ("Provisioned", "Registered", "Ready")
+        conditions = [c for r in found for c in r["status"]["conditions"] if c["type"] in wanted]
+        return len(found) == 2 and all(c["status"] == "True" for c in conditions)
+
+    wait_for("the records Provisioned, Registered and Ready", provisioned_and_ready, SCALE_TIMEOUT)
+    assert served.runs("create") == 2
+
+    # A record deleted through /v3: its machine goes through the driver, and the pool makes
+    # another under the next free name (the old one is taken while it goes).
+    assert api.delete(f"/v3/clusters/{cluster}/nodes/{records[f'{prefix}1']['id']}").status == 204
+    now = {f"{prefix}2", f"{prefix}3"}
+    wait_for("the deleted machine replaced", lambda: ready_names(downstream_client, prefix) == now
+             and set(pool_nodes(downstream_client, prefix)) == now, SCALE_TIMEOUT)  # fmt: skip
+    assert (served.runs("remove"), served.runs("create")) == (1, 3)
+    assert len(served.machines()) == 2
+
+    assert api.put(f"/v3/nodepools/{pid}", {"quantity": 1}).status == 200
+    wait_for("scaled to 1", lambda: set(pool_nodes(downstream_client, prefix)) == {f"{prefix}2"}
+             and len(served.machines()) == 1, SCALE_TIMEOUT)  # fmt: skip
+
+    # Deleting the pool removes its machines through the driver before the pool goes.
+    assert api.delete(f"/v3/nodepools/{pid}").status == 204
+    wait_for("the pool gone", lambda: api.get(f"/v3/nodepools/{pid}").status == 404,
+             SCALE_TIMEOUT)  # fmt: skip
+    assert not served.machines() and not pool_nodes(downstream_client, prefix)
+    assert not machine_records(api, cluster, pid)
+
+
+def test_deleting_a_cluster_removes_the_machines_of_its_pools(
+    api: Api, stack: Environment, template: str, served: ServedDriver,
+    crs: k8s.CustomObjectsApi,
+) -> None:  # fmt: skip
+    plane = stack.add_downstream("pools-spare", nodes=1)
+    imported = {"kubeConfig": base64.b64encode(plane.kubeconfig_path.read_bytes()).decode()}
+    created = api.post("/v3/clusters", {"name": "pools-spare", "importedConfig": imported})
+    assert created.status == 201, created.body
+    cluster = created.body["id"]
+    wait_for("spare active", lambda: api.get(f"/v3/clusters/{cluster}").body["state"] == "active",
+             SCALE_TIMEOUT)  # fmt: skip
+    spare = Client(KubeConfig.from_file(plane.kubeconfig_path))
+    kwok, exe = unique("k"), unique("x")
+    for prefix, made_from in ((kwok, template), (exe, served.template)):
+        fields = {"hostnamePrefix": prefix, "quantity": 2, "nodeTemplateName": made_from}
+        response = api.post("/v3/nodepools", {"clusterId": cluster, **fields})
+        assert response.status == 201, response.body
+    wait_for("4 machines Ready", lambda: len(ready_names(spare, kwok) | ready_names(spare, exe))
+             == 4, SCALE_TIMEOUT)  # fmt: skip
+    assert len(served.machines()) == 2
+
+    assert api.delete(f"/v3/clusters/{cluster}").status == 204
+    wait_for("the cluster gone", lambda: cluster not in {
+        c["metadata"]["name"] for c in crs.list_cluster_custom_object(GROUP, VERSION, "clusters")
+        ["items"]}, 90)  # fmt: skip
+    assert not served.machines()
+    assert not pool_nodes(spare, kwok) and not pool_nodes(spare, exe)
+
+    def pools_left() -> list[dict[str, Any]]:
+        found = crs.list_cluster_custom_object(GROUP, VERSION, "nodepools")["items"]
+        return [p for p in found if p["metadata"]["namespace"] == cluster]
+
+    wait_for("the pools gone with the cluster's namespace", lambda: not pools_left(), 90)

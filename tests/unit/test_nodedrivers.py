@@ -5,7 +5,6 @@ driver adapter run against a real (test) driver executable."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import hashlib
 import json
 from collections.abc import AsyncIterator
@@ -21,15 +20,17 @@ from corral.core.conditions import Condition
 from corral.core.drivers import machines, schema, source
 from corral.core.drivers import status as ds
 from corral.core.drivers.status import Observed, Outcome
+from corral.core.drivers.templates import MachineInputs
 from corral.core.errors import Invalid, Unavailable
 from corral.operator.drivers.cache import Cache
 from corral.operator.drivers.contract import JoinConfig, MachineRequest, Phase
 from corral.operator.drivers.download import DownloadFailed, Limits, fetch
 from corral.operator.drivers.executable import ExecutableDriver
 from corral.operator.drivers.executable import Limits as RunLimits
-from corral.operator.management.nodedrivers import DriverKeeper
+from corral.operator.drivers.registry import Drivers
 
 from .. import fake_driver
+from .test_errors import kube_error
 
 # -- checksums and urls ---------------------------------------------------------------------
 
@@ -381,23 +382,43 @@ def test_a_creation_is_recorded_before_it_starts_and_settled_after_a_crash() -> 
     assert machines.next_call(succeeded) is machines.Call.OBSERVE
 
 
-async def test_a_driver_is_handed_out_only_when_usable_and_its_file_still_verifies(
-    tmp_path: Path,
-) -> None:
+class DriverObjects:
+    """The management cluster's NodeDriver objects, for `Drivers` to read."""
+
+    def __init__(self, *found: dict[str, Any]) -> None:
+        self.found = {d["metadata"]["name"]: d for d in found}
+
+    async def get(self, _: Any, name: str, **__: Any) -> dict[str, Any]:
+        if name not in self.found:
+            raise kube_error({"kind": "Status", "code": 404, "reason": "NotFound",
+                              "message": f"nodedrivers {name} not found"})  # fmt: skip
+        return self.found[name]
+
+
+async def test_a_machine_reaches_its_driver_while_its_file_still_verifies(tmp_path: Path) -> None:
     cache = Cache(tmp_path / "cache")
     fetched = await fetch(write_driver(tmp_path).as_uri(), "", cache)
-    clock = lambda: datetime.datetime.now(datetime.UTC)  # noqa: E731 - never called here
-    keeper = DriverKeeper(None, cache, clock)  # type: ignore[arg-type]  # no status is written
     usable = driver(True, "True", 2)
     usable["status"]["digest"] = fetched.digest
-    connected = await keeper.executable(usable, {"region": "eu"}, {"apiKey": "k"})
-    assert (connected.path, connected.config) == (fetched.path, {"region": "eu"})
+    inactive = {**driver(False, "True", 2), "status": dict(usable["status"])}
+    inactive["metadata"] = {"name": "off", "generation": 2}
+    drivers = Drivers(DriverObjects(usable, inactive), cache)  # type: ignore[arg-type]
+    inputs = MachineInputs("d", {"region": "eu"}, {"apiKey": "k"}, [])
+    connected = await drivers.connect(inputs, "c-x", None)
+    assert isinstance(connected, ExecutableDriver)
+    assert (connected.path, connected.config, connected.credential) == (
+        fetched.path, {"region": "eu"}, {"apiKey": "k"})  # fmt: skip
     assert (await connected.schema())["fields"]["region"]["required"] is True
-    for refused in (driver(False, "True", 2), driver(True, "True", 1),
-                    {**usable, "spec": {"active": True, "builtin": True}}):  # fmt: skip
-        with pytest.raises(Invalid):
-            await keeper.executable(refused, {}, {})
+    # New machines only with an active, ready driver; the machines of an inactive one are
+    # still reached (to be removed).
+    assert await drivers.usable("d") and not await drivers.usable("off")
+    assert not await drivers.usable("gone")
+    assert await drivers.connect(MachineInputs("off", {}, {}, []), "c-x", None)
+    with pytest.raises(Invalid):
+        await drivers.connect(MachineInputs("gone", {}, {}, []), "c-x", None)
+    with pytest.raises(Unavailable):  # the kwok driver's machines are in the cluster
+        await drivers.connect(MachineInputs(names.KWOK_DRIVER, {}, {}, []), "c-x", None)
     fetched.path.chmod(0o700)
     fetched.path.write_bytes(b"changed on disk")
     with pytest.raises(Unavailable):
-        await keeper.executable(usable, {}, {})
+        await drivers.connect(inputs, "c-x", None)

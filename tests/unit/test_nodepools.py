@@ -150,3 +150,30 @@ def test_a_node_unreachable_longer_than_allowed_is_replaced_under_a_new_name() -
 )
 def test_a_node_is_kept_short_of_the_rule(node: dict, secs: int) -> None:
     assert plan.plan("w", 1, ["w1"], {"w1": node}, secs, NOW).replace == []
+
+
+def test_machines_leaving_keep_their_names_and_are_made_again() -> None:
+    # w2's record was deleted and w3 failed: neither stays, neither name is free yet.
+    decided = plan.plan("w", 3, ["w1", "w2", "w3"], {}, 0, NOW, leaving={"w2", "w3"})
+    assert (decided.replace, decided.remove, decided.add) == ([], [], ["w4", "w5"])
+    # Leaving ones are not removed again as surplus, nor replaced as unreachable.
+    nodes = {"w2": _node("Unknown", unreachable_for=300)}
+    shrunk = plan.plan("w", 0, ["w1", "w2"], nodes, 30, NOW, leaving={"w2"})
+    assert (shrunk.replace, shrunk.remove, shrunk.add) == ([], ["w1"], [])
+
+
+@pytest.mark.parametrize(
+    ("conditions", "age", "replaced"),
+    [
+        ([{"type": "Provisioned", "status": "False"}], 121, True),
+        ([{"type": "Initialized", "status": "False"}], 121, True),
+        ([{"type": "Provisioned", "status": "False"}], 119, False),  # not 2 minutes yet
+        ([{"type": "Provisioned", "status": "Unknown"}], 600, False),  # still provisioning
+        ([{"type": "Registered", "status": "False"}], 600, False),  # made, not joined yet
+    ],
+)
+def test_a_machine_failing_two_minutes_after_its_creation_is_replaced(
+    conditions: list[dict[str, str]], age: int, replaced: bool
+) -> None:
+    created = NOW - datetime.timedelta(seconds=age)
+    assert plan.failed_too_long(created, conditions, NOW) is replaced

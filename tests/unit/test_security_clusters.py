@@ -29,6 +29,8 @@ from corral.core.kube.informer import Informer
 from corral.core.kube.status import StatusWriter
 from corral.operator.downstream import drain, nodes
 from corral.operator.downstream.agent import Agent
+from corral.operator.drivers.cache import Cache
+from corral.operator.drivers.registry import Drivers
 from corral.operator.state import BY_CLUSTER, State
 
 from .test_clusters import b64
@@ -412,7 +414,7 @@ async def test_the_agent_reports_failed_syncs_and_runs_the_others() -> None:
     body = {"metadata": {"name": "c-x", "generation": 1}, "spec": {"driver": "imported"},
             "status": {}}  # fmt: skip
     state.clusters.put(body)
-    cluster_agent = Agent("c-x", state)
+    cluster_agent = Agent("c-x", state, Drivers(kube, Cache(Path("/nonexistent"))))  # type: ignore[arg-type]
     cluster_agent.projects = projects  # type: ignore[assignment]
 
     async def nodes_broke() -> None:

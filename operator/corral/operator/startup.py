@@ -17,6 +17,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from corral.core.kube import client as kube
 from corral.operator.config import OperatorConfig
 from corral.operator.drivers.cache import Cache
+from corral.operator.drivers.registry import Drivers
 from corral.operator.management import bootstrap
 from corral.operator.management.nodedrivers import DriverKeeper
 from corral.operator.state import State
@@ -53,7 +54,9 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.state = State(memo.kube)
     memo.state_task = asyncio.create_task(memo.state.run())
     config: OperatorConfig = memo.get("config") or OperatorConfig.from_env()
-    memo.drivers = DriverKeeper(memo.kube, Cache(config.driver_cache), memo.state.clock)
+    cache = Cache(config.driver_cache)
+    memo.drivers = DriverKeeper(memo.kube, cache, memo.state.clock)
+    memo.machine_drivers = Drivers(memo.kube, cache)
     await ensure_peering_object(memo.kube, settings.peering.name)
     await bootstrap.run(memo.kube)
 

@@ -77,6 +77,7 @@ REASON_DRAIN_TIMED_OUT = "DrainTimedOut"
 REASON_DRAIN_FAILED = "DrainFailed"
 REASON_UNCORDONED = "Uncordoned"
 REASON_CREATE_PENDING = "CreatePending"
+REASON_PROVISIONING = "Provisioning"
 REASON_MACHINE_FAILED = "MachineFailed"
 REASON_WAITING_FOR_NODE = "WaitingForNode"
 

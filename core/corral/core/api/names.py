@@ -75,6 +75,10 @@ NODE_SOURCE_MIRROR = "mirror"
 # succeeded means an operator stopped in between: the next pass asks `state` before anything.
 ANNOTATION_CREATE_PENDING = "management.svc.io/create-pending"
 ANNOTATION_CREATE_SUCCEEDED = "management.svc.io/create-succeeded"
+# Held by a node pool while it has machines, and by each machine's Node CR while its machine
+# exists: deleting either removes the machines first (docs/operator.md, "Node pools").
+FINALIZER_NODE_POOL = "management.svc.io/node-pool-machines"
+FINALIZER_MACHINE = "management.svc.io/machine"
 # Every object corral writes into a downstream cluster carries this label.
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "corral"

@@ -4,7 +4,7 @@ hostnames come. Pure: the reconciler observes, this decides, the reconciler acts
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +12,9 @@ from corral.core.auth.ttl import parse_time
 from corral.core.nodepools import naming
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
+# Rancher's rule: a machine still failing to provision this long after its creation is
+# removed, and the pool makes another (provisioning.md 3.2).
+FAILED_REPLACE_AFTER = datetime.timedelta(minutes=2)
 
 
 @dataclass(frozen=True)
@@ -43,18 +46,33 @@ def plan(
     nodes: Mapping[str, Mapping[str, Any]],
     not_ready_secs: int,
     now: datetime.datetime,
+    leaving: Collection[str] = (),
 ) -> Plan:
-    """`hostnames` are the pool's machines, `nodes` their downstream nodes by name."""
+    """`hostnames` are the pool's machines, `nodes` their downstream nodes by name; those
+    `leaving` are on their way out already (their records deleted, or failed too long): they
+    count neither as staying nor as free names."""
     replace: list[str] = []
     if not_ready_secs > 0:
         limit = datetime.timedelta(seconds=not_ready_secs)
         for name in hostnames:
             since = not_ready_since(nodes[name]) if name in nodes else None
-            if since is not None and now - since > limit:
+            if since is not None and now - since > limit and name not in leaving:
                 replace.append(name)
-    staying = [h for h in hostnames if h not in replace]
+    staying = [h for h in hostnames if h not in replace and h not in leaving]
     remove = naming.highest(staying, len(staying) - quantity)
     kept = len(staying) - len(remove)
     # The replaced keep their names taken until they are gone, so a replacement is new.
     add = naming.new_hostnames(prefix, set(hostnames), quantity - kept) if kept < quantity else []
     return Plan(replace, remove, add)
+
+
+def failed_too_long(
+    created: datetime.datetime, conditions: Sequence[Mapping[str, Any]], now: datetime.datetime
+) -> bool:
+    """Whether a machine record created at `created` with these conditions is to be replaced:
+    one of Initialized or Provisioned False more than FAILED_REPLACE_AFTER after creation."""
+    failed = any(
+        c.get("type") in ("Initialized", "Provisioned") and c.get("status") == "False"
+        for c in conditions
+    )
+    return failed and now - created > FAILED_REPLACE_AFTER

@@ -34,6 +34,7 @@ from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
 from corral.operator.downstream import drain, health, nodes, pools, projects
 from corral.operator.downstream.wakeups import Wake, Wakeups
+from corral.operator.drivers.registry import Drivers
 from corral.operator.state import State
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class Failures:
 
 
 class Agent:
-    def __init__(self, cluster: str, state: State) -> None:
+    def __init__(self, cluster: str, state: State, drivers: Drivers) -> None:
         self.cluster = cluster
         self.state = state
         self.wakeups = Wakeups()
@@ -123,7 +124,7 @@ class Agent:
             self.drains,
         )
         self.pools = pools.PoolSync(
-            cluster, state, StatusWriter(state.kube, pools.FIELD_MANAGER, state.clock)
+            cluster, state, StatusWriter(state.kube, pools.FIELD_MANAGER, state.clock), drivers
         )
         self.projects = projects.ProjectSync(
             cluster, state, StatusWriter(state.kube, projects.FIELD_MANAGER, state.clock)

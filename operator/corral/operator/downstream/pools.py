@@ -4,15 +4,17 @@
 A machine is a Node CR in the cluster's namespace named as the node mirror names the CR of
 its hostname (`observe.node_cr_name`), so that once the node registers the mirror shows it on
 the same record (Registered, Ready, the node's fields, desired taints applied) and never
-removes it (it is not the mirror's). The CR is created first, owned by its pool (deleting the
-pool deletes its records); its creation is recorded on it before the driver is asked
+removes it (it is not the mirror's). The CR is created first, owned by its pool and holding
+FINALIZER_MACHINE; its creation is recorded on it before the driver is asked
 (`corral.core.drivers.machines`), so an operator stopped at any point neither leaks nor
 duplicates a machine. Until its node registers, this reconciler writes the record's
 Initialized, Provisioned and Registered with its own field manager; the pool's status
 (counts, conditions, last error) is its own too.
 
-A pool's downstream machines whose record is gone (the pool was deleted) are removed here too:
-the kwok driver finds them by their machine label.
+Nothing removes a machine but `remove` here: the pool holds FINALIZER_NODE_POOL while it has
+machines and each record FINALIZER_MACHINE, so deleting a pool scales it to zero first
+(draining when it says so), and deleting a record removes its machine (and the pool makes
+another). `remove_all` is for a cluster that is going.
 """
 
 from __future__ import annotations
@@ -29,13 +31,13 @@ from lightkube.types import PatchType
 from corral.core.api import condition_types as ct
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
-from corral.core.auth.ttl import format_time
+from corral.core.auth.ttl import format_time, parse_time
 from corral.core.clusters import observe
 from corral.core.conditions import Condition
 from corral.core.drivers import machines
-from corral.core.drivers import status as driver_status
-from corral.core.errors import Invalid
-from corral.core.kube import joining, kinds
+from corral.core.drivers.templates import MachineInputs
+from corral.core.errors import Invalid, NotFound, Unavailable
+from corral.core.kube import finalizers, joining, kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.connections import Connection
 from corral.core.kube.informer import Informer, Obj
@@ -44,8 +46,8 @@ from corral.core.kube.templates import machine_inputs
 from corral.core.nodepools import plan as pool_plan
 from corral.core.nodepools import status as pool_status
 from corral.operator.downstream.nodes import describe
-from corral.operator.drivers.contract import JoinConfig, MachineRequest
-from corral.operator.drivers.kwok import KwokDriver
+from corral.operator.drivers.contract import JoinConfig, Machine, MachineRequest, NodeDriver, Phase
+from corral.operator.drivers.registry import Drivers
 from corral.operator.state import BY_CLUSTER, State
 
 log = logging.getLogger(__name__)
@@ -60,87 +62,156 @@ def pool_of(record: Obj) -> str:
     return str((record.get("spec") or {}).get("nodePoolName", ""))
 
 
+class Templates:
+    """The machine inputs of each template, read once per pass: a pass over a pool of a
+    hundred machines reads its template, credential and Secret once, not a hundred times."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self._read: dict[str, MachineInputs] = {}
+
+    async def inputs(self, template: str) -> MachineInputs:
+        if template not in self._read:
+            self._read[template] = await machine_inputs(self.state.kube, template)
+        return self._read[template]
+
+
 class PoolSync:
-    def __init__(self, cluster: str, state: State, writer: StatusWriter) -> None:
+    def __init__(self, cluster: str, state: State, writer: StatusWriter, drivers: Drivers) -> None:
         self.cluster = cluster
         self.state = state
         self.writer = writer
+        self.drivers = drivers
 
     async def sync(self, connection: Connection, nodes: Informer) -> bool:
         """One pass over the cluster's pools; whether work is left (a drain under way, a
         machine not registered yet)."""
         records = [r for r in self.state.nodes.by_index(BY_CLUSTER, self.cluster) if pool_of(r)]
         pools = self.state.nodepools.by_index(BY_CLUSTER, self.cluster)
+        templates = Templates(self.state)
         pending = False
-        driver = KwokDriver(connection.client, self.cluster)
         for pool in pools:
             pid = str(ScopedId.of(pool))
             mine = [r for r in records if pool_of(r) == pid]
             try:
-                pending |= await self._pool(connection, driver, pool, mine, nodes)
+                pending |= await self._pool(connection, templates, pool, mine, nodes)
             except Exception as exc:  # noqa: BLE001 - on the pool's status; others go on
                 await self._write_pool(pool, mine, nodes, describe(exc))
                 pending = True
-        # Read again: this pass made records of its own. A record the mirror made for a
-        # machine's node once the pool's was gone is no pool's.
-        records = self.state.nodes.by_index(BY_CLUSTER, self.cluster)
-        kept = {r["metadata"]["name"] for r in records if pool_of(r)}
-        await self._sweep(driver, nodes, kept)
+        # A record outliving its pool (its finalizer taken off by hand): its machine goes.
+        known = {str(ScopedId.of(p)) for p in pools}
+        for record in records:
+            if pool_of(record) not in known:
+                await self._remove(connection.client, templates, record)
         return pending
+
+    async def remove_all(self, client: AsyncClient | None) -> None:
+        """Every machine of the cluster's pools, then the pools' finalizers: the cluster is
+        going. No drain (its workloads go with it); `client` is None when the cluster cannot
+        be reached, and then only what drivers reach on their own is removed."""
+        templates = Templates(self.state)
+        for record in self.state.nodes.by_index(BY_CLUSTER, self.cluster):
+            if pool_of(record):
+                try:
+                    await self._remove(client, templates, record)
+                except Exception as exc:  # noqa: BLE001 - the cluster goes whatever happens
+                    log.warning("cluster %s: machine %s not removed: %s", self.cluster,
+                                record["metadata"]["name"], describe(exc))  # fmt: skip
+        for pool in self.state.nodepools.by_index(BY_CLUSTER, self.cluster):
+            await finalizers.remove(self.state.kube, kinds.NodePool, pool,
+                                    names.FINALIZER_NODE_POOL)  # fmt: skip
 
     async def _pool(
         self,
         connection: Connection,
-        driver: KwokDriver,
+        templates: Templates,
         pool: Obj,
         mine: list[Obj],
         nodes: Informer,
     ) -> bool:
-        spec = pool["spec"]
+        spec, deleting = pool["spec"], bool(pool["metadata"].get("deletionTimestamp"))
+        if not deleting:
+            pool = await finalizers.add(self.state.kube, kinds.NodePool, pool,
+                                        names.FINALIZER_NODE_POOL)  # fmt: skip
+        now = self.state.clock()
         by_host = {r["spec"]["requestedHostname"]: r for r in mine}
         downstream = {h: n for h in by_host if (n := nodes.get(h)) is not None}
+        # Records deleted are drained (when the pool says so) and removed; machines failing
+        # too long are removed at once; the pool makes others for both.
+        deleted = sorted(h for h, r in by_host.items() if r["metadata"].get("deletionTimestamp"))
+        failed = sorted(
+            h for h, r in by_host.items() if h not in deleted and pool_plan.failed_too_long(
+                parse_time(r["metadata"]["creationTimestamp"]),
+                (r.get("status") or {}).get("conditions") or [], now,
+            )
+        )  # fmt: skip
         decided = pool_plan.plan(
-            spec["hostnamePrefix"], int(spec.get("quantity", 1)), sorted(by_host), downstream,
-            int(spec.get("deleteNotReadyAfterSecs") or 0), self.state.clock(),
+            spec["hostnamePrefix"], 0 if deleting else int(spec.get("quantity", 1)),
+            sorted(by_host), downstream, int(spec.get("deleteNotReadyAfterSecs") or 0), now,
+            leaving={*deleted, *failed},
         )  # fmt: skip
         pending = False
         errors: list[str] = []
-        for hostname in decided.replace:
-            log.info("cluster %s: replacing %s, NotReady too long", self.cluster, hostname)
-            await self._remove(driver, connection.client, by_host.pop(hostname), False, None)
+        for hostname in [*decided.replace, *failed]:
+            log.info("cluster %s: replacing %s (%s)", self.cluster, hostname,
+                     "failed" if hostname in failed else "NotReady too long")  # fmt: skip
+            await self._remove(connection.client, templates, by_host.pop(hostname))
         drain = bool(spec.get("drainBeforeDelete"))
-        for hostname in decided.remove:
-            record = by_host[hostname]
-            if await self._remove(
-                driver, connection.client, record, drain, downstream.get(hostname)
-            ):
+        for hostname in [*deleted, *decided.remove]:
+            record, node = by_host[hostname], downstream.get(hostname)
+            if await self._drained(record, drain, node):
+                await self._remove(connection.client, templates, record)
                 by_host.pop(hostname)
             else:
                 pending = True
-        if decided.add and await self._driver_usable(spec["nodeTemplateName"]):
-            for hostname in decided.add:
-                by_host[hostname] = await self._create_record(pool, hostname)
-        for hostname, record in by_host.items():
-            node = downstream.get(hostname)
-            if node is None:
-                failure = await self._provision(connection, driver, pool, record)
-                errors += [failure] if failure else []
-                pending = True
+        if decided.add:
+            inputs = await templates.inputs(spec["nodeTemplateName"])
+            if await self.drivers.usable(inputs.driver):
+                for hostname in decided.add:
+                    by_host[hostname] = await self._create_record(pool, inputs, hostname)
             else:
+                errors.append(f"node driver {inputs.driver} is not active and ready: "
+                              f"{len(decided.add)} machine(s) not made")  # fmt: skip
+        for hostname, record in list(by_host.items()):
+            node = downstream.get(hostname)
+            if node is not None:
                 await self._label(connection.client, node, spec)
+                continue
+            pending = True
+            try:
+                machine = await self._provision(connection, templates, pool, record)
+            except Unavailable as exc:  # asked again on the next pass
+                errors.append(f"{hostname}: {exc.message}")
+                continue
+            except Invalid as exc:
+                errors.append(f"{hostname}: {exc.message}")
+                await self._write_machine(record, None, exc.message)
+                continue
+            if machine is None:
+                log.info("cluster %s: machine of %s is gone; making another", self.cluster,
+                         hostname)  # fmt: skip
+                await self._remove(connection.client, templates, by_host.pop(hostname))
+                continue
+            if machine.phase is Phase.FAILED:
+                errors.append(f"{hostname}: {machine.message or 'the machine failed'}")
+            await self._write_machine(record, machine, "")
+        if deleting and not by_host:
+            await finalizers.remove(self.state.kube, kinds.NodePool, pool,
+                                    names.FINALIZER_NODE_POOL)  # fmt: skip
+            return pending
         await self._write_pool(pool, list(by_host.values()), nodes, "; ".join(errors))
         return pending
 
     # -- machines -------------------------------------------------------------------------------
 
-    async def _create_record(self, pool: Obj, hostname: str) -> Obj:
+    async def _create_record(self, pool: Obj, inputs: MachineInputs, hostname: str) -> Obj:
         """The machine's record, before anything else of it exists."""
         spec = pool["spec"]
-        inputs = await machine_inputs(self.state.kube, spec["nodeTemplateName"])
         meta = ObjectMeta(
             name=observe.node_cr_name(hostname),
             namespace=self.cluster,
             ownerReferences=[owner_reference(pool)],
+            finalizers=[names.FINALIZER_MACHINE],
         )
         body = {
             "requestedHostname": hostname,
@@ -154,84 +225,78 @@ class PoolSync:
         return created
 
     async def _provision(
-        self, connection: Connection, driver: KwokDriver, pool: Obj, record: Obj
-    ) -> str:
-        """Take the machine one step towards registering; why it failed, or ""."""
+        self, connection: Connection, templates: Templates, pool: Obj, record: Obj
+    ) -> Machine | None:
+        """Take the machine one step towards registering: the machine as its driver sees it
+        now; None when a machine that was made is gone."""
         meta = record["metadata"]
+        inputs = await templates.inputs(record["spec"]["nodeTemplateName"])
+        driver = await self.drivers.connect(inputs, self.cluster, connection.client)
         call = machines.next_call(meta.get("annotations") or {})
-        failure = ""
-        if call is machines.Call.SETTLE and await driver.observe(meta["name"]) is not None:
-            record = await self._annotate(record, names.ANNOTATION_CREATE_SUCCEEDED)
-        elif call is not machines.Call.OBSERVE:
+        if call is machines.Call.OBSERVE:
+            return await driver.observe(meta["name"])
+        machine = await driver.observe(meta["name"]) if call is machines.Call.SETTLE else None
+        if machine is None:
             if call is machines.Call.CREATE:
                 record = await self._annotate(record, names.ANNOTATION_CREATE_PENDING)
-            try:
-                await driver.create(await self._request(connection, pool, record))
-            except Invalid as exc:
-                failure = f"{record['spec']['requestedHostname']}: {exc.message}"
-            else:
-                record = await self._annotate(record, names.ANNOTATION_CREATE_SUCCEEDED)
-        await self._write_machine(record, failure)
-        return failure
+            request = await self._request(connection, pool, inputs, record)
+            machine = await driver.create(request)
+        await self._annotate(record, names.ANNOTATION_CREATE_SUCCEEDED)
+        return machine
 
-    async def _request(self, connection: Connection, pool: Obj, record: Obj) -> MachineRequest:
+    async def _request(
+        self, connection: Connection, pool: Obj, inputs: MachineInputs, record: Obj
+    ) -> MachineRequest:
         spec, name = pool["spec"], record["metadata"]["name"]
         hostname = record["spec"]["requestedHostname"]
-        inputs = await machine_inputs(self.state.kube, spec["nodeTemplateName"])
         token = await joining.issue(connection.client, name, hostname)
         credential = connection.credential
         join = JoinConfig(
             server=credential.server, ca_cert=credential.ca_cert or b"", token=token,
             labels={**(spec.get("nodeLabels") or {}),
-                    names.LABEL_NODE_POOL: pool["metadata"]["name"]},
+                    names.LABEL_NODE_POOL: pool["metadata"]["name"],
+                    names.LABEL_MACHINE: name},
             taints=tuple(record["spec"].get("desiredNodeTaints") or ()),
         )  # fmt: skip
         return MachineRequest(name, self.cluster, hostname, inputs.config, join,
                               credential=inputs.credential)  # fmt: skip
 
-    async def _remove(
-        self,
-        driver: KwokDriver,
-        client: AsyncClient,
-        record: Obj,
-        drain: bool,
-        node: Obj | None,
-    ) -> bool:
-        """Remove one machine, drained first when asked (never an etcd node; a failed drain
-        does not keep it); False while its drain is under way."""
+    async def _drained(self, record: Obj, drain: bool, node: Obj | None) -> bool:
+        """Whether the machine may go now: drained first when asked (never an etcd node; a
+        failed drain does not keep it); False while its drain is under way."""
         spec, status = record.get("spec") or {}, record.get("status") or {}
-        if drain and node is not None and not spec.get("etcd"):
-            requested = (spec.get("nodeDrainInput") or {}).get("requestedAt")
-            if spec.get("desiredNodeUnschedulable") != "drain" or not requested:
-                now = format_time(self.state.clock())
-                drain_input = {**DRAIN_INPUT, "requestedAt": now}
-                patch = {
-                    "spec": {"desiredNodeUnschedulable": "drain", "nodeDrainInput": drain_input}
-                }
-                await self._patch(record, patch)
-                return False
-            if status.get("drainRequest") != requested:
-                return False
-        name = record["metadata"]["name"]
-        await driver.delete(name)
-        await joining.revoke(client, name)
+        if not drain or node is None or spec.get("etcd"):
+            return True
+        requested = (spec.get("nodeDrainInput") or {}).get("requestedAt")
+        if spec.get("desiredNodeUnschedulable") != "drain" or not requested:
+            drain_input = {**DRAIN_INPUT, "requestedAt": format_time(self.state.clock())}
+            await self._patch(record, {"spec": {"desiredNodeUnschedulable": "drain",
+                                                "nodeDrainInput": drain_input}})  # fmt: skip
+            return False
+        return bool(status.get("drainRequest") == requested)
+
+    async def _remove(self, client: AsyncClient | None, templates: Templates, record: Obj) -> None:
+        """The machine through its driver, its node and join credential downstream, then its
+        record. A machine whose template is gone cannot be reached: said in the log."""
+        meta = record["metadata"]
+        name, template = meta["name"], record["spec"].get("nodeTemplateName", "")
+        driver: NodeDriver | None = None
+        try:
+            driver = await self.drivers.connect(await templates.inputs(template), self.cluster,
+                                                client)  # fmt: skip
+        except NotFound:
+            log.warning("cluster %s: machine %s left to its driver: template %s is gone",
+                        self.cluster, name, template)  # fmt: skip
+        if driver is not None:
+            await driver.delete(name)
+        if client is not None:
+            async for node in client.list(DownstreamNode, labels={names.LABEL_MACHINE: name}):
+                if node.metadata and node.metadata.name:
+                    await delete_if_present(client, DownstreamNode, node.metadata.name)
+            await joining.revoke(client, name)
+        await finalizers.remove(self.state.kube, kinds.Node, record, names.FINALIZER_MACHINE)
         await delete_if_present(self.state.kube, kinds.Node, name, namespace=self.cluster)
         self.state.nodes.forget(f"{self.cluster}/{name}")
-        return True
-
-    async def _sweep(self, driver: KwokDriver, nodes: Informer, records: set[str]) -> None:
-        """Machines of a pool that was deleted (its records with it)."""
-        pools = {
-            p["metadata"]["name"] for p in self.state.nodepools.by_index(BY_CLUSTER, self.cluster)
-        }
-        for node in nodes.all():
-            labels = node["metadata"].get("labels") or {}
-            machine, pool = labels.get(names.LABEL_MACHINE), labels.get(names.LABEL_NODE_POOL)
-            if machine and pool and pool not in pools and machine not in records:
-                log.info("cluster %s: removing machine %s of deleted pool %s", self.cluster,
-                         machine, pool)  # fmt: skip
-                await driver.delete(machine)
-                await joining.revoke(driver.client, machine)
 
     async def _label(self, client: AsyncClient, node: Obj, spec: Mapping[str, Any]) -> None:
         """The pool's labels and annotations on its node (others are left alone)."""
@@ -245,16 +310,6 @@ class PoolSync:
         if patch:
             await client.patch(DownstreamNode, meta["name"], {"metadata": patch},
                                patch_type=PatchType.MERGE)  # fmt: skip
-
-    async def _driver_usable(self, template: str) -> bool:
-        """New machines only while the template's driver is active: deactivating a driver
-        stops scale-ups and replacements, and leaves the machines there alone."""
-        found = await self.state.kube.get(kinds.NodeTemplate, template)
-        driver = as_dict(found).get("spec", {}).get("driver", "")
-        if driver != names.KWOK_DRIVER:
-            # Executable drivers keep the same contract; their machines are not made yet.
-            raise Invalid(f"node driver {driver}: pools make only kwok machines so far")
-        return driver_status.usable(as_dict(await self.state.kube.get(kinds.NodeDriver, driver)))
 
     async def _annotate(self, record: Obj, annotation: str) -> Obj:
         now = format_time(self.state.clock())
@@ -270,20 +325,14 @@ class PoolSync:
 
     # -- status ---------------------------------------------------------------------------------
 
-    async def _write_machine(self, record: Obj, failure: str) -> None:
-        annotations = record["metadata"].get("annotations") or {}
-        created = bool(annotations.get(names.ANNOTATION_CREATE_SUCCEEDED))
-        if failure:
-            provisioned = Condition.of(ct.PROVISIONED, False, ct.REASON_MACHINE_FAILED, failure)
-        elif created:
-            provisioned = Condition.of(ct.PROVISIONED, True, ct.REASON_PROVISIONED)
-        else:
-            provisioned = Condition(ct.PROVISIONED, "Unknown", ct.REASON_CREATE_PENDING)
+    async def _write_machine(self, record: Obj, machine: Machine | None, refused: str) -> None:
+        """The record's conditions before its node registers: Provisioned from the machine's
+        phase, or False with why its driver refused it."""
         written = await self.writer.apply(
             kinds.Node, record["metadata"]["name"], self.cluster, seen=record,
             conditions=[
                 Condition.of(ct.INITIALIZED, True, ct.REASON_INITIALIZED),
-                provisioned,
+                provisioned(machine, refused),
                 Condition.of(ct.REGISTERED, False, ct.REASON_WAITING_FOR_NODE,
                              "the machine's node has not joined yet"),
             ],
@@ -305,6 +354,19 @@ class PoolSync:
         )  # fmt: skip
         if written is not None:
             self.state.nodepools.put(written)
+
+
+def provisioned(machine: Machine | None, refused: str) -> Condition:
+    if refused:
+        return Condition.of(ct.PROVISIONED, False, ct.REASON_MACHINE_FAILED, refused)
+    if machine is None:
+        return Condition(ct.PROVISIONED, "Unknown", ct.REASON_CREATE_PENDING)
+    if machine.phase is Phase.FAILED:
+        return Condition.of(ct.PROVISIONED, False, ct.REASON_MACHINE_FAILED,
+                            machine.message or "the machine failed")  # fmt: skip
+    if machine.phase is Phase.RUNNING:
+        return Condition.of(ct.PROVISIONED, True, ct.REASON_PROVISIONED)
+    return Condition(ct.PROVISIONED, "Unknown", ct.REASON_PROVISIONING, machine.message)
 
 
 def count(records: Sequence[Obj], nodes: Informer) -> pool_status.Counts:

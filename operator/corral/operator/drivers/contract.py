@@ -74,7 +74,8 @@ class NodeDriver(Protocol):
     """One kind of machine. `name` is the driver's name as node templates and NodeDriver
     objects give it (`amazonec2`, `kwok`, …)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     async def observe(self, name: str) -> Machine | None:
         """The machine as it is now; None when there is no such machine."""

@@ -1,7 +1,7 @@
 """Clusters: while a Cluster exists, its agent (`corral.operator.downstream.agent`) and its
 project keeper run, on the active replica only (a kopf daemon each); a deleted cluster is
-forgotten: its namespace (with the Node CRs), its credential, and corral's service account in
-the cluster.
+forgotten: the machines of its node pools, its namespace (with the Node CRs and pools), its
+credential, and corral's service account in the cluster.
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ from corral.core.api import names
 from corral.core.clusters.importing import AGENT_NAME, AGENT_NAMESPACE
 from corral.core.errors import Unavailable
 from corral.core.kube.client import delete_if_present
+from corral.core.kube.status import StatusWriter
+from corral.operator.downstream import pools
 from corral.operator.downstream.agent import Agent
+from corral.operator.drivers.registry import Drivers
 from corral.operator.management.projects import ProjectKeeper
 from corral.operator.state import State
 
@@ -35,7 +38,7 @@ REMOVE_TIMEOUT = 10.0
 @kopf.daemon(names.GROUP, names.VERSION, names.CLUSTER.plural, cancellation_timeout=10)
 async def run_cluster(name: str, memo: kopf.Memo, stopped: kopf.DaemonStopped, **_: Any) -> None:
     state: State = memo.state
-    agent, keeper = Agent(name, state), ProjectKeeper(name, state)
+    agent, keeper = Agent(name, state, memo.machine_drivers), ProjectKeeper(name, state)
     with state.attached(name, agent.wake, keeper.wake):
         await run_until_stopped([agent.run(), keeper.run()], stopped)
 
@@ -66,6 +69,7 @@ async def run_until_stopped(
 async def forget_cluster(name: str, memo: kopf.Memo, **_: Any) -> None:
     """Deleting a cluster removes everything corral keeps for it."""
     state: State = memo.state
+    await remove_machines(state, memo.machine_drivers, name)
     if name != names.LOCAL_CLUSTER:
         await remove_agent(state, name)
     await state.connections.forget(name)
@@ -74,6 +78,20 @@ async def forget_cluster(name: str, memo: kopf.Memo, **_: Any) -> None:
         await state.kube.delete(
             Secret, names.credential_secret_name(name), namespace=names.SYSTEM_NAMESPACE
         )
+
+
+async def remove_machines(state: State, drivers: Drivers, cluster: str) -> None:
+    """The machines of the cluster's node pools, and then the pools' hold on the namespace.
+    Drivers reach their machines without the cluster; the cluster's own part (kwok machines,
+    join credentials) is best effort, as for the agent."""
+    client: AsyncClient | None = None
+    try:
+        async with asyncio.timeout(REMOVE_TIMEOUT):
+            client = await state.connections.client(cluster)
+    except Exception as exc:  # noqa: BLE001 - an unreachable cluster is still deleted
+        log.warning("cluster %s unreachable while its machines are removed: %s", cluster, exc)
+    writer = StatusWriter(state.kube, pools.FIELD_MANAGER, state.clock)
+    await pools.PoolSync(cluster, state, writer, drivers).remove_all(client)
 
 
 async def remove_agent(state: State, cluster: str) -> None:

@@ -100,26 +100,6 @@ class DriverKeeper:
         fields = _fields(url, checksum, digest, schema)
         return Observed(False, True, download, _read(schema)), fields
 
-    async def executable(
-        self,
-        driver: Mapping[str, Any],
-        config: Mapping[str, Any],
-        credential: Mapping[str, str],
-    ) -> ExecutableDriver:
-        """The driver, ready to make machines with this template's config and credential:
-        Invalid while it is not usable, Unavailable when its cached file is gone or changed
-        (the next pass downloads it again)."""
-        name = driver["metadata"]["name"]
-        if (driver.get("spec") or {}).get("builtin"):
-            raise Invalid(f"node driver {name} is builtin: it runs in the operator", field="driver")
-        if not driver_status.usable(driver):
-            raise Invalid(f"node driver {name} is not active and ready", field="driver")
-        digest = str((driver.get("status") or {}).get("digest") or "")
-        path = await self.cache.verified(digest) if digest else None
-        if path is None:
-            raise Unavailable(f"node driver {name}: its executable is no longer in the cache")
-        return ExecutableDriver(name, path, config, credential)
-
 
 def _cached(digest: str) -> Outcome:
     return Outcome(True, ct.REASON_CACHED, f"sha256 {digest}, verified in the cache")
