@@ -231,6 +231,11 @@ def _scaled_to_zero(admin: Api, pool_url: str) -> bool:
     return bool(body.get("state") == "active" and body.get("requested") == 0)
 
 
+def _machines(admin: Api, cluster_id: str, pool_id: str) -> list[str]:
+    nodes = admin.get(f"/v3/clusters/{cluster_id}/nodes").body["data"]
+    return [n["id"] for n in nodes if n["spec"].get("nodePoolName") == pool_id]
+
+
 def _project_ready(admin: Api, cluster_id: str, name: str) -> str:
     created = admin.post("/v3/projects", {"name": name, "clusterId": cluster_id})
     assert created.status == 201, created.body
@@ -398,9 +403,19 @@ def test_every_kind_of_change_through_the_pods(install: Install) -> None:
     )
     pool_url = f"/v3/nodepools/{pool['id']}"
     wait_for("the pool's machine Ready", lambda: admin.get(pool_url).body.get("ready") == 1, 60)
+    # Its machine deleted through /v3: the pool makes another.
+    (machine,) = _machines(admin, cluster_id, pool["id"])
+    ok(admin.delete(f"/v3/clusters/{cluster_id}/nodes/{machine}"))
+
+    def replaced() -> bool:
+        now = _machines(admin, cluster_id, pool["id"])
+        return len(now) == 1 and now != [machine] and admin.get(pool_url).body.get("ready") == 1
+
+    wait_for("the machine replaced", replaced, 60)
     ok(admin.put(pool_url, {"quantity": 0}))
     wait_for("the machine removed", lambda: _scaled_to_zero(admin, pool_url), 60)
     ok(admin.delete(pool_url))
+    wait_for("the pool gone", lambda: admin.get(pool_url).status == 404, 60)
     ok(admin.delete(f"/v3/nodetemplates/{template['id']}"))
     ok(admin.delete(f"/v3/cloudcredentials/{credential['id']}"))
     ok(admin.put(f"/v3/clusters/{cluster_id}", {"description": "changed through the pods"}))

@@ -108,7 +108,7 @@ def fields(obj: Obj) -> dict[str, Any]:
         "requestedHostname": spec.get("requestedHostname", ""),
         **{role: bool(spec.get(role)) for role in ROLES},
         "unschedulable": bool(internal.get("unschedulable")),
-        "state": _state(status),
+        "state": "removing" if meta.get("deletionTimestamp") else _state(status),
         **object_stamp(obj),
     }
 
@@ -228,9 +228,14 @@ async def patch_spec(request: web.Request, obj: Obj, patch: dict[str, Any]) -> O
 
 @routes.delete(NODES + "/{node}")
 async def delete_node(request: web.Request) -> web.Response:
-    """Removes the node from the cluster; the operator then removes its Node CR."""
+    """Removes the node from the cluster; the operator then removes its Node CR. A node
+    pool's machine is removed by deleting its record: the operator removes the machine
+    through its driver (drained first when its pool says so), and the pool makes another."""
     obj = find_node(request, "delete its nodes")
     cluster = obj["metadata"]["namespace"]
+    if obj["spec"].get("nodePoolName"):
+        await delete_if_present(request.app[KUBE], kinds.Node, obj["metadata"]["name"], cluster)
+        return web.Response(status=204)
     connections = request.app[CONNECTIONS]
     if connections.credential(cluster) is None:
         raise ApiError(409, "Conflict", f"cluster {cluster} has no credential to reach it")

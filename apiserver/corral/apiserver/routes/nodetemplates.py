@@ -224,6 +224,11 @@ async def delete_template(request: web.Request) -> web.Response:
     obj = found(request)
     if pools := request.app[STORES].nodepools.by_index("template", name_of(obj)):
         raise ApiError(409, "Conflict", in_use(request, name_of(obj), pools))
+    # A pool that moved to another template keeps machines made from this one: removing them
+    # needs its driver config and credential.
+    if machines := request.app[STORES].nodes.by_index("template", name_of(obj)):
+        raise ApiError(409, "Conflict", f"node template {name_of(obj)} is still used by "
+                                        f"{len(machines)} machine(s) of node pools")  # fmt: skip
     await delete_if_present(request.app[KUBE], kinds.NodeTemplate, name_of(obj))
     request.app[STORES].nodetemplates.forget(name_of(obj))
     return web.Response(status=204)

@@ -84,7 +84,9 @@ class Stores:
             bindings=Informer(client, kinds.GlobalRoleBinding, {"user": _binding_user}),
             settings=Informer(client, kinds.Setting),
             clusters=Informer(client, kinds.Cluster),
-            nodes=Informer(client, kinds.Node, {"cluster": _namespace}, namespace="*"),
+            nodes=Informer(
+                client, kinds.Node, {"cluster": _namespace, "template": _template}, namespace="*"
+            ),
             projects=Informer(client, kinds.Project, {"cluster": _namespace}, namespace="*"),
             project_bindings=Informer(
                 client,
