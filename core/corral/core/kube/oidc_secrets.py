@@ -1,0 +1,60 @@
+"""The Secrets of the OpenID Connect provider's configuration in svc-system: its client
+secret, and the key that seals sign-in state (`corral.core.auth.loginstate`), shared by every
+API server replica and made by whichever needs it first."""
+
+from __future__ import annotations
+
+import base64
+
+from lightkube import ApiError as KubeApiError
+from lightkube import AsyncClient
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Secret
+
+from corral.core.api import names
+from corral.core.auth import loginstate
+
+
+async def read_client_secret(kube: AsyncClient) -> str | None:
+    data = await _read(kube, names.OIDC_CLIENT_SECRET)
+    value = (data or {}).get("clientSecret", b"").decode()
+    return value or None
+
+
+async def store_client_secret(kube: AsyncClient, value: str) -> None:
+    secret = Secret(
+        metadata=ObjectMeta(name=names.OIDC_CLIENT_SECRET, namespace=names.SYSTEM_NAMESPACE),
+        type="Opaque",
+        data={"clientSecret": base64.b64encode(value.encode()).decode()},
+    )
+    await kube.apply(secret, force=True)
+
+
+async def state_key(kube: AsyncClient) -> bytes:
+    """The sealing key; created once (of two replicas racing, Kubernetes keeps one)."""
+    data = await _read(kube, names.OIDC_STATE_KEY)
+    if data is not None and data.get("key"):
+        return data["key"]
+    secret = Secret(
+        metadata=ObjectMeta(name=names.OIDC_STATE_KEY, namespace=names.SYSTEM_NAMESPACE),
+        type="Opaque",
+        data={"key": base64.b64encode(loginstate.new_key()).decode()},
+    )
+    try:
+        await kube.create(secret)
+    except KubeApiError as exc:
+        if exc.status.code != 409:
+            raise
+    data = await _read(kube, names.OIDC_STATE_KEY)
+    assert data is not None  # just created, or made by another replica
+    return data["key"]
+
+
+async def _read(kube: AsyncClient, name: str) -> dict[str, bytes] | None:
+    try:
+        secret = await kube.get(Secret, name, namespace=names.SYSTEM_NAMESPACE)
+    except KubeApiError as exc:
+        if exc.status.code == 404:
+            return None
+        raise
+    return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
