@@ -350,8 +350,10 @@ def test_a_group_binding_counts_while_the_provider_says_the_user_is_in_the_group
     })  # fmt: skip
 
     def member_of(*groups: str) -> None:
-        stores.user_attributes.put({"metadata": {"name": "u-1", "resourceVersion": str(groups)},
-                                    "userName": "u-1", "groupPrincipals": {"oidc": list(groups)}})  # fmt: skip
+        meta = {"name": "u-1", "resourceVersion": str(groups)}
+        stores.user_attributes.put(
+            {"metadata": meta, "userName": "u-1", "groupPrincipals": {"oidc": list(groups)}}
+        )
 
     member_of("oidc_group://eng")
     assert memo.get("u-1", False, stores).project_role("c-1:p-a") == "project-member"
