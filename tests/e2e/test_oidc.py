@@ -96,18 +96,46 @@ class Browser:
         except urllib.error.HTTPError as error:
             return error.code, error.geturl(), error.read()
 
+    def redirect_of(self, url: str, form: dict[str, str]) -> str:
+        """Where the answer to a form redirects, not followed."""
+
+        class Stay(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *_: Any) -> None:
+                return None
+
+        opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(self.jar),
+            urllib.request.HTTPSHandler(context=self.context),
+            Stay(),
+        )
+        try:
+            opener.open(url, urllib.parse.urlencode(form).encode(), timeout=30)
+        except urllib.error.HTTPError as error:
+            assert error.code in (302, 303), error.code
+            return str(error.headers["Location"])
+        raise AssertionError("no redirect")
+
     def cookie(self, name: str) -> str | None:
         return next((c.value for c in self.jar if c.name == name), None)
 
 
-def sign_in(stack: Environment, browser: Browser, username: str, response_type: str = "cookie"):  # type: ignore[no-untyped-def]
-    """corral's login -> Keycloak's form, filled in and sent -> corral's callback."""
-    status, url, page = browser.open(f"{stack.api_url}{LOGIN}?responseType={response_type}")
+def login_form(
+    base: str, browser: Browser, username: str, response_type: str = "cookie"
+) -> tuple[str, dict[str, str]]:
+    """corral's login, redirected to Keycloak's form: its action and what to fill in."""
+    status, url, page = browser.open(f"{base}{LOGIN}?responseType={response_type}")
     assert status == 200 and "/realms/corral/" in url, (status, url)
     action = re.search(rb'<form[^>]*id="kc-form-login"[^>]*action="([^"]+)"', page)
     assert action is not None, page[:500]
     form = {"username": username, "password": PASSWORDS[username], "credentialId": ""}
-    return browser.open(html.unescape(action.group(1).decode()), form)
+    return html.unescape(action.group(1).decode()), form
+
+
+def sign_in(
+    stack: Environment, browser: Browser, username: str, response_type: str = "cookie"
+) -> tuple[int, str, bytes]:
+    """corral's login -> Keycloak's form, filled in and sent -> corral's callback."""
+    return browser.open(*login_form(stack.api_url, browser, username, response_type))
 
 
 def session_api(stack: Environment, browser: Browser, corral_tls: ssl.SSLContext) -> Api:
@@ -243,6 +271,20 @@ def test_a_group_binding_grants_a_project_until_the_provider_drops_the_group(
     assert after is not None and after["oidc"] != before["oidc"]  # the refresh replaced it
     listed = alice.get(f"/v3/clusters/{cluster}/namespaces?projectId={pid}")
     assert listed.status == 404
+
+
+def test_a_sign_in_begun_on_one_replica_finishes_on_another(
+    stack: Environment, oidc: str, corral_tls: ssl.SSLContext
+) -> None:
+    """Nothing of a sign-in is in one replica's memory: the state is in the browser's sealed
+    cookie, its key in a Secret every replica reads."""
+    other = stack.add_apiserver_replica()
+    browser = Browser(corral_tls)
+    back = urllib.parse.urlsplit(browser.redirect_of(*login_form(stack.api_url, browser, "bob")))
+    assert back.path == CALLBACK
+    status, _, body = browser.open(f"{other}{CALLBACK}?{back.query}")
+    assert status == 200, body
+    assert Api(other, corral_tls, browser.cookie("R_SESS")).get("/v3/tokens").status == 200
 
 
 def test_a_forged_state_or_code_is_refused(
