@@ -17,6 +17,7 @@ from corral.core.auth import id_tokens, loginstate, oidc_config, principals
 from corral.core.auth.id_tokens import Expected, InvalidIdToken, UnknownKey
 from corral.core.auth.loginstate import LoginState
 from corral.core.errors import Invalid
+from corral.core.oidc.provider import Provider, ProviderError
 
 ISSUER = "https://id.example.com/realms/corral"
 CLIENT = "corral"
@@ -198,3 +199,58 @@ def test_only_a_providers_group_principal_may_be_bound() -> None:
                 "oidc_group://a\nb"):  # fmt: skip
         with pytest.raises(Invalid):
             principals.check_group_principal(bad)
+
+
+# -- discovery -----------------------------------------------------------------------------------
+
+
+def metadata(**changes: Any) -> dict[str, Any]:
+    base = {
+        "issuer": ISSUER, "authorization_endpoint": f"{ISSUER}/auth",
+        "token_endpoint": f"{ISSUER}/token", "jwks_uri": f"{ISSUER}/certs",
+        "response_types_supported": ["code", "id_token"], "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["RS256"],
+        "code_challenge_methods_supported": ["plain", "S256"],
+    }  # fmt: skip
+    base.update(changes)
+    return base
+
+
+def discovering(monkeypatch: pytest.MonkeyPatch, document: dict[str, Any]) -> tuple[Any, list[int]]:
+    provider = Provider(oidc_config.OidcConfig(issuer=ISSUER, client_id=CLIENT), "secret")
+    calls: list[int] = []
+
+    async def load() -> dict[str, Any]:
+        calls.append(1)
+        provider._app.server_metadata.update(document)
+        return provider._app.server_metadata
+
+    monkeypatch.setattr(provider._app, "load_server_metadata", load)
+    return provider, calls
+
+
+async def test_discovery_is_read_once_even_on_a_machine_up_for_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("corral.core.oidc.provider.time.monotonic", lambda: 5.0)
+    provider, calls = discovering(monkeypatch, metadata())
+    assert (await provider.discover())["issuer"] == ISSUER
+    await provider.discover()
+    assert calls == [1]
+
+
+@pytest.mark.parametrize(
+    ("document", "rule"),
+    [
+        (metadata(issuer=ISSUER + "/"), "not the configured"),
+        (metadata(response_types_supported=["id_token"]), "code"),
+        (metadata(code_challenge_methods_supported=["plain"]), "S256"),
+        (metadata(jwks_uri=None), "metadata"),
+    ],
+)
+async def test_a_provider_breaking_discovery_rules_is_refused(
+    monkeypatch: pytest.MonkeyPatch, document: dict[str, Any], rule: str
+) -> None:
+    provider, _ = discovering(monkeypatch, {k: v for k, v in document.items() if v is not None})
+    with pytest.raises(ProviderError, match=rule):
+        await provider.discover()

@@ -28,6 +28,7 @@ from corral.apiserver.keys import (
     FEATURES,
     KUBE,
     LIMITER,
+    LOGIN_STATE_KEY,
     PROVIDERS,
     READINESS,
     SCHEMAS,
@@ -67,6 +68,7 @@ from corral.core.api import names
 from corral.core.auth import ttl
 from corral.core.kube import kinds
 from corral.core.kube.connections import Connections
+from corral.core.kube.oidc_secrets import StateKey
 from corral.core.oidc.provider import Providers
 
 log = logging.getLogger(__name__)
@@ -108,6 +110,7 @@ def create_app(
     app[LIMITER] = RateLimiter()
     app[THROTTLE] = LoginThrottle()
     app[PROVIDERS] = Providers()
+    app[LOGIN_STATE_KEY] = StateKey()
     app[SCHEMAS] = Registry()
     app[SCHEMAS].add(*SCHEMA_LIST)
     for module in ROUTE_MODULES:

@@ -13,6 +13,7 @@ from corral.apiserver.http.schemas import Registry
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.state.stores import Stores
 from corral.core.kube.connections import Connections
+from corral.core.kube.oidc_secrets import StateKey
 from corral.core.oidc.provider import Providers
 
 KUBE = web.AppKey("kube", AsyncClient)
@@ -30,3 +31,4 @@ EXTERNAL_URL = web.AppKey("external_url", str)
 CONNECTIONS = web.AppKey("connections", Connections)
 ACCESS = web.AppKey("access", AccessMemo)
 PROVIDERS = web.AppKey("providers", Providers)
+LOGIN_STATE_KEY = web.AppKey("login_state_key", StateKey)

@@ -24,11 +24,10 @@ from aiohttp import web
 
 from corral.apiserver.http import errors
 from corral.apiserver.http.errors import ApiError
-from corral.apiserver.keys import EXTERNAL_URL, KUBE, STORES
+from corral.apiserver.keys import EXTERNAL_URL, KUBE, LOGIN_STATE_KEY, STORES
 from corral.apiserver.services import sessions, signin, tokens
 from corral.core.auth import id_tokens, loginstate, principals
 from corral.core.auth.oidc_config import CALLBACK_PATH, LOGIN_PATH, OidcConfig
-from corral.core.kube import oidc_secrets
 from corral.core.oidc.provider import GrantRefused, ProviderError
 
 log = logging.getLogger(__name__)
@@ -84,7 +83,7 @@ async def begin(request: web.Request) -> web.Response:
         url, login = await provider.begin(_callback(request), response_type)
     except ProviderError as exc:
         raise _unavailable(exc) from None
-    key = await oidc_secrets.state_key(request.app[KUBE])
+    key = await request.app[LOGIN_STATE_KEY].get(request.app[KUBE])
     response = web.Response(status=302, headers={"Location": url})
     response.set_cookie(STATE_COOKIE, loginstate.seal(key, login), path=STATE_COOKIE_PATH,
                         max_age=loginstate.MAX_AGE_SECONDS, httponly=True,
@@ -95,8 +94,10 @@ async def begin(request: web.Request) -> web.Response:
 @routes.get("/v3-public/{plural:(?i:oidcproviders)}/oidc/callback")
 async def finish(request: web.Request) -> web.Response:
     provider = await signin.enabled_provider(request)
-    key = await oidc_secrets.state_key(request.app[KUBE])
-    login = loginstate.unseal(key, request.cookies.get(STATE_COOKIE, ""))
+    sealed, keys = request.cookies.get(STATE_COOKIE, ""), request.app[LOGIN_STATE_KEY]
+    login = loginstate.unseal(await keys.get(request.app[KUBE]), sealed)
+    if login is None and sealed:
+        login = loginstate.unseal(await keys.get(request.app[KUBE], reread=True), sealed)
     state = request.query.get("state", "")
     if login is None or not state or state != login.state:
         raise _refused("the sign-in's state is missing, expired or not this browser's")

@@ -58,3 +58,16 @@ async def _read(kube: AsyncClient, name: str) -> dict[str, bytes] | None:
             return None
         raise
     return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
+
+
+class StateKey:
+    """The sealing key as this process last read it: read once, not per anonymous request.
+    Read again when a sealed state does not open (the Secret was made anew)."""
+
+    def __init__(self) -> None:
+        self._key: bytes | None = None
+
+    async def get(self, kube: AsyncClient, reread: bool = False) -> bytes:
+        if self._key is None or reread:
+            self._key = await state_key(kube)
+        return self._key

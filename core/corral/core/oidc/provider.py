@@ -15,6 +15,7 @@ Nothing here logs a token, a code, a verifier or the client secret.
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -77,12 +78,13 @@ class Provider:
                 "follow_redirects": False,
             },
         )
-        self._loaded = 0.0
+        self._loaded: float | None = None  # when the metadata was read (monotonic)
 
     async def discover(self) -> dict[str, Any]:
         """The provider's metadata, checked: the issuer it names must be the one configured
         (OpenID Connect Discovery 4.3), and it must offer the code flow and a key set."""
-        if time.monotonic() - self._loaded > METADATA_MAX_AGE_SECONDS:
+        age = time.monotonic() - self._loaded if self._loaded is not None else math.inf
+        if age > METADATA_MAX_AGE_SECONDS:
             self._app.server_metadata.clear()
             try:
                 metadata = await self._app.load_server_metadata()
