@@ -10,7 +10,7 @@ import pytest
 
 from corral.apiserver.auth.access import Access, AccessMemo
 from corral.core.api import names
-from corral.core.kube import kinds
+from corral.core.kube import kinds, user_attributes
 from corral.core.kube.informer import Informer
 from corral.core.projects import defaults, downstream, quota, roles, status
 from corral.core.projects.downstream import Binding, ProjectView
@@ -304,11 +304,25 @@ def test_access_follows_the_strongest_binding_stored_in_its_place() -> None:
     assert admin.cluster_role("c-9") == "cluster-owner" and admin.project_role("c-9:p-x")
 
 
+def _access_stores() -> SimpleNamespace:
+    indexes = {
+        "user": lambda o: [o["spec"].get("userName", "")],
+        "group": lambda o: [o["spec"].get("groupPrincipalName", "")],
+    }
+    project_bindings = Informer(None, kinds.ProjectRoleTemplateBinding, indexes)
+    cluster_bindings = Informer(None, kinds.ClusterRoleTemplateBinding, indexes)
+    attributes = Informer(None, kinds.UserAttribute)
+    return SimpleNamespace(
+        project_bindings=project_bindings,
+        cluster_bindings=cluster_bindings,
+        user_attributes=attributes,
+        groups=lambda user: user_attributes.groups_of(attributes.get(user)),
+    )
+
+
 def test_access_is_worked_out_again_when_a_binding_changes() -> None:
-    by_user = {"user": lambda o: [o["spec"]["userName"]]}
-    project_bindings = Informer(None, kinds.ProjectRoleTemplateBinding, by_user)
-    cluster_bindings = Informer(None, kinds.ClusterRoleTemplateBinding, by_user)
-    stores = SimpleNamespace(project_bindings=project_bindings, cluster_bindings=cluster_bindings)
+    stores = _access_stores()
+    project_bindings = stores.project_bindings
     memo = AccessMemo()
     assert memo.get("u-1", False, stores).project_role("c-1:p-a") is None
     project_bindings.put(
@@ -320,3 +334,29 @@ def test_access_is_worked_out_again_when_a_binding_changes() -> None:
     assert memo.get("u-1", False, stores).project_role("c-1:p-a") == "read-only"
     project_bindings.forget("c-1-p-a/prtb-1")
     assert memo.get("u-1", False, stores).project_role("c-1:p-a") is None
+
+
+def test_a_group_binding_counts_while_the_provider_says_the_user_is_in_the_group() -> None:
+    stores = _access_stores()
+    memo = AccessMemo()
+    stores.project_bindings.put({
+        "metadata": {"name": "prtb-g", "namespace": "c-1-p-a"},
+        "spec": {"projectName": "c-1:p-a", "groupPrincipalName": "oidc_group://eng",
+                 "roleTemplateName": "project-member"},
+    })  # fmt: skip
+    stores.project_bindings.put({
+        "metadata": {"name": "prtb-u", "namespace": "c-1-p-a"},
+        "spec": {"projectName": "c-1:p-a", "userName": "u-1", "roleTemplateName": "read-only"},
+    })  # fmt: skip
+
+    def member_of(*groups: str) -> None:
+        meta = {"name": "u-1", "resourceVersion": str(groups)}
+        stores.user_attributes.put(
+            {"metadata": meta, "userName": "u-1", "groupPrincipals": {"oidc": list(groups)}}
+        )
+
+    member_of("oidc_group://eng")
+    assert memo.get("u-1", False, stores).project_role("c-1:p-a") == "project-member"
+    assert memo.get("u-2", False, stores).project_role("c-1:p-a") is None
+    member_of("oidc_group://other")  # the provider dropped them from eng
+    assert memo.get("u-1", False, stores).project_role("c-1:p-a") == "read-only"

@@ -37,7 +37,8 @@ HEADER_BYTES = st.binary(max_size=80).map(
 
 class Stores:
     """Just what authentication reads: every well-formed name is a token of user u-1 (its key
-    is KEY), so each presented key reaches verification; `token-scoped` is scoped to c-abc."""
+    is KEY), so each presented key reaches verification; `token-scoped` is scoped to c-abc;
+    `token-oidc` comes from a sign-in through the oidc provider, which is disabled."""
 
     def token(self, name: str, key: str) -> dict[str, Any]:
         return {
@@ -46,6 +47,7 @@ class Stores:
                 "userId": "u-1",
                 "token": hashing.hash_key(KEY),
                 "clusterName": "c-abc" if name == "token-scoped" else "",
+                "authProvider": "oidc" if name == "token-oidc" else "local",
                 "isDerived": True,
             },
         }
@@ -58,6 +60,12 @@ class Stores:
 
     def is_admin(self, user_id: str) -> bool:
         return False
+
+    def provider_enabled(self, provider: str) -> bool:
+        return provider == "local"
+
+    def groups(self, user_id: str) -> tuple[str, ...]:
+        return ()
 
 
 async def ok(request: web.Request) -> web.Response:
@@ -194,6 +202,11 @@ def test_a_scoped_token_is_good_only_on_its_clusters_proxy(
     assert answer == status, body
     if status == 401:
         assert body["message"] == "token is valid only for cluster c-abc"
+
+
+def test_a_token_of_a_disabled_provider_authenticates_nowhere(port: int) -> None:
+    answer, body = send(port, b"/v3/tokens", b"Authorization: Bearer token-oidc:" + KEY.encode())
+    assert (answer, body["message"]) == (401, "must authenticate, provider disabled")
 
 
 def test_an_unscoped_token_works_everywhere(port: int) -> None:

@@ -28,6 +28,8 @@ from corral.apiserver.keys import (
     FEATURES,
     KUBE,
     LIMITER,
+    LOGIN_STATE_KEY,
+    PROVIDERS,
     READINESS,
     SCHEMAS,
     STORES,
@@ -35,6 +37,8 @@ from corral.apiserver.keys import (
 )
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.routes import (
+    authconfigs,
+    authproviders,
     cloudcredentials,
     clusterroletemplatebindings,
     clusters,
@@ -64,6 +68,8 @@ from corral.core.api import names
 from corral.core.auth import ttl
 from corral.core.kube import kinds
 from corral.core.kube.connections import Connections
+from corral.core.kube.oidc_secrets import StateKey
+from corral.core.oidc.provider import Providers
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +77,7 @@ ROUTE_MODULES = [
     health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
     proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
     workloads, pods, secrets, namespacedsecrets, nodedrivers, nodetemplates, cloudcredentials,
-    nodepools,
+    nodepools, authproviders, authconfigs,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
@@ -80,6 +86,7 @@ SCHEMA_LIST = [
     clusterroletemplatebindings.SCHEMA, workloads.SCHEMA, workloads.ROLLBACK, workloads.REVISION,
     pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, secrets.SCHEMA, namespacedsecrets.SCHEMA,
     nodedrivers.SCHEMA, nodetemplates.SCHEMA, cloudcredentials.SCHEMA, nodepools.SCHEMA,
+    authconfigs.SCHEMA, authconfigs.TEST_OUTPUT, authconfigs.APPLY_INPUT,
 ]  # fmt: skip
 
 
@@ -102,6 +109,8 @@ def create_app(
     app[ACTIVITY] = ActivityTracker(_activity_writer(kube))
     app[LIMITER] = RateLimiter()
     app[THROTTLE] = LoginThrottle()
+    app[PROVIDERS] = Providers()
+    app[LOGIN_STATE_KEY] = StateKey()
     app[SCHEMAS] = Registry()
     app[SCHEMAS].add(*SCHEMA_LIST)
     for module in ROUTE_MODULES:

@@ -13,6 +13,8 @@ from corral.apiserver.http.schemas import Registry
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.state.stores import Stores
 from corral.core.kube.connections import Connections
+from corral.core.kube.oidc_secrets import StateKey
+from corral.core.oidc.provider import Providers
 
 KUBE = web.AppKey("kube", AsyncClient)
 READINESS = web.AppKey("readiness", Readiness)
@@ -28,3 +30,5 @@ CORRAL_CA: web.AppKey[bytes | None] = web.AppKey("corral_ca")
 EXTERNAL_URL = web.AppKey("external_url", str)
 CONNECTIONS = web.AppKey("connections", Connections)
 ACCESS = web.AppKey("access", AccessMemo)
+PROVIDERS = web.AppKey("providers", Providers)
+LOGIN_STATE_KEY = web.AppKey("login_state_key", StateKey)

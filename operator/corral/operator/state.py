@@ -46,8 +46,10 @@ def _name(obj: Obj) -> list[str]:
 
 
 def _grants(obj: Obj) -> bool:
+    """A role to a user or to a group (the CRD allows one of them)."""
     spec = obj.get("spec") or {}
-    return all(isinstance(spec.get(k), str) for k in ("userName", "roleTemplateName"))
+    subject = spec.get("userName") or spec.get("groupPrincipalName")
+    return isinstance(subject, str) and isinstance(spec.get("roleTemplateName"), str)
 
 
 def _project_binding_cluster(obj: Obj) -> list[str]:
@@ -271,7 +273,9 @@ class State:
 
 def _binding(obj: Obj, project: str = "") -> Binding:
     spec = obj["spec"]
-    return Binding(obj["metadata"]["name"], spec["userName"], spec["roleTemplateName"], project)
+    group = spec.get("groupPrincipalName")
+    subject = group or spec["userName"]
+    return Binding(obj["metadata"]["name"], subject, spec["roleTemplateName"], project, bool(group))
 
 
 def creator_of(project: Obj) -> str | None:

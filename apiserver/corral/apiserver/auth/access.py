@@ -13,7 +13,7 @@ from functools import cached_property
 from corral.apiserver.state.stores import Stores
 from corral.core.api.ids import ScopedId
 from corral.core.api.names import backing_namespace
-from corral.core.kube.informer import Obj
+from corral.core.kube.informer import Informer, Obj
 from corral.core.projects import roles
 
 
@@ -79,27 +79,43 @@ class Access:
 
 
 class AccessMemo:
-    """Each user's Access, worked out again only after some role binding changed: a user
-    with many bindings (an admin who created a thousand projects) costs nothing per request."""
+    """Each user's Access, worked out again only after some role binding or some user's
+    groups changed: a user with many bindings (an admin who created a thousand projects)
+    costs nothing per request.
+
+    A user's bindings are their own and those naming a group they are in (the groups their
+    provider last said, `Stores.groups`): the union counts, the strongest role wins."""
 
     def __init__(self) -> None:
-        self._versions: tuple[int, int] | None = None
+        self._versions: tuple[int, int, int] | None = None
         self._by_user: dict[tuple[str, bool], Access] = {}
 
     def get(self, user_id: str, is_admin: bool, stores: Stores) -> Access:
-        versions = (stores.cluster_bindings.version, stores.project_bindings.version)
+        versions = (
+            stores.cluster_bindings.version,
+            stores.project_bindings.version,
+            stores.user_attributes.version,
+        )
         if versions != self._versions:
             self._by_user.clear()
             self._versions = versions
         found = self._by_user.get((user_id, is_admin))
         if found is None:
+            groups = stores.groups(user_id)
             found = self._by_user[(user_id, is_admin)] = Access.of(
                 user_id,
                 is_admin,
-                stores.cluster_bindings.by_index("user", user_id),
-                stores.project_bindings.by_index("user", user_id),
+                _bound(stores.cluster_bindings, user_id, groups),
+                _bound(stores.project_bindings, user_id, groups),
             )
         return found
+
+
+def _bound(bindings: Informer, user_id: str, groups: Iterable[str]) -> list[Obj]:
+    found = list(bindings.by_index("user", user_id))
+    for group in groups:
+        found += bindings.by_index("group", group)
+    return found
 
 
 def _strongest(

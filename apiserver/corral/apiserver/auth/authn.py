@@ -50,6 +50,8 @@ class Principal:
     token: TokenRecord
     via_cookie: bool
     is_admin: bool
+    # Group principals the user's provider last said they are in (`oidc_group://<name>`).
+    groups: tuple[str, ...] = ()
 
 
 PRINCIPAL = web.RequestKey("principal", Principal)
@@ -104,10 +106,14 @@ def authenticate(
         token = check(record, key, user_active, last, policy, now)
     except AuthFailure as failure:
         raise ApiError(failure.status, _FAILURE_CODES[failure.status], failure.message) from None
+    if not stores.provider_enabled(token.auth_provider):
+        # Disabling a provider ends what its sign-ins gave, derived tokens included.
+        raise ApiError(401, "Unauthorized", "must authenticate, provider disabled")
     if token.cluster_name and proxied_cluster(request) != token.cluster_name:
         raise ApiError(401, "Unauthorized", f"token is valid only for cluster {token.cluster_name}")
     activity.touch(token.name, now)
-    return Principal(token.user_id, token, via_cookie, stores.is_admin(token.user_id))
+    user = token.user_id
+    return Principal(user, token, via_cookie, stores.is_admin(user), stores.groups(user))
 
 
 def check_csrf(request: web.Request, who: Principal) -> None:

@@ -1,7 +1,8 @@
-"""`/v3/clusterroletemplatebindings`: who owns or is a member of a cluster.
+"""`/v3/clusterroletemplatebindings`: who owns or is a member of a cluster: a user (`userId`)
+or every member of a provider's group (`groupPrincipalId`).
 
 A binding lives in the namespace named after its cluster; its id is `<cluster>:<name>`, the
-name derived from user and role (`roles.cluster_binding_name`), so one grant exists only once.
+name derived from subject and role (`roles.cluster_binding_name`), so one grant exists only once.
 Cluster owners (and administrators) grant and revoke; members of the cluster see its bindings.
 The operator turns each into a ClusterRoleBinding downstream (`cluster-admin` for owners,
 `corral-cluster-member` for members). Bindings are immutable: replace one to change it.
@@ -30,7 +31,10 @@ SCHEMA = Schema(
     plural="clusterRoleTemplateBindings",
     fields={
         "clusterId": Field("reference[cluster]", create=True, required=True),
-        "userId": Field("reference[user]", create=True, required=True),
+        "userId": Field("reference[user]", create=True),
+        "groupPrincipalId": Field(
+            "reference[principal]", create=True, description="oidc_group://<group>, not with userId"
+        ),
         "roleTemplateId": Field(
             "enum", create=True, required=True, options=tuple(roles.CLUSTER_ROLES)
         ),
@@ -54,6 +58,7 @@ def fields(obj: Obj) -> dict[str, Any]:
         "name": meta["name"],
         "clusterId": spec.get("clusterName", ""),
         "userId": spec.get("userName", ""),
+        "groupPrincipalId": spec.get("groupPrincipalName", ""),
         "roleTemplateId": spec.get("roleTemplateName", ""),
         "created": meta.get("creationTimestamp", ""),
         "uuid": meta.get("uid", ""),
@@ -106,9 +111,9 @@ async def create_binding(request: web.Request) -> web.Response:
     cluster = either(body, ("clusterId", "clusterName"), 63)
     referenced(lambda: visible_cluster(request, cluster), "clusterId", f"cluster {cluster}")
     existing = request.app[STORES].cluster_bindings.by_index("cluster", cluster)
-    user, role = bindings.grant(request, body, roles.CLUSTER_ROLES, existing, f"cluster {cluster}")
+    new = bindings.grant(request, body, roles.CLUSTER_ROLES, existing, f"cluster {cluster}")
     owned_cluster(request, cluster, "grant roles in it")
-    created = await bindings.bind_in_cluster(request, cluster, user, role)
+    created = await bindings.bind_in_cluster(request, cluster, new)
     return web.json_response(render(request, created), status=201)
 
 

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import math
-import secrets
 import time
 
 from aiohttp import web
 
-from corral.apiserver.auth.authn import CSRF_COOKIE, SESSION_COOKIE
 from corral.apiserver.http import errors
 from corral.apiserver.http.body import AUTH_LIMIT, read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import KUBE, STORES, THROTTLE
-from corral.apiserver.services import tokens
-from corral.core.auth import ttl
+from corral.apiserver.services import sessions, tokens
 from corral.core.kube import password_secrets
 
 routes = web.RouteTableDef()
@@ -50,22 +47,7 @@ async def login(request: web.Request) -> web.Response:
         raise errors.forbidden("user is disabled")
 
     issued = await tokens.issue_session(request, user_id, description)
-    expiry = ttl.expires_at(ttl.parse_time(issued.obj["metadata"]["creationTimestamp"]),
-                            issued.obj["spec"]["ttlMillis"])  # fmt: skip
-    name = issued.obj["metadata"]["name"]
-    if response_type == "cookie":
-        response = web.Response(status=200)
-        response.set_cookie(SESSION_COOKIE, issued.value, path="/", httponly=True,
-                            secure=request.secure, samesite="Lax")  # fmt: skip
-    else:
-        response = web.json_response({
-            "type": "token", "baseType": "token", "id": name, "token": issued.value,
-            "expiresAt": ttl.format_time(expiry) if expiry else "",
-        }, status=201)  # fmt: skip
-    # Readable by scripts (not HttpOnly): a browser echoes it in X-API-CSRF.
-    response.set_cookie(CSRF_COOKIE, secrets.token_hex(16), path="/", secure=request.secure,
-                        samesite="Lax")  # fmt: skip
-    return response
+    return sessions.respond(request, issued, response_type)
 
 
 async def verify(request: web.Request, username: str, user_id: str | None, password: str) -> bool:

@@ -1,7 +1,8 @@
-"""`/v3/projectroletemplatebindings` (spec 2.10, 4.6): who has which role in a project.
+"""`/v3/projectroletemplatebindings` (spec 2.10, 4.6): who has which role in a project: a
+user (`userId`) or every member of a provider's group (`groupPrincipalId`).
 
 A binding lives in its project's backing namespace; its id is `<namespace>:<name>`, the name
-derived from user and role (`roles.project_binding_name`), so one grant exists only once.
+derived from subject and role (`roles.project_binding_name`), so one grant exists only once.
 Project owners (and cluster owners, and administrators) grant and revoke; everyone with a role
 in the project sees its bindings. The operator turns each into RoleBindings in every namespace
 of the project downstream. Bindings are immutable: replace one to change it.
@@ -30,7 +31,10 @@ SCHEMA = Schema(
     plural="projectRoleTemplateBindings",
     fields={
         "projectId": Field("reference[project]", create=True, required=True),
-        "userId": Field("reference[user]", create=True, required=True),
+        "userId": Field("reference[user]", create=True),
+        "groupPrincipalId": Field(
+            "reference[principal]", create=True, description="oidc_group://<group>, not with userId"
+        ),
         "roleTemplateId": Field(
             "enum", create=True, required=True, options=tuple(roles.PROJECT_ROLES)
         ),
@@ -54,6 +58,7 @@ def fields(obj: Obj) -> dict[str, Any]:
         "name": meta["name"],
         "projectId": spec.get("projectName", ""),
         "userId": spec.get("userName", ""),
+        "groupPrincipalId": spec.get("groupPrincipalName", ""),
         "roleTemplateId": spec.get("roleTemplateName", ""),
         "created": meta.get("creationTimestamp", ""),
         "uuid": meta.get("uid", ""),
@@ -111,11 +116,9 @@ async def create_binding(request: web.Request) -> web.Response:
     project_id = either(body, ("projectId", "projectName"), 127)
     referenced(lambda: visible_project(request, project_id), "projectId", f"project {project_id}")
     existing = request.app[STORES].project_bindings.by_index("project", project_id)
-    user, role = bindings.grant(
-        request, body, roles.PROJECT_ROLES, existing, f"project {project_id}"
-    )
+    new = bindings.grant(request, body, roles.PROJECT_ROLES, existing, f"project {project_id}")
     owned_project(request, project_id, "grant roles in it")
-    created = await bindings.bind_in_project(request, project_id, user, role)
+    created = await bindings.bind_in_project(request, project_id, new)
     return web.json_response(render(request, created), status=201)
 
 

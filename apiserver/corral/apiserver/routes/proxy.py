@@ -4,8 +4,8 @@ The caller authenticates with a corral token (a kubeconfig token from `generateK
 or any token of theirs; tokens scoped to another cluster are refused by authentication). The
 request goes on with corral's own credential for the cluster and impersonates the caller, so
 the cluster's RBAC decides: administrators are impersonated into `system:masters`, other
-users into `system:authenticated` (and what role bindings give them). Responses stream, so
-watches (`?watch=true`) and `logs -f` work.
+users into `system:authenticated` and the groups their provider put them in (and what role
+bindings give them). Responses stream, so watches (`?watch=true`) and `logs -f` work.
 
 WebSocket upgrades (`kubectl exec`, `attach`, `port-forward`: WebSocket since kubectl 1.30/1.31)
 are relayed message by message: corral opens its own WebSocket to the cluster with the same
@@ -106,7 +106,9 @@ def forwarded_headers(
         for k, v in request.headers.items()
         if k.lower() not in dropped and not k.lower().startswith("impersonate-")
     ]
-    groups = ADMIN_GROUPS if who.is_admin else USER_GROUPS
+    # The user's provider groups too: bindings of a group are RoleBindings to that Group
+    # downstream, so dropping the group upstream ends them at the next request.
+    groups = (*(ADMIN_GROUPS if who.is_admin else USER_GROUPS), *who.groups)
     return [
         *headers,
         ("Impersonate-User", who.user_id),

@@ -66,7 +66,7 @@ def fields(obj: Obj, who: Principal) -> dict[str, Any]:
         "description": spec.get("description", ""),
         "enabled": spec.get("enabled", True),
         "mustChangePassword": spec.get("mustChangePassword", False),
-        "principalIds": [f"local://{obj['metadata']['name']}"],
+        "principalIds": spec.get("principalIds") or [f"local://{obj['metadata']['name']}"],
         "me": obj["metadata"]["name"] == who.user_id,
     }
 
@@ -168,6 +168,8 @@ async def user_action(request: web.Request) -> web.Response:
     if action(request, {"setpassword"}) is None:
         raise ApiError(405, "MethodNotAllowed", "POST on a user needs ?action=setpassword")
     require_admin(who, "set passwords")
+    if not obj["spec"].get("username"):
+        raise ApiError(422, "InvalidAction", "this user signs in through a provider")
     body = await read_json(request, AUTH_LIMIT)
     new = text(body, "newPassword", max_length=1024, required=True)
     await users.set_password(request, obj, new, keep="")

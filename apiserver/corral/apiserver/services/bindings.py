@@ -1,13 +1,16 @@
 """Granting roles in clusters and projects: checking a grant and creating its binding once.
 
-A binding's name is derived from user and role (`roles.cluster_binding_name`,
-`roles.project_binding_name`), so Kubernetes refuses a second binding of one grant, on any
-replica, where a look at the cache before creating could race.
+A grant names a user (`userId`) or a provider's group (`groupPrincipalId`,
+`oidc_group://<name>`), never both (Rancher's rule and message). A binding's name is derived
+from its subject and role (`roles.cluster_binding_name`, `roles.project_binding_name`), so
+Kubernetes refuses a second binding of one grant, on any replica, where a look at the cache
+before creating could race.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -15,16 +18,37 @@ from lightkube import ApiError as KubeApiError
 from lightkube.models.meta_v1 import ObjectMeta
 
 from corral.apiserver.http import errors
-from corral.apiserver.http.body import either
+from corral.apiserver.http.body import either, text
 from corral.apiserver.keys import KUBE, STORES
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
+from corral.core.auth import principals
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.projects import roles
 
 log = logging.getLogger(__name__)
+
+SUBJECT_RULE = (
+    "must target a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId]"
+)
+
+
+@dataclass(frozen=True)
+class Grant:
+    subject: str  # a user id, or a group principal
+    is_group: bool
+    role: str
+
+    def spec(self) -> dict[str, str]:
+        key = "groupPrincipalName" if self.is_group else "userName"
+        return {key: self.subject, "roleTemplateName": self.role}
+
+
+def subject_of(binding: Obj) -> str:
+    spec = binding.get("spec") or {}
+    return str(spec.get("userName") or spec.get("groupPrincipalName") or "")
 
 
 def grant(
@@ -33,49 +57,59 @@ def grant(
     catalog: dict[str, roles.RoleTemplate],
     existing: list[Obj],
     where: str,
-) -> tuple[str, str]:
-    """(user id, role) of a new binding, checked: a known user, a role of `catalog`, and not
-    a grant the user already has among `existing`."""
-    user = either(body, ("userId", "userName"), 253)
-    if request.app[STORES].user_active(user) is None:
+) -> Grant:
+    """The grant a new binding makes, checked: a known user or a well-formed group, a role of
+    `catalog`, and not a grant the subject already has among `existing`."""
+    user = text(body, "userId", 253) or text(body, "userName", 253)
+    group = text(body, "groupPrincipalId", 300) or text(body, "groupPrincipalName", 300)
+    if bool(user) == bool(group):
+        raise errors.invalid("userId" if user else "groupPrincipalId", SUBJECT_RULE,
+                             "InvalidBodyContent")  # fmt: skip
+    if group:
+        principals.check_group_principal(group)
+    elif request.app[STORES].user_active(user) is None:
         raise errors.invalid("userId", f"user {user} not found", "InvalidReference")
     role = either(body, ("roleTemplateId", "roleTemplateName"), 64)
     if role not in catalog:
         raise errors.invalid(
             "roleTemplateId", f"roleTemplateId must be one of {', '.join(catalog)}", "InvalidOption"
         )
+    subject = group or user
     for binding in existing:
-        spec = binding.get("spec") or {}
-        if spec.get("userName") == user and spec.get("roleTemplateName") == role:
-            raise errors.conflict(f"{user} already has {role} in {where}")
-    return user, role
+        if subject_of(binding) == subject and binding["spec"].get("roleTemplateName") == role:
+            raise errors.conflict(f"{subject} already has {role} in {where}")
+    return Grant(subject, bool(group), role)
 
 
-async def bind_in_cluster(request: web.Request, cluster: str, user: str, role: str) -> Obj:
+async def bind_in_cluster(request: web.Request, cluster: str, new: Grant) -> Obj:
     """The cluster role binding of a checked grant, in the cluster's namespace."""
     await ensure_namespace(request.app[KUBE], cluster, {names.LABEL_CLUSTER: cluster})
+    name = roles.cluster_binding_name(new.subject, new.role)
     binding = kinds.ClusterRoleTemplateBinding(
-        metadata=ObjectMeta(name=roles.cluster_binding_name(user, role), namespace=cluster),
-        spec={"clusterName": cluster, "userName": user, "roleTemplateName": role},
+        metadata=ObjectMeta(name=name, namespace=cluster),
+        spec={"clusterName": cluster, **new.spec()},
     )
     created = await _create_once(
-        request, binding, f"{user} already has {role} in cluster {cluster}"
+        request, binding, f"{new.subject} already has {new.role} in cluster {cluster}"
     )
     request.app[STORES].cluster_bindings.put(created)
     return created
 
 
-async def bind_in_project(request: web.Request, project_id: str, user: str, role: str) -> Obj:
+async def bind_in_project(request: web.Request, project_id: str, new: Grant) -> Obj:
     """The project role binding of a checked grant, in the project's backing namespace."""
     project = ScopedId.parse(project_id, "projectId")
     namespace = names.backing_namespace(project.namespace, project.name)
     labels = names.backing_namespace_labels(project.namespace, project.name)
     await ensure_namespace(request.app[KUBE], namespace, labels)
     binding = kinds.ProjectRoleTemplateBinding(
-        metadata=ObjectMeta(name=roles.project_binding_name(user, role), namespace=namespace),
-        spec={"projectName": project_id, "userName": user, "roleTemplateName": role},
+        metadata=ObjectMeta(name=roles.project_binding_name(new.subject, new.role),
+                            namespace=namespace),
+        spec={"projectName": project_id, **new.spec()},
+    )  # fmt: skip
+    created = await _create_once(
+        request, binding, f"{new.subject} already has {new.role} in {project_id}"
     )
-    created = await _create_once(request, binding, f"{user} already has {role} in {project_id}")
     request.app[STORES].project_bindings.put(created)
     return created
 

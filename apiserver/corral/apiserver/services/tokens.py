@@ -33,6 +33,7 @@ class NewToken:
     description: str = ""
     cluster_name: str = ""
     auth_provider: str = "local"
+    principal: str = ""  # the provider's principal id; `<provider>://<user id>` when empty
     name: str | None = None  # None picks token-<random>
     labels: dict[str, str] | None = None
 
@@ -60,7 +61,7 @@ async def issue(request: web.Request, new: NewToken) -> Issued:
         "userId": new.user_id,
         "authProvider": new.auth_provider,
         "userPrincipal": {
-            "name": f"{new.auth_provider}://{new.user_id}",
+            "name": new.principal or f"{new.auth_provider}://{new.user_id}",
             "displayName": user.get("spec", {}).get("displayName", ""),
         },
         "isDerived": new.kind != names.KIND_SESSION,
@@ -84,8 +85,14 @@ async def issue(request: web.Request, new: NewToken) -> Issued:
     raise RuntimeError("could not find a free token name")
 
 
-async def issue_session(request: web.Request, user_id: str, description: str) -> Issued:
-    """A login session of `auth-user-session-ttl-minutes`."""
+async def issue_session(
+    request: web.Request,
+    user_id: str,
+    description: str,
+    auth_provider: str = "local",
+    principal: str = "",
+) -> Issued:
+    """A login session of `auth-user-session-ttl-minutes`, whichever provider signed in."""
     stores = request.app[STORES]
     session_ttl = ttl.minutes_to_ms(stores.number("auth-user-session-ttl-minutes"))
     new = NewToken(
@@ -93,6 +100,8 @@ async def issue_session(request: web.Request, user_id: str, description: str) ->
         kind=names.KIND_SESSION,
         ttl_ms=ttl.clamp(session_ttl, _max_ttl(request)),
         description=description,
+        auth_provider=auth_provider,
+        principal=principal,
     )
     return await issue(request, new)
 

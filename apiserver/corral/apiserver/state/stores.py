@@ -12,8 +12,9 @@ from lightkube import AsyncClient
 
 from corral.core.api import settings
 from corral.core.api.names import LABEL_TOKEN_USER
-from corral.core.auth import ownership
-from corral.core.kube import kinds
+from corral.core.auth import ownership, principals
+from corral.core.auth.oidc_config import OidcConfig
+from corral.core.kube import kinds, user_attributes
 from corral.core.kube.informer import Informer, Obj
 
 
@@ -29,7 +30,8 @@ def _token_key(obj: Obj) -> list[str]:
 
 
 def _username(obj: Obj) -> list[str]:
-    return [obj.get("spec", {}).get("username", "")]
+    username = obj.get("spec", {}).get("username")
+    return [username] if username else []  # a provider's user has none
 
 
 def _namespace(obj: Obj) -> list[str]:
@@ -38,6 +40,15 @@ def _namespace(obj: Obj) -> list[str]:
 
 def _binding_user(obj: Obj) -> list[str]:
     return [obj.get("spec", {}).get("userName", "")]
+
+
+def _binding_group(obj: Obj) -> list[str]:
+    group = obj.get("spec", {}).get("groupPrincipalName")
+    return [group] if group else []
+
+
+def _principals(obj: Obj) -> list[str]:
+    return list(obj.get("spec", {}).get("principalIds") or [])
 
 
 def _binding_project(obj: Obj) -> list[str]:
@@ -75,12 +86,14 @@ class Stores:
     nodetemplates: Informer
     cloudcredentials: Informer
     nodepools: Informer
+    authconfigs: Informer
+    user_attributes: Informer
 
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
         return cls(
             tokens=Informer(client, kinds.Token, {"user": _token_user, "key": _token_key}),
-            users=Informer(client, kinds.User, {"username": _username}),
+            users=Informer(client, kinds.User, {"username": _username, "principal": _principals}),
             bindings=Informer(client, kinds.GlobalRoleBinding, {"user": _binding_user}),
             settings=Informer(client, kinds.Setting),
             clusters=Informer(client, kinds.Cluster),
@@ -91,13 +104,13 @@ class Stores:
             project_bindings=Informer(
                 client,
                 kinds.ProjectRoleTemplateBinding,
-                {"user": _binding_user, "project": _binding_project},
+                {"user": _binding_user, "group": _binding_group, "project": _binding_project},
                 namespace="*",
             ),
             cluster_bindings=Informer(
                 client,
                 kinds.ClusterRoleTemplateBinding,
-                {"user": _binding_user, "cluster": _namespace},
+                {"user": _binding_user, "group": _binding_group, "cluster": _namespace},
                 namespace="*",
             ),
             nodedrivers=Informer(client, kinds.NodeDriver),
@@ -114,6 +127,9 @@ class Stores:
                 {"cluster": _namespace, "template": _template},
                 namespace="*",
             ),
+            # Provider configurations (their client secrets are in a Secret, read per use).
+            authconfigs=Informer(client, kinds.AuthConfig),
+            user_attributes=Informer(client, kinds.UserAttribute),
         )
 
     def all(self) -> list[Informer]:
@@ -131,6 +147,8 @@ class Stores:
             self.nodetemplates,
             self.cloudcredentials,
             self.nodepools,
+            self.authconfigs,
+            self.user_attributes,
         ]
 
     @contextlib.asynccontextmanager
@@ -166,6 +184,20 @@ class Stores:
             b.get("spec", {}).get("globalRoleName") == "admin"
             for b in self.bindings.by_index("user", user_id)
         )
+
+    def provider_enabled(self, provider: str) -> bool:
+        """The local provider always is; another, when its AuthConfig says so."""
+        if provider in ("", principals.LOCAL):
+            return True
+        return OidcConfig.from_object(self.authconfigs.get(provider)).enabled
+
+    def groups(self, user_id: str) -> tuple[str, ...]:
+        """The group principals the user's provider last said they are in."""
+        return user_attributes.groups_of(self.user_attributes.get(user_id))
+
+    def user_by_principal(self, principal: str) -> Obj | None:
+        found = self.users.by_index("principal", principal)
+        return found[0] if found else None
 
     def user_by_username(self, username: str) -> Obj | None:
         found = self.users.by_index("username", username)

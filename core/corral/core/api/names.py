@@ -31,6 +31,8 @@ NODE_DRIVER = Kind("NodeDriver", "nodedrivers")
 NODE_TEMPLATE = Kind("NodeTemplate", "nodetemplates")
 CLOUD_CREDENTIAL = Kind("CloudCredential", "cloudcredentials")
 NODE_POOL = Kind("NodePool", "nodepools")
+AUTH_CONFIG = Kind("AuthConfig", "authconfigs")
+USER_ATTRIBUTE = Kind("UserAttribute", "userattributes")
 
 # The builtin driver whose machines are simulated (kwok) nodes.
 KWOK_DRIVER = "kwok"
@@ -99,6 +101,20 @@ ANNOTATION_DESCRIPTION = "field.svc.io/description"
 KIND_SESSION = "session"
 KIND_KUBECONFIG = "kubeconfig"
 KIND_SYSTEM = "system"
+
+
+# The OpenID Connect provider (spec 2.2 names it `oidc`): its AuthConfig, the Secret holding
+# its client secret, the Secret whose key seals the login state of every API server replica.
+OIDC_PROVIDER = "oidc"
+OIDC_CLIENT_SECRET = "oidcconfig-clientsecret"
+OIDC_STATE_KEY = "oidc-login-state-key"
+# On a User made by a provider's login (and on its provider Secret): which provider.
+LABEL_AUTH_PROVIDER = "authn.management.svc.io/provider"
+
+
+def provider_secret_name(user_id: str) -> str:
+    """Spec 2.2: the user's refresh tokens, one entry per provider id."""
+    return f"{user_id}-secret"
 
 
 def password_secret_name(user_id: str) -> str:

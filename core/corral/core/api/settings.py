@@ -61,6 +61,10 @@ CATALOG: dict[str, SettingDef] = {
         # Not 0: the purge would list every token on each two-second tick.
         SettingDef("token-purge-interval-minutes", "60",
                    "How often the operator deletes expired tokens.", MAX_MINUTES, minimum=0.01),
+        # Not 0 either: each pass asks the identity provider once per user it signed in.
+        SettingDef("auth-group-sync-interval-minutes", "60",
+                   "How often the operator refreshes the groups of users who signed in "
+                   "through OpenID Connect.", MAX_MINUTES, minimum=0.01),
     ]
 }  # fmt: skip
 

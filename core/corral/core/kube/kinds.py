@@ -5,6 +5,7 @@ from __future__ import annotations
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 
 from corral.core.api.names import (
+    AUTH_CONFIG,
     CLOUD_CREDENTIAL,
     CLUSTER,
     CLUSTER_ROLE_TEMPLATE_BINDING,
@@ -19,6 +20,7 @@ from corral.core.api.names import (
     SETTING,
     TOKEN,
     USER,
+    USER_ATTRIBUTE,
     VERSION,
 )
 
@@ -43,3 +45,5 @@ CloudCredential = create_global_resource(
     GROUP, VERSION, CLOUD_CREDENTIAL.kind, CLOUD_CREDENTIAL.plural
 )
 NodePool = create_namespaced_resource(GROUP, VERSION, NODE_POOL.kind, NODE_POOL.plural)
+AuthConfig = create_global_resource(GROUP, VERSION, AUTH_CONFIG.kind, AUTH_CONFIG.plural)
+UserAttribute = create_global_resource(GROUP, VERSION, USER_ATTRIBUTE.kind, USER_ATTRIBUTE.plural)

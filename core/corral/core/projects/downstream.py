@@ -4,7 +4,9 @@ For every namespace that belongs to a project (annotation `field.svc.io/projectI
 
 - a ResourceQuota with the project's namespace default quota, when the project has one;
 - a LimitRange with the project's container defaults, when it has them;
-- a RoleBinding per project role binding, to the role's ClusterRole (`admin`, `edit`, `view`);
+- a RoleBinding per project role binding, to the role's ClusterRole (`admin`, `edit`, `view`),
+  for a User, or for a Group when the binding names a provider's group (the proxy impersonates
+  a user's groups, so the group's members have it and leavers lose it at once);
 - with `enableNetworkPolicy` on the cluster, a NetworkPolicy that admits traffic only from the
   same project and the System project (whose DNS and ingress every project needs);
 - a copy of each project secret (`corral.core.projects.secrets`).
@@ -61,9 +63,10 @@ class ProjectView:
 @dataclass(frozen=True)
 class Binding:
     name: str
-    user: str
+    user: str  # a user id, or a group principal when `group`
     role: str
     project: str = ""  # project name for project role bindings
+    group: bool = False
 
 
 def project_of(namespace: Mapping[str, Any], cluster_id: str) -> str | None:
@@ -117,7 +120,7 @@ def desired(
         role = roles.CLUSTER_ROLES.get(binding.role)
         if role is not None:
             name = f"corral-{binding.name}"
-            grant = _grant(role.downstream_role, binding.user)
+            grant = _grant(role.downstream_role, binding)
             wanted[("ClusterRoleBinding", "", name)] = _manifest(
                 "ClusterRoleBinding", name, {}, **grant
             )
@@ -143,7 +146,7 @@ def project_objects(
     for binding in bindings:
         role = roles.PROJECT_ROLES.get(binding.role)
         if role is not None:
-            grant = _grant(role.downstream_role, binding.user)
+            grant = _grant(role.downstream_role, binding)
             objects.append(_manifest("RoleBinding", f"corral-{binding.name}", labels, **grant))
     if isolate and not project.system:
         policy = isolation_policy(project.name, system)
@@ -217,13 +220,14 @@ def stamp(obj: Mapping[str, Any] | None) -> str | None:
     return str(value) if value is not None else None
 
 
-def _grant(cluster_role: str, user_id: str) -> dict[str, Any]:
-    """roleRef and subjects of a binding of `cluster_role` to a corral user (the proxy
-    impersonates users by id)."""
-    group = "rbac.authorization.k8s.io"
+def _grant(cluster_role: str, binding: Binding) -> dict[str, Any]:
+    """roleRef and subjects of a binding of `cluster_role` to a corral user or group (the
+    proxy impersonates users by id, and their groups by principal)."""
+    api = "rbac.authorization.k8s.io"
+    kind = "Group" if binding.group else "User"
     return {
-        "roleRef": {"apiGroup": group, "kind": "ClusterRole", "name": cluster_role},
-        "subjects": [{"apiGroup": group, "kind": "User", "name": user_id}],
+        "roleRef": {"apiGroup": api, "kind": "ClusterRole", "name": cluster_role},
+        "subjects": [{"apiGroup": api, "kind": kind, "name": binding.user}],
     }
 
 

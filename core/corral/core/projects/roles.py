@@ -62,15 +62,17 @@ CLUSTER_MEMBER_RULES = [
 ]
 
 
-def project_binding_name(user_id: str, role: str) -> str:
-    """The one name a user's project role binding can have in its project's namespace: the
-    API and the operator (binding a project's creator) cannot both make one."""
-    return ids.derived("prtb", user_id, role, length=10)
+def project_binding_name(subject: str, role: str) -> str:
+    """The one name a project role binding of a user (or group principal, whose `://` no
+    user id holds) can have in its project's namespace: the API and the operator (binding a
+    project's creator) cannot both make one."""
+    return ids.derived("prtb", subject, role, length=10)
 
 
-def cluster_binding_name(user_id: str, role: str) -> str:
-    """The one name a user's cluster role binding can have in its cluster's namespace."""
-    return ids.derived("crtb", user_id, role, length=10)
+def cluster_binding_name(subject: str, role: str) -> str:
+    """The one name a cluster role binding of a user (or group) can have in its cluster's
+    namespace."""
+    return ids.derived("crtb", subject, role, length=10)
 
 
 def strongest(roles: list[str], catalog: dict[str, RoleTemplate]) -> str | None:

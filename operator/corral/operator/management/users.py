@@ -17,9 +17,10 @@ log = logging.getLogger(__name__)
 
 @kopf.on.delete(names.GROUP, names.VERSION, names.USER.plural)
 async def remove_credentials(name: str, memo: kopf.Memo, **_: Any) -> None:
-    """The password Secret, node templates and cloud credentials go by garbage collection (the
-    User owns them); tokens and role bindings name the user only by id, so they are deleted
-    here."""
+    """The password Secret, the provider Secret (`<user id>-secret`, spec 2.2) with its
+    refresh tokens, the UserAttribute with the user's groups, node templates and cloud
+    credentials go by garbage collection (the User owns them); tokens and role bindings name
+    the user only by id, so they are deleted here."""
     kube: AsyncClient = memo.kube
     tokens = [t async for t in kube.list(kinds.Token, labels={names.LABEL_TOKEN_USER: name})]
     deleted = {"tokens": 0, "bindings": 0}

@@ -1,0 +1,55 @@
+"""What a browser sign-in through OpenID Connect must remember between its two requests (the
+redirect to the provider and the provider's redirect back): the `state` it sent, the `nonce`
+the ID token must carry and the PKCE code verifier.
+
+It travels in a cookie, encrypted and authenticated (Fernet: AES-CBC with HMAC-SHA256, and a
+timestamp checked against a maximum age) under a key every API server replica shares. So any
+replica can finish a sign-in another began, nothing is stored per attempt (an unauthenticated
+client cannot fill the management cluster with sign-ins it never finishes), an attempt expires
+by itself, and neither the browser nor anything that reads the cookie learns the verifier.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+from cryptography.fernet import Fernet, InvalidToken
+
+MAX_AGE_SECONDS = 600
+# A sealed state is a few hundred bytes; anything much longer was not made here.
+MAX_SEALED = 2048
+RESPONSE_TYPES = ("cookie", "json")
+
+
+@dataclass(frozen=True)
+class LoginState:
+    state: str
+    nonce: str
+    code_verifier: str
+    response_type: str = "cookie"
+
+
+def new_key() -> bytes:
+    return Fernet.generate_key()
+
+
+def seal(key: bytes, login: LoginState) -> str:
+    return Fernet(key).encrypt(json.dumps(asdict(login)).encode()).decode()
+
+
+def unseal(key: bytes, sealed: str, now: int | None = None) -> LoginState | None:
+    """The state sealed under `key` at most MAX_AGE_SECONDS ago; None for anything else
+    (another key, tampered, expired, not a sealed state at all)."""
+    if not sealed or len(sealed) > MAX_SEALED or not sealed.isascii():
+        return None
+    fernet = Fernet(key)
+    try:
+        if now is None:
+            raw = fernet.decrypt(sealed, ttl=MAX_AGE_SECONDS)
+        else:
+            raw = fernet.decrypt_at_time(sealed, ttl=MAX_AGE_SECONDS, current_time=now)
+        fields = json.loads(raw)
+        return LoginState(**fields)
+    except (InvalidToken, ValueError, TypeError):
+        return None

@@ -1,0 +1,1 @@
+"""Talking to an OpenID Connect provider (`provider`): the only code that does."""
