@@ -61,21 +61,26 @@ async def test_activity_is_written_once_then_at_most_once_per_interval() -> None
 
 
 def test_operator_expiry_status_and_purge_selection() -> None:
-    created = "2026-11-22T11:00:00Z"
-    assert expiry_status({"ttlMillis": 0}, created, {}) is None
-    assert expiry_status({"ttlMillis": 60_000}, created, {}) == {
-        "expiresAt": "2026-11-22T11:01:00Z", "expired": False,
-    }  # fmt: skip
-    assert expiry_status({"ttlMillis": 60_000}, created, {"expiresAt": "x"}) is None
+    created = "2026-11-22T11:00:00Z"  # an hour before NOW
 
     def token(name: str, ttl_ms: int, kind: str = "") -> dict:
         labels = {"authn.management.svc.io/kind": kind} if kind else {}
         return {"metadata": {"name": name, "creationTimestamp": created, "labels": labels},
                 "spec": {"ttlMillis": ttl_ms}}  # fmt: skip
 
+    assert expiry_status(token("forever", 0), NOW) is None
+    assert expiry_status(token("old", 60_000), NOW) == {
+        "expiresAt": "2026-11-22T11:01:00Z", "expired": True,
+    }  # fmt: skip
+    assert expiry_status(token("young", 7_200_000), NOW) == {
+        "expiresAt": "2026-11-22T13:00:00Z", "expired": False,
+    }  # fmt: skip
+    # A system token never expires, whatever its ttl; the label alone makes none.
+    assert expiry_status(token("system-operator", 60_000, "system"), NOW) is None
     tokens = [token("old", 60_000), token("forever", 0), token("young", 7_200_000),
-              token("system", 60_000, "system")]  # fmt: skip
-    assert expired(tokens, NOW) == ["old"]
+              token("system-operator", 60_000, "system"),
+              token("labelled-system", 60_000, "system")]  # fmt: skip
+    assert expired(tokens, NOW) == ["old", "labelled-system"]
 
 
 def test_login_throttle_forgets_old_records_when_pruned() -> None:

@@ -75,7 +75,8 @@ ROUTE_MODULES = [
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
-    globalrolebindings.SCHEMA, settings.SCHEMA, clusters.SCHEMA, nodes.SCHEMA, nodes.DRAIN,
+    globalrolebindings.SCHEMA, settings.SCHEMA, clusters.SCHEMA, clusters.KUBECONFIG_INPUT,
+    clusters.KUBECONFIG_OUTPUT, nodes.SCHEMA, nodes.DRAIN,
     projects.SCHEMA, projects.EVENT, namespaces.SCHEMA, projectroletemplatebindings.SCHEMA,
     clusterroletemplatebindings.SCHEMA, workloads.SCHEMA, workloads.ROLLBACK, workloads.REVISION,
     pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, secrets.SCHEMA, namespacedsecrets.SCHEMA,

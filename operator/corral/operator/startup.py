@@ -19,6 +19,7 @@ from corral.operator.config import OperatorConfig
 from corral.operator.drivers.cache import Cache
 from corral.operator.management import bootstrap
 from corral.operator.management.nodedrivers import DriverKeeper
+from corral.operator.management.tokens import ExpiryQueue
 from corral.operator.state import State
 
 # Everything kopf stores on our objects lives under corral's own domain. Annotations, not
@@ -52,6 +53,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.kube = kube.async_client()
     memo.state = State(memo.kube)
     memo.state_task = asyncio.create_task(memo.state.run())
+    memo.token_expiries = ExpiryQueue()
     config: OperatorConfig = memo.get("config") or OperatorConfig.from_env()
     memo.drivers = DriverKeeper(memo.kube, Cache(config.driver_cache), memo.state.clock)
     await ensure_peering_object(memo.kube, settings.peering.name)

@@ -16,7 +16,7 @@ from lightkube.types import PatchType
 from corral.apiserver.auth.authn import Principal, principal
 from corral.apiserver.auth.authz import access, require_admin
 from corral.apiserver.http import envelope, errors
-from corral.apiserver.http.body import flag, read_json, text
+from corral.apiserver.http.body import AUTH_LIMIT, flag, read_json, text
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_fields, object_stamp
 from corral.apiserver.http.query import action, label_selector
@@ -28,6 +28,7 @@ from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core import conditions, kubeconfig
 from corral.core.api import condition_types as ct
 from corral.core.api import ids, names
+from corral.core.auth import ttl
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
@@ -73,11 +74,36 @@ SCHEMA = Schema(
     resource_methods=("GET", "PUT", "DELETE"),
     collection_methods=("GET", "POST"),
     resource_actions={
-        "generateKubeconfig": {"output": "generateKubeconfigOutput"},
+        "generateKubeconfig": {
+            "input": "generateKubeconfigInput",
+            "output": "generateKubeconfigOutput",
+        },
         "backupEtcd": {},
         "restoreFromEtcdBackup": {"input": "restoreFromEtcdBackupInput"},
         "rotateCertificates": {"input": "rotateCertificatesInput"},
     },
+)
+
+KUBECONFIG_INPUT = Schema(
+    id="generateKubeconfigInput",
+    plural="generateKubeconfigInputs",
+    embedded=True,
+    fields={
+        "ttl": Field(
+            "int",
+            create=True,
+            description="Lifetime of the kubeconfig token in ms, up to 100 years, clamped by "
+            "auth-token-max-ttl-minutes; 0: the maximum; not given: "
+            "kubeconfig-default-token-ttl-minutes",
+        ),
+        "ttlMillis": Field("int", create=True, write_only=True, description="Alias of ttl"),
+    },
+)
+KUBECONFIG_OUTPUT = Schema(
+    id="generateKubeconfigOutput",
+    plural="generateKubeconfigOutputs",
+    embedded=True,
+    fields={"config": readonly("string", "The kubeconfig, base64-encoded")},
 )
 
 routes = web.RouteTableDef()
@@ -324,10 +350,14 @@ async def cluster_action(request: web.Request) -> web.Response:
 
 async def generate_kubeconfig(request: web.Request, who: Principal, obj: Obj) -> web.Response:
     """A kubeconfig for kubectl through corral's proxy, with a kubeconfig token for this user
-    and cluster; generating again replaces the token."""
-    await read_json(request)
+    and cluster; generating again replaces the token. `ttl` (ms, alias `ttlMillis`) chooses
+    its lifetime, `kubeconfig-default-token-ttl-minutes` when not given."""
+    body = await read_json(request, AUTH_LIMIT)
+    given = body.get("ttlMillis", body.get("ttl"))
     cluster_id = obj["metadata"]["name"]
-    issued = await tokens.issue_kubeconfig_token(request, who, cluster_id)
+    issued = await tokens.issue_kubeconfig_token(
+        request, who, cluster_id, None if given is None else ttl.requested(given)
+    )
     config = kubeconfig.build(
         cluster_id,
         f"{base_url(request)}/k8s/clusters/{cluster_id}",

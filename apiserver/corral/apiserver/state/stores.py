@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from lightkube import AsyncClient
 
 from corral.core.api import settings
-from corral.core.api.names import LABEL_TOKEN_USER
-from corral.core.auth import ownership
+from corral.core.api.names import INDEX_TOKEN_KEY, LABEL_TOKEN_USER
+from corral.core.auth import hashing, ownership
 from corral.core.kube import kinds
 from corral.core.kube.informer import Informer, Obj
 
@@ -23,9 +23,14 @@ def _token_user(obj: Obj) -> list[str]:
 
 
 def _token_key(obj: Obj) -> list[str]:
-    # Only an unhashed key can be found by value; a salted hash never matches a lookup.
+    """The digest of the token's key (`hashing.index_digest`): from the label a hashed token
+    carries, or from the key itself when it is stored unhashed. A hashed token made before
+    the label existed is not in the index; it is found by name."""
+    labels = obj["metadata"].get("labels") or {}
+    if INDEX_TOKEN_KEY in labels:
+        return [labels[INDEX_TOKEN_KEY]]
     stored = obj.get("spec", {}).get("token", "")
-    return [stored] if stored and not stored.startswith("$") else []
+    return [hashing.index_digest(stored)] if stored and not hashing.is_hashed(stored) else []
 
 
 def _username(obj: Obj) -> list[str]:
@@ -79,7 +84,9 @@ class Stores:
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
         return cls(
-            tokens=Informer(client, kinds.Token, {"user": _token_user, "key": _token_key}),
+            tokens=Informer(
+                client, kinds.Token, {"user": _token_user, INDEX_TOKEN_KEY: _token_key}
+            ),
             users=Informer(client, kinds.User, {"username": _username}),
             bindings=Informer(client, kinds.GlobalRoleBinding, {"user": _binding_user}),
             settings=Informer(client, kinds.Setting),
@@ -142,8 +149,10 @@ class Stores:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     def token(self, name: str, key: str) -> Obj | None:
-        """The token named `name`, found through the key index first (spec 5.2)."""
-        for candidate in self.tokens.by_index("key", key):
+        """The token named `name`, found through the key index first (spec 5.2), then by
+        name. Either way its key is verified against what it stores afterwards: a digest in a
+        label is a pointer, never the proof."""
+        for candidate in self.tokens.by_index(INDEX_TOKEN_KEY, hashing.index_digest(key)):
             if candidate["metadata"]["name"] == name:
                 return candidate
         return self.tokens.get(name)
