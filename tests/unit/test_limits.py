@@ -7,18 +7,20 @@ from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.auth.throttle import FORGET_AFTER, USER_FREE_FAILURES, LoginThrottle
 from corral.operator.management.tokens import expired, expiry_status
 
+from .test_rate_limit import MemoryLedger
+
 NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.UTC)
 
 
-def test_rate_limit_counts_per_user_in_one_minute_windows() -> None:
-    limiter = RateLimiter()
-    decisions = [limiter.hit("u1", 3, now=100.0) for _ in range(4)]
+async def test_rate_limit_counts_per_user_in_one_minute_windows() -> None:
+    limiter = RateLimiter(MemoryLedger())
+    decisions = [await limiter.hit("u1", 3, now=120.0) for _ in range(4)]
     assert [d.allowed for d in decisions] == [True, True, True, False]
     assert [d.remaining for d in decisions] == [2, 1, 0, 0]
     assert decisions[-1].reset_seconds == 60
-    assert limiter.hit("u2", 3, now=100.0).allowed
-    assert limiter.hit("u1", 3, now=160.0).allowed  # a new window
-    assert limiter.hit("u1", 0, now=161.0).allowed  # 0 disables
+    assert (await limiter.hit("u2", 3, now=120.0)).allowed
+    assert (await limiter.hit("u1", 3, now=180.0)).allowed  # a new window
+    assert (await limiter.hit("u1", 0, now=181.0)).allowed  # 0 disables
 
 
 def test_login_throttle_doubles_and_a_success_clears_the_username_only() -> None:

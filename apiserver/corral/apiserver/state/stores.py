@@ -168,6 +168,10 @@ class Stores:
             return None
         return user.get("spec", {}).get("enabled", True) is not False
 
+    def user_uid(self, user_id: str) -> str | None:
+        user = self.users.get(user_id)
+        return user["metadata"].get("uid") if user else None
+
     def is_admin(self, user_id: str) -> bool:
         return any(
             b.get("spec", {}).get("globalRoleName") == "admin"
