@@ -221,7 +221,7 @@ def kubeconfig_b64(server: str, ca: str = "eA==", **user: str) -> str:
             "InvalidOption",
             "driver",
         ),
-        ({"name": "x"}, "MissingRequired", None),
+        ({"name": "x", "importedConfig": {}}, "MissingRequired", "importedConfig.kubeConfig"),
         ({"importedConfig": {"kubeConfig": "eA=="}}, "MissingRequired", "displayName"),
     ],
 )
