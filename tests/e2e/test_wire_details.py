@@ -124,6 +124,20 @@ def test_a_cluster_of_only_a_name_waits_for_an_import_and_takes_it_by_put(
     assert api.get(f"/v3/clusters/{cluster_id}").body["state"] == "pending"
 
     plane = stack.add_downstream("awaited", nodes=1)
+    kubeconfig = {"kubeConfig": encoded(plane.kubeconfig_path)}
+    # The rest of the body is checked before anything is imported.
+    for body, field in (({"importedConfig": kubeconfig, "agentEnvVars": "X=1"}, "agentEnvVars"),
+                        ({"importedConfig": "text"}, "importedConfig")):  # fmt: skip
+        refused = api.put(f"/v3/clusters/{cluster_id}", body)
+        assert (refused.status, refused.body["fieldName"]) == (422, field), refused.body
+    assert api.get(f"/v3/clusters/{cluster_id}").body["state"] == "pending"
+    assert (
+        not k8s.CoreV1Api(management)
+        .list_namespaced_secret(
+            "svc-system", label_selector=f"management.svc.io/cluster-credential={cluster_id}"
+        )
+        .items
+    )
     imported = api.put(f"/v3/clusters/{cluster_id}",
                        {"importedConfig": {"kubeConfig": encoded(plane.kubeconfig_path)},
                         "description": "imported later"})  # fmt: skip

@@ -254,9 +254,12 @@ async def create_cluster(request: web.Request) -> web.Response:
 
 def given_kubeconfig(body: dict[str, Any]) -> Any:
     """The kubeconfig of an import, as the body gives it; None when it gives no import."""
-    if body.get("importedConfig") is None and "kubeConfig" not in body:
+    config = body.get("importedConfig")
+    if config is None and "kubeConfig" not in body:
         return None
-    return (body.get("importedConfig") or {}).get("kubeConfig") or body.get("kubeConfig") or ""
+    if config is not None and not isinstance(config, dict):
+        raise errors.invalid("importedConfig", "importedConfig must be an object")
+    return (config or {}).get("kubeConfig") or body.get("kubeConfig") or ""
 
 
 def driver_of(body: dict[str, Any]) -> str:
@@ -357,8 +360,8 @@ async def update_cluster(request: web.Request) -> web.Response:
     obj = owned_cluster(request, request.match_info["id"], "change it")
     body = await read_json(request)
     spec = obj.get("spec") or {}
-    if awaits_import(request, obj) and (kubeconfig := given_kubeconfig(body)) is not None:
-        obj = await importing.import_into(request, kubeconfig, obj)
+    kubeconfig = given_kubeconfig(body) if awaits_import(request, obj) else None
+    if kubeconfig is not None:
         body = {k: v for k, v in body.items() if k not in ("importedConfig", "kubeConfig")}
     for field in sorted(IMMUTABLE & set(body)):
         if field == "driver" and body[field] == spec.get("driver"):
@@ -370,14 +373,19 @@ async def update_cluster(request: web.Request) -> web.Response:
     display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
     if display:
         patch["displayName"] = display
+    labels = labels_of(body) if "labels" in body else None
+    # Everything else was checked first: an import is not half of a refused request.
+    if kubeconfig is not None:
+        obj = await importing.import_into(request, kubeconfig, obj)
+        request.app[STORES].clusters.put(obj)
     merge: dict[str, Any] = {"spec": {**patch}}
     for name in CUSTOMIZATIONS:
         # A customization given replaces the stored one whole, not merged into it.
         if name in patch:
             merge["spec"][name] = replacing(spec.get(name), patch[name])
-    if "labels" in body:
-        merge["metadata"] = {"labels": labels_of(body)}
-    if patch or "labels" in body:
+    if labels is not None:
+        merge["metadata"] = {"labels": labels}
+    if patch or labels is not None:
         obj = as_dict(
             await request.app[KUBE].patch(
                 kinds.Cluster, obj["metadata"]["name"], merge, patch_type=PatchType.MERGE
