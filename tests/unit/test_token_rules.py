@@ -19,7 +19,8 @@ from corral.core.auth.tokens import (
     is_system_name,
     kubeconfig_token_name,
 )
-from corral.operator.management.tokens import ExpiryQueue, idle_sessions
+from corral.operator.management.tokens import ExpiryQueue, idle_sessions, mark_expired
+from corral.operator.state import State
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.UTC)
 KEY = hashing.new_key()
@@ -183,3 +184,40 @@ def test_a_short_idle_timeout_has_a_short_grace() -> None:
     assert ttl.activity_write_interval(0.1) == datetime.timedelta(seconds=3)
     assert not ttl.idle_beyond_doubt(NOW - datetime.timedelta(seconds=9), 0.1, NOW)
     assert ttl.idle_beyond_doubt(NOW - datetime.timedelta(seconds=11), 0.1, NOW)
+
+
+class FakeKube:
+    """Gets the given tokens by name; records status patches."""
+
+    def __init__(self, tokens: dict[str, dict[str, Any]]) -> None:
+        self.tokens = tokens
+        self.patched: list[tuple[str, dict[str, Any]]] = []
+
+    async def get(self, _kind: Any, name: str) -> dict[str, Any]:
+        return self.tokens[name]
+
+    async def patch(self, _kind: Any, name: str, body: dict[str, Any], **_: Any) -> dict:
+        self.patched.append((name, body["status"]))
+        return body
+
+
+def stored_token(name: str, ttl_ms: int) -> dict[str, Any]:
+    meta = {"name": name, "creationTimestamp": ttl.format_time(NOW - 10 * MINUTE)}
+    return {"metadata": meta, "spec": {"ttlMillis": ttl_ms}}
+
+
+async def test_marking_writes_expired_only_for_tokens_whose_time_has_come() -> None:
+    kube = FakeKube({
+        "token-due": stored_token("token-due", 60_000),
+        # Given a longer life by kubectl since it was queued: queued again, not written.
+        "token-longer": stored_token("token-longer", 3_600_000),
+    })  # fmt: skip
+    state = State(kube, clock=lambda: NOW)  # type: ignore[arg-type]
+    queue = ExpiryQueue()
+    queue.add("token-due", NOW - 9 * MINUTE)
+    queue.add("token-longer", NOW - 9 * MINUTE)
+    assert await mark_expired(state, queue) == 1
+    assert kube.patched == [
+        ("token-due", {"expiresAt": ttl.format_time(NOW - 9 * MINUTE), "expired": True})
+    ]
+    assert len(queue) == 1 and queue.pop_due(NOW + 50 * MINUTE) == ["token-longer"]
