@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from tests.bench import auth, devenv, pools, projects, readiness, scale, workloads
+from tests.bench import auth, devenv, pools, projects, ratelimit, readiness, scale, workloads
 
 BENCHMARKS = {
     "devenv": devenv.main,
     "auth": auth.main,
+    "ratelimit": ratelimit.main,
     "scale": scale.main,
     "projects": projects.main,
     "readiness": readiness.main,

@@ -221,7 +221,7 @@ def kubeconfig_b64(server: str, ca: str = "eA==", **user: str) -> str:
             "InvalidOption",
             "driver",
         ),
-        ({"name": "x"}, "MissingRequired", None),
+        ({"name": "x", "importedConfig": {}}, "MissingRequired", "importedConfig.kubeConfig"),
         ({"importedConfig": {"kubeConfig": "eA=="}}, "MissingRequired", "displayName"),
     ],
 )
@@ -467,7 +467,7 @@ def test_kubectl_works_with_the_generated_kubeconfig_and_only_for_its_cluster(
         parsed["clusters"][0]["cluster"]["server"] == f"{stack.api_url}/k8s/clusters/{demo['id']}"
     )
     token = parsed["users"][0]["user"]["token"]
-    assert token.startswith(f"kubeconfig-u-admin.{demo['id']}:")
+    assert token.startswith(f"kubeconfig-admin.{demo['id']}:")
 
     out = subprocess.run(
         [str(devkube), "kubectl", "--kubeconfig", str(path), "get", "nodes", "-o", "name"],

@@ -7,12 +7,13 @@ import time
 from collections.abc import Callable
 
 import pytest
+from kubernetes import client as k8s
 
 from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
 
 from .api import Api
-from .conftest import Person
+from .conftest import Person, set_setting
 
 
 @pytest.fixture(scope="module")
@@ -48,3 +49,52 @@ def test_a_session_kept_alive_on_one_replica_is_not_idle_on_another(
     # the last use from what the first replica wrote down.
     other = replica.as_token(person.api.token).get("/v3/tokens")
     assert other.status == 200, other.body
+
+
+def limit_seen(caller: Api, limit: str) -> bool:
+    return caller.get("/v3/tokens").headers.get("X-RateLimit-Limit") == limit
+
+
+def test_two_replicas_together_give_a_user_the_limit_once(
+    api: Api, replica: Api, stack: Environment, make_user: Callable[..., Person],
+    management: k8s.ApiClient,
+) -> None:  # fmt: skip
+    # Every user is made first: once the limit is 10, the admin is held to it too.
+    person, observer = make_user(), make_user()
+    here, there = person.api, replica.as_token(person.api.token)
+    assert wait_for("the other replica's cache", lambda: there.get("/v3/tokens").status == 200, 10)
+    set_setting(stack, "api-rate-limit-per-minute", "10")
+    try:
+        for caller in (observer.api, replica.as_token(observer.api.token)):
+            wait_for("the limit on both replicas", lambda c=caller: limit_seen(c, "10"), 10)
+        # A minute of the wall clock to itself: windows are the clock's minutes.
+        began = int(time.time() // 60)
+        wait_for("the next minute", lambda: int(time.time() // 60) > began, 65)
+        responses = [(here if i % 2 else there).get("/v3/tokens") for i in range(30)]
+        statuses = [r.status for r in responses]
+        assert statuses.count(200) == 10, statuses
+        assert set(statuses) == {200, 429}
+        assert all(r.headers["X-RateLimit-Limit"] == "10" for r in responses)
+        assert all(int(r.headers["Retry-After"]) >= 1 for r in responses if r.status == 429)
+        record = k8s.CoreV1Api(management).read_namespaced_config_map(
+            f"ratelimit-{person.id}", "svc-system"
+        )
+        assert record.data["used"] == "10"
+        assert [(o.kind, o.name) for o in record.metadata.owner_references] == [("User", person.id)]
+    finally:
+        set_setting(stack, "api-rate-limit-per-minute", "100000")
+        for caller in (observer.api, replica.as_token(observer.api.token)):
+            wait_for("the limit lifted", lambda c=caller: limit_seen(c, "100000"), 70)
+    assert api.delete(f"/v3/users/{person.id}").status == 204
+    wait_for("the record to go with its user",
+             lambda: not config_map_exists(management, f"ratelimit-{person.id}"), 60)  # fmt: skip
+
+
+def config_map_exists(management: k8s.ApiClient, name: str) -> bool:
+    try:
+        k8s.CoreV1Api(management).read_namespaced_config_map(name, "svc-system")
+    except k8s.ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True

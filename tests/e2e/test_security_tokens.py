@@ -241,7 +241,7 @@ def test_bad_stored_lifetimes_and_timeouts_apply_their_defaults(
     # The kubeconfig lifetime: the default, 960 minutes.
     kubeconfig = api.post("/v3/clusters/local?action=generateKubeconfig")
     assert kubeconfig.status == 200, kubeconfig.body
-    assert stored_ttl(crs, "kubeconfig-u-admin.local") == 960 * 60_000
+    assert stored_ttl(crs, "kubeconfig-admin.local") == 960 * 60_000
 
 
 def stored_ttl(crs: k8s.CustomObjectsApi, name: str) -> Any:

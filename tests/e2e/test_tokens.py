@@ -161,26 +161,6 @@ def test_the_current_session_token_cannot_be_deleted(make_user: Callable[..., Pe
     assert person.api.get("/v3/tokens").status == 200
 
 
-def test_system_tokens_cannot_be_deleted_through_the_api(
-    api: Api, crs: k8s.CustomObjectsApi
-) -> None:
-    key = hashing.new_key()
-    crs.create_cluster_custom_object(GROUP, VERSION, "tokens", {
-        "apiVersion": f"{GROUP}/{VERSION}", "kind": "Token",
-        "metadata": {"name": "system-agent-e2e", "labels": {
-            "authn.management.svc.io/token-userId": "u-admin",
-            "authn.management.svc.io/kind": "system"}},
-        "spec": {"token": hashing.hash_key(key), "userId": "u-admin", "isDerived": True},
-    })  # fmt: skip
-    wait_for(
-        "system token in cache", lambda: api.get("/v3/tokens/system-agent-e2e").status == 200, 10
-    )
-    response = api.delete("/v3/tokens/system-agent-e2e")
-    assert response.status == 403
-    assert token_cr(crs, "system-agent-e2e") is not None
-    assert api.get("/v3/tokens/system-agent-e2e").body["expiresAt"] == ""  # never expires
-
-
 # -- the error table of spec 7 ------------------------------------------------------------
 
 
@@ -435,6 +415,31 @@ def test_rate_limit(api: Api, stack: Environment, make_user: Callable[..., Perso
     finally:
         set_setting(stack, "api-rate-limit-per-minute", "100000")
         wait_for("the limit to lift", lambda: person.api.get("/v3/tokens").status == 200, 10)
+
+
+def test_every_authenticated_answer_carries_the_rate_limit_headers(
+    api: Api, make_user: Callable[..., Person]
+) -> None:
+    person = make_user()
+    answers = {
+        "ok": person.api.get("/v3/tokens"),
+        "absent": person.api.get("/v3/tokens/token-zzzzz"),
+        "no route": person.api.get("/v3/no-such-collection"),
+        "refused": person.api.post("/v3/clusters", {"name": "x"}),
+        "bad body": person.api.post(
+            "/v3/token", raw=b"{not json", headers={"Content-Type": "application/json"}
+        ),
+        "no method": person.api.put("/v3/tokens"),
+        "hidden": person.api.post("/v3/clusters/local?action=generateKubeconfig"),
+    }
+    for what, answer in answers.items():
+        assert {"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} <= set(
+            answer.headers
+        ), (what, answer.status, answer.headers)
+    assert [a.status for a in answers.values()][:5] == [200, 404, 404, 403, 422]
+    # A request that does not authenticate is no one's to count.
+    anonymous = api.as_token("token-zzzzz:nokey").get("/v3/tokens")
+    assert anonymous.status == 404 and "X-RateLimit-Limit" not in anonymous.headers
 
 
 def test_oversized_bodies_are_refused_and_change_nothing(

@@ -74,7 +74,6 @@ def test_a_non_admin_cannot_manage_users_and_changes_nothing(
         ({"username": "short-pw", "password": "tooshort"}, "password", "InvalidBodyContent"),
         ({"username": "same-as-user-1", "password": "same-as-user-1"}, "password",
          "InvalidBodyContent"),
-        ({"username": "admin", "password": "long-enough-password"}, "username", "NotUnique"),
         ({"username": "x", "password": "long-enough-password", "enabled": "yes"}, "enabled",
          "InvalidFormat"),
     ],
@@ -87,6 +86,16 @@ def test_invalid_users_are_refused_with_the_field_at_fault(
     assert (response.status, response.body["fieldName"], response.body["code"]) == (
         422, field, code,
     )  # fmt: skip
+    assert len(crs.list_cluster_custom_object(GROUP, VERSION, "users")["items"]) == before
+
+
+def test_a_username_in_use_is_409_and_makes_no_user(api: Api, crs: k8s.CustomObjectsApi) -> None:
+    before = len(crs.list_cluster_custom_object(GROUP, VERSION, "users")["items"])
+    response = api.post("/v3/users", {"username": "admin", "password": "long-enough-password"})
+    assert (response.status, response.body["code"], response.body["fieldName"]) == (
+        409, "AlreadyExists", "username",
+    )  # fmt: skip
+    assert response.body["message"] == "Username is already in use."
     assert len(crs.list_cluster_custom_object(GROUP, VERSION, "users")["items"]) == before
 
 

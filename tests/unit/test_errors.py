@@ -96,7 +96,7 @@ def test_each_kind_of_core_error_has_its_status_and_code(
          body(422, "QuotaExceeded",
               "project c-x:p-y quota: pods: 3 namespace(s) x 1 = 3 exceeds the limit 2", "pods")),
         (usernames.UsernameTaken(),
-         body(422, "NotUnique", "Username is already in use.", "username")),
+         body(409, "AlreadyExists", "Username is already in use.", "username")),
         (passwords.PasswordPolicyError("password must be at least 12 characters"),
          body(422, "InvalidBodyContent", "password must be at least 12 characters", "password")),
         (ttl.TtlError("ttl must be a whole number of milliseconds"),

@@ -7,18 +7,20 @@ from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.auth.throttle import FORGET_AFTER, USER_FREE_FAILURES, LoginThrottle
 from corral.operator.management.tokens import expired, expiry_status
 
+from .test_rate_limit import MemoryLedger
+
 NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.UTC)
 
 
-def test_rate_limit_counts_per_user_in_one_minute_windows() -> None:
-    limiter = RateLimiter()
-    decisions = [limiter.hit("u1", 3, now=100.0) for _ in range(4)]
+async def test_rate_limit_counts_per_user_in_one_minute_windows() -> None:
+    limiter = RateLimiter(MemoryLedger())
+    decisions = [await limiter.hit("u1", 3, now=120.0) for _ in range(4)]
     assert [d.allowed for d in decisions] == [True, True, True, False]
     assert [d.remaining for d in decisions] == [2, 1, 0, 0]
     assert decisions[-1].reset_seconds == 60
-    assert limiter.hit("u2", 3, now=100.0).allowed
-    assert limiter.hit("u1", 3, now=160.0).allowed  # a new window
-    assert limiter.hit("u1", 0, now=161.0).allowed  # 0 disables
+    assert (await limiter.hit("u2", 3, now=120.0)).allowed
+    assert (await limiter.hit("u1", 3, now=180.0)).allowed  # a new window
+    assert (await limiter.hit("u1", 0, now=181.0)).allowed  # 0 disables
 
 
 def test_login_throttle_doubles_and_a_success_clears_the_username_only() -> None:
@@ -61,21 +63,26 @@ async def test_activity_is_written_once_then_at_most_once_per_interval() -> None
 
 
 def test_operator_expiry_status_and_purge_selection() -> None:
-    created = "2026-11-22T11:00:00Z"
-    assert expiry_status({"ttlMillis": 0}, created, {}) is None
-    assert expiry_status({"ttlMillis": 60_000}, created, {}) == {
-        "expiresAt": "2026-11-22T11:01:00Z", "expired": False,
-    }  # fmt: skip
-    assert expiry_status({"ttlMillis": 60_000}, created, {"expiresAt": "x"}) is None
+    created = "2026-11-22T11:00:00Z"  # an hour before NOW
 
     def token(name: str, ttl_ms: int, kind: str = "") -> dict:
         labels = {"authn.management.svc.io/kind": kind} if kind else {}
         return {"metadata": {"name": name, "creationTimestamp": created, "labels": labels},
                 "spec": {"ttlMillis": ttl_ms}}  # fmt: skip
 
+    assert expiry_status(token("forever", 0), NOW) is None
+    assert expiry_status(token("old", 60_000), NOW) == {
+        "expiresAt": "2026-11-22T11:01:00Z", "expired": True,
+    }  # fmt: skip
+    assert expiry_status(token("young", 7_200_000), NOW) == {
+        "expiresAt": "2026-11-22T13:00:00Z", "expired": False,
+    }  # fmt: skip
+    # A system token never expires, whatever its ttl; the label alone makes none.
+    assert expiry_status(token("system-operator", 60_000, "system"), NOW) is None
     tokens = [token("old", 60_000), token("forever", 0), token("young", 7_200_000),
-              token("system", 60_000, "system")]  # fmt: skip
-    assert expired(tokens, NOW) == ["old"]
+              token("system-operator", 60_000, "system"),
+              token("labelled-system", 60_000, "system")]  # fmt: skip
+    assert expired(tokens, NOW) == ["old", "labelled-system"]
 
 
 def test_login_throttle_forgets_old_records_when_pruned() -> None:

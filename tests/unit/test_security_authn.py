@@ -26,6 +26,8 @@ from corral.apiserver.keys import ACTIVITY, LIMITER, STORES
 from corral.core.auth import hashing
 from corral.core.auth.tokens import AuthFailure, split
 
+from .test_rate_limit import MemoryLedger
+
 KEY = hashing.new_key()
 CREATED = "2026-01-01T00:00:00Z"
 # Header bytes an HTTP parser lets through to the application: tab, space, visible ASCII and
@@ -76,7 +78,7 @@ def application() -> web.Application:
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
     app[STORES] = Stores()  # type: ignore[assignment]
     app[ACTIVITY] = ActivityTracker(lambda token, seen: asyncio.sleep(0))  # type: ignore[arg-type]
-    app[LIMITER] = RateLimiter()
+    app[LIMITER] = RateLimiter(MemoryLedger())
     app.router.add_route("*", PROXY_PATH + "/{path:.*}", ok)
     app.router.add_route("*", PROXY_PATH, ok)
     app.router.add_route("*", "/v3/{path:.*}", ok)

@@ -119,7 +119,7 @@ def test_a_stored_huge_lifetime_renders_and_never_expires() -> None:
 
 
 def test_expiry_status_saturates() -> None:
-    assert expiry_status({"ttlMillis": LARGEST}, CREATED, {}) == {
+    assert expiry_status(token("huge", LARGEST), NOW) == {
         "expiresAt": "9999-12-31T23:59:59Z", "expired": False,
     }  # fmt: skip
 
@@ -159,7 +159,7 @@ class FakeKube:
 
 async def test_a_token_that_cannot_be_deleted_does_not_stop_the_purge() -> None:
     tokens = [token("stuck", 60_000), token("huge", LARGEST), token("bad", "x"),
-              token("old", 60_000), token("system", 60_000, kind="system")]  # fmt: skip
+              token("old", 60_000), token("system-operator", 60_000, kind="system")]  # fmt: skip
     kube = FakeKube(tokens, refuse={"stuck"})
     assert await purge(kube, NOW) == 1  # type: ignore[arg-type]
     assert kube.deleted == ["old"]

@@ -14,7 +14,8 @@ from lightkube.types import PatchType
 
 from corral.apiserver.auth.access import AccessMemo
 from corral.apiserver.auth.activity import ActivityTracker
-from corral.apiserver.auth.authn import auth_middleware
+from corral.apiserver.auth.authn import auth_middleware, rate_limit_headers
+from corral.apiserver.auth.ledger import KubeLedger
 from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.auth.throttle import LoginThrottle
 from corral.apiserver.http import errors, serving
@@ -81,7 +82,8 @@ ROUTE_MODULES = [
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
-    globalrolebindings.SCHEMA, settings.SCHEMA, clusters.SCHEMA, nodes.SCHEMA, nodes.DRAIN,
+    globalrolebindings.SCHEMA, settings.SCHEMA, clusters.SCHEMA, clusters.KUBECONFIG_INPUT,
+    clusters.KUBECONFIG_OUTPUT, nodes.SCHEMA, nodes.DRAIN,
     projects.SCHEMA, projects.EVENT, namespaces.SCHEMA, projectroletemplatebindings.SCHEMA,
     clusterroletemplatebindings.SCHEMA, workloads.SCHEMA, workloads.ROLLBACK, workloads.REVISION,
     pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, secrets.SCHEMA, namespacedsecrets.SCHEMA,
@@ -98,6 +100,7 @@ def create_app(
 ) -> web.Application:
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
     app.on_response_prepare.append(serving.set_response_headers)
+    app.on_response_prepare.append(rate_limit_headers)
     app[KUBE] = kube
     app[EXTERNAL_URL] = external_url
     app[FEATURES] = features
@@ -107,7 +110,7 @@ def create_app(
     app[CONNECTIONS] = Connections(kube)
     app[ACCESS] = AccessMemo()
     app[ACTIVITY] = ActivityTracker(_activity_writer(kube))
-    app[LIMITER] = RateLimiter()
+    app[LIMITER] = RateLimiter(KubeLedger(kube, app[STORES].user_uid))
     app[THROTTLE] = LoginThrottle()
     app[PROVIDERS] = Providers()
     app[LOGIN_STATE_KEY] = StateKey()
@@ -144,7 +147,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     async def prune() -> None:
         while True:
             await asyncio.sleep(60)
-            app[LIMITER].prune(time.monotonic())
+            app[LIMITER].prune(time.time())
             app[THROTTLE].prune(time.monotonic())
 
     async with stores.running():

@@ -20,6 +20,7 @@ from corral.operator.drivers.cache import Cache
 from corral.operator.drivers.registry import Drivers
 from corral.operator.management import bootstrap
 from corral.operator.management.nodedrivers import DriverKeeper
+from corral.operator.management.tokens import ExpiryQueue
 from corral.operator.state import State
 
 # Everything kopf stores on our objects lives under corral's own domain. Annotations, not
@@ -53,6 +54,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.kube = kube.async_client()
     memo.state = State(memo.kube)
     memo.state_task = asyncio.create_task(memo.state.run())
+    memo.token_expiries = ExpiryQueue()
     config: OperatorConfig = memo.get("config") or OperatorConfig.from_env()
     cache = Cache(config.driver_cache)
     memo.drivers = DriverKeeper(memo.kube, cache, memo.state.clock)

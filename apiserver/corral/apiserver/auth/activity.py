@@ -15,9 +15,10 @@ import datetime
 import logging
 from collections.abc import Awaitable, Callable
 
+from corral.core.auth import ttl
+
 log = logging.getLogger(__name__)
 
-FLUSH_INTERVAL = datetime.timedelta(minutes=1)
 TICK_SECONDS = 1.0
 
 Writer = Callable[[str, datetime.datetime], Awaitable[None]]
@@ -48,9 +49,7 @@ class ActivityTracker:
         self, now: datetime.datetime, idle_minutes: float
     ) -> list[tuple[str, datetime.datetime]]:
         """Tokens whose latest use should be written now."""
-        interval = FLUSH_INTERVAL
-        if idle_minutes > 0:
-            interval = min(interval, datetime.timedelta(minutes=idle_minutes) / 2)
+        interval = ttl.activity_write_interval(idle_minutes)
         due = []
         for token, seen in self._seen.items():
             written = self._written.get(token)

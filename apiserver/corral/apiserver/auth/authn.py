@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from corral.apiserver.auth.activity import ActivityTracker
-from corral.apiserver.auth.ratelimit import RateLimiter
-from corral.apiserver.http import errors
+from corral.apiserver.auth.ratelimit import Decision, RateLimiter
 from corral.apiserver.http.errors import ApiError, Handler
 from corral.apiserver.keys import ACTIVITY, LIMITER, STORES
 from corral.apiserver.state.stores import Stores
@@ -55,6 +54,7 @@ class Principal:
 
 
 PRINCIPAL = web.RequestKey("principal", Principal)
+RATE_LIMIT = web.RequestKey("rate_limit", Decision)
 
 
 def principal(request: web.Request) -> Principal:
@@ -133,19 +133,21 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     now = datetime.datetime.now(datetime.UTC)
     who = authenticate(request, app[STORES], app[ACTIVITY], now)
     limiter: RateLimiter = app[LIMITER]
-    decision = limiter.hit(
-        who.user_id, int(app[STORES].number("api-rate-limit-per-minute")), time.monotonic()
-    )
+    limit = int(app[STORES].number("api-rate-limit-per-minute"))
+    decision = await limiter.hit(who.user_id, limit, time.time())
+    request[RATE_LIMIT] = decision
     if not decision.allowed:
-        error = ApiError(429, "TooManyRequests",
-                         f"rate limit of {decision.limit} requests per minute exceeded",
-                         headers={"Retry-After": str(decision.reset_seconds)})  # fmt: skip
-        return errors.response(error, decision.headers())
+        raise ApiError(429, "TooManyRequests",
+                       f"rate limit of {decision.limit} requests per minute exceeded",
+                       headers={"Retry-After": str(decision.reset_seconds)})  # fmt: skip
     request[PRINCIPAL] = who
-    try:
-        check_csrf(request, who)
-        response = await handler(request)
-    except ApiError as error:
-        response = errors.response(error)
-    response.headers.update(decision.headers())
-    return response
+    check_csrf(request, who)
+    return await handler(request)
+
+
+async def rate_limit_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Every response to an authenticated request carries its rate-limit headers, whatever
+    answered it: the handler, an error of any kind, a stream or an upgrade."""
+    decision = request.get(RATE_LIMIT)
+    if decision is not None:
+        response.headers.update(decision.headers())

@@ -1,10 +1,37 @@
-"""Requests per minute per user, in fixed one-minute windows (per API server replica)."""
+"""Requests per minute per user, held across every API server replica (spec 8).
+
+Windows are the minutes of the wall clock, the same on every replica. What a user may still
+do in a window is a count in one shared record (`auth.ledger`), which replicas take from in
+*reservations*: a replica reserves a few requests at a time (a tenth of the limit at most, a
+quarter of what is left when that is less, at least one) by a conditional write, and serves
+requests from its reservation without asking again. So the replicas together never serve more
+than the limit, and a user costs their replica one write per reservation, not per request:
+one a minute for a light user. The price is that requests reserved by one replica and not
+used there are lost to the others: a client whose requests all reach one replica can be
+refused early by what the other replicas hold unused, at most a tenth of the limit each.
+
+Should the shared record be out of reach (the management cluster not answering), a replica
+counts on its own for the rest of the window, as if it were alone: the limit then holds per
+replica until the record answers again.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import math
+import time
 from dataclasses import dataclass
+from typing import Protocol
 
-WINDOW_SECONDS = 60.0
+log = logging.getLogger(__name__)
+
+WINDOW_SECONDS = 60
+# Fractions of the limit, and of what is left of it, a replica reserves at a time.
+MAX_SHARE = 10
+LEFT_SHARE = 4
+# The shared record unreachable is logged at most this often.
+OUTAGE_LOG_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -22,24 +49,128 @@ class Decision:
         }
 
 
-class RateLimiter:
-    def __init__(self) -> None:
-        self._windows: dict[str, tuple[float, int]] = {}  # user -> (window start, count)
+def window_of(now: float) -> int:
+    """The minute of the wall clock `now` (seconds since the epoch) falls in."""
+    return int(now // WINDOW_SECONDS)
 
-    def hit(self, user: str, limit: int, now: float) -> Decision:
-        """Count one request; a limit of 0 or less means unlimited."""
-        start, count = self._windows.get(user, (now, 0))
-        if now - start >= WINDOW_SECONDS:
-            start, count = now, 0
-        reset = max(1, round(start + WINDOW_SECONDS - now))
+
+def reset_seconds(window: int, now: float) -> int:
+    """Seconds until the window ends, at least 1."""
+    return max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
+
+
+def reservation(limit: int, used: int) -> int:
+    """How many requests a replica reserves when `used` of `limit` are taken: 0 when none
+    are left."""
+    left = limit - used
+    if left <= 0:
+        return 0
+    return max(1, min(left // LEFT_SHARE, math.ceil(limit / MAX_SHARE)))
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What a reservation got: the window it counts in (a replica whose clock lags takes the
+    record's), how many requests, and how many of the window's the record holds taken."""
+
+    window: int
+    granted: int
+    used: int
+
+
+class Ledger(Protocol):
+    """The shared record of each user's window."""
+
+    async def reserve(self, user: str, window: int, limit: int) -> Grant: ...
+
+    def prune(self, window: int) -> None: ...
+
+
+@dataclass
+class _Window:
+    """One replica's view of one user's window."""
+
+    window: int
+    limit: int  # the limit the reservation was made under
+    left: int = 0  # reserved by this replica and not yet used
+    used: int = 0  # taken in the shared record, as of this replica's last reservation
+    served: int = 0  # served by this replica
+    exhausted: bool = False
+    alone: bool = False  # the record is out of reach: counting on our own
+
+
+class RateLimiter:
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+        self._windows: dict[str, _Window] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._outage_logged = -math.inf
+
+    async def hit(self, user: str, limit: int, now: float) -> Decision:
+        """Count one request of `user` at wall-clock time `now`; a limit of 0 or less means
+        unlimited (and costs nothing)."""
+        window = window_of(now)
         if limit <= 0:
-            return Decision(True, 0, 0, reset)
-        if count >= limit:
-            self._windows[user] = (start, count)
-            return Decision(False, limit, 0, reset)
-        self._windows[user] = (start, count + 1)
-        return Decision(True, limit, limit - count - 1, reset)
+            return Decision(True, 0, 0, reset_seconds(window, now))
+        state = self._current(user, window, limit)
+        if state.left <= 0 and not state.exhausted:
+            # One reservation at a time per user: requests that arrive meanwhile wait for it
+            # and are served from it.
+            lock = self._locks.setdefault(user, asyncio.Lock())
+            async with lock:
+                state = self._current(user, window, limit)
+                if state.left <= 0 and not state.exhausted:
+                    await self._reserve(user, state, limit)
+        if state.left <= 0:
+            return Decision(False, limit, 0, reset_seconds(state.window, now))
+        state.left -= 1
+        state.served += 1
+        remaining = max(0, limit - state.used) + state.left
+        return Decision(True, limit, remaining, reset_seconds(state.window, now))
+
+    def _current(self, user: str, window: int, limit: int) -> _Window:
+        state = self._windows.get(user)
+        if state is None or state.window < window:
+            state = self._windows[user] = _Window(window, limit)
+        elif state.limit != limit:
+            # The setting changed: what was reserved under the old limit is given up, and the
+            # next request reserves under the new one.
+            state.limit, state.left, state.exhausted = limit, 0, False
+        return state
+
+    async def _reserve(self, user: str, state: _Window, limit: int) -> None:
+        if state.alone:
+            self._count_alone(state, limit)
+            return
+        try:
+            grant = await self._ledger.reserve(user, state.window, limit)
+        except Exception as exc:  # noqa: BLE001 - any failure of the record: count alone
+            self._outage(exc)
+            state.alone = True
+            self._count_alone(state, limit)
+            return
+        state.window = max(state.window, grant.window)
+        state.used = grant.used
+        state.left = grant.granted
+        state.exhausted = grant.granted == 0
+
+    @staticmethod
+    def _count_alone(state: _Window, limit: int) -> None:
+        state.left = max(0, limit - state.served)
+        state.used = limit
+        state.exhausted = state.left == 0
+
+    def _outage(self, exc: Exception) -> None:
+        now = time.monotonic()
+        if now - self._outage_logged >= OUTAGE_LOG_SECONDS:
+            self._outage_logged = now
+            log.warning("rate limit record out of reach, counting per replica: %s", exc)
 
     def prune(self, now: float) -> None:
         """Drop finished windows so idle users cost no memory."""
-        self._windows = {u: w for u, w in self._windows.items() if now - w[0] < WINDOW_SECONDS}
+        window = window_of(now)
+        self._windows = {u: w for u, w in self._windows.items() if w.window >= window}
+        self._ledger.prune(window)
+        self._locks = {
+            u: lock for u, lock in self._locks.items() if u in self._windows or lock.locked()
+        }

@@ -23,6 +23,8 @@ class Field:
     default: Any = None
     options: tuple[str, ...] = ()
     description: str = ""
+    # Deprecated values of an enum (spec 9), each with why and what to use instead.
+    deprecated_options: dict[str, str] = field(default_factory=dict)
 
     def document(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"type": self.type, "create": self.create, "update": self.update,
@@ -37,6 +39,8 @@ class Field:
             doc["options"] = list(self.options)
         if self.description:
             doc["description"] = self.description
+        if self.deprecated_options:
+            doc["deprecatedOptions"] = dict(self.deprecated_options)
         return doc
 
     @property

@@ -38,6 +38,15 @@ SCHEMA = Schema(
         "roleTemplateId": Field(
             "enum", create=True, required=True, options=tuple(roles.CLUSTER_ROLES)
         ),
+        # The stored names, accepted on create and shown back, as for project bindings.
+        "clusterName": Field("reference[cluster]", create=True, description="Alias of clusterId"),
+        "userName": Field("reference[user]", create=True, description="Alias of userId"),
+        "roleTemplateName": Field(
+            "enum",
+            create=True,
+            options=tuple(roles.CLUSTER_ROLES),
+            description="Alias of roleTemplateId",
+        ),
     },
     resource_methods=("GET", "DELETE"),
     collection_methods=("GET", "POST"),
@@ -60,6 +69,9 @@ def fields(obj: Obj) -> dict[str, Any]:
         "userId": spec.get("userName", ""),
         "groupPrincipalId": spec.get("groupPrincipalName", ""),
         "roleTemplateId": spec.get("roleTemplateName", ""),
+        "clusterName": spec.get("clusterName", ""),
+        "userName": spec.get("userName", ""),
+        "roleTemplateName": spec.get("roleTemplateName", ""),
         "created": meta.get("creationTimestamp", ""),
         "uuid": meta.get("uid", ""),
     }

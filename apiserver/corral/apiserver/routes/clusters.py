@@ -7,6 +7,7 @@ unreachable server is answered at once and nothing is stored.
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 from aiohttp import web
@@ -16,21 +17,23 @@ from lightkube.types import PatchType
 from corral.apiserver.auth.authn import Principal, principal
 from corral.apiserver.auth.authz import access, require_admin
 from corral.apiserver.http import envelope, errors
-from corral.apiserver.http.body import flag, read_json, text
+from corral.apiserver.http.body import AUTH_LIMIT, flag, read_json, text
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_fields, object_stamp
 from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import CORRAL_CA, KUBE, STORES
+from corral.apiserver.keys import CONNECTIONS, CORRAL_CA, KUBE, STORES
 from corral.apiserver.services import importing, tokens
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core import conditions, kubeconfig
 from corral.core.api import condition_types as ct
 from corral.core.api import ids, names
+from corral.core.auth import ttl
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
+from corral.core.workloads.spec import env_var
 
 CONFIG_DRIVERS = {
     "importedConfig": "imported",
@@ -40,11 +43,25 @@ CONFIG_DRIVERS = {
     "eksConfig": "EKS",
     "gkeConfig": "GKE",
 }
-DRIVERS = (*CONFIG_DRIVERS.values(), "local", "svcKubernetesEngine")
+# The legacy engine (spec 2.3): accepted on stored clusters, marked deprecated, never made.
+LEGACY_DRIVER = "svcKubernetesEngine"
+DEPRECATED_DRIVER = (
+    f"{LEGACY_DRIVER} is the legacy engine, deprecated: clusters are provisioned as rke2 or "
+    "k3s (provisioning.svc.io/v1)"
+)
+DRIVERS = (*CONFIG_DRIVERS.values(), "local", LEGACY_DRIVER)
+# Agent customizations (spec 2.3 shows no fields): stored as given, bounded in size.
+CUSTOMIZATIONS = ("clusterAgentDeploymentCustomization", "fleetAgentDeploymentCustomization")
+MAX_CUSTOMIZATION_BYTES = 64 * 1024
+PSA_TEMPLATE = "defaultPodSecurityAdmissionConfigurationTemplateName"
+MAX_AGENT_ENV = 64
 ACTIONS = ("generateKubeconfig", "backupEtcd", "restoreFromEtcdBackup", "rotateCertificates")
 # Fields a PUT may change; everything else is fixed at creation.
 UPDATABLE = {"displayName", "description", "enableNetworkPolicy", "localClusterAuthEndpoint",
-             "agentEnvVars", "kubernetesVersion"}  # fmt: skip
+             "agentEnvVars", "kubernetesVersion", *CUSTOMIZATIONS, PSA_TEMPLATE}  # fmt: skip
+# Shown at the top level of a cluster as well as in its spec.
+SPEC_FIELDS = ("kubernetesVersion", "localClusterAuthEndpoint", "agentEnvVars", *CUSTOMIZATIONS,
+               PSA_TEMPLATE)  # fmt: skip
 IMMUTABLE = {"driver", "kubeConfig", *CONFIG_DRIVERS}
 
 SCHEMA = Schema(
@@ -54,7 +71,12 @@ SCHEMA = Schema(
         "name": Field("string", create=True, update=True, description="Display name"),
         "displayName": Field("string", create=True, update=True, required=True),
         "description": Field("string", create=True, update=True),
-        "driver": readonly("enum"),
+        "driver": Field(
+            "enum",
+            options=DRIVERS,
+            deprecated_options={LEGACY_DRIVER: DEPRECATED_DRIVER},
+            description="Decided by the configuration given; none: imported, once imported",
+        ),
         "state": readonly("string"),
         "transitioning": readonly("enum"),
         "transitioningMessage": readonly("string"),
@@ -64,7 +86,15 @@ SCHEMA = Schema(
         "kubeConfig": Field("string", create=True, write_only=True),
         **{name: Field("json", create=True) for name in CONFIG_DRIVERS if name != "importedConfig"},
         "kubernetesVersion": Field("string", create=True, update=True),
-        "agentEnvVars": Field("array[envVar]", create=True, update=True),
+        "agentEnvVars": Field(
+            "array[envVar]",
+            create=True,
+            update=True,
+            description="name and value, or name and valueFrom (one of secretKeyRef, "
+            "configMapKeyRef, fieldRef, resourceFieldRef)",
+        ),
+        **{name: Field("json", create=True, update=True) for name in CUSTOMIZATIONS},
+        PSA_TEMPLATE: Field("string", create=True, update=True),
         "labels": Field("map[string]", create=True, update=True),
         "metadata": readonly("json"),
         "spec": readonly("json"),
@@ -73,11 +103,36 @@ SCHEMA = Schema(
     resource_methods=("GET", "PUT", "DELETE"),
     collection_methods=("GET", "POST"),
     resource_actions={
-        "generateKubeconfig": {"output": "generateKubeconfigOutput"},
+        "generateKubeconfig": {
+            "input": "generateKubeconfigInput",
+            "output": "generateKubeconfigOutput",
+        },
         "backupEtcd": {},
         "restoreFromEtcdBackup": {"input": "restoreFromEtcdBackupInput"},
         "rotateCertificates": {"input": "rotateCertificatesInput"},
     },
+)
+
+KUBECONFIG_INPUT = Schema(
+    id="generateKubeconfigInput",
+    plural="generateKubeconfigInputs",
+    embedded=True,
+    fields={
+        "ttl": Field(
+            "int",
+            create=True,
+            description="Lifetime of the kubeconfig token in ms, up to 100 years, clamped by "
+            "auth-token-max-ttl-minutes; 0: the maximum; not given: "
+            "kubeconfig-default-token-ttl-minutes",
+        ),
+        "ttlMillis": Field("int", create=True, write_only=True, description="Alias of ttl"),
+    },
+)
+KUBECONFIG_OUTPUT = Schema(
+    id="generateKubeconfigOutput",
+    plural="generateKubeconfigOutputs",
+    embedded=True,
+    fields={"config": readonly("string", "The kubeconfig, base64-encoded")},
 )
 
 routes = web.RouteTableDef()
@@ -119,8 +174,10 @@ def fields(obj: Obj) -> dict[str, Any]:
 
 def render(request: web.Request, obj: Obj) -> dict[str, Any]:
     base, cluster_id = base_url(request), name_of(obj)
+    spec = obj.get("spec") or {}
     body = {
         **fields(obj),
+        **{name: spec[name] for name in SPEC_FIELDS if name in spec},
         **object_fields(
             obj, ("name", "creationTimestamp", "labels", "annotations", "uid", "generation")
         ),
@@ -185,14 +242,24 @@ async def create_cluster(request: web.Request) -> web.Response:
         if config_driver == driver and config != "importedConfig":
             spec[config] = body[config]
     labels = labels_of(body)
-    if driver == "imported":
-        encoded = (body.get("importedConfig") or {}).get("kubeConfig") or body.get("kubeConfig")
-        created = await importing.import_cluster(request, encoded, spec, labels)
+    if driver == "imported" and (kubeconfig := given_kubeconfig(body)) is not None:
+        created = await importing.import_cluster(request, kubeconfig, spec, labels)
     else:
-        meta = ObjectMeta(name=f"c-m-{ids.random_suffix(8)}", labels=labels)
+        name = ids.generate("c") if driver == "imported" else f"c-m-{ids.random_suffix(8)}"
+        meta = ObjectMeta(name=name, labels=labels)
         created = as_dict(await request.app[KUBE].create(kinds.Cluster(metadata=meta, spec=spec)))
     request.app[STORES].clusters.put(created)
     return web.json_response(render(request, created), status=201)
+
+
+def given_kubeconfig(body: dict[str, Any]) -> Any:
+    """The kubeconfig of an import, as the body gives it; None when it gives no import."""
+    config = body.get("importedConfig")
+    if config is None and "kubeConfig" not in body:
+        return None
+    if config is not None and not isinstance(config, dict):
+        raise errors.invalid("importedConfig", "importedConfig must be an object")
+    return (config or {}).get("kubeConfig") or body.get("kubeConfig") or ""
 
 
 def driver_of(body: dict[str, Any]) -> str:
@@ -210,12 +277,16 @@ def driver_of(body: dict[str, Any]) -> str:
         raise errors.invalid(
             "driver", "the local cluster is registered by corral itself", code="InvalidOption"
         )
+    if explicit == LEGACY_DRIVER:
+        raise errors.invalid("driver", DEPRECATED_DRIVER, code="InvalidOption")
     if len(configs) > 1:
         raise errors.invalid(
             configs[1], f"give one cluster configuration, not {', '.join(configs)}"
         )
     if not configs:
-        raise errors.missing(" or ".join(CONFIG_DRIVERS))
+        # Every configuration is optional (spec 2.3): a cluster of no configuration waits,
+        # Pending, to be imported (PUT importedConfig.kubeConfig), or provisioned.
+        return explicit or "imported"
     driver = CONFIG_DRIVERS[configs[0]]
     if explicit is not None and explicit != driver:
         raise errors.invalid("driver", f"{configs[0]} makes a {driver} cluster, not {explicit}")
@@ -248,13 +319,31 @@ def updatable_spec(body: dict[str, Any]) -> dict[str, Any]:
         ):
             raise errors.invalid("localClusterAuthEndpoint", "an enabled endpoint needs an fqdn")
     if "agentEnvVars" in body:
-        env = body["agentEnvVars"]
-        if not isinstance(env, list) or not all(
-            isinstance(e, dict) and isinstance(e.get("name"), str) for e in env
-        ):
-            raise errors.invalid("agentEnvVars", "agentEnvVars must be a list of {name, value}")
-        spec["agentEnvVars"] = [{"name": e["name"], "value": str(e.get("value", ""))} for e in env]
+        env = body["agentEnvVars"] or []
+        if not isinstance(env, list) or len(env) > MAX_AGENT_ENV:
+            raise errors.invalid(
+                "agentEnvVars", f"agentEnvVars must be a list of at most {MAX_AGENT_ENV}"
+            )
+        spec["agentEnvVars"] = [env_var(e, f"agentEnvVars[{i}]") for i, e in enumerate(env)]
+    for name in CUSTOMIZATIONS:
+        if name in body:
+            spec[name] = customization(body, name)
+    if PSA_TEMPLATE in body:
+        template = text(body, PSA_TEMPLATE, max_length=253)
+        if template and not ids.is_dns_subdomain(template):
+            raise errors.invalid(PSA_TEMPLATE, f"{PSA_TEMPLATE} must be a template's name")
+        spec[PSA_TEMPLATE] = template
     return spec
+
+
+def customization(body: dict[str, Any], name: str) -> dict[str, Any]:
+    """An agent customization: an object, kept as given (the interface shows no fields)."""
+    value = body[name] or {}
+    if not isinstance(value, dict):
+        raise errors.invalid(name, f"{name} must be an object")
+    if len(json.dumps(value)) > MAX_CUSTOMIZATION_BYTES:
+        raise errors.invalid(name, f"{name} may be at most {MAX_CUSTOMIZATION_BYTES} bytes")
+    return value
 
 
 def labels_of(body: dict[str, Any]) -> dict[str, str]:
@@ -271,6 +360,9 @@ async def update_cluster(request: web.Request) -> web.Response:
     obj = owned_cluster(request, request.match_info["id"], "change it")
     body = await read_json(request)
     spec = obj.get("spec") or {}
+    kubeconfig = given_kubeconfig(body) if awaits_import(request, obj) else None
+    if kubeconfig is not None:
+        body = {k: v for k, v in body.items() if k not in ("importedConfig", "kubeConfig")}
     for field in sorted(IMMUTABLE & set(body)):
         if field == "driver" and body[field] == spec.get("driver"):
             continue
@@ -281,10 +373,19 @@ async def update_cluster(request: web.Request) -> web.Response:
     display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
     if display:
         patch["displayName"] = display
-    merge: dict[str, Any] = {"spec": patch}
-    if "labels" in body:
-        merge["metadata"] = {"labels": labels_of(body)}
-    if patch or "labels" in body:
+    labels = labels_of(body) if "labels" in body else None
+    # Everything else was checked first: an import is not half of a refused request.
+    if kubeconfig is not None:
+        obj = await importing.import_into(request, kubeconfig, obj)
+        request.app[STORES].clusters.put(obj)
+    merge: dict[str, Any] = {"spec": {**patch}}
+    for name in CUSTOMIZATIONS:
+        # A customization given replaces the stored one whole, not merged into it.
+        if name in patch:
+            merge["spec"][name] = replacing(spec.get(name), patch[name])
+    if labels is not None:
+        merge["metadata"] = {"labels": labels}
+    if patch or labels is not None:
         obj = as_dict(
             await request.app[KUBE].patch(
                 kinds.Cluster, obj["metadata"]["name"], merge, patch_type=PatchType.MERGE
@@ -292,6 +393,26 @@ async def update_cluster(request: web.Request) -> web.Response:
         )
         request.app[STORES].clusters.put(obj)
     return web.json_response(render(request, obj))
+
+
+def replacing(old: Any, new: Any) -> Any:
+    """The JSON merge patch (RFC 7386) that turns `old` into `new`: keys of `old` that `new`
+    lacks are removed (null), not kept."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return new
+    patch: dict[str, Any] = {key: None for key in old if key not in new}
+    for key, value in new.items():
+        patch[key] = replacing(old.get(key), value)
+    return patch
+
+
+def awaits_import(request: web.Request, obj: Obj) -> bool:
+    """An imported cluster corral has no credential for: made with no configuration, it is
+    imported by the first PUT that gives a kubeconfig."""
+    name = obj["metadata"]["name"]
+    return (obj.get("spec") or {}).get("driver") == "imported" and (
+        request.app[CONNECTIONS].credential(name) is None
+    )
 
 
 @routes.delete(v3("clusters", "/{id}"))
@@ -324,10 +445,14 @@ async def cluster_action(request: web.Request) -> web.Response:
 
 async def generate_kubeconfig(request: web.Request, who: Principal, obj: Obj) -> web.Response:
     """A kubeconfig for kubectl through corral's proxy, with a kubeconfig token for this user
-    and cluster; generating again replaces the token."""
-    await read_json(request)
+    and cluster; generating again replaces the token. `ttl` (ms, alias `ttlMillis`) chooses
+    its lifetime, `kubeconfig-default-token-ttl-minutes` when not given."""
+    body = await read_json(request, AUTH_LIMIT)
+    given = body.get("ttlMillis", body.get("ttl"))
     cluster_id = obj["metadata"]["name"]
-    issued = await tokens.issue_kubeconfig_token(request, who, cluster_id)
+    issued = await tokens.issue_kubeconfig_token(
+        request, who, cluster_id, None if given is None else ttl.requested(given)
+    )
     config = kubeconfig.build(
         cluster_id,
         f"{base_url(request)}/k8s/clusters/{cluster_id}",

@@ -238,7 +238,14 @@ async def delete_node(request: web.Request) -> web.Response:
         return web.Response(status=204)
     connections = request.app[CONNECTIONS]
     if connections.credential(cluster) is None:
-        raise ApiError(409, "Conflict", f"cluster {cluster} has no credential to reach it")
+        # Not a conflict (409 is for what already exists): the cluster cannot be reached
+        # until it is imported, so the node cannot be deleted there yet.
+        raise ApiError(
+            503,
+            "ClusterUnavailable",
+            f"cluster {cluster} cannot be reached: corral has no credential for it (it waits "
+            "for an import), so the node cannot be deleted in it",
+        )
     node_name = (obj.get("status") or {}).get("nodeName") or obj["spec"]["requestedHostname"]
     await delete_if_present(await connections.client(cluster), DownstreamNode, node_name)
     return web.Response(status=204)

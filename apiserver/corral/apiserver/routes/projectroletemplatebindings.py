@@ -38,6 +38,15 @@ SCHEMA = Schema(
         "roleTemplateId": Field(
             "enum", create=True, required=True, options=tuple(roles.PROJECT_ROLES)
         ),
+        # The create fields of spec 2.10, shown back with the same values.
+        "projectName": Field("reference[project]", create=True, description="Alias of projectId"),
+        "userName": Field("reference[user]", create=True, description="Alias of userId"),
+        "roleTemplateName": Field(
+            "enum",
+            create=True,
+            options=tuple(roles.PROJECT_ROLES),
+            description="Alias of roleTemplateId",
+        ),
     },
     resource_methods=("GET", "DELETE"),
     collection_methods=("GET", "POST"),
@@ -60,6 +69,9 @@ def fields(obj: Obj) -> dict[str, Any]:
         "userId": spec.get("userName", ""),
         "groupPrincipalId": spec.get("groupPrincipalName", ""),
         "roleTemplateId": spec.get("roleTemplateName", ""),
+        "projectName": spec.get("projectName", ""),
+        "userName": spec.get("userName", ""),
+        "roleTemplateName": spec.get("roleTemplateName", ""),
         "created": meta.get("creationTimestamp", ""),
         "uuid": meta.get("uid", ""),
     }

@@ -17,7 +17,7 @@ from corral.apiserver.keys import STORES
 from corral.apiserver.services import tokens
 from corral.apiserver.services.visibility import visible_cluster
 from corral.core.auth import ttl
-from corral.core.auth.tokens import MSG_NOT_FOUND, TokenRecord
+from corral.core.auth.tokens import MSG_NOT_FOUND, TokenRecord, is_system_name
 
 SCHEMA = Schema(
     id="token",
@@ -75,12 +75,13 @@ def render(base: str, record: TokenRecord, current: str, now: datetime.datetime)
 
 
 def own_token(request: web.Request, who: Principal, name: str) -> TokenRecord:
-    """The caller's token by name; another user's token is indistinguishable from none."""
+    """The caller's token by name; another user's token, and a system token (whoever holds
+    it, administrators included), are indistinguishable from none."""
     obj = request.app[STORES].tokens.get(name)
     if obj is None:
         raise errors.not_found(MSG_NOT_FOUND)
     record = TokenRecord.from_object(obj)
-    if record.user_id != who.user_id:
+    if record.user_id != who.user_id or record.is_system:
         raise errors.not_found(MSG_NOT_FOUND)
     return record
 
@@ -91,8 +92,9 @@ async def list_tokens(request: web.Request) -> web.Response:
     base = base_url(request)
     current = who.token.name
     records = [
-        TokenRecord.from_object(obj)
+        record
         for obj in request.app[STORES].tokens.by_index("user", who.user_id)
+        if not (record := TokenRecord.from_object(obj)).is_system
     ]
     body = envelope.collection(
         base,
@@ -149,11 +151,14 @@ async def get_token(request: web.Request) -> web.Response:
 @routes.delete(v3("tokens|token", "/{name}"))
 async def delete_token(request: web.Request) -> web.Response:
     who = principal(request)
-    record = own_token(request, who, request.match_info["name"])
+    name = request.match_info["name"]
+    # By name, before any lookup: the names are fixed and documented, so the answer tells
+    # nobody whether one exists.
+    if is_system_name(name):
+        raise errors.forbidden(f"{name} is a system token: it cannot be deleted through the API")
+    record = own_token(request, who, name)
     if record.name == who.token.name and record.is_session:
         raise ApiError(400, "InvalidAction", CANNOT_DELETE_SESSION)
-    if record.is_system:
-        raise errors.forbidden("system tokens cannot be deleted through the API")
     await tokens.revoke(request, record.name)
     return web.Response(status=204)
 

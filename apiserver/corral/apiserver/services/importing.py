@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
 from lightkube.resources.core_v1 import Secret
+from lightkube.types import PatchType
 
 from corral.apiserver.keys import CONNECTIONS, KUBE
 from corral.apiserver.services import claims
@@ -47,7 +48,28 @@ async def import_cluster(
     return created
 
 
-async def _store_credential(request: web.Request, cluster: Obj, imported: agent.Imported) -> None:
+async def import_into(request: web.Request, encoded: Any, cluster: Obj) -> Obj:
+    """Imports the cluster of the base64 kubeconfig `encoded` into a Cluster made without
+    one (waiting, Pending, for an import), as `import_cluster` does; nothing is stored when
+    the kubeconfig or its server fails, and the Cluster stays as it was."""
+    kube = request.app[KUBE]
+    user = await asyncio.to_thread(importing.parse_kubeconfig, encoded)
+    identity = await agent.identify(user)
+    name = cluster["metadata"]["name"]
+    async with claims.claimed(kube, identity, name):
+        imported = await agent.install_agent(user)
+        annotations = {"metadata": {"annotations": {ANNOTATION_IDENTITY: identity}}}
+        marked = as_dict(
+            await kube.patch(kinds.Cluster, name, annotations, patch_type=PatchType.MERGE)
+        )
+        await _store_credential(request, marked, imported, keep_cluster=True)
+    await claims.owned(kube, identity, marked)
+    return marked
+
+
+async def _store_credential(
+    request: web.Request, cluster: Obj, imported: agent.Imported, keep_cluster: bool = False
+) -> None:
     meta = cluster["metadata"]
     secret = Secret(
         metadata=ObjectMeta(
@@ -69,7 +91,9 @@ async def _store_credential(request: web.Request, cluster: Obj, imported: agent.
     try:
         stored = await request.app[KUBE].create(secret)
     except Exception:
-        # Never leave a cluster behind that has no way in.
-        await delete_if_present(request.app[KUBE], kinds.Cluster, meta["name"])
+        # Never leave a cluster behind that has no way in (one that waited for its import
+        # goes on waiting).
+        if not keep_cluster:
+            await delete_if_present(request.app[KUBE], kinds.Cluster, meta["name"])
         raise
     request.app[CONNECTIONS].credentials.put(as_dict(stored))

@@ -17,7 +17,7 @@ from corral.apiserver.auth.authn import Principal
 from corral.apiserver.keys import ACTIVITY, FEATURES, KUBE, STORES
 from corral.core.api import ids, names
 from corral.core.auth import hashing, ttl
-from corral.core.auth.tokens import TokenRecord
+from corral.core.auth.tokens import TokenRecord, kubeconfig_token_name
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
@@ -50,7 +50,11 @@ async def issue(request: web.Request, new: NewToken) -> Issued:
     key = hashing.new_key()
     stored = hashing.hash_key(key) if hashed else key
     user = stores.users.get(new.user_id) or {}
-    labels = {**(new.labels or {}), names.LABEL_TOKEN_USER: new.user_id}
+    labels = {
+        **(new.labels or {}),
+        names.LABEL_TOKEN_USER: new.user_id,
+        names.INDEX_TOKEN_KEY: hashing.index_digest(key),
+    }
     if new.kind:
         labels[names.LABEL_TOKEN_KIND] = new.kind
     annotations = {names.ANNOTATION_TOKEN_HASHED: "true"} if hashed else {}
@@ -121,24 +125,38 @@ async def issue_api_token(
     return await issue(request, new)
 
 
-async def issue_kubeconfig_token(request: web.Request, who: Principal, cluster_id: str) -> Issued:
-    """The caller's one kubeconfig token for the cluster: issuing it again replaces it."""
+async def issue_kubeconfig_token(
+    request: web.Request, who: Principal, cluster_id: str, ttl_ms: int | None
+) -> Issued:
+    """The caller's one kubeconfig token for the cluster, `kubeconfig-<username>.<cluster>`:
+    issuing it again replaces it (the key of the old one is not kept, so it cannot be handed
+    out again). `ttl_ms` None takes `kubeconfig-default-token-ttl-minutes`; either way the
+    lifetime is clamped by `auth-token-max-ttl-minutes`."""
     stores = request.app[STORES]
-    token_name = f"kubeconfig-{who.user_id}.{cluster_id}"
-    if stores.tokens.get(token_name) is not None:
-        await revoke(request, token_name)
-    default = ttl.minutes_to_ms(stores.number("kubeconfig-default-token-ttl-minutes"))
+    username = (stores.users.get(who.user_id) or {}).get("spec", {}).get("username", "")
+    token_name = kubeconfig_token_name(username, who.user_id, cluster_id)
+    if ttl_ms is None:
+        ttl_ms = ttl.minutes_to_ms(stores.number("kubeconfig-default-token-ttl-minutes"))
     new = NewToken(
         user_id=who.user_id,
         kind=names.KIND_KUBECONFIG,
-        ttl_ms=ttl.clamp(default, _max_ttl(request)),
+        ttl_ms=ttl.clamp(ttl_ms, _max_ttl(request)),
         description=f"kubeconfig for cluster {cluster_id}",
         cluster_name=cluster_id,
         auth_provider=who.token.auth_provider or "local",
         name=token_name,
         labels={names.LABEL_KUBECONFIG_ID: f"{who.user_id}.{cluster_id}"},
     )
-    return await issue(request, new)
+    for _ in range(NAME_ATTEMPTS):
+        await revoke(request, token_name)
+        try:
+            return await issue(request, new)
+        except KubeApiError as exc:
+            # Another generation for the same user and cluster made it in between: the
+            # latest one wins, as it would had they come one after the other.
+            if exc.status.code != 409:
+                raise
+    raise RuntimeError(f"could not replace the token {token_name}")
 
 
 async def revoke(request: web.Request, name: str) -> None:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from lightkube import AsyncClient
 
 from corral.core.api import settings
-from corral.core.api.names import LABEL_TOKEN_USER
-from corral.core.auth import ownership, principals
+from corral.core.api.names import INDEX_TOKEN_KEY, LABEL_TOKEN_USER
+from corral.core.auth import hashing, ownership, principals
 from corral.core.auth.oidc_config import OidcConfig
 from corral.core.kube import kinds, user_attributes
 from corral.core.kube.informer import Informer, Obj
@@ -24,9 +24,14 @@ def _token_user(obj: Obj) -> list[str]:
 
 
 def _token_key(obj: Obj) -> list[str]:
-    # Only an unhashed key can be found by value; a salted hash never matches a lookup.
+    """The digest of the token's key (`hashing.index_digest`): from the label a hashed token
+    carries, or from the key itself when it is stored unhashed. A hashed token made before
+    the label existed is not in the index; it is found by name."""
+    labels = obj["metadata"].get("labels") or {}
+    if INDEX_TOKEN_KEY in labels:
+        return [labels[INDEX_TOKEN_KEY]]
     stored = obj.get("spec", {}).get("token", "")
-    return [stored] if stored and not stored.startswith("$") else []
+    return [hashing.index_digest(stored)] if stored and not hashing.is_hashed(stored) else []
 
 
 def _username(obj: Obj) -> list[str]:
@@ -92,7 +97,9 @@ class Stores:
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
         return cls(
-            tokens=Informer(client, kinds.Token, {"user": _token_user, "key": _token_key}),
+            tokens=Informer(
+                client, kinds.Token, {"user": _token_user, INDEX_TOKEN_KEY: _token_key}
+            ),
             users=Informer(client, kinds.User, {"username": _username, "principal": _principals}),
             bindings=Informer(client, kinds.GlobalRoleBinding, {"user": _binding_user}),
             settings=Informer(client, kinds.Setting),
@@ -162,8 +169,10 @@ class Stores:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     def token(self, name: str, key: str) -> Obj | None:
-        """The token named `name`, found through the key index first (spec 5.2)."""
-        for candidate in self.tokens.by_index("key", key):
+        """The token named `name`, found through the key index first (spec 5.2), then by
+        name. Either way its key is verified against what it stores afterwards: a digest in a
+        label is a pointer, never the proof."""
+        for candidate in self.tokens.by_index(INDEX_TOKEN_KEY, hashing.index_digest(key)):
             if candidate["metadata"]["name"] == name:
                 return candidate
         return self.tokens.get(name)
@@ -178,6 +187,10 @@ class Stores:
         if user is None or user["metadata"].get("deletionTimestamp"):
             return None
         return user.get("spec", {}).get("enabled", True) is not False
+
+    def user_uid(self, user_id: str) -> str | None:
+        user = self.users.get(user_id)
+        return user["metadata"].get("uid") if user else None
 
     def is_admin(self, user_id: str) -> bool:
         return any(

@@ -55,6 +55,10 @@ SYSTEM_NAMESPACE = "svc-system"
 LABEL_TOKEN_USER = "authn.management.svc.io/token-userId"
 LABEL_TOKEN_KIND = "authn.management.svc.io/kind"
 LABEL_KUBECONFIG_ID = "authn.management.svc.io/kubeconfig-id"
+# The index authentication looks a presented key up in first (spec 2.1), and the label that
+# puts a hashed token in it: a digest of the key that needs no salt to compute
+# (`hashing.index_digest`).
+INDEX_TOKEN_KEY = "authn.management.svc.io/token-key-index"
 ANNOTATION_TOKEN_HASHED = "authn.management.svc.io/token-hashed"
 # When the token was last used, as far as any API server replica has written down.
 ANNOTATION_LAST_ACTIVITY = "authn.management.svc.io/last-activity"
@@ -101,6 +105,17 @@ ANNOTATION_DESCRIPTION = "field.svc.io/description"
 KIND_SESSION = "session"
 KIND_KUBECONFIG = "kubeconfig"
 KIND_SYSTEM = "system"
+
+# The fixed names of system tokens (spec 2.1), one per kind of corral component that could
+# call the `/v3` API on its own behalf. A token is a system token by its name alone, so no
+# label written on another token makes it one: the API never issues these names (its own are
+# `token-…` and `kubeconfig-…`); an administrator creates them with kubectl. None is held by
+# corral's processes today: the operator and the API server reach Kubernetes with their
+# ServiceAccounts, and cluster agents with ServiceAccount tokens in their own clusters.
+SYSTEM_TOKEN_NAMES = frozenset({"system-operator", "system-apiserver", "system-cluster-agent"})
+
+# How kubeconfig tokens are named (spec 2.1): `kubeconfig-<username>.<cluster_id>`.
+KUBECONFIG_TOKEN_PREFIX = "kubeconfig-"
 
 
 # The OpenID Connect provider (spec 2.2 names it `oidc`): its AuthConfig, the Secret holding

@@ -54,6 +54,18 @@ def hash_key(key: str) -> str:
     return f"$3:{_b64(salt)}:{_b64(hashlib.sha3_512(salt + key.encode()).digest())}"
 
 
+def index_digest(key: str) -> str:
+    """What the key index (spec 2.1) finds a token by: SHA3-256 of the key, in lower-case
+    base32 without padding (52 letters and digits, a valid label value).
+
+    Unsalted, so that a presented key finds its token without knowing the token first. That
+    gives nothing away: a key is 32 random bytes, so no table of digests can be built, and the
+    digest is as readable as the salted hash next to it.
+    """
+    digest = hashlib.sha3_256(key.encode()).digest()
+    return base64.b32encode(digest).decode().rstrip("=").lower()
+
+
 def is_hashed(stored: str) -> bool:
     return stored.startswith("$")
 

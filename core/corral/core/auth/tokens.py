@@ -72,13 +72,37 @@ class TokenRecord:
 
     @property
     def is_system(self) -> bool:
-        return self.kind == names.KIND_SYSTEM
+        return is_system_name(self.name)
 
     def expires_at(self) -> datetime.datetime | None:
-        return ttl.expires_at(self.created, self.ttl_ms)
+        """None when it never expires: a ttl of 0, or a system token whatever its ttl."""
+        return None if self.is_system else ttl.expires_at(self.created, self.ttl_ms)
 
     def expired(self, now: datetime.datetime) -> bool:
-        return ttl.is_expired(self.created, self.ttl_ms, now)
+        expiry = self.expires_at()
+        return expiry is not None and now >= expiry
+
+
+def is_system_name(name: str) -> bool:
+    """Whether a token of this name is a system token: fixed names, never expiring, never
+    deleted, listed or shown through the API."""
+    return name in names.SYSTEM_TOKEN_NAMES
+
+
+# A username that can stand in a kubeconfig token's name as it is: a DNS label without dots
+# (the dot separates the cluster id), and not starting with `u-`, which user ids do.
+_NAME_SAFE_USERNAME = re.compile(r"(?!u-)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def kubeconfig_token_name(username: str, user_id: str, cluster_id: str) -> str:
+    """`kubeconfig-<username>.<cluster_id>` (spec 2.1).
+
+    A username that cannot be part of an object name (capitals, `@`, spaces, longer than 63)
+    is replaced by the user id. Usernames are unique and never start with `u-`, ids always do,
+    so no two users get one name.
+    """
+    part = username if _NAME_SAFE_USERNAME.fullmatch(username) else user_id
+    return f"{names.KUBECONFIG_TOKEN_PREFIX}{part}.{cluster_id}"
 
 
 class AuthFailure(Exception):
@@ -113,7 +137,9 @@ def check(
     policy: Policy,
     now: datetime.datetime,
 ) -> TokenRecord:
-    """The validation order of spec 5.2, after the value was split and the name looked up.
+    """The validation order of spec 5.2, after the value was split and the name looked up:
+    the key, then expiry, then idleness, and only then the user (so an expired token of a
+    disabled or deleted user is 410, as it would be of anyone).
 
     `user_active` is None when the user does not exist (or is being deleted), False when the
     user is disabled. `last_activity` is the latest use known to this process.
@@ -122,12 +148,12 @@ def check(
         raise AuthFailure(404, MSG_NOT_FOUND)
     if not hashing.verify(record.stored, key):
         raise AuthFailure(422, MSG_INVALID)
-    if user_active is None:
-        raise AuthFailure(404, MSG_NOT_FOUND)
-    if not user_active or not record.enabled:
-        raise AuthFailure(401, "must authenticate, disabled")
     if record.expired(now):
         raise AuthFailure(410, MSG_EXPIRED)
     if record.is_session and ttl.is_idle(last_activity or record.created, policy.idle_minutes, now):
         raise AuthFailure(410, MSG_EXPIRED)
+    if user_active is None:
+        raise AuthFailure(404, MSG_NOT_FOUND)
+    if not user_active or not record.enabled:
+        raise AuthFailure(401, "must authenticate, disabled")
     return record

@@ -81,6 +81,31 @@ def is_idle(
     return now - last_activity > datetime.timedelta(minutes=idle_minutes)
 
 
+# How often at most an API server writes down a token's last use: a write per request would
+# turn every read into an etcd write.
+ACTIVITY_WRITE_INTERVAL = datetime.timedelta(minutes=1)
+
+
+def activity_write_interval(idle_minutes: float) -> datetime.timedelta:
+    """The longest a use stays unwritten: a minute, or under half the idle timeout, so that a
+    replica that did not serve a session never judges it idle while another keeps it busy."""
+    if idle_minutes <= 0:
+        return ACTIVITY_WRITE_INTERVAL
+    return min(ACTIVITY_WRITE_INTERVAL, datetime.timedelta(minutes=idle_minutes) / 2)
+
+
+def idle_beyond_doubt(
+    written: datetime.datetime | None, idle_minutes: float, now: datetime.datetime
+) -> bool:
+    """Whether a session whose last use was written down at `written` is idle even if a use
+    since then has not been written yet: idle longer than the timeout plus the longest a use
+    stays unwritten (and a second for the writer's tick). What the purge deletes by."""
+    if idle_minutes <= 0 or written is None:
+        return False
+    grace = activity_write_interval(idle_minutes) + datetime.timedelta(seconds=1)
+    return now - written > datetime.timedelta(minutes=idle_minutes) + grace
+
+
 def format_time(moment: datetime.datetime) -> str:
     """RFC 3339 in UTC with a Z, as Kubernetes writes timestamps."""
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -247,7 +247,10 @@ def cluster_conditions(
             ct.REASON_PROVISIONING_NOT_AVAILABLE, ct.REASON_NOT_PROVISIONED, message, failures
         )
     if not has_credential or probe is None:
-        message = "no credential for this cluster: import it through POST /v3/clusters"
+        message = (
+            "waiting for an import: corral has no credential for this cluster; give its "
+            "kubeconfig as importedConfig.kubeConfig in a PUT of the cluster"
+        )
         return pending(
             ct.REASON_WAITING_FOR_CREDENTIAL, ct.REASON_WAITING_FOR_CREDENTIAL, message, failures
         )

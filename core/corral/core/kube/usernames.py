@@ -18,7 +18,7 @@ from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
 
 from corral.core.api import ids, names
-from corral.core.errors import Invalid
+from corral.core.errors import Conflict
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
 
@@ -27,9 +27,11 @@ LABEL_CLAIM = "management.svc.io/username-claim"
 GRACE = datetime.timedelta(seconds=60)
 
 
-class UsernameTaken(Invalid):
+class UsernameTaken(Conflict):
+    """409 `AlreadyExists` (spec 7: 409 is "resource already exists")."""
+
     def __init__(self) -> None:
-        super().__init__("Username is already in use.", "username", "NotUnique")
+        super().__init__("Username is already in use.", "username")
 
 
 def claim_name(username: str) -> str:

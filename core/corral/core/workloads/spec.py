@@ -250,7 +250,8 @@ def _container(entry: Obj, container: Obj, where: str) -> None:
         container["resources"] = _resources(entry["resources"], f"{where}.resources")
     if entry.get("env") is not None:
         container["env"] = [
-            _env(e, f"{where}.env[{i}]") for i, e in enumerate(items(entry["env"], f"{where}.env"))
+            env_var(e, f"{where}.env[{i}]")
+            for i, e in enumerate(items(entry["env"], f"{where}.env"))
         ]
     if entry.get("volumeMounts") is not None:
         mounts = items(entry["volumeMounts"], f"{where}.volumeMounts")
@@ -294,7 +295,8 @@ def _resources(value: Any, where: str) -> Obj:
     return resources
 
 
-def _env(value: Any, where: str) -> Obj:
+def env_var(value: Any, where: str) -> Obj:
+    """One EnvVar: `name` and `value`, or `name` and `valueFrom` with exactly one source."""
     entry = mapping(value, where)
     env: Obj = {"name": string(entry.get("name"), f"{where}.name", limit=256)}
     if entry.get("valueFrom") is not None:

@@ -1,0 +1,179 @@
+"""The rate limit across replicas: replicas sharing one record of each user's window never
+serve more than the limit together, reserve rarely, and count alone when the record is out of
+reach. The record's conditional writes against a real kube-apiserver are in
+tests/e2e/test_replicas.py."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from corral.apiserver.auth.ratelimit import Grant, RateLimiter, reservation, window_of
+
+T0 = 6000.0  # the start of a window (minute 100)
+
+
+class MemoryLedger:
+    """The shared record in memory, with the semantics of `auth.ledger.KubeLedger`: each
+    reservation is atomic, and a record of a later window than the caller's is counted in."""
+
+    def __init__(self, delay: float = 0) -> None:
+        self.records: dict[str, tuple[int, int]] = {}
+        self.reservations = 0
+        self.delay = delay
+
+    async def reserve(self, user: str, window: int, limit: int) -> Grant:
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        self.reservations += 1
+        stored, used = self.records.get(user, (window, 0))
+        if stored < window:
+            stored, used = window, 0
+        granted = reservation(limit, used)
+        self.records[user] = (stored, used + granted)
+        return Grant(stored, granted, used + granted)
+
+    def prune(self, window: int) -> None:
+        pass
+
+
+class BrokenLedger:
+    async def reserve(self, user: str, window: int, limit: int) -> Grant:
+        raise ConnectionError("the management cluster does not answer")
+
+    def prune(self, window: int) -> None:
+        pass
+
+
+async def served(limiter: RateLimiter, count: int, limit: int, now: float = T0) -> int:
+    return sum([(await limiter.hit("u-1", limit, now)).allowed for _ in range(count)])
+
+
+def test_reservations_are_a_tenth_at_most_a_quarter_of_what_is_left_at_least_one() -> None:
+    assert reservation(100, 0) == 10
+    assert reservation(100, 70) == 7
+    assert reservation(100, 97) == 1
+    assert reservation(100, 100) == 0 == reservation(100, 150)
+    assert reservation(5, 0) == 1
+    assert reservation(1_000_000, 0) == 100_000
+
+
+@pytest.mark.parametrize("limit", [1, 3, 5, 37, 100, 1000])
+async def test_one_replica_serves_exactly_the_limit(limit: int) -> None:
+    assert await served(RateLimiter(MemoryLedger()), limit * 2, limit) == limit
+
+
+@pytest.mark.parametrize("replicas", [2, 3])
+@pytest.mark.parametrize("limit", [1, 5, 100])
+async def test_replicas_together_serve_exactly_the_limit(replicas: int, limit: int) -> None:
+    ledger = MemoryLedger()
+    limiters = [RateLimiter(ledger) for _ in range(replicas)]
+    answers = [(await limiters[i % replicas].hit("u-1", limit, T0)).allowed
+               for i in range(limit * 3)]  # fmt: skip
+    assert sum(answers) == limit
+
+
+async def test_a_client_on_one_replica_loses_at_most_what_the_others_hold() -> None:
+    ledger = MemoryLedger()
+    first, second = RateLimiter(ledger), RateLimiter(ledger)
+    assert (await second.hit("u-1", 100, T0)).allowed  # reserves 10, uses 1
+    alone = await served(first, 200, 100)
+    assert 100 - math.ceil(100 / 10) <= alone <= 99
+
+
+async def test_a_light_user_costs_one_reservation_a_minute() -> None:
+    ledger = MemoryLedger()
+    limiter = RateLimiter(ledger)
+    for second in range(0, 60, 10):
+        assert (await limiter.hit("u-1", 100, T0 + second)).allowed
+    assert ledger.reservations == 1
+    assert (await limiter.hit("u-1", 100, T0 + 60)).allowed  # the next minute
+    assert ledger.reservations == 2
+
+
+async def test_a_user_at_the_limit_costs_a_fraction_of_a_write_per_request() -> None:
+    ledger = MemoryLedger()
+    assert await served(RateLimiter(ledger), 150, 100) == 100
+    assert ledger.reservations <= 25
+
+
+async def test_concurrent_requests_wait_for_one_reservation() -> None:
+    ledger = MemoryLedger(delay=0.01)
+    limiter = RateLimiter(ledger)
+    answers = await asyncio.gather(*(limiter.hit("u-1", 100, T0) for _ in range(10)))
+    assert all(a.allowed for a in answers)
+    assert ledger.reservations == 1
+    many = await asyncio.gather(*(limiter.hit("u-1", 100, T0) for _ in range(200)))
+    assert sum(a.allowed for a in many) == 90
+
+
+async def test_headers_count_down_and_reset_with_the_minute() -> None:
+    limiter = RateLimiter(MemoryLedger())
+    first = await limiter.hit("u-1", 5, T0 + 15.5)
+    assert first.headers() == {
+        "X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "4", "X-RateLimit-Reset": "45",
+    }  # fmt: skip
+    remaining = [(await limiter.hit("u-1", 5, T0 + 16)).remaining for _ in range(5)]
+    assert remaining == [3, 2, 1, 0, 0]
+
+
+async def test_a_replica_whose_clock_lags_counts_in_the_records_window() -> None:
+    ledger = MemoryLedger()
+    ahead, behind = RateLimiter(ledger), RateLimiter(ledger)
+    assert await served(ahead, 3, 3, now=T0 + 0.2) == 3  # minute 100 has begun here
+    # 0.5 s behind, still in minute 99: the record's minute 100 is counted in, not reset.
+    assert await served(behind, 3, 3, now=T0 - 0.3) == 0
+
+
+async def test_out_of_reach_the_limit_holds_per_replica_and_is_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    limiter = RateLimiter(BrokenLedger())
+    with caplog.at_level(logging.WARNING):
+        assert await served(limiter, 10, 5) == 5
+        assert await served(limiter, 10, 5, now=T0 + 60) == 5  # a new window, alone again
+    assert caplog.text.count("out of reach") == 1
+
+
+async def test_a_changed_limit_applies_at_once() -> None:
+    limiter = RateLimiter(MemoryLedger())
+    assert await served(limiter, 5, 1000) == 5  # 100 reserved, 95 of them unused
+    # Lowered: the reservation is given up, and what the window has reserved counts.
+    assert await served(limiter, 10, 80) == 0
+    assert await served(limiter, 10, 200) == 10  # raised: the user goes on at once
+
+
+def test_pruning_forgets_finished_windows() -> None:
+    limiter = RateLimiter(MemoryLedger())
+    asyncio.run(limiter.hit("u-1", 5, T0))
+    limiter.prune(T0 + 60)
+    assert not limiter._windows
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    limit=st.integers(min_value=1, max_value=50),
+    requests=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=2), st.floats(min_value=0, max_value=179)),
+        max_size=300,
+    ),
+)
+def test_no_window_ever_serves_more_than_the_limit(
+    limit: int, requests: list[tuple[int, float]]
+) -> None:
+    async def run() -> dict[int, int]:
+        ledger = MemoryLedger()
+        limiters = [RateLimiter(ledger) for _ in range(3)]
+        per_window: dict[int, int] = {}
+        for replica, offset in sorted(requests, key=lambda r: r[1]):
+            now = T0 + offset
+            if (await limiters[replica].hit("u-1", limit, now)).allowed:
+                per_window[window_of(now)] = per_window.get(window_of(now), 0) + 1
+        return per_window
+
+    assert all(count <= limit for count in asyncio.run(run()).values())
