@@ -422,6 +422,10 @@ def test_every_kind_of_change_through_the_pods(install: Install) -> None:
     wait_for("the pool gone", lambda: admin.get(pool_url).status == 404, 60)
     ok(admin.delete(f"/v3/nodetemplates/{template['id']}"))
     ok(admin.delete(f"/v3/cloudcredentials/{credential['id']}"))
+    # An OpenID Connect provider configured, not enabled (no provider runs here).
+    oidc = {"issuer": "https://issuer.invalid", "clientId": "corral", "enabled": False}
+    ok(admin.put("/v3/authConfigs/oidc", oidc))
+    ok(admin.put("/v3/authConfigs/oidc", {"groupsClaim": "roles"}))
     ok(admin.put(f"/v3/clusters/{cluster_id}", {"description": "changed through the pods"}))
     node = admin.get(f"/v3/clusters/{cluster_id}/nodes").body["data"][0]
     ok(
@@ -544,8 +548,32 @@ UNREACHED: dict[str, dict[Permission, tuple[str, str]]] = {
             "apiserver/corral/apiserver/routes/settings.py",
             ".apply(obj, force=True)",
         ),
+        # ... and of the oidc AuthConfig.
+        ("management.svc.io", "authconfigs", "create"): (
+            "apiserver/corral/apiserver/routes/authconfigs.py",
+            "await kube.apply(",
+        ),
+        # A user's groups are recorded at an OpenID Connect sign-in (tests/e2e/test_oidc.py
+        # runs one against Keycloak; the chart's scenario has no provider).
+        ("management.svc.io", "userattributes", "create"): (
+            "core/corral/core/kube/user_attributes.py",
+            "kube.apply(attribute",
+        ),
+        ("management.svc.io", "userattributes", "patch"): (
+            "core/corral/core/kube/user_attributes.py",
+            "kube.apply(attribute",
+        ),
     },
     OPERATOR_SA: {
+        # The group sync records groups of users who signed in with OpenID Connect.
+        ("management.svc.io", "userattributes", "create"): (
+            "core/corral/core/kube/user_attributes.py",
+            "kube.apply(attribute",
+        ),
+        ("management.svc.io", "userattributes", "patch"): (
+            "core/corral/core/kube/user_attributes.py",
+            "kube.apply(attribute",
+        ),
         # A cluster imported before claims existed, whose claim was made meanwhile.
         ("", "secrets", "get"): (
             "core/corral/core/kube/claims.py",
