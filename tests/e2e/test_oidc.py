@@ -299,6 +299,21 @@ def test_a_forged_state_or_code_is_refused(
     assert status == 401 and b"invalid_grant" in body, body
 
 
+def test_codes_refused_for_one_sign_in_are_throttled_before_reaching_the_provider(
+    stack: Environment, oidc: str, corral_tls: ssl.SSLContext
+) -> None:
+    # Each code of a callback goes to the provider: a state replayed with guessed codes gets
+    # the failed-login budget (5), then 429 with Retry-After, the provider no longer asked.
+    browser = Browser(corral_tls)
+    _, url, _ = browser.open(f"{stack.api_url}{LOGIN}")
+    state = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["state"][0]
+    answers = []
+    for guess in range(6):  # a refused callback leaves the state cookie where it is
+        status, _, body = browser.open(f"{stack.api_url}{CALLBACK}?state={state}&code=g{guess}")
+        answers.append((status, b"invalid_grant" in body))
+    assert answers == [(401, True)] * 5 + [(429, False)], answers
+
+
 def test_a_configuration_naming_another_issuer_is_refused(
     api: Api, keycloak: Keycloak, oidc: str
 ) -> None:

@@ -15,7 +15,10 @@ judged (a server error) gives both back; a wrong password keeps it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+from corral.apiserver.http.errors import ApiError
 
 USER_FREE_FAILURES = 5
 ADDRESS_FREE_FAILURES = 50
@@ -91,3 +94,10 @@ class LoginThrottle:
             return 0.0
         penalty = min(FIRST_PENALTY * 2.0 ** (record.failures - free), MAX_PENALTY)
         return max(record.last + penalty - now, 0.0)
+
+
+def throttled(wait: float) -> ApiError:
+    """The answer to an attempt refused for `wait` seconds."""
+    seconds = str(math.ceil(wait))
+    return ApiError(429, "TooManyRequests", f"too many failed logins; retry in {seconds} s",
+                    headers={"Retry-After": seconds})  # fmt: skip

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any
 
 from aiohttp import web
 
+from corral.apiserver.auth.throttle import throttled
 from corral.apiserver.http import errors
 from corral.apiserver.http.errors import ApiError
-from corral.apiserver.keys import EXTERNAL_URL, KUBE, LOGIN_STATE_KEY, STORES
+from corral.apiserver.keys import EXTERNAL_URL, KUBE, LOGIN_STATE_KEY, STORES, THROTTLE
 from corral.apiserver.services import sessions, signin, tokens
 from corral.core.auth import id_tokens, loginstate, principals
 from corral.core.auth.oidc_config import CALLBACK_PATH, LOGIN_PATH, OidcConfig
@@ -107,12 +109,19 @@ async def finish(request: web.Request) -> web.Response:
     code = request.query.get("code", "")
     if not code or len(code) > 4096:
         raise _refused("the provider sent no authorization code")
+    # Each code is sent on to the provider: refused ones are counted as failed logins are,
+    # per sign-in and per address, so a replayed state cannot make corral hammer it.
+    throttle, address, attempt = request.app[THROTTLE], request.remote or "", f"oidc:{state}"
+    if wait := throttle.reserve(attempt, address, time.monotonic()):
+        raise throttled(wait)
     try:
         identity = await provider.finish(code, login, _callback(request))
     except (GrantRefused, id_tokens.InvalidIdToken) as exc:
         raise _refused(str(exc)) from None
     except ProviderError as exc:
+        throttle.release(attempt, address)
         raise _unavailable(exc) from None
+    throttle.succeeded(attempt, address)
     user = await signin.user_for(request, identity)
     principal = principals.user_principal(principals.OIDC, identity.subject)
     issued = await tokens.issue_session(request, user["metadata"]["name"], "oidc sign-in",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import time
 
 from aiohttp import web
 
+from corral.apiserver.auth.throttle import throttled
 from corral.apiserver.http import errors
 from corral.apiserver.http.body import AUTH_LIMIT, read_json
 from corral.apiserver.http.errors import ApiError
@@ -55,7 +55,7 @@ async def verify(request: web.Request, username: str, user_id: str | None, passw
     so concurrent attempts cannot all pass the check while the count still reads zero."""
     throttle, address = request.app[THROTTLE], request.remote or ""
     if wait := throttle.reserve(username, address, time.monotonic()):
-        raise_throttled(wait)
+        raise throttled(wait)
     try:
         verified = await password_secrets.verify(request.app[KUBE], user_id, password)
     except Exception:
@@ -64,9 +64,3 @@ async def verify(request: web.Request, username: str, user_id: str | None, passw
     if verified:
         throttle.succeeded(username, address)
     return verified
-
-
-def raise_throttled(wait: float) -> None:
-    seconds = str(math.ceil(wait))
-    raise ApiError(429, "TooManyRequests", f"too many failed logins; retry in {seconds} s",
-                   headers={"Retry-After": seconds})  # fmt: skip
