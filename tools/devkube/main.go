@@ -1,6 +1,7 @@
 // Command devkube is the local Kubernetes control plane of corral's development environment:
 // one static binary that runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-// kubelet, kube-proxy, kwok, kubectl and helm, all built from their upstream Go modules.
+// kubelet, kube-proxy, kwok, kubectl, helm, etcdctl and etcdutl, all built from their upstream
+// Go modules.
 //
 // Call it as `devkube <command> [args...]`, or through a symlink named after the command.
 package main
@@ -13,6 +14,7 @@ import (
 	"strings"
 	_ "time/tzdata" // CronJob time zones in kube-controller-manager, as the upstream main does
 
+	"github.com/spf13/cobra"
 	_ "k8s.io/client-go/plugin/pkg/client/auth" // kubectl and helm auth plugins, as upstream
 	_ "k8s.io/component-base/logs/json/register"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
@@ -32,6 +34,8 @@ var commands = map[string]func(){
 	"helm":                    runHelm,
 	"kwok":                    runKwok,
 	"kwok-stages":             printKwokStages,
+	"etcdctl":                 runEtcdctl,
+	"etcdutl":                 runEtcdutl,
 }
 
 func main() {
@@ -49,6 +53,10 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
+	// Importing etcdctl's ctlv3 turns on cobra's prefix matching for the whole process (its
+	// init). kubectl, helm and kwok must not guess commands from prefixes; the etcd tools turn
+	// it back on for themselves.
+	cobra.EnablePrefixMatching = false
 	// cobra reads os.Args[1:], etcdmain reads args[1:] and kwok's config flags parse os.Args[1:]:
 	// make the process look exactly like the standalone binary.
 	os.Args = append([]string{name}, args...)
