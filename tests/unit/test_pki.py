@@ -55,3 +55,13 @@ def test_written_keys_are_readable_by_the_owner_only(tmp_path: Path) -> None:
     crt, key = pki.CertificateAuthority.create("ca").pair().write(tmp_path / "pki", "ca")
     for path in (crt, key):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_private_file_is_replaced_whole_and_left_private(tmp_path: Path) -> None:
+    target = tmp_path / "dev.env"
+    target.write_text("OLD=1\n")
+    target.chmod(0o644)
+    pki.write_private(target, b"NEW=2\n")
+    assert target.read_text() == "NEW=2\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["dev.env"]  # nothing staged left behind

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,10 +56,17 @@ class KeyPair:
 
 
 def write_private(path: Path, data: bytes) -> None:
-    """Write a file readable by its owner only, whatever the umask."""
-    path.touch(mode=0o600, exist_ok=True)
-    path.chmod(0o600)
-    path.write_bytes(data)
+    """Write a file readable by its owner only, whatever the umask, whole or not at all: it is
+    written beside and renamed in, so a reader (a script waiting for dev.env) never sees it
+    half written."""
+    fd, staged = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        Path(staged).replace(path)
+    except BaseException:
+        Path(staged).unlink(missing_ok=True)
+        raise
 
 
 class CertificateAuthority:
