@@ -65,7 +65,13 @@ def test_ctrl_c_stops_every_process_it_started(tmp_path: Path, devkube: Path) ->
         assert cli.wait(timeout=60) == 0
     finally:
         if cli.poll() is None:
-            cli.kill()
+            # A failure above: stop it as a user would, so that its own teardown stops what
+            # it started (a SIGKILL alone would leave them running).
+            os.kill(cli.pid, signal.SIGINT)
+            try:
+                cli.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                cli.kill()
         output = cli.stdout.read() if cli.stdout else ""
     assert [pid for pid in started if alive(pid)] == [], output
     assert not (state / "dev.env").exists()
