@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import base64
+import datetime
 
 import pytest
 import yaml
@@ -231,3 +232,21 @@ def test_secret_data_is_base64_of_the_files() -> None:
     encoded = cp.encode(data)
     assert encoded["kubeconfig"] == base64.b64encode(b"apiVersion: v1\n").decode()
     assert cp.decode(encoded) == data
+
+
+def test_a_secret_is_due_for_renewal_once_a_leaf_in_it_has_thirty_days_left(
+    secrets: dict[str, dict[str, bytes]],
+) -> None:
+    serving = load(secrets["pki-apiserver"]["tls.crt"])
+    leaves = sorted(set(secrets) - {"pki-ca", "pki-etcd-ca"})
+
+    assert cp.renewal_due(secrets, serving.not_valid_before_utc) == []
+    # The leaves of one pass all last a year from (almost) the same moment; the scheduler's and
+    # the admin's Secrets hold nothing but a kubeconfig, so its certificate is read too.
+    almost = serving.not_valid_after_utc - datetime.timedelta(days=30, minutes=1)
+    assert cp.renewal_due(secrets, almost) == []
+    due = serving.not_valid_after_utc - datetime.timedelta(days=29)
+    assert cp.renewal_due(secrets, due) == leaves
+    # The CAs are replaced only by a rotation that asks for it, never by this rule.
+    ca_end = load(secrets["pki-ca"]["ca.crt"]).not_valid_after_utc
+    assert cp.renewal_due(secrets, ca_end - datetime.timedelta(days=1)) == leaves

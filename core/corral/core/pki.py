@@ -44,6 +44,11 @@ def public_key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
+def not_valid_after(pem: bytes) -> datetime.datetime:
+    """When a PEM certificate expires (UTC)."""
+    return x509.load_pem_x509_certificate(pem).not_valid_after_utc
+
+
 def load_key(pem: bytes) -> ec.EllipticCurvePrivateKey:
     key = serialization.load_pem_private_key(pem, password=None)
     if not isinstance(key, ec.EllipticCurvePrivateKey):

@@ -16,9 +16,15 @@ import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import yaml
+
 from corral.core import kubeconfig, pki
 
 CA_VALIDITY = datetime.timedelta(days=3650)
+# Leaves (one year) are issued again this long before they expire; the CAs are replaced only
+# by a rotation that asks for it.
+RENEW_BEFORE = datetime.timedelta(days=30)
+_CA_FILES = {"ca.crt", "etcd-ca.crt"}
 
 # Both flavours give the hosted cluster the Service CIDR 10.43.0.0/16; its first address is the
 # `kubernetes` Service, which pods inside the hosted cluster dial.
@@ -204,6 +210,17 @@ def admin_data(authorities: Authorities, addresses: Addresses) -> dict[str, byte
     return {"kubeconfig": kubeconfig.dump(config).encode()}
 
 
+def renewal_due(secrets: Mapping[str, Mapping[str, bytes]], now: datetime.datetime) -> list[str]:
+    """The Secrets holding a leaf certificate, served or embedded in a kubeconfig, that expires
+    within RENEW_BEFORE of `now`, by name."""
+    return sorted(
+        name
+        for name, data in secrets.items()
+        if name not in (CA, ETCD_CA)
+        and any(pki.not_valid_after(cert) - now < RENEW_BEFORE for cert in _leaves(data))
+    )
+
+
 def encode(data: Mapping[str, bytes]) -> dict[str, str]:
     """A Secret's `data`: each value base64."""
     return {name: base64.b64encode(value).decode() for name, value in data.items()}
@@ -223,6 +240,16 @@ def _in_pod_kubeconfig(authorities: Authorities, user: str, groups: list[str]) -
         kubeconfig.Credentials(client_cert=client.cert, client_key=client.key),
     )
     return kubeconfig.dump(config).encode()
+
+
+def _leaves(data: Mapping[str, bytes]) -> list[bytes]:
+    leaves = [
+        value for file, value in data.items() if file.endswith(".crt") and file not in _CA_FILES
+    ]
+    if "kubeconfig" in data:
+        for user in yaml.safe_load(data["kubeconfig"])["users"]:
+            leaves.append(base64.b64decode(user["user"]["client-certificate-data"]))
+    return leaves
 
 
 def _load_ca(data: Mapping[str, bytes]) -> pki.CertificateAuthority:
