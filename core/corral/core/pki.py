@@ -39,6 +39,25 @@ def cert_pem(cert: x509.Certificate) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
+def public_key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    """The public half, as kube-apiserver's --service-account-key-file reads it."""
+    return key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+
+
+def not_valid_after(pem: bytes) -> datetime.datetime:
+    """When a PEM certificate expires (UTC)."""
+    return x509.load_pem_x509_certificate(pem).not_valid_after_utc
+
+
+def load_key(pem: bytes) -> ec.EllipticCurvePrivateKey:
+    key = serialization.load_pem_private_key(pem, password=None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise ValueError("not an ECDSA private key")
+    return key
+
+
 @dataclass(frozen=True)
 class KeyPair:
     """A certificate with its private key, as PEM bytes ready to write or embed."""
@@ -77,11 +96,13 @@ class CertificateAuthority:
         self._cert = cert
 
     @classmethod
-    def create(cls, common_name: str) -> CertificateAuthority:
+    def create(
+        cls, common_name: str, validity: datetime.timedelta = _VALIDITY
+    ) -> CertificateAuthority:
         key = new_key()
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
         cert = (
-            _builder(name, key.public_key())
+            _builder(name, key.public_key(), validity)
             .issuer_name(name)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(
@@ -103,6 +124,18 @@ class CertificateAuthority:
         )
         return cls(key, cert)
 
+    @classmethod
+    def load(cls, pair: KeyPair) -> CertificateAuthority:
+        """The CA kept as PEM (in a Secret), to issue more certificates from it later. A
+        certificate that may not sign, or a key that is not its own, is refused: issuing from
+        it would give certificates that nothing trusts."""
+        cert, key = x509.load_pem_x509_certificate(pair.cert), load_key(pair.key)
+        if not cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca:
+            raise ValueError("not a CA certificate")
+        if cert.public_key() != key.public_key():
+            raise ValueError("the key does not belong to the CA certificate")
+        return cls(key, cert)
+
     @property
     def cert_pem(self) -> bytes:
         return cert_pem(self._cert)
@@ -110,17 +143,26 @@ class CertificateAuthority:
     def pair(self) -> KeyPair:
         return KeyPair(cert=self.cert_pem, key=key_pem(self._key))
 
-    def issue_server(self, common_name: str, hosts: list[str]) -> KeyPair:
-        """A serving certificate; each host becomes an IP or DNS subject alternative name."""
+    def issue_server(
+        self, common_name: str, hosts: list[str], *, client_auth: bool = False
+    ) -> KeyPair:
+        """A serving certificate; each host becomes an IP or DNS subject alternative name.
+
+        `client_auth` lets the same certificate authenticate as a client too, which etcd needs
+        when it requires client certificates: its gRPC gateway dials the member itself with the
+        serving certificate."""
         sans: list[x509.GeneralName] = []
         for host in hosts:
             try:
                 sans.append(x509.IPAddress(ipaddress.ip_address(host)))
             except ValueError:
                 sans.append(x509.DNSName(host))
+        usages = [ExtendedKeyUsageOID.SERVER_AUTH]
+        if client_auth:
+            usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
         return self._issue(
             x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]),
-            ExtendedKeyUsageOID.SERVER_AUTH,
+            usages,
             x509.SubjectAlternativeName(sans),
         )
 
@@ -128,12 +170,12 @@ class CertificateAuthority:
         """A client certificate; Kubernetes reads the user from CN and groups from O."""
         attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups or []]
         attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
-        return self._issue(x509.Name(attributes), ExtendedKeyUsageOID.CLIENT_AUTH, None)
+        return self._issue(x509.Name(attributes), [ExtendedKeyUsageOID.CLIENT_AUTH], None)
 
     def _issue(
         self,
         subject: x509.Name,
-        usage: x509.ObjectIdentifier,
+        usages: list[x509.ObjectIdentifier],
         sans: x509.SubjectAlternativeName | None,
     ) -> KeyPair:
         key = new_key()
@@ -141,7 +183,7 @@ class CertificateAuthority:
             _builder(subject, key.public_key())
             .issuer_name(self._cert.subject)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
             .add_extension(
                 x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()), False
             )
@@ -152,7 +194,11 @@ class CertificateAuthority:
         return KeyPair(cert=cert_pem(cert), key=key_pem(key))
 
 
-def _builder(subject: x509.Name, public_key: ec.EllipticCurvePublicKey) -> x509.CertificateBuilder:
+def _builder(
+    subject: x509.Name,
+    public_key: ec.EllipticCurvePublicKey,
+    validity: datetime.timedelta = _VALIDITY,
+) -> x509.CertificateBuilder:
     now = datetime.datetime.now(datetime.UTC)
     return (
         x509.CertificateBuilder()
@@ -160,5 +206,5 @@ def _builder(subject: x509.Name, public_key: ec.EllipticCurvePublicKey) -> x509.
         .public_key(public_key)
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + _VALIDITY)
+        .not_valid_after(now + validity)
     )
