@@ -12,10 +12,14 @@ for the cluster never leaves the operator.
 
 from __future__ import annotations
 
+import asyncio
+
 from lightkube import AsyncClient
 from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.authorization_v1 import ResourceAttributes, SubjectAccessReviewSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.models.rbac_v1 import PolicyRule, RoleRef, Subject
+from lightkube.resources.authorization_v1 import SubjectAccessReview
 from lightkube.resources.core_v1 import ServiceAccount, ServiceAccountToken
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 
@@ -27,6 +31,9 @@ JOIN_NAMESPACE = "corral-machines"
 # The shortest lifetime the TokenRequest API accepts.
 JOIN_TOKEN_SECONDS = 600
 FIELD_MANAGER = "corral-machine-join"
+# How long a new join credential may take to be honoured by the cluster's authorizer.
+RBAC_WAIT = 10.0
+RBAC_POLL = 0.1
 _LABELS = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
 
 
@@ -77,7 +84,32 @@ async def issue(client: AsyncClient, machine: str, hostname: str) -> str:
     answer = await client.create(request, account, namespace=JOIN_NAMESPACE)
     if answer.status is None or not answer.status.token:
         raise Unavailable(f"cluster gave no token for machine {machine}")
+    await _until_in_effect(client, machine)
     return answer.status.token
+
+
+async def _until_in_effect(client: AsyncClient, machine: str) -> None:
+    """Until the cluster's authorizer lets the machine register a node: its RBAC cache sees a
+    new role a moment after the write, and a driver using the token at once would be refused.
+    There is nothing to watch for this; it is asked again every RBAC_POLL seconds."""
+    account = f"system:serviceaccount:{JOIN_NAMESPACE}:{account_name(machine)}"
+    review = SubjectAccessReview(spec=SubjectAccessReviewSpec(
+        user=account,
+        groups=["system:serviceaccounts", f"system:serviceaccounts:{JOIN_NAMESPACE}",
+                "system:authenticated"],
+        resourceAttributes=ResourceAttributes(verb="create", resource="nodes"),
+    ))  # fmt: skip
+    try:
+        async with asyncio.timeout(RBAC_WAIT):
+            while True:
+                answer = await client.create(review)
+                if answer.status is not None and answer.status.allowed:
+                    return
+                await asyncio.sleep(RBAC_POLL)
+    except TimeoutError:
+        raise Unavailable(
+            f"the join credential of machine {machine} is not in effect after {RBAC_WAIT:g}s"
+        ) from None
 
 
 async def revoke(client: AsyncClient, machine: str) -> None:
