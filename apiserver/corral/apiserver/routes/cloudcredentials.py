@@ -20,7 +20,7 @@ from lightkube.resources.core_v1 import Secret
 from lightkube.types import PatchType
 
 from corral.apiserver.http import envelope, errors
-from corral.apiserver.http.body import read_json, text
+from corral.apiserver.http.body import read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -34,7 +34,6 @@ from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
 
-MAX_DISPLAY_NAME = 256
 SCHEMA = Schema(
     id="cloudCredential",
     plural="cloudCredentials",
@@ -100,15 +99,6 @@ async def get_credential(request: web.Request) -> web.Response:
     return web.json_response(render(request, found(request)))
 
 
-def described(body: dict[str, Any]) -> dict[str, str]:
-    spec = {}
-    if "name" in body:
-        spec["displayName"] = text(body, "name", max_length=MAX_DISPLAY_NAME)
-    if "description" in body:
-        spec["description"] = text(body, "description")
-    return spec
-
-
 @routes.post(v3("cloudcredentials"))
 async def create_credential(request: web.Request) -> web.Response:
     """The CloudCredential first, then its Secret owned by it: should the Secret not be
@@ -125,7 +115,7 @@ async def create_credential(request: web.Request) -> web.Response:
     field = templates.credential_field(driver)
     schema = owned.driver_schema(request, driver, field, active=True)
     values = templates.check_credential(schema, body[field] or {}, field, {})
-    spec = {"driver": driver, "fields": sorted(values), **described(body)}
+    spec = {"driver": driver, "fields": sorted(values), **owned.described(body)}
     kube = request.app[KUBE]
     metadata = ObjectMeta(name=ids.generate("cc"), **owned.ownership_metadata(request))
     created = as_dict(await kube.create(kinds.CloudCredential(metadata=metadata, spec=spec)))
@@ -165,7 +155,7 @@ async def update_credential(request: web.Request) -> web.Response:
     if given is not None and given != driver:
         raise errors.invalid(templates.credential_field(given), "the driver of a credential "
                              f"cannot change (it is {driver})", "InvalidAction")  # fmt: skip
-    spec: dict[str, Any] = described(body)
+    spec: dict[str, Any] = owned.described(body)
     field = templates.credential_field(driver)
     kube = request.app[KUBE]
     if field in body:

@@ -19,7 +19,7 @@ from lightkube import ApiError as KubeApiError
 from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Secret
 
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import errors
 from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.schemas import Schema
 from corral.apiserver.http.urls import base_url
@@ -114,19 +114,11 @@ async def list_secrets(request: web.Request) -> web.Response:
 
     found = await asyncio.gather(*map(listed, sorted(members)))
     objs = [obj for objs in found for obj in objs if secrets.is_namespaced_secret(obj)]
-    can_create = shared.may_write(request, pid)
-    body = envelope.collection(
-        base_url(request),
-        SCHEMA,
-        objs,
-        _id,
+    body = shared.collection(
+        request, SCHEMA, pid, objs, _id,
         lambda o: shared.fields(o, pid, _id(o), o["metadata"]["name"], o["metadata"]["namespace"]),
-        lambda o: _render(request, pid, o),
-        request.query,
-        request.path,
-        can_create=can_create,
-    )
-    body["createTypes"] = {SCHEMA.id: _collection_url(request, pid)} if can_create else {}
+        lambda o: _render(request, pid, o), _collection_url(request, pid),
+    )  # fmt: skip
     return web.json_response(body)
 
 

@@ -34,7 +34,6 @@ from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
 
-MAX_DISPLAY_NAME = 256
 SCHEMA = Schema(
     id="nodeTemplate",
     plural="nodeTemplates",
@@ -118,7 +117,7 @@ async def create_template(request: web.Request) -> web.Response:
     spec: dict[str, Any] = {
         "driver": driver,
         "config": templates.check_config(schema, body.get(field) or {}, field),
-        **described(body),
+        **owned.described(body),
     }
     if "nodeTaints" in body:
         spec["nodeTaints"] = taints.parse(body["nodeTaints"] or [], "nodeTaints")
@@ -149,18 +148,6 @@ def driver_of(body: dict[str, Any], current: str | None) -> str:
     if not driver:
         raise errors.missing("driver")
     return driver
-
-
-def described(body: dict[str, Any]) -> dict[str, str]:
-    """The display name (`displayName`, or `name` as Rancher's clients send it) and the
-    description the body gives."""
-    spec = {}
-    for field in ("name", "displayName"):
-        if field in body:
-            spec["displayName"] = text(body, field, max_length=MAX_DISPLAY_NAME)
-    if "description" in body:
-        spec["description"] = text(body, "description")
-    return spec
 
 
 def check_credential(
@@ -196,7 +183,7 @@ async def update_template(request: web.Request) -> web.Response:
     current = obj["spec"]
     driver = driver_of(body, current["driver"])
     field = templates.config_field(driver)
-    spec: dict[str, Any] = described(body)
+    spec: dict[str, Any] = owned.described(body)
     if "nodeTaints" in body:
         spec["nodeTaints"] = taints.parse(body["nodeTaints"] or [], "nodeTaints")
     changes_credential = "cloudCredentialName" in body

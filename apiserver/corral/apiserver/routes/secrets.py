@@ -20,7 +20,7 @@ from aiohttp import web
 from lightkube import ApiError as KubeApiError
 from lightkube.resources.core_v1 import Secret
 
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import errors
 from corral.apiserver.http.body import read_json
 from corral.apiserver.http.schemas import Schema
 from corral.apiserver.http.urls import base_url
@@ -105,19 +105,10 @@ async def list_secrets(request: web.Request) -> web.Response:
         labels={**secrets.project_secret_labels(cluster, name)},
     )
     objs = [obj for obj in [as_dict(o) async for o in listing] if _own(project, obj)]
-    can_create = shared.may_write(request, pid)
-    body = envelope.collection(
-        base_url(request),
-        SCHEMA,
-        objs,
-        _id,
-        lambda o: _fields(pid, o),
-        lambda o: _render(request, pid, o),
-        request.query,
-        request.path,
-        can_create=can_create,
-    )
-    body["createTypes"] = {SCHEMA.id: _collection_url(request, pid)} if can_create else {}
+    body = shared.collection(
+        request, SCHEMA, pid, objs, _id, lambda o: _fields(pid, o),
+        lambda o: _render(request, pid, o), _collection_url(request, pid),
+    )  # fmt: skip
     return web.json_response(body)
 
 

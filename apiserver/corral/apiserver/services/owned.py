@@ -12,11 +12,14 @@ from lightkube.models.meta_v1 import OwnerReference
 
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.http import errors
+from corral.apiserver.http.body import text
 from corral.apiserver.keys import STORES
 from corral.core.api import names
 from corral.core.auth import ownership
 from corral.core.drivers import status as driver_status
 from corral.core.kube.informer import Informer, Obj
+
+MAX_DISPLAY_NAME = 256
 
 
 def visible(request: web.Request, cache: Informer, obj_id: str, what: str) -> Obj:
@@ -64,3 +67,15 @@ def driver_schema(request: web.Request, driver: str, field: str, active: bool) -
         raise errors.invalid(field, f"node driver {driver} has not declared its fields yet",
                              "InvalidReference")  # fmt: skip
     return schema
+
+
+def described(body: dict[str, Any]) -> dict[str, str]:
+    """The display name (`displayName`, or `name` as Rancher's clients send it) and the
+    description a template's or a credential's body gives."""
+    spec = {}
+    for field in ("name", "displayName"):
+        if field in body:
+            spec["displayName"] = text(body, field, max_length=MAX_DISPLAY_NAME)
+    if "description" in body:
+        spec["description"] = text(body, "description")
+    return spec

@@ -8,6 +8,7 @@ create that sent them (the client has them). A response shows the keys of `data`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -19,6 +20,7 @@ from lightkube.resources.core_v1 import Secret
 from corral.apiserver.auth.authz import access
 from corral.apiserver.http import envelope, errors
 from corral.apiserver.http.schemas import Field, Schema, readonly
+from corral.apiserver.http.urls import base_url
 from corral.apiserver.services.visibility import visible_project
 from corral.core.api import names
 from corral.core.errors import Invalid
@@ -189,3 +191,21 @@ def render(base: str, schema: Schema, body: dict[str, Any], collection_url: str)
     project = f"{base}/v3/projects/{body['projectId']}"
     rendered["links"] = {"self": url, "update": url, "remove": url, "project": project}
     return rendered
+
+
+def collection(
+    request: web.Request,
+    schema: Schema,
+    pid: str,
+    objs: list[Obj],
+    id_of: Callable[[Obj], str],
+    fields_of: Callable[[Obj], dict[str, Any]],
+    render_one: Callable[[Obj], dict[str, Any]],
+    collection_url: str,
+) -> dict[str, Any]:
+    """A project's secrets (of either schema) as a collection; creatable by its writers."""
+    can_create = may_write(request, pid)
+    body = envelope.collection(base_url(request), schema, objs, id_of, fields_of, render_one,
+                               request.query, request.path, can_create=can_create)  # fmt: skip
+    body["createTypes"] = {schema.id: collection_url} if can_create else {}
+    return body
