@@ -63,17 +63,27 @@ def pool_of(record: Obj) -> str:
 
 
 class Templates:
-    """The machine inputs of each template, read once per pass: a pass over a pool of a
-    hundred machines reads its template, credential and Secret once, not a hundred times."""
+    """Each template's machine inputs and connected driver, once per pass: a pass over a pool
+    of a hundred machines reads its template, credential, Secret and NodeDriver (and re-hashes
+    the driver's executable) once, not a hundred times."""
 
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: State, drivers: Drivers, cluster: str) -> None:
         self.state = state
+        self.drivers = drivers
+        self.cluster = cluster
         self._read: dict[str, MachineInputs] = {}
+        self._connected: dict[str, NodeDriver] = {}
 
     async def inputs(self, template: str) -> MachineInputs:
         if template not in self._read:
             self._read[template] = await machine_inputs(self.state.kube, template)
         return self._read[template]
+
+    async def driver(self, template: str, client: AsyncClient | None) -> NodeDriver:
+        if template not in self._connected:
+            inputs = await self.inputs(template)
+            self._connected[template] = await self.drivers.connect(inputs, self.cluster, client)
+        return self._connected[template]
 
 
 class PoolSync:
@@ -88,7 +98,7 @@ class PoolSync:
         machine not registered yet)."""
         records = [r for r in self.state.nodes.by_index(BY_CLUSTER, self.cluster) if pool_of(r)]
         pools = self.state.nodepools.by_index(BY_CLUSTER, self.cluster)
-        templates = Templates(self.state)
+        templates = Templates(self.state, self.drivers, self.cluster)
         pending = False
         for pool in pools:
             pid = str(ScopedId.of(pool))
@@ -109,7 +119,7 @@ class PoolSync:
         """Every machine of the cluster's pools, then the pools' finalizers: the cluster is
         going. No drain (its workloads go with it); `client` is None when the cluster cannot
         be reached, and then only what drivers reach on their own is removed."""
-        templates = Templates(self.state)
+        templates = Templates(self.state, self.drivers, self.cluster)
         for record in self.state.nodes.by_index(BY_CLUSTER, self.cluster):
             if pool_of(record):
                 try:
@@ -231,7 +241,7 @@ class PoolSync:
         now; None when a machine that was made is gone."""
         meta = record["metadata"]
         inputs = await templates.inputs(record["spec"]["nodeTemplateName"])
-        driver = await self.drivers.connect(inputs, self.cluster, connection.client)
+        driver = await templates.driver(record["spec"]["nodeTemplateName"], connection.client)
         call = machines.next_call(meta.get("annotations") or {})
         if call is machines.Call.OBSERVE:
             return await driver.observe(meta["name"])
@@ -282,8 +292,7 @@ class PoolSync:
         name, template = meta["name"], record["spec"].get("nodeTemplateName", "")
         driver: NodeDriver | None = None
         try:
-            driver = await self.drivers.connect(await templates.inputs(template), self.cluster,
-                                                client)  # fmt: skip
+            driver = await templates.driver(template, client)
         except NotFound:
             log.warning("cluster %s: machine %s left to its driver: template %s is gone",
                         self.cluster, name, template)  # fmt: skip
