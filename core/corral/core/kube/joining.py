@@ -31,9 +31,11 @@ JOIN_NAMESPACE = "corral-machines"
 # The shortest lifetime the TokenRequest API accepts.
 JOIN_TOKEN_SECONDS = 600
 FIELD_MANAGER = "corral-machine-join"
-# How long a new join credential may take to be honoured by the cluster's authorizer.
-RBAC_WAIT = 10.0
-RBAC_POLL = 0.1
+# How long a new join credential may take to be honoured by the cluster's authorizer: it is
+# at once on an idle apiserver, but a CI run once saw more than 10 s under load.
+RBAC_WAIT = 30.0
+RBAC_POLL_FIRST = 0.05
+RBAC_POLL_MAX = 1.0
 _LABELS = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
 
 
@@ -91,7 +93,7 @@ async def issue(client: AsyncClient, machine: str, hostname: str) -> str:
 async def _until_in_effect(client: AsyncClient, machine: str) -> None:
     """Until the cluster's authorizer lets the machine register a node: its RBAC cache sees a
     new role a moment after the write, and a driver using the token at once would be refused.
-    There is nothing to watch for this; it is asked again every RBAC_POLL seconds."""
+    There is nothing to watch for this; it is asked again, less often as time goes on."""
     account = f"system:serviceaccount:{JOIN_NAMESPACE}:{account_name(machine)}"
     review = SubjectAccessReview(spec=SubjectAccessReviewSpec(
         user=account,
@@ -99,13 +101,15 @@ async def _until_in_effect(client: AsyncClient, machine: str) -> None:
                 "system:authenticated"],
         resourceAttributes=ResourceAttributes(verb="create", resource="nodes"),
     ))  # fmt: skip
+    pause = RBAC_POLL_FIRST
     try:
         async with asyncio.timeout(RBAC_WAIT):
             while True:
                 answer = await client.create(review)
                 if answer.status is not None and answer.status.allowed:
                     return
-                await asyncio.sleep(RBAC_POLL)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, RBAC_POLL_MAX)
     except TimeoutError:
         raise Unavailable(
             f"the join credential of machine {machine} is not in effect after {RBAC_WAIT:g}s"
