@@ -230,7 +230,8 @@ def test_the_address_is_limited_across_usernames_and_counts_are_forgotten() -> N
 
 # -- settings -------------------------------------------------------------------------------
 
-NAMES = st.sampled_from(sorted(corral_settings.CATALOG))
+NUMBERS = sorted(n for n, d in corral_settings.CATALOG.items() if d.parse is None)
+NAMES = st.sampled_from(NUMBERS)
 
 
 @pytest.mark.parametrize(
@@ -280,6 +281,23 @@ def test_reading_any_stored_setting_never_raises(name: str, stored: dict[str, An
 
 @pytest.mark.parametrize("value", ["nan", "inf", "1e400", "-5", "lots"])
 def test_a_bad_stored_setting_reads_as_the_default(value: str) -> None:
-    for name, definition in corral_settings.CATALOG.items():
+    for name in NUMBERS:
+        definition = corral_settings.CATALOG[name]
         stored = {"value": value, "default": definition.default}
         assert corral_settings.number(name, stored) == float(definition.default)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(sorted(set(corral_settings.CATALOG) - set(NUMBERS))),
+    st.dictionaries(st.sampled_from(["value", "default", "other"]), JSON) | st.none(),
+)
+def test_a_document_setting_reads_as_a_value_it_accepts(
+    name: str, stored: dict[str, Any] | None
+) -> None:
+    text = corral_settings.document(name, stored)
+    corral_settings.check(name, text)
+    value = (stored or {}).get("value")
+    if isinstance(value, str) and value and text != value:
+        with pytest.raises(corral_settings.SettingValueError):
+            corral_settings.check(name, value)

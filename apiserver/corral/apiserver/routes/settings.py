@@ -86,9 +86,9 @@ async def update_setting(request: web.Request) -> web.Response:
     # A body without `value` is a mistake, not a reset: resetting is explicit, `"value": ""`.
     if body.get("value") is None:
         raise errors.missing("value")
-    value = text(body, "value", max_length=4096)
+    value = text(body, "value", max_length=settings.MAX_VALUE)
     if name in settings.CATALOG and value:
-        settings.as_number(name, value)
+        settings.check(name, value)
     definition = settings.CATALOG.get(name)
     obj = kinds.Setting(metadata=ObjectMeta(name=name), value=value,
                             default=definition.default if definition else "")  # fmt: skip

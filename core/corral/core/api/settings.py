@@ -3,20 +3,22 @@
 Each is a cluster-scoped `Setting` in management.svc.io/v3 whose `value`, when not empty,
 overrides its `default`. The operator creates missing ones at start-up.
 
-Every setting is a number written in plain decimal (`960`, `0.5`): no sign, exponent, `nan`
-or `inf`, and within the setting's bounds. The API refuses anything else; a bad value stored
-another way (kubectl) is read as the default, so one typo cannot lock everyone out.
+Most settings are numbers written in plain decimal (`960`, `0.5`): no sign, exponent, `nan`
+or `inf`, and within the setting's bounds. A few are documents (the version catalog, JSON),
+each checked by its own parser. The API refuses anything else; a bad value stored another way
+(kubectl) is read as the default, so one typo cannot lock everyone out.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from corral.core.errors import Invalid
+from corral.core.provisioning import catalog
 
 # 100 Julian years: far beyond any useful lifetime or interval, and small enough that
 # "now plus this" stays inside what a datetime (year 9999) can hold.
@@ -25,6 +27,19 @@ MAX_RATE_PER_MINUTE = 1_000_000
 
 _DECIMAL = re.compile(r"[0-9]{1,15}(\.[0-9]{1,9})?", re.ASCII)
 _WHOLE = re.compile(r"[0-9]{1,15}", re.ASCII)
+# The longest value or default a Setting holds (its CRD says the same).
+MAX_VALUE = 16 * 1024
+
+
+CATALOG_SETTING = "kubernetes-version-catalog"
+STORAGE_CLASS_SETTING = "hosted-control-plane-storage-class"
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", re.ASCII)
+
+
+def _storage_class(text: str) -> str:
+    if text and not _DNS_SUBDOMAIN.fullmatch(text):
+        raise Invalid(f"setting {STORAGE_CLASS_SETTING} must name a StorageClass", "value")
+    return text
 
 
 @dataclass(frozen=True)
@@ -32,9 +47,11 @@ class SettingDef:
     name: str
     default: str
     description: str
-    maximum: float
+    maximum: float = 0
     minimum: float = 0
     whole: bool = False  # a count: no fraction
+    # A document setting: what checks its text (raising Invalid); None for a number.
+    parse: Callable[[str], object] | None = None
 
     def describe_bounds(self) -> str:
         kind = "a whole number" if self.whole else "a decimal number"
@@ -65,6 +82,12 @@ CATALOG: dict[str, SettingDef] = {
         SettingDef("auth-group-sync-interval-minutes", "60",
                    "How often the operator refreshes the groups of users who signed in "
                    "through OpenID Connect.", MAX_MINUTES, minimum=0.01),
+        SettingDef(CATALOG_SETTING, catalog.DEFAULT,
+                   "The Kubernetes versions rke2 and k3s clusters may run, with the image and "
+                   "command of each control-plane component (JSON).", parse=catalog.parse),
+        SettingDef(STORAGE_CLASS_SETTING, "",
+                   "The StorageClass of hosted control planes' etcd and backup volumes; empty "
+                   "means the management cluster's default.", parse=_storage_class),
     ]
 }  # fmt: skip
 
@@ -74,6 +97,33 @@ class SettingValueError(Invalid):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, "value")
+
+
+def check(name: str, text: str) -> None:
+    """SettingValueError when `text` is not a value the catalog setting `name` accepts."""
+    parse = CATALOG[name].parse
+    if parse is None:
+        as_number(name, text)
+        return
+    try:
+        parse(text)
+    except Invalid as exc:
+        raise SettingValueError(exc.message) from None
+
+
+def document(name: str, stored: Mapping[str, Any] | None) -> str:
+    """The text in force of a document setting: its stored value when it parses, else its
+    default (as for numbers, a bad value written with kubectl never locks anyone out)."""
+    definition = CATALOG[name]
+    assert definition.parse is not None, f"{name} is a number"
+    for text in ((stored or {}).get("value"), definition.default):
+        if isinstance(text, str) and text:
+            try:
+                definition.parse(text)
+            except Invalid:
+                continue
+            return text
+    return definition.default
 
 
 def as_number(name: str, text: str) -> float:
