@@ -183,7 +183,9 @@ def binaries(
 ) -> dict[str, tuple[str, tuple[str, ...]]]:
     """The components of one version whose images keep each binary in /usr/local/bin, as the
     upstream images and corral's local control-plane image both do."""
-    components = {name: (image_of[name], (f"/usr/local/bin/{name}",)) for name in REQUIRED}
+    components: dict[str, tuple[str, tuple[str, ...]]] = {
+        name: (image_of[name], (f"/usr/local/bin/{name}",)) for name in REQUIRED
+    }
     if kwok_command is not None:
         components[KWOK] = (image_of[KWOK], kwok_command)
     return components
