@@ -164,10 +164,29 @@ def test_cluster_conditions_for_every_situation() -> None:
         "True",
         "WaitingForCredential",
     )
-    assert by_type(observe.cluster_conditions("rke2", False, None, []))["Provisioned"] == (
+    assert by_type(observe.cluster_conditions("EKS", False, None, []))["Provisioned"] == (
         "False",
         "ProvisioningNotAvailable",
     )
+
+
+def test_a_hosted_cluster_is_pending_with_the_provisioners_word_until_corral_is_in() -> None:
+    waiting = {"step": "WaitingForControlPlane", "message": "waiting for etcd: pod etcd-0 …"}
+    pending = observe.cluster_conditions("rke2", False, None, [], provisioning=waiting)
+    assert by_type(pending)["Pending"] == ("True", "Provisioning")
+    assert by_type(pending)["Provisioned"] == ("False", "Provisioning")
+    assert {c.message for c in pending if c.type == "Pending"} == {waiting["message"]}
+    failed = {"step": "Failed", "message": "Kubernetes version v1.9.9 is not in the catalog"}
+    [message] = [
+        c.message
+        for c in observe.cluster_conditions("k3s", False, None, [], provisioning=failed)
+        if c.type == "Pending"
+    ]
+    assert message.startswith("provisioning failed, and is tried again: Kubernetes version")
+    up = by_type(observe.cluster_conditions("k3s", True, observe.Probe(True, True), []))
+    assert up["Pending"] == ("False", "Connected")
+    assert up["Provisioned"] == ("True", "Provisioned")
+    assert up["Ready"] == ("True", "Ready")
 
 
 def test_merge_keeps_transition_times_when_status_does_not_change() -> None:

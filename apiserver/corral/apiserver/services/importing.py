@@ -12,15 +12,14 @@ import asyncio
 from typing import Any
 
 from aiohttp import web
-from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
-from lightkube.resources.core_v1 import Secret
+from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
 from corral.apiserver.keys import CONNECTIONS, KUBE
 from corral.apiserver.services import claims
-from corral.core.api import ids, names
+from corral.core.api import ids
 from corral.core.clusters import importing
-from corral.core.kube import agent, kinds
+from corral.core.kube import agent, cluster_secrets, kinds
 from corral.core.kube.claims import ANNOTATION_IDENTITY
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
@@ -70,30 +69,13 @@ async def import_into(request: web.Request, encoded: Any, cluster: Obj) -> Obj:
 async def _store_credential(
     request: web.Request, cluster: Obj, imported: agent.Imported, keep_cluster: bool = False
 ) -> None:
-    meta = cluster["metadata"]
-    secret = Secret(
-        metadata=ObjectMeta(
-            name=names.credential_secret_name(meta["name"]),
-            namespace=names.SYSTEM_NAMESPACE,
-            labels={names.LABEL_CLUSTER_CREDENTIAL: meta["name"]},
-            ownerReferences=[
-                OwnerReference(
-                    apiVersion=names.API_VERSION,
-                    kind=names.CLUSTER.kind,
-                    name=meta["name"],
-                    uid=meta["uid"],
-                )
-            ],
-        ),
-        type="Opaque",
-        data=imported.credential.secret_data(),
-    )
+    secret = cluster_secrets.credential_secret(cluster, imported.credential)
     try:
         stored = await request.app[KUBE].create(secret)
     except Exception:
         # Never leave a cluster behind that has no way in (one that waited for its import
         # goes on waiting).
         if not keep_cluster:
-            await delete_if_present(request.app[KUBE], kinds.Cluster, meta["name"])
+            await delete_if_present(request.app[KUBE], kinds.Cluster, cluster["metadata"]["name"])
         raise
     request.app[CONNECTIONS].credentials.put(as_dict(stored))

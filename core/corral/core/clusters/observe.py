@@ -25,6 +25,9 @@ ROLE_LABELS = {
 # Taints Kubernetes itself manages; a user's desired taints never replace these.
 SYSTEM_TAINT_PREFIXES = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
 PROVISIONING_DRIVERS = {"rke2", "k3s", "AKS", "EKS", "GKE", "svcKubernetesEngine"}
+# The drivers whose control plane corral runs itself (docs/provisioning.md); the others of
+# PROVISIONING_DRIVERS are stored only.
+HOSTED_DRIVERS = {"rke2", "k3s"}
 # A condition message, far below the CRD's limit: enough to say what failed and why.
 MAX_MESSAGE = 4096
 # Kubernetes' own conditions of a downstream node that corral reads.
@@ -233,15 +236,24 @@ def cluster_conditions(
     nodes: Sequence[Mapping[str, Any]],
     failures: Mapping[str, str] | None = None,
     duplicate_of: str | None = None,
+    provisioning: Mapping[str, Any] | None = None,
 ) -> list[Condition]:
     """The seven cluster conditions of the interface, from what was observed.
 
     `failures` are the syncs of the last pass that failed (what -> why): `Updated` is False
     `SyncFailed` naming them, while the others went on; `duplicate_of` is the Cluster that
-    has this cluster's claim, which makes `Updated` False `DuplicateImport`.
+    has this cluster's claim, which makes `Updated` False `DuplicateImport`. `provisioning`
+    is the provisioner's `status.provisioning` of a hosted cluster: until corral has its
+    credential, its step and message are the cluster's `Pending`.
     """
     failures = failures or {}
-    if driver in PROVISIONING_DRIVERS:
+    if driver in HOSTED_DRIVERS and not has_credential:
+        message = (provisioning or {}).get("message") or "waiting for the provisioner"
+        step = (provisioning or {}).get("step")
+        if step == "Failed":
+            message = f"provisioning failed, and is tried again: {message}"
+        return pending(ct.REASON_PROVISIONING, ct.REASON_NOT_PROVISIONED, message, failures)
+    if driver in PROVISIONING_DRIVERS - HOSTED_DRIVERS:
         message = f"corral cannot provision {driver} clusters yet; the cluster is only stored"
         return pending(
             ct.REASON_PROVISIONING_NOT_AVAILABLE, ct.REASON_NOT_PROVISIONED, message, failures
@@ -254,7 +266,9 @@ def cluster_conditions(
         return pending(
             ct.REASON_WAITING_FOR_CREDENTIAL, ct.REASON_WAITING_FOR_CREDENTIAL, message, failures
         )
-    origin = ct.REASON_LOCAL if driver == "local" else ct.REASON_IMPORTED
+    origin = {"local": ct.REASON_LOCAL, **dict.fromkeys(HOSTED_DRIVERS, ct.REASON_PROVISIONED)}.get(
+        driver, ct.REASON_IMPORTED
+    )
     conditions = [
         Condition.of(ct.PENDING, False, ct.REASON_CONNECTED),
         Condition.of(ct.PROVISIONED, True, origin),

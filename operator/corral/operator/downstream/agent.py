@@ -174,7 +174,8 @@ class Agent:
             self.namespace_ready = bool(await self._attempt("namespace", self._namespace()))
         isolate = bool(body["spec"].get("enableNetworkPolicy"))
         connection = None
-        if body["spec"]["driver"] not in observe.PROVISIONING_DRIVERS:
+        driver = body["spec"]["driver"]
+        if driver not in observe.PROVISIONING_DRIVERS or driver in observe.HOSTED_DRIVERS:
             connection = await self._attempt("credential", self._connection())
         self.connection = connection
         if connection is None:

@@ -82,7 +82,13 @@ class Health:
             )
         fields["observedGeneration"] = generation
         observed = observe.cluster_conditions(
-            driver, credential is not None, probe, nodes, failures, duplicate_of
+            driver,
+            credential is not None,
+            probe,
+            nodes,
+            failures,
+            duplicate_of,
+            current.get("provisioning"),
         )
         written = await self.writer.apply(
             kinds.Cluster, self.cluster, seen=body, conditions=observed, fields=fields

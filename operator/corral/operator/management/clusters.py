@@ -1,7 +1,9 @@
-"""Clusters: while a Cluster exists, its agent (`corral.operator.downstream.agent`) and its
-project keeper run, on the active replica only (a kopf daemon each); a deleted cluster is
-forgotten: the machines of its node pools, its namespace (with the Node CRs and pools), its
-credential, and corral's service account in the cluster.
+"""Clusters: while a Cluster exists, its agent (`corral.operator.downstream.agent`), its
+project keeper and, for an rke2 or k3s cluster, its provisioner
+(`corral.operator.controlplane.provisioner`) run, on the active replica only (a kopf daemon
+each); a deleted cluster is forgotten: the machines of its node pools, its hosted control
+plane, its namespace (with the Node CRs and pools), its credential, and corral's service
+account in the cluster.
 """
 
 from __future__ import annotations
@@ -18,12 +20,16 @@ from lightkube.resources.core_v1 import Namespace, Secret
 from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
 
 from corral.core.api import names
+from corral.core.clusters import observe
 from corral.core.clusters.importing import AGENT_NAME, AGENT_NAMESPACE
 from corral.core.errors import Unavailable
 from corral.core.kube.client import delete_if_present
 from corral.core.kube.status import StatusWriter
+from corral.operator.controlplane.pods import PodRuntime
+from corral.operator.controlplane.provisioner import Provisioner
 from corral.operator.downstream import pools
 from corral.operator.downstream.agent import Agent
+from corral.operator.downstream.wakeups import Wake
 from corral.operator.drivers.registry import Drivers
 from corral.operator.management.projects import ProjectKeeper
 from corral.operator.state import State
@@ -33,14 +39,25 @@ log = logging.getLogger(__name__)
 # Removing corral from a cluster is best effort: an unreachable cluster must not block its
 # deletion for longer than this.
 REMOVE_TIMEOUT = 10.0
+# How often a deletion looks again whether a hosted control plane is gone.
+REMOVE_POLL = 2.0
 
 
 @kopf.daemon(names.GROUP, names.VERSION, names.CLUSTER.plural, cancellation_timeout=10)
-async def run_cluster(name: str, memo: kopf.Memo, stopped: kopf.DaemonStopped, **_: Any) -> None:
+async def run_cluster(
+    name: str, spec: kopf.Spec, memo: kopf.Memo, stopped: kopf.DaemonStopped, **_: Any
+) -> None:
     state: State = memo.state
     agent, keeper = Agent(name, state, memo.machine_drivers), ProjectKeeper(name, state)
-    with state.attached(name, agent.wake, keeper.wake):
-        await run_until_stopped([agent.run(), keeper.run()], stopped)
+    loops, routes = [agent.run(), keeper.run()], [agent.wake, keeper.wake]
+    if spec.get("driver") in observe.HOSTED_DRIVERS:
+        provisioner = Provisioner(
+            name, state, PodRuntime(state.kube), on_change=lambda: agent.wake(Wake.TIMER)
+        )
+        loops.append(provisioner.run())
+        routes.append(provisioner.wake)
+    with state.attached(name, *routes):
+        await run_until_stopped(loops, stopped)
 
 
 async def run_until_stopped(
@@ -66,11 +83,18 @@ async def run_until_stopped(
 
 
 @kopf.on.delete(names.GROUP, names.VERSION, names.CLUSTER.plural)
-async def forget_cluster(name: str, memo: kopf.Memo, **_: Any) -> None:
-    """Deleting a cluster removes everything corral keeps for it."""
+async def forget_cluster(name: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any) -> None:
+    """Deleting a cluster removes everything corral keeps for it. A hosted control plane goes
+    after the machines (which its apiserver still serves) and with its data; corral's agent in
+    it goes with it."""
     state: State = memo.state
     await remove_machines(state, memo.machine_drivers, name)
-    if name != names.LOCAL_CLUSTER:
+    if spec.get("driver") in observe.HOSTED_DRIVERS:
+        if not await PodRuntime(state.kube).remove(name):
+            raise kopf.TemporaryError(
+                "waiting for the control plane's pods and volumes to go", delay=REMOVE_POLL
+            )
+    elif name != names.LOCAL_CLUSTER:
         await remove_agent(state, name)
     await state.connections.forget(name)
     await delete_if_present(state.kube, Namespace, name)

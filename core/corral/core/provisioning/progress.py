@@ -1,0 +1,126 @@
+"""How far a hosted control plane has come, and when it is stuck, why: computed from its
+StatefulSet, Deployment, pods and volume claims as read from the management cluster.
+
+Pure: the provisioner reads the objects and writes what this returns into
+`status.provisioning`, which the cluster's conditions show (`Pending`'s message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Obj = Mapping[str, Any]
+
+# Why a container is not running that will not mend by waiting a little.
+STUCK_WAITING = {
+    "CrashLoopBackOff",
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "ErrImageNeverPull",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+}
+MAX_DETAIL = 500
+
+
+@dataclass(frozen=True)
+class Seen:
+    etcd_ready: bool
+    control_plane_ready: bool
+    message: str  # what is awaited, and why it is stuck when it is
+
+    @property
+    def ready(self) -> bool:
+        return self.etcd_ready and self.control_plane_ready
+
+
+def control_plane(
+    statefulset: Obj | None,
+    deployment: Obj | None,
+    pods: Sequence[Obj],
+    claims: Sequence[Obj],
+) -> Seen:
+    etcd_ready = _ready_replicas(statefulset) >= 1
+    deployment_ready = _rolled(deployment)
+    if etcd_ready and deployment_ready:
+        return Seen(True, True, "")
+    waiting = (
+        "etcd" if not etcd_ready else "kube-apiserver, kube-controller-manager, kube-scheduler"
+    )
+    problems = [*_claim_problems(claims), *_pod_problems(pods)]
+    message = f"waiting for {waiting}"
+    if problems:
+        message += ": " + "; ".join(problems)
+    return Seen(etcd_ready, deployment_ready, message)
+
+
+def _ready_replicas(workload: Obj | None) -> int:
+    if workload is None:
+        return 0
+    return int((workload.get("status") or {}).get("readyReplicas") or 0)
+
+
+def _rolled(deployment: Obj | None) -> bool:
+    """Every replica of the current template is available, and nothing older is left."""
+    if deployment is None:
+        return False
+    status = deployment.get("status") or {}
+    wanted = int((deployment.get("spec") or {}).get("replicas", 1))
+    generation = deployment["metadata"].get("generation", 0)
+    return (
+        wanted >= 1
+        and int(status.get("observedGeneration") or 0) >= generation
+        and int(status.get("updatedReplicas") or 0) >= wanted
+        and int(status.get("availableReplicas") or 0) >= wanted
+        and int(status.get("replicas") or 0) == wanted
+    )
+
+
+def _claim_problems(claims: Sequence[Obj]) -> list[str]:
+    problems = []
+    for claim in claims:
+        phase = (claim.get("status") or {}).get("phase")
+        if phase == "Pending":
+            storage_class = (claim.get("spec") or {}).get("storageClassName") or "the default"
+            problems.append(
+                f"volume claim {claim['metadata']['name']} is Pending (StorageClass "
+                f"{storage_class}; setting hosted-control-plane-storage-class chooses it)"
+            )
+    return problems
+
+
+def _pod_problems(pods: Sequence[Obj]) -> list[str]:
+    problems = []
+    for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
+        name = pod["metadata"]["name"]
+        status = pod.get("status") or {}
+        for condition in status.get("conditions") or []:
+            if (
+                condition.get("type") == "PodScheduled"
+                and condition.get("status") == "False"
+                and condition.get("message")
+            ):
+                problems.append(f"pod {name} cannot be scheduled: {_short(condition['message'])}")
+        for container in status.get("containerStatuses") or []:
+            waiting = (container.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") not in STUCK_WAITING:
+                continue
+            detail = waiting.get("message") or ""
+            last = (container.get("lastState") or {}).get("terminated") or {}
+            if last:
+                said = last.get("message") or last.get("reason") or ""
+                detail = f"exit code {last.get('exitCode')}: {said}".strip()
+            problems.append(
+                f"container {container.get('name')} of pod {name} is {waiting['reason']}"
+                + (f" ({_short(detail)})" if detail else "")
+            )
+    return problems
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 1] + "…"

@@ -1,0 +1,166 @@
+"""The product's control-plane runtime: pods in the cluster's namespace of the management
+cluster (docs/provisioning.md). The objects are `corral.core.provisioning.manifests`'; this
+module only writes them, reads them back, and removes them.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from typing import Any
+
+from lightkube import ApiError, AsyncClient, codecs
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.apps_v1 import Deployment, StatefulSet
+from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod, Secret
+
+from corral.core.api import names
+from corral.core.clusters import importing
+from corral.core.clusters.credential import Credential
+from corral.core.kube.client import as_dict, delete_if_present
+from corral.core.provisioning import manifests, progress
+from corral.core.provisioning import pki as cp
+
+log = logging.getLogger(__name__)
+
+FIELD_MANAGER = "corral-provisioning"
+SECRETS = (cp.CA, cp.ETCD_CA, cp.ETCD, cp.APISERVER, cp.CONTROLLER_MANAGER, cp.SCHEDULER,
+           cp.KWOK, cp.ADMIN)  # fmt: skip
+FIRST_GENERATION = 1
+
+
+class PodRuntime:
+    def __init__(self, kube: AsyncClient) -> None:
+        self.kube = kube
+
+    async def address(self, cluster: str) -> cp.Addresses:
+        ips = {}
+        for service in manifests.services(cluster):
+            applied = await self._apply(service)
+            ips[service["metadata"]["name"]] = applied["spec"]["clusterIP"]
+        return cp.Addresses(
+            namespace=cluster,
+            apiserver_ip=ips[cp.APISERVER_SERVICE],
+            etcd_ip=ips[cp.ETCD_SERVICE],
+        )
+
+    async def certificates(self, cluster: str, addresses: cp.Addresses) -> int:
+        found = await self._secrets(cluster)
+        missing = [name for name in SECRETS if name not in found]
+        if missing:
+            await self._issue(cluster, addresses, found, missing)
+        generations = [
+            int((meta.get("annotations") or {}).get(manifests.ANNOTATION_PKI_GENERATION, 0))
+            for meta, _ in found.values()
+        ]
+        return max(generations, default=FIRST_GENERATION) or FIRST_GENERATION
+
+    async def _issue(
+        self,
+        cluster: str,
+        addresses: cp.Addresses,
+        found: dict[str, tuple[dict[str, Any], dict[str, bytes]]],
+        missing: list[str],
+    ) -> None:
+        """The missing Secrets, signed by the CAs there are (new ones when there are none);
+        those that exist stay as they are, so a pass cut short is finished by the next."""
+        data = {name: decoded for name, (_, decoded) in found.items()}
+        if cp.CA in data and cp.ETCD_CA in data:
+            authorities = cp.Authorities.load(data)
+        else:
+            authorities = cp.Authorities.create(cluster)
+            missing = list(SECRETS)
+        sa_key = next(
+            (data[name]["sa.key"] for name in (cp.APISERVER, cp.CONTROLLER_MANAGER)
+             if name in data and "sa.key" in data[name]),
+            None,
+        ) or cp.new_service_account_key()  # fmt: skip
+        issued = cp.issue(authorities, addresses, sa_key)
+        for name in missing:
+            secret = Secret(
+                metadata=ObjectMeta(
+                    name=name,
+                    namespace=cluster,
+                    labels=manifests.labels(cluster),
+                    annotations={manifests.ANNOTATION_PKI_GENERATION: str(FIRST_GENERATION)},
+                ),
+                type="Opaque",
+                data=cp.encode(issued[name]),
+            )
+            await self.kube.apply(secret, field_manager=FIELD_MANAGER, force=True)
+        log.info("cluster %s: certificates issued: %s", cluster, ", ".join(missing))
+
+    async def _secrets(self, cluster: str) -> dict[str, tuple[dict[str, Any], dict[str, bytes]]]:
+        found = {}
+        for name in SECRETS:
+            try:
+                secret = await self.kube.get(Secret, name, namespace=cluster)
+            except ApiError as exc:
+                if exc.status.code == 404:
+                    continue
+                raise
+            body = as_dict(secret)
+            found[name] = (body["metadata"], cp.decode(body.get("data") or {}))
+        return found
+
+    async def ensure(self, plan: manifests.Plan) -> None:
+        for obj in (
+            manifests.configuration(plan),
+            manifests.etcd(plan),
+            manifests.control_plane(plan),
+        ):
+            await self._apply(obj)
+
+    async def observe(self, cluster: str) -> progress.Seen:
+        statefulset = await self._get(StatefulSet, "etcd", cluster)
+        deployment = await self._get(Deployment, manifests.CONTROL_PLANE, cluster)
+        pods = [
+            as_dict(p)
+            async for p in self.kube.list(
+                Pod, namespace=cluster, labels={names.LABEL_CLUSTER: cluster}
+            )
+        ]
+        claims = [
+            as_dict(c)
+            async for c in self.kube.list(
+                PersistentVolumeClaim, namespace=cluster, labels={names.LABEL_CLUSTER: cluster}
+            )
+        ]
+        return progress.control_plane(statefulset, deployment, pods, claims)
+
+    async def bootstrap_credential(self, cluster: str) -> Credential:
+        secret = await self.kube.get(Secret, cp.ADMIN, namespace=cluster)
+        kubeconfig = cp.decode(secret.data or {})["kubeconfig"]
+        return importing.parse_kubeconfig(base64.b64encode(kubeconfig).decode())
+
+    async def remove(self, cluster: str) -> bool:
+        await delete_if_present(self.kube, Deployment, manifests.CONTROL_PLANE, cluster)
+        await delete_if_present(self.kube, StatefulSet, "etcd", cluster)
+        left = 0
+        async for claim in self.kube.list(
+            PersistentVolumeClaim, namespace=cluster, labels={names.LABEL_CLUSTER: cluster}
+        ):
+            left += 1
+            if claim.metadata and claim.metadata.name and not claim.metadata.deletionTimestamp:
+                await delete_if_present(
+                    self.kube, PersistentVolumeClaim, claim.metadata.name, cluster
+                )
+        async for _ in self.kube.list(
+            Pod, namespace=cluster, labels={names.LABEL_CLUSTER: cluster}
+        ):
+            left += 1
+        return left == 0
+
+    async def _apply(self, obj: dict[str, Any]) -> dict[str, Any]:
+        applied = await self.kube.apply(
+            codecs.from_dict(obj), field_manager=FIELD_MANAGER, force=True
+        )
+        return as_dict(applied)
+
+    async def _get(self, kind: Any, name: str, namespace: str) -> dict[str, Any] | None:
+        try:
+            return as_dict(await self.kube.get(kind, name, namespace=namespace))
+        except ApiError as exc:
+            if exc.status.code == 404:
+                return None
+            raise

@@ -1,0 +1,183 @@
+"""The provisioner of one rke2 or k3s cluster: it brings the cluster's hosted control plane up
+through the runtime and gets corral into it, then keeps it as the spec says.
+
+Each pass, in order, each step idempotent so that a pass cut short (an operator restart) is
+finished by the next:
+
+1. the release of `spec.kubernetesVersion` from the version catalog;
+2. the control plane's addresses (Services), then its certificates;
+3. what runs (the plan), made to match;
+4. until etcd and the control plane are Ready, what is awaited and why it is stuck;
+5. corral's own credential, installed with the control plane's bootstrap administrator and
+   stored as an import stores it, with a claim on the cluster's identity.
+
+The provisioner writes only `status.provisioning` (field manager `corral-provisioning`); the
+cluster's conditions stay the health writer's, which reads it (`observe.cluster_conditions`).
+From step 5 on, the cluster is reached like any imported one: the agent's health, node mirror,
+pools and projects work unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lightkube import ApiError
+
+from corral.core.api import names, settings
+from corral.core.clusters.observe import MAX_MESSAGE
+from corral.core.errors import CorralError
+from corral.core.kube import agent, claims, cluster_secrets, kinds
+from corral.core.kube.client import as_dict, ensure_namespace
+from corral.core.kube.informer import Obj
+from corral.core.kube.status import StatusWriter
+from corral.core.provisioning import catalog, manifests
+from corral.operator.controlplane.runtime import ControlPlaneRuntime
+from corral.operator.downstream.wakeups import Wake, Wakeups
+from corral.operator.state import State
+
+log = logging.getLogger(__name__)
+
+FIELD_MANAGER = "corral-provisioning"
+# How soon the next pass comes while the control plane is on its way, and once it is up.
+BUSY_INTERVAL = 2.0
+IDLE_INTERVAL = 10.0
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a pass found: the step it stopped at and why (`message`), or `ready`."""
+
+    step: str
+    message: str = ""
+    ready: bool = False
+    endpoint: str = ""
+    version: str = ""
+
+    def fields(self) -> dict[str, object]:
+        found: dict[str, object] = {"step": self.step, "message": self.message[:MAX_MESSAGE]}
+        found["ready"] = self.ready
+        if self.endpoint:
+            found["endpoint"] = self.endpoint
+        if self.version:
+            found["appliedVersion"] = self.version
+        return {"provisioning": found}
+
+
+class Provisioner:
+    def __init__(
+        self,
+        cluster: str,
+        state: State,
+        runtime: ControlPlaneRuntime,
+        on_change: Callable[[], None],
+    ) -> None:
+        self.cluster = cluster
+        self.state = state
+        self.runtime = runtime
+        # Tells the cluster's agent, whose health writer shows the progress on the conditions.
+        self.on_change = on_change
+        self.wakeups = Wakeups()
+        self.writer = StatusWriter(state.kube, FIELD_MANAGER, state.clock)
+        self.last: Progress | None = None
+
+    def wake(self, reason: Wake) -> None:
+        if reason in (Wake.SPEC, Wake.TIMER, Wake.CREDENTIAL):
+            self.wakeups.add(reason)
+
+    async def run(self) -> None:
+        """Pass after pass, until cancelled."""
+        await self.state.synced()
+        self.wakeups.add(Wake.TIMER)
+        while True:
+            await self.wakeups.wait()
+            self.wakeups.take()
+            progress = await self.step()
+            self.wakeups.after(IDLE_INTERVAL if progress.ready else BUSY_INTERVAL, Wake.TIMER)
+
+    async def step(self) -> Progress:
+        body = self.state.clusters.get(self.cluster)
+        if body is None or body["metadata"].get("deletionTimestamp"):
+            return Progress("Deleting")
+        try:
+            progress = await self._provision(body)
+        except CorralError as exc:
+            progress = Progress("Failed", exc.message)
+        except ApiError as exc:
+            progress = Progress("Failed", f"the management cluster refused: {exc.status.message}")
+        except Exception as exc:  # noqa: BLE001 - shown on the cluster and tried again
+            progress = Progress("Failed", f"{type(exc).__name__}: {exc}")
+        if progress != self.last:
+            level = logging.WARNING if progress.step == "Failed" else logging.INFO
+            log.log(level, "cluster %s: %s %s", self.cluster, progress.step, progress.message)
+        await self._write(body, progress)
+        return progress
+
+    async def _provision(self, body: Obj) -> Progress:
+        spec = body["spec"]
+        version = spec.get("kubernetesVersion") or ""
+        release = (await self._catalog()).release(version)
+        storage_class = settings.document(
+            settings.STORAGE_CLASS_SETTING, await self._setting(settings.STORAGE_CLASS_SETTING)
+        )
+        kube = self.state.kube
+        await ensure_namespace(kube, self.cluster, {names.LABEL_CLUSTER: self.cluster})
+        addresses = await self.runtime.address(self.cluster)
+        generation = await self.runtime.certificates(self.cluster, addresses)
+        plan = manifests.Plan(
+            cluster=self.cluster,
+            flavour=spec["driver"],
+            release=release,
+            addresses=addresses,
+            pki_generation=generation,
+            storage_class=storage_class,
+        )
+        await self.runtime.ensure(plan)
+        seen = await self.runtime.observe(self.cluster)
+        if not seen.ready:
+            return Progress("WaitingForControlPlane", seen.message)
+        if self.state.connections.credential(self.cluster) is None:
+            await self._get_in(body)
+        return Progress("Provisioned", ready=True, endpoint=addresses.server, version=version)
+
+    async def _get_in(self, body: Obj) -> None:
+        """corral's service account in the new cluster, with a claim on its identity and the
+        credential stored as an import stores it."""
+        admin = await self.runtime.bootstrap_credential(self.cluster)
+        identity = await agent.identify(admin)
+        installed = await agent.install_agent(admin)
+        holder = await claims.backfill(self.state.kube, identity, body)
+        if holder is not None:
+            raise CorralError(f"the new control plane's identity is claimed by {holder}")
+        secret = cluster_secrets.credential_secret(body, installed.credential)
+        stored = await self.state.kube.apply(secret, field_manager=FIELD_MANAGER, force=True)
+        self.state.connections.credentials.put(as_dict(stored))
+        log.info("cluster %s: corral's credential is stored", self.cluster)
+
+    async def _catalog(self) -> catalog.Catalog:
+        text = settings.document(
+            settings.CATALOG_SETTING, await self._setting(settings.CATALOG_SETTING)
+        )
+        return catalog.parse(text)
+
+    async def _setting(self, name: str) -> Obj | None:
+        try:
+            return as_dict(await self.state.kube.get(kinds.Setting, name))
+        except ApiError as exc:
+            if exc.status.code == 404:
+                return None
+            raise
+
+    async def _write(self, body: Obj, progress: Progress) -> None:
+        self.last = progress
+        try:
+            written = await self.writer.apply(
+                kinds.Cluster, self.cluster, seen=body, fields=progress.fields()
+            )
+        except Exception as exc:  # noqa: BLE001 - the next pass writes again
+            log.warning("cluster %s: provisioning status write failed: %s", self.cluster, exc)
+            return
+        if written is not None:
+            self.state.clusters.put(written)
+            self.on_change()

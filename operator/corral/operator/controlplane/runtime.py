@@ -1,0 +1,36 @@
+"""What runs a hosted control plane: one small contract, so that everything deciding what to
+run stays in the pure plan (`corral.core.provisioning.manifests`) and a second runtime would
+implement these calls, not the rules. The product has one: `pods.PodRuntime`.
+
+Every call is idempotent and keyed by the cluster's id.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from corral.core.clusters.credential import Credential
+from corral.core.provisioning import pki as cp
+from corral.core.provisioning.manifests import Plan
+from corral.core.provisioning.progress import Seen
+
+
+class ControlPlaneRuntime(Protocol):
+    async def address(self, cluster: str) -> cp.Addresses:
+        """Where the control plane will be reached, reserved before anything names it."""
+
+    async def certificates(self, cluster: str, addresses: cp.Addresses) -> int:
+        """Make whatever certificates and keys are missing; their generation."""
+
+    async def ensure(self, plan: Plan) -> None:
+        """Make what runs match the plan."""
+
+    async def observe(self, cluster: str) -> Seen:
+        """How far the control plane has come, and why it is stuck when it is."""
+
+    async def bootstrap_credential(self, cluster: str) -> Credential:
+        """The control plane's own administrator credential, to install corral's agent with;
+        never stored elsewhere and never logged."""
+
+    async def remove(self, cluster: str) -> bool:
+        """Remove everything that runs and its data; True once nothing is left."""
