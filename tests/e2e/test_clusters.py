@@ -254,23 +254,39 @@ def test_a_kubeconfig_without_rights_is_refused(
     assert (response.status, response.body["code"]) == (422, "Unauthorized")
 
 
-def test_provisioned_drivers_are_stored_but_pending(api: Api) -> None:
+def test_a_provisioned_cluster_without_a_node_to_run_on_is_pending_saying_why(
+    api: Api, management: k8s.ApiClient
+) -> None:
     created = api.post(
         "/v3/clusters",
-        {"type": "cluster", "name": "future", "rke2Config": {"kubernetesVersion": "v1.36.3"}},
+        {"type": "cluster", "name": "nowhere", "rke2Config": {"kubernetesVersion": "v1.36.3"}},
     )
     assert created.status == 201 and created.body["id"].startswith("c-m-")
+    cluster_id = created.body["id"]
+    # The main stack's management cluster has no node: etcd's pod is never scheduled.
     cluster = wait_for(
-        "conditions",
+        "Pending saying what it waits for",
         lambda: (
-            condition(api.get(f"/v3/clusters/{created.body['id']}").body, "Pending").get("status")
-            and api.get(f"/v3/clusters/{created.body['id']}").body
+            (body := api.get(f"/v3/clusters/{cluster_id}").body)
+            and condition(body, "Pending").get("message", "").startswith("waiting for etcd: ")
+            and body
         ),
-        30,
+        60,
     )
-    assert condition(cluster, "Pending")["reason"] == "ProvisioningNotAvailable"
+    assert condition(cluster, "Pending")["reason"] == "Provisioning"
+    assert condition(cluster, "Provisioned")["status"] == "False"
     assert cluster["state"] == "pending"
-    assert api.delete(f"/v3/clusters/{created.body['id']}").status == 204
+    core = k8s.CoreV1Api(management)
+    assert {s.metadata.name for s in core.list_namespaced_service(cluster_id).items} == {
+        "etcd",
+        "kube-apiserver",
+    }
+    assert api.delete(f"/v3/clusters/{cluster_id}").status == 204
+    wait_for(
+        "its namespace gone",
+        lambda: cluster_id not in {n.metadata.name for n in core.list_namespace().items},
+        60,
+    )
 
 
 # -- nodes ----------------------------------------------------------------------------------

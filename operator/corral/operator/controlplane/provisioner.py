@@ -116,7 +116,11 @@ class Provisioner:
 
     async def _provision(self, body: Obj) -> Progress:
         spec = body["spec"]
-        version = spec.get("kubernetesVersion") or ""
+        # The API stores the catalog key at the top; a Cluster applied with kubectl may give
+        # only its configuration's.
+        config = spec.get(f"{spec['driver']}Config") or {}
+        given = spec.get("kubernetesVersion") or config.get("kubernetesVersion") or ""
+        version = catalog.normalise(given, spec["driver"])
         release = (await self._catalog()).release(version)
         storage_class = settings.document(
             settings.STORAGE_CLASS_SETTING, await self._setting(settings.STORAGE_CLASS_SETTING)
