@@ -33,6 +33,8 @@ from corral.core.auth import ttl
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
+from corral.core.provisioning import admission
+from corral.core.provisioning.flavours import FLAVOURS
 from corral.core.workloads.spec import env_var
 
 CONFIG_DRIVERS = {
@@ -64,6 +66,21 @@ SPEC_FIELDS = ("kubernetesVersion", "localClusterAuthEndpoint", "agentEnvVars", 
                PSA_TEMPLATE)  # fmt: skip
 IMMUTABLE = {"driver", "kubeConfig", *CONFIG_DRIVERS}
 
+
+def described(driver: str) -> str:
+    """What a configuration accepts, in /v3/schemas: said for the flavours corral provisions."""
+    if (flavour := FLAVOURS.get(driver)) is None:
+        return ""
+    return (
+        f"Makes a {driver} cluster (docs/provisioning.md). kubernetesVersion: required here or "
+        f"at the top level, a version of the setting kubernetes-version-catalog (v1.36.3, "
+        f"1.36.3 or {flavour.example_version}). "
+        f"networking.plugin: {', '.join(flavour.plugins)} (default {flavour.default_plugin}; "
+        f"recorded, no CNI is installed). Other keys are kept as given, at most "
+        f"{admission.MAX_CONFIG_BYTES // 1024} KiB in all. Fixed once created"
+    )
+
+
 SCHEMA = Schema(
     id="cluster",
     plural="clusters",
@@ -84,8 +101,19 @@ SCHEMA = Schema(
         "localClusterAuthEndpoint": Field("localClusterAuthEndpoint", create=True, update=True),
         "importedConfig": Field("importedConfig", create=True),
         "kubeConfig": Field("string", create=True, write_only=True),
-        **{name: Field("json", create=True) for name in CONFIG_DRIVERS if name != "importedConfig"},
-        "kubernetesVersion": Field("string", create=True, update=True),
+        **{
+            name: Field("json", create=True, description=described(driver))
+            for name, driver in CONFIG_DRIVERS.items()
+            if name != "importedConfig"
+        },
+        "kubernetesVersion": Field(
+            "string",
+            create=True,
+            update=True,
+            description="rke2 and k3s: a version of the setting kubernetes-version-catalog "
+            "(v1.36.3, 1.36.3, or with the flavour's suffix), stored as the catalog's key; it "
+            "cannot change yet once the cluster exists. Other drivers: text, kept as given",
+        ),
         "agentEnvVars": Field(
             "array[envVar]",
             create=True,
@@ -238,8 +266,18 @@ async def create_cluster(request: web.Request) -> web.Response:
     driver = driver_of(body)
     spec: dict[str, Any] = {"displayName": display, "driver": driver}
     spec |= updatable_spec(body)
+    if (flavour := FLAVOURS.get(driver)) is not None:
+        admitted = admission.admit(
+            flavour,
+            body.get(flavour.config_field),
+            spec.get("kubernetesVersion"),
+            request.app[STORES].catalog(),
+        )
+        spec["kubernetesVersion"] = admitted.version
+        spec[flavour.config_field] = admitted.config
     for config, config_driver in CONFIG_DRIVERS.items():
-        if config_driver == driver and config != "importedConfig":
+        # A driver given alone (spec 2.3: every configuration is optional) stores none.
+        if config_driver == driver and config not in spec and body.get(config) is not None:
             spec[config] = body[config]
     labels = labels_of(body)
     if driver == "imported" and (kubeconfig := given_kubeconfig(body)) is not None:
@@ -370,6 +408,13 @@ async def update_cluster(request: web.Request) -> web.Response:
             field, f"{field} cannot be changed after the cluster is created", code="InvalidAction"
         )
     patch = updatable_spec(body)
+    if (flavour := FLAVOURS.get(spec.get("driver", ""))) is not None and (
+        "kubernetesVersion" in patch
+    ):
+        # The same version is a no-op: a client may PUT back what it read.
+        admission.check_version_change(
+            flavour, spec.get("kubernetesVersion"), patch.pop("kubernetesVersion")
+        )
     display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
     if display:
         patch["displayName"] = display

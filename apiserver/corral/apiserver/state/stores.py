@@ -16,6 +16,7 @@ from corral.core.auth import hashing, ownership, principals
 from corral.core.auth.oidc_config import OidcConfig
 from corral.core.kube import kinds, user_attributes
 from corral.core.kube.informer import Informer, Obj
+from corral.core.provisioning import catalog
 
 
 def _token_user(obj: Obj) -> list[str]:
@@ -180,6 +181,12 @@ class Stores:
     def number(self, name: str) -> float:
         # A bad value stored by hand must not lock everyone out; the default applies.
         return settings.number(name, self.settings.get(name))
+
+    def catalog(self) -> catalog.Catalog:
+        """The Kubernetes versions rke2 and k3s clusters may run (a bad stored catalog reads
+        as the default, as a bad number does)."""
+        name = settings.CATALOG_SETTING
+        return catalog.parse(settings.document(name, self.settings.get(name)))
 
     def user_active(self, user_id: str) -> bool | None:
         """None when the user does not exist or is being deleted; else whether enabled."""

@@ -1,0 +1,199 @@
+"""What `/v3/clusters` accepts and stores of an rke2 or k3s cluster (docs/provisioning.md),
+checked in the management cluster with the official client. The main stack has no real node,
+so a cluster admitted here is never provisioned: nothing is asserted about that."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from corral.core.provisioning import catalog
+from corral.devenv.waiting import wait_for
+
+from .api import Api, Response
+
+GROUP, VERSION = "management.svc.io", "v3"
+# Two versions whose images nothing pulls: admission reads the catalog's keys only.
+TWO_VERSIONS = catalog.document(
+    {
+        version: catalog.binaries(
+            {name: f"example.test/{name}:{version}" for name in catalog.REQUIRED}
+        )
+        for version in ("v1.35.4", "v1.36.3")
+    }
+)
+
+
+def stored(crs: k8s.CustomObjectsApi) -> set[str]:
+    return {
+        c["metadata"]["name"]
+        for c in crs.list_cluster_custom_object(GROUP, VERSION, "clusters")["items"]
+    }
+
+
+@pytest.fixture
+def two_versions(setting: Callable[[str, str], None]) -> None:
+    setting("kubernetes-version-catalog", TWO_VERSIONS)
+
+
+@pytest.fixture
+def clusters(api: Api, crs: k8s.CustomObjectsApi) -> Iterator[Callable[[dict[str, Any]], Response]]:
+    """Creates clusters for one test; deletes those made and waits until they are gone."""
+    made: list[str] = []
+
+    def create(body: dict[str, Any]) -> Response:
+        response = api.post("/v3/clusters", {"type": "cluster", **body})
+        if response.status == 201:
+            made.append(response.body["id"])
+        return response
+
+    yield create
+    for cluster_id in made:
+        assert api.delete(f"/v3/clusters/{cluster_id}").status == 204
+    wait_for("clusters deleted", lambda: not stored(crs) & set(made), 60)
+
+
+def refused_and_nothing_stored(
+    crs: k8s.CustomObjectsApi, create: Callable[[dict[str, Any]], Response], body: dict[str, Any]
+) -> dict[str, Any]:
+    before = stored(crs)
+    response = create(body)
+    assert response.status == 422, response.body
+    assert stored(crs) == before
+    return dict(response.body)
+
+
+@pytest.mark.usefixtures("two_versions")
+def test_a_version_not_in_the_catalog_is_refused_listing_those_it_has(
+    crs: k8s.CustomObjectsApi, clusters: Callable[[dict[str, Any]], Response]
+) -> None:
+    body = refused_and_nothing_stored(
+        crs, clusters, {"name": "old", "rke2Config": {"kubernetesVersion": "v1.34.2+rke2r1"}}
+    )
+    assert (body["code"], body["fieldName"]) == ("InvalidOption", "rke2Config.kubernetesVersion")
+    assert "versions: v1.35.4, v1.36.3" in body["message"]
+    body = refused_and_nothing_stored(
+        crs, clusters, {"name": "new", "k3sConfig": {}, "kubernetesVersion": "1.37.0"}
+    )
+    assert (body["code"], body["fieldName"]) == ("InvalidOption", "kubernetesVersion")
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "code"),
+    [
+        (
+            {
+                "rke2Config": {"kubernetesVersion": "v1.36.3"},
+                "k3sConfig": {"kubernetesVersion": "v1.36.3"},
+            },
+            "k3sConfig",
+            "InvalidFormat",
+        ),
+        ({"rke2Config": {}}, "rke2Config.kubernetesVersion", "MissingRequired"),
+        ({"rke2Config": "v1.36.3"}, "rke2Config", "InvalidFormat"),
+        (
+            {"rke2Config": {"kubernetesVersion": "v1.36.3", "networking": {"plugin": "flannel"}}},
+            "rke2Config.networking.plugin",
+            "InvalidOption",
+        ),
+        (
+            {"k3sConfig": {"kubernetesVersion": "v1.36.3", "networking": {"plugin": "cilium"}}},
+            "k3sConfig.networking.plugin",
+            "InvalidOption",
+        ),
+        (
+            {"k3sConfig": {"kubernetesVersion": "v1.36.3+rke2r1"}},
+            "k3sConfig.kubernetesVersion",
+            "InvalidFormat",
+        ),
+        (
+            {"rke2Config": {}, "kubernetesVersion": "v1.36.3+k3s1"},
+            "kubernetesVersion",
+            "InvalidFormat",
+        ),
+        (
+            {"rke2Config": {"kubernetesVersion": "v1.36.3"}, "kubernetesVersion": "v1.35.4"},
+            "rke2Config.kubernetesVersion",
+            "InvalidFormat",
+        ),
+        (
+            {"rke2Config": {"kubernetesVersion": "v1.36.3", "extra": "x" * 70_000}},
+            "rke2Config",
+            "InvalidFormat",
+        ),
+    ],
+)
+@pytest.mark.usefixtures("two_versions")
+def test_a_bad_configuration_is_refused_naming_its_field(
+    crs: k8s.CustomObjectsApi,
+    clusters: Callable[[dict[str, Any]], Response],
+    body: dict[str, Any],
+    field: str,
+    code: str,
+) -> None:
+    refused = refused_and_nothing_stored(crs, clusters, {"name": "bad", **body})
+    assert (refused["code"], refused["fieldName"]) == (code, field), refused
+
+
+@pytest.mark.usefixtures("two_versions")
+def test_an_rke2_cluster_stores_the_catalog_key_and_the_default_plugin(
+    api: Api, crs: k8s.CustomObjectsApi, clusters: Callable[[dict[str, Any]], Response]
+) -> None:
+    config = {"kubernetesVersion": "v1.36.3+rke2r1", "etcd": {"snapshotRetention": 5}}
+    created = clusters({"name": "hosted", "rke2Config": config})
+    assert created.status == 201, created.body
+    assert (created.body["driver"], created.body["kubernetesVersion"]) == ("rke2", "v1.36.3")
+    spec = crs.get_cluster_custom_object(GROUP, VERSION, "clusters", created.body["id"])["spec"]
+    assert spec["kubernetesVersion"] == "v1.36.3"
+    assert spec["rke2Config"] == {**config, "networking": {"plugin": "canal"}}
+    shown = api.get(f"/v3/clusters/{created.body['id']}").body
+    assert shown["kubernetesVersion"] == "v1.36.3"
+    assert shown["spec"]["rke2Config"]["kubernetesVersion"] == "v1.36.3+rke2r1"
+
+
+@pytest.mark.usefixtures("two_versions")
+def test_a_k3s_cluster_takes_the_top_level_version_and_flannel(
+    crs: k8s.CustomObjectsApi, clusters: Callable[[dict[str, Any]], Response]
+) -> None:
+    created = clusters({"name": "small", "k3sConfig": {}, "kubernetesVersion": "1.35.4"})
+    assert created.status == 201, created.body
+    spec = crs.get_cluster_custom_object(GROUP, VERSION, "clusters", created.body["id"])["spec"]
+    assert spec["kubernetesVersion"] == "v1.35.4"
+    assert spec["k3sConfig"] == {"kubernetesVersion": "1.35.4", "networking": {"plugin": "flannel"}}
+
+
+@pytest.mark.usefixtures("two_versions")
+def test_the_version_of_a_provisioned_cluster_cannot_change_yet(
+    api: Api, crs: k8s.CustomObjectsApi, clusters: Callable[[dict[str, Any]], Response]
+) -> None:
+    created = clusters({"name": "pinned", "rke2Config": {"kubernetesVersion": "v1.36.3"}})
+    assert created.status == 201, created.body
+    path = f"/v3/clusters/{created.body['id']}"
+
+    def spec() -> dict[str, Any]:
+        return dict(
+            crs.get_cluster_custom_object(GROUP, VERSION, "clusters", created.body["id"])["spec"]
+        )
+
+    before = spec()
+    refused = api.put(path, {"kubernetesVersion": "v1.35.4", "description": "downgraded"})
+    assert (refused.status, refused.body["code"]) == (422, "InvalidAction"), refused.body
+    assert "rolling upgrade" in refused.body["message"]
+    plugin = api.put(
+        path, {"rke2Config": {"kubernetesVersion": "v1.36.3", "networking": {"plugin": "cilium"}}}
+    )
+    assert (plugin.status, plugin.body["code"]) == (422, "InvalidAction")
+    assert spec() == before
+    # What a client read, put back: the same version, however written, is no change.
+    same = api.put(path, {"kubernetesVersion": "1.36.3+rke2r9", "description": "same"})
+    assert same.status == 200, same.body
+    assert spec() == {**before, "description": "same"}
+
+
+def test_the_schema_says_what_a_configuration_accepts(api: Api) -> None:
+    fields = api.get("/v3/schemas/cluster").body["resourceFields"]
+    assert "canal, calico, cilium, none" in fields["rke2Config"]["description"]
+    assert "flannel, none" in fields["k3sConfig"]["description"]
