@@ -32,7 +32,7 @@ REQUIRED = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, ETCDCTL, ETCDUTL)
 OPTIONAL = (KWOK,)
 
 # Bounds: a catalog is read on every provisioning pass and shown in /v3/settings.
-MAX_BYTES = 64 * 1024
+MAX_BYTES = 16 * 1024  # a Setting holds at most this (its CRD and settings.MAX_VALUE)
 MAX_VERSIONS = 64
 MAX_IMAGE = 512
 MAX_ARGS = 16
