@@ -49,6 +49,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="real nodes (kubelet + containerd) for the management cluster; root only (default: 0)",
     )
     run.add_argument(
+        "--hosted-control-planes",
+        action="store_true",
+        help="let provisioned (rke2/k3s) clusters run their control planes as pods on the real "
+        "nodes: builds the control-plane image and sets the catalog and storage class settings "
+        "(needs --real-nodes 1)",
+    )
+    run.add_argument(
         "--api-port",
         type=int,
         default=8443,
@@ -69,16 +76,21 @@ def main(argv: list[str] | None = None) -> int:
     if not args.devkube.exists():
         print(f"corral.devenv: {args.devkube} is missing; run `make devkube`", file=sys.stderr)
         return 2
-    options = Options(
-        root=args.dir,
-        devkube=args.devkube.resolve(),
-        crds=args.crds,
-        downstream_clusters=args.downstream_clusters,
-        nodes_per_cluster=args.nodes,
-        api_port=args.api_port,
-        start_corral=not args.no_corral,
-        real_nodes=args.real_nodes,
-    )
+    try:
+        options = Options(
+            root=args.dir,
+            devkube=args.devkube.resolve(),
+            crds=args.crds,
+            downstream_clusters=args.downstream_clusters,
+            nodes_per_cluster=args.nodes,
+            api_port=args.api_port,
+            start_corral=not args.no_corral,
+            real_nodes=args.real_nodes,
+            hosted_control_planes=args.hosted_control_planes,
+        )
+    except ValueError as exc:
+        print(f"corral.devenv: {exc}", file=sys.stderr)
+        return 2
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
     try:

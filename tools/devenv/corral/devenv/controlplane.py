@@ -117,6 +117,9 @@ class ControlPlane:
     audit_namespace: str | None = None
     # Nodes run by a kubelet (realnode.py), awaited by wait_ready() beside the kwok ones.
     real_node_names: list[str] = field(default_factory=list)
+    # kube-controller-manager provisions hostPath volumes under /tmp/hostpath_pv (for hosted
+    # control planes' etcd; it works with one node only, which is all a development host has).
+    hostpath_provisioner: bool = False
 
     def __post_init__(self) -> None:
         self.dir = self.root / "clusters" / self.name
@@ -246,16 +249,15 @@ class ControlPlane:
             "--kube-api-qps=1000",
             "--kube-api-burst=2000",
         ]
-        self._spawn(
-            self.controllers,
-            "kube-controller-manager",
-            [
-                *common,
-                f"--root-ca-file={self.ca_path}",
-                f"--service-account-private-key-file={self.pki_dir / 'sa.key'}",
-                "--use-service-account-credentials=true",
-            ],
-        )
+        controller_manager = [
+            *common,
+            f"--root-ca-file={self.ca_path}",
+            f"--service-account-private-key-file={self.pki_dir / 'sa.key'}",
+            "--use-service-account-credentials=true",
+        ]
+        if self.hostpath_provisioner:
+            controller_manager.append("--enable-hostpath-provisioner")
+        self._spawn(self.controllers, "kube-controller-manager", controller_manager)
         self._spawn(self.controllers, "kube-scheduler", common)
         if self.nodes:
             self._start_kwok()

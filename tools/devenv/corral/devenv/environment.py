@@ -21,10 +21,12 @@ from types import TracebackType
 from typing import Any
 
 from lightkube import codecs
+from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
 from corral.core import pki
-from corral.devenv import host, images, network
+from corral.core.kube import kinds
+from corral.devenv import host, hosted, images, network
 from corral.devenv.controlplane import ControlPlane, Etcd, free_port
 from corral.devenv.process import Process, stop_all
 from corral.devenv.realnode import RealNode, prepare_host
@@ -54,6 +56,16 @@ class Options:
     apply_crds: bool = True
     # Write the management cluster's audit log of this namespace's service accounts.
     audit_namespace: str | None = None
+    # Let provisioned clusters run their control planes as pods on the real nodes: the
+    # control-plane image, a hostPath StorageClass, and the settings naming both (hosted.py).
+    hosted_control_planes: bool = False
+
+    def __post_init__(self) -> None:
+        if self.hosted_control_planes and self.real_nodes < 1:
+            raise ValueError(
+                "hosted control planes need at least one real node to run their pods "
+                "(real_nodes >= 1, `--real-nodes 1`)"
+            )
 
 
 @dataclass
@@ -74,6 +86,7 @@ class Environment:
         self._lock: int | None = None
         self._corral_env: dict[str, str] = {}
         self.cluster_ids: list[str] = []
+        self.controlplane_image: images.ControlPlaneImage | None = None
         self._host_changes = host.HostChanges()
         self._network = network.HostNetwork()
 
@@ -105,6 +118,9 @@ class Environment:
             # downstream clusters corral imports) at the host's bridge address.
             self._network.create()
             bind = network.HOST_ADDRESS
+        if options.hosted_control_planes:
+            # Recorded before kube-controller-manager starts, so that only what it adds goes.
+            self._host_changes.filled_by_us(hosted.HOSTPATH_DIR)
         self.etcd = Etcd(options.devkube, self.root)
         self.etcd.wait_ready()
         self.management = ControlPlane(
@@ -114,6 +130,7 @@ class Environment:
             self.etcd.url,
             bind_address=bind,
             audit_namespace=options.audit_namespace,
+            hostpath_provisioner=options.hosted_control_planes,
         )
         self.downstreams = [
             ControlPlane(
@@ -140,6 +157,8 @@ class Environment:
         self._start_real_nodes()
         for plane in planes:
             plane.wait_ready()
+        if options.hosted_control_planes:
+            self._prepare_hosted_control_planes()
         self._publish_kubeconfigs()
         if options.start_corral:
             self._start_corral()
@@ -196,12 +215,32 @@ class Environment:
         image_dir = self.root / "images"
         image_dir.mkdir(parents=True, exist_ok=True)
         node_images = {"localhost/busybox": images.build_busybox(image_dir)}
+        if self.options.hosted_control_planes:
+            self.controlplane_image = images.build_controlplane(self.options.devkube)
+            node_images[self.controlplane_image.repository] = self.controlplane_image.archive
         for index in range(self.options.real_nodes):
             node = RealNode(f"management-real-{index}", index, self.management,
                             self.options.devkube)  # fmt: skip
             self.real_nodes.append(node)
             node.start(self._host_changes, self._network, node_images)
         self.management.real_node_names = [node.name for node in self.real_nodes]
+
+    def _prepare_hosted_control_planes(self) -> None:
+        assert self.management is not None
+        client = self.management.client()
+        client.apply(hosted.storage_class(), field_manager="corral-devenv", force=True)
+        if self.options.apply_crds:
+            self.apply_hosted_settings()
+
+    def apply_hosted_settings(self) -> None:
+        """Point corral's settings at the local control-plane image and StorageClass. Only the
+        `value` is ours: the operator applies each setting's `default` with its own manager.
+        Call it once the Setting CRD exists (start() does when it applies the CRDs)."""
+        assert self.management is not None and self.controlplane_image is not None
+        client = self.management.client()
+        for name, value in hosted.settings(self.controlplane_image).items():
+            setting = kinds.Setting(metadata=ObjectMeta(name=name), value=value)
+            client.apply(setting, field_manager="corral-devenv", force=True)
 
     def import_image(self, base_name: str, archive: Path) -> None:
         """Make an OCI archive's image available on every real node, as `<base_name>:<tag>`."""

@@ -61,10 +61,12 @@ def run(argv: Sequence[str]) -> str:
 
 
 class HostChanges:
-    """Directories made on the host for the nodes, removed newest first by undo()."""
+    """Directories made on the host for the nodes, removed newest first by undo(), and
+    folders that the environment's processes fill, emptied of what they added."""
 
     def __init__(self) -> None:
         self._dirs: list[Path] = []
+        self._filled: list[tuple[Path, bool, frozenset[Path]]] = []
 
     def mkdir(self, path: Path) -> None:
         """Create `path` and any missing parents, remembering each one created."""
@@ -77,10 +79,38 @@ class HostChanges:
             directory.mkdir()
             self._dirs.append(directory)
 
+    def filled_by_us(self, path: Path) -> None:
+        """`path` is a folder that something the environment runs will fill (kube-controller-
+        manager's hostPath provisioner): undo() removes every entry that appears in it from
+        now on, and the folder itself unless it existed already."""
+        existed = path.is_dir()
+        entries = frozenset(path.iterdir()) if existed else frozenset()
+        self._filled.append((path, existed, entries))
+
     def undo(self) -> None:
+        for path, existed, entries in reversed(self._filled):
+            _remove_new_entries(path, existed, entries)
+        self._filled.clear()
         for directory in reversed(self._dirs):
             _remove_tree_of_empty_dirs(directory)
         self._dirs.clear()
+
+
+def _remove_new_entries(path: Path, existed: bool, entries: frozenset[Path]) -> None:
+    try:
+        if not path.is_dir():
+            return
+        if not existed:
+            shutil.rmtree(path)
+            return
+        for entry in set(path.iterdir()) - entries:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    except OSError as exc:
+        # The rest of the environment's teardown must still run.
+        log.warning("could not empty %s: %s", path, exc)
 
 
 def _remove_tree_of_empty_dirs(directory: Path) -> None:

@@ -3,30 +3,170 @@
 A real node needs a sandbox ("pause") image before it can run any pod, and tests need an image
 with a shell. One busybox image serves both: built from the static busybox binary with umoci
 in a fraction of a second, imported into each node's containerd.
+
+Hosted control planes run from a second image: the same busybox plus the static devkube
+binary, linked under the name of every component it serves. It takes seconds to build, so it
+is cached by the devkube binary's hash and shared by every environment of this user.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
+import logging
+import os
 import shutil
+import stat
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from corral.devenv.host import run
+
+log = logging.getLogger(__name__)
 
 BUSYBOX_IMAGE = "localhost/busybox:1"
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+CONTROLPLANE_REPOSITORY = "localhost/corral-controlplane"
+# devkube runs whichever command its argv[0] names.
+CONTROLPLANE_COMMANDS = (
+    "etcd",
+    "etcdctl",
+    "etcdutl",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+)
+KWOK_COMMAND = "/usr/local/bin/corral-kwok"
+# kwok needs the stages corral's simulated nodes go through, which devkube prints; the
+# operator's manifests only append kwok's flags.
+KWOK_SCRIPT = """#!/bin/sh
+set -e
+stages=/tmp/corral-kwok-stages.yaml
+devkube kwok-stages > "$stages"
+exec kwok --config="$stages" "$@"
+"""
+# Every devkube change leaves an archive of about 60 MB behind: keep the newest few.
+CACHE_KEEP = 3
+
+
+class ControlPlaneImage(NamedTuple):
+    reference: str  # localhost/corral-controlplane:<kubernetes version>-<devkube hash>
+    archive: Path
+
+    @property
+    def repository(self) -> str:
+        return self.reference.rsplit(":", 1)[0]
+
+    @property
+    def version(self) -> str:
+        """The Kubernetes version of its components, as a catalog key (v1.36.3)."""
+        return self.reference.rsplit(":", 1)[1].rsplit("-", 1)[0]
+
 
 def build_busybox(workdir: Path) -> Path:
     """An OCI archive of `localhost/busybox:1` whose command is `sleep infinity`."""
-    layout, bundle = workdir / "busybox", workdir / "busybox-bundle"
     archive = workdir / "busybox.tar"
+    _build(
+        workdir / "busybox",
+        "1",
+        _busybox_root,
+        ["--config.cmd", "/bin/sleep", "--config.cmd", "infinity"],
+        archive,
+    )
+    return archive
+
+
+def controlplane_tag(devkube: Path) -> str:
+    """`<kubernetes version>-<first 12 hex digits of the binary's sha256>`."""
+    printed = run([str(devkube), "kube-apiserver", "--version"]).split()
+    if len(printed) != 2 or printed[0] != "Kubernetes":
+        raise RuntimeError(f"{devkube} kube-apiserver --version printed {' '.join(printed)!r}")
+    digest = hashlib.sha256()
+    with devkube.open("rb") as binary:
+        for chunk in iter(lambda: binary.read(1 << 20), b""):
+            digest.update(chunk)
+    return f"{printed[1]}-{digest.hexdigest()[:12]}"
+
+
+def controlplane_cache() -> Path:
+    configured = os.environ.get("CORRAL_CONTROLPLANE_IMAGE_CACHE")
+    if configured:
+        return Path(configured)
+    return Path.home() / ".cache" / "corral" / "controlplane-image"
+
+
+def build_controlplane(devkube: Path) -> ControlPlaneImage:
+    """The control-plane image of `devkube`: from the cache, or built into it."""
+    tag = controlplane_tag(devkube)
+    cache = controlplane_cache()
+    image = ControlPlaneImage(
+        f"{CONTROLPLANE_REPOSITORY}:{tag}", cache / f"corral-controlplane-{tag}.oci.tar"
+    )
+    if image.archive.exists():
+        return image
+    cache.mkdir(parents=True, exist_ok=True)
+    with _locked(cache / ".lock"):
+        # A concurrent run may have built it while this one waited for the lock.
+        if image.archive.exists():
+            return image
+        # Holding the lock, a work folder left behind is from a killed run.
+        for stale in cache.glob("work.*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        began = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="work.", dir=cache) as work:
+            partial = Path(work) / "image.tar"
+            _build(
+                Path(work) / "layout",
+                tag,
+                lambda rootfs: _controlplane_root(rootfs, devkube),
+                [],
+                partial,
+            )
+            partial.rename(image.archive)
+        log.info(
+            "built %s in %.1fs (%.0f MB)",
+            image.reference,
+            time.monotonic() - began,
+            image.archive.stat().st_size / 1e6,
+        )
+        _prune(cache)
+    return image
+
+
+# -- building ---------------------------------------------------------------------------------
+
+
+def _build(
+    layout: Path,
+    tag: str,
+    fill: Callable[[Path], None],
+    config: Sequence[str],
+    archive: Path,
+) -> None:
+    """An OCI archive at `archive` of one image, `tag`, whose single layer `fill` writes."""
+    bundle = layout.with_name(f"{layout.name}-bundle")
     for stale in (layout, bundle):
         shutil.rmtree(stale, ignore_errors=True)
-    tag = f"{layout}:1"
+    image = f"{layout}:{tag}"
     run(["umoci", "init", "--layout", str(layout)])
-    run(["umoci", "new", "--image", tag])
-    run(["umoci", "unpack", "--image", tag, str(bundle)])
-    rootfs = bundle / "rootfs"
+    run(["umoci", "new", "--image", image])
+    run(["umoci", "unpack", "--image", image, str(bundle)])
+    fill(bundle / "rootfs")
+    run(["umoci", "repack", "--image", image, str(bundle)])
+    run(["umoci", "config", "--image", image, "--config.env", PATH_ENV, *config])
+    run(["umoci", "gc", "--layout", str(layout)])
+    run(["tar", "-C", str(layout), "-cf", str(archive), "."])
+    shutil.rmtree(bundle)
+    shutil.rmtree(layout)
+
+
+def _busybox_root(rootfs: Path) -> None:
     for directory in ("bin", "tmp", "etc", "proc", "sys", "dev"):
         (rootfs / directory).mkdir(exist_ok=True)
     busybox = shutil.which("busybox") or "/bin/busybox"
@@ -35,23 +175,36 @@ def build_busybox(workdir: Path) -> Path:
         if applet != "busybox":
             (rootfs / "bin" / applet).symlink_to("busybox")
     (rootfs / "etc" / "passwd").write_text("root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534::/:\n")
-    run(["umoci", "repack", "--image", tag, str(bundle)])
-    run(
-        [
-            "umoci",
-            "config",
-            "--image",
-            tag,
-            "--config.env",
-            PATH_ENV,
-            "--config.cmd",
-            "/bin/sleep",
-            "--config.cmd",
-            "infinity",
-        ]
+
+
+def _controlplane_root(rootfs: Path, devkube: Path) -> None:
+    _busybox_root(rootfs)
+    (rootfs / "var" / "lib" / "etcd").mkdir(parents=True)
+    bin_dir = rootfs / "usr" / "local" / "bin"
+    bin_dir.mkdir(parents=True)
+    shutil.copyfile(devkube, bin_dir / "devkube")
+    (bin_dir / "devkube").chmod(0o755)
+    for command in CONTROLPLANE_COMMANDS:
+        (bin_dir / command).symlink_to("devkube")
+    script = rootfs / KWOK_COMMAND.lstrip("/")
+    script.write_text(KWOK_SCRIPT)
+    script.chmod(0o755)
+    (rootfs / "tmp").chmod(0o777 | stat.S_ISVTX)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _prune(cache: Path) -> None:
+    archives = sorted(
+        cache.glob("corral-controlplane-*.oci.tar"), key=lambda p: p.stat().st_mtime, reverse=True
     )
-    run(["umoci", "gc", "--layout", str(layout)])
-    run(["tar", "-C", str(layout), "-cf", str(archive), "."])
-    shutil.rmtree(bundle)
-    shutil.rmtree(layout)
-    return archive
+    for old in archives[CACHE_KEEP:]:
+        old.unlink(missing_ok=True)

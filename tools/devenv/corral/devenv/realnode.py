@@ -150,7 +150,9 @@ class RealNode:
 
     def import_image(self, base_name: str, archive: Path) -> None:
         """Import an OCI archive as `<base_name>:<tag>`, the tag being its `ref.name`."""
+        began = time.monotonic()
         self.ctr("-n", "k8s.io", "images", "import", "--base-name", base_name, str(archive))
+        log.info("%s: imported %s in %.1fs", self.name, base_name, time.monotonic() - began)
 
     def ctr(self, *args: str) -> str:
         assert self.holder is not None
@@ -370,7 +372,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.devmapper", "io.containerd.sna
             "mergeDefaultEvictionSettings": False,
             "imageGCHighThresholdPercent": 99,
             "imageGCLowThresholdPercent": 98,
-            "maxPods": 30,
+            # Each hosted control plane adds two pods (etcd, control plane) and its backup Jobs.
+            "maxPods": 110,
             "failSwapOn": False,
             "staticPodPath": "",
             "resolvConf": str(self.dir / "resolv.conf"),

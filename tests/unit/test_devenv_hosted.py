@@ -1,0 +1,96 @@
+"""The pure parts of the local environment for hosted control planes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corral.core.api import settings
+from corral.core.provisioning import catalog
+from corral.devenv import hosted, images
+from corral.devenv.environment import Options
+from corral.devenv.host import HostChanges
+
+IMAGE = images.ControlPlaneImage(
+    "localhost/corral-controlplane:v1.36.3-0123456789ab", Path("/cache/image.tar")
+)
+
+
+def test_a_folder_that_existed_loses_only_what_appeared_in_it(tmp_path: Path) -> None:
+    folder = tmp_path / "hostpath_pv"
+    (folder / "someone-elses").mkdir(parents=True)
+    changes = HostChanges()
+    changes.filled_by_us(folder)
+    (folder / "a-volume" / "data").mkdir(parents=True)
+    (folder / "a-volume" / "data" / "file").write_text("written by a pod")
+    (folder / "a-file").write_text("")
+    changes.undo()
+    assert sorted(p.name for p in folder.iterdir()) == ["someone-elses"]
+
+
+def test_a_folder_that_did_not_exist_goes_with_everything_in_it(tmp_path: Path) -> None:
+    folder = tmp_path / "hostpath_pv"
+    changes = HostChanges()
+    changes.filled_by_us(folder)
+    (folder / "a-volume").mkdir(parents=True)
+    (folder / "a-volume" / "file").write_text("written by a pod")
+    changes.undo()
+    assert list(tmp_path.iterdir()) == []
+    changes.undo()  # twice is harmless, as for every recorded change
+
+
+def test_the_settings_name_the_image_for_every_component_and_the_storage_class() -> None:
+    values = hosted.settings(IMAGE)
+    for name, value in values.items():
+        settings.check(name, value)
+    release = catalog.parse(values[settings.CATALOG_SETTING]).release("v1.36.3")
+    assert set(release.components) == {*catalog.REQUIRED, catalog.KWOK}
+    assert {c.image for c in release.components.values()} == {IMAGE.reference}
+    assert release.component(catalog.KWOK).command == (images.KWOK_COMMAND,)
+    assert release.component(catalog.APISERVER).command == ("/usr/local/bin/kube-apiserver",)
+    assert values[settings.STORAGE_CLASS_SETTING] == hosted.STORAGE_CLASS
+    assert len(values[settings.CATALOG_SETTING]) <= settings.MAX_VALUE
+
+
+def test_every_command_of_the_catalog_is_a_link_in_the_image() -> None:
+    assert {*catalog.REQUIRED, *catalog.OPTIONAL} == set(images.CONTROLPLANE_COMMANDS)
+
+
+def test_the_image_reference_gives_the_repository_and_the_version() -> None:
+    assert IMAGE.repository == "localhost/corral-controlplane"
+    assert IMAGE.version == "v1.36.3"
+
+
+def fake_devkube(path: Path, version: str) -> Path:
+    path.write_text(f'#!/bin/sh\necho "Kubernetes {version}"\n')
+    path.chmod(0o755)
+    return path
+
+
+def test_the_tag_is_the_version_and_the_binarys_hash(tmp_path: Path) -> None:
+    one = images.controlplane_tag(fake_devkube(tmp_path / "one", "v1.36.3"))
+    other = images.controlplane_tag(fake_devkube(tmp_path / "other", "v1.35.4"))
+    assert one.startswith("v1.36.3-") and len(one) == len("v1.36.3-") + 12
+    assert other.startswith("v1.35.4-") and one[-12:] != other[-12:]
+
+
+def test_an_unchanged_devkube_is_never_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CORRAL_CONTROLPLANE_IMAGE_CACHE", str(tmp_path / "cache"))
+    devkube = fake_devkube(tmp_path / "devkube", "v1.36.3")
+    tag = images.controlplane_tag(devkube)
+    cached = tmp_path / "cache" / f"corral-controlplane-{tag}.oci.tar"
+    cached.parent.mkdir()
+    cached.write_bytes(b"built before")
+    monkeypatch.setenv("PATH", "")  # umoci, tar and busybox are out of reach: no build
+    found = images.build_controlplane(devkube)
+    assert found == (f"localhost/corral-controlplane:{tag}", cached)
+    assert cached.read_bytes() == b"built before"
+
+
+def test_hosted_control_planes_need_a_real_node(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="real node"):
+        Options(tmp_path, tmp_path / "devkube", tmp_path, hosted_control_planes=True)
+    Options(tmp_path, tmp_path / "devkube", tmp_path, real_nodes=1, hosted_control_planes=True)

@@ -1,0 +1,43 @@
+"""What the management cluster needs so that hosted control planes can run on its real nodes.
+
+Their pods (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok) run from
+the local control-plane image (images.py), keep etcd's data on volumes that the management
+cluster's own kube-controller-manager provisions as host folders, and find both through two
+settings that corral reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.storage_v1 import StorageClass
+
+from corral.core.api.settings import CATALOG_SETTING, STORAGE_CLASS_SETTING
+from corral.core.provisioning import catalog
+from corral.devenv.images import KWOK_COMMAND, ControlPlaneImage
+
+STORAGE_CLASS = "corral-hostpath"
+# Where kube-controller-manager's hostPath provisioner puts each volume (`<dir>/<uuid>`); a
+# fixed path in Kubernetes, and its deleter only removes volumes below /tmp.
+HOSTPATH_DIR = Path("/tmp/hostpath_pv")  # noqa: S108 - Kubernetes' path, not a temp file of ours
+
+
+def storage_class() -> StorageClass:
+    return StorageClass(
+        metadata=ObjectMeta(name=STORAGE_CLASS),
+        provisioner="kubernetes.io/host-path",
+        reclaimPolicy="Delete",
+        volumeBindingMode="Immediate",
+    )
+
+
+def settings(image: ControlPlaneImage) -> dict[str, str]:
+    """The values of corral's settings that point hosted control planes at `image` and at the
+    StorageClass above."""
+    components = (*catalog.REQUIRED, *catalog.OPTIONAL)
+    release = catalog.binaries(dict.fromkeys(components, image.reference), (KWOK_COMMAND,))
+    return {
+        CATALOG_SETTING: catalog.document({image.version: release}),
+        STORAGE_CLASS_SETTING: STORAGE_CLASS,
+    }
