@@ -7,15 +7,30 @@ while the session's kwok-only `stack` may be up too; only one real node exists a
 
 from __future__ import annotations
 
+import base64
 import secrets
 import ssl
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
+from lightkube import ApiError, Client, KubeConfig
+from lightkube.models.apps_v1 import DeploymentSpec
+from lightkube.models.core_v1 import Container, PodSpec, PodTemplateSpec, SecurityContext
+from lightkube.models.meta_v1 import LabelSelector, ObjectMeta
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.core_v1 import Namespace, Node, PersistentVolume, Pod, Secret
 
+from corral.core.api import names
+from corral.core.kube import claims
+from corral.core.kube.claims import ANNOTATION_IDENTITY
 from corral.core.provisioning import catalog
 from corral.devenv import hosted as hosting
 from corral.devenv.environment import Environment
@@ -169,3 +184,171 @@ def _gone(read: Callable[[], object]) -> bool:
     except k8s.ApiException as exc:
         return exc.status == 404
     return False
+
+
+# -- provisioned clusters -----------------------------------------------------------------------
+
+PROVISION_TIMEOUT = 300.0
+WORKER_TIMEOUT = 120.0
+
+
+def condition(cluster: dict[str, Any], kind: str) -> dict[str, Any]:
+    found = [c for c in (cluster.get("status") or {}).get("conditions") or [] if c["type"] == kind]
+    return found[0] if found else {}
+
+
+def provision(api: Api, driver: str, version: str) -> tuple[dict[str, Any], set[str], float]:
+    """A cluster made through /v3 and awaited until Ready: its body, the Pending messages seen
+    on the way, and the seconds it took."""
+    began = time.monotonic()
+    created = api.post(
+        "/v3/clusters",
+        {"type": "cluster", "name": f"hosted-{driver}", f"{driver}Config": {
+            "kubernetesVersion": version}},
+    )  # fmt: skip
+    assert created.status == 201, created.body
+    cluster_id = created.body["id"]
+    pending: set[str] = set()
+
+    def ready() -> dict[str, Any] | None:
+        body = api.get(f"/v3/clusters/{cluster_id}").body
+        if message := condition(body, "Pending").get("message"):
+            pending.add(message)
+        return body if condition(body, "Ready").get("status") == "True" else None
+
+    body = wait_for(f"cluster {cluster_id} Ready", ready, PROVISION_TIMEOUT)
+    return body, pending, time.monotonic() - began
+
+
+def kubeconfig_through_corral(api: Api, cluster_id: str, ca: Path, path: Path) -> Client:
+    """kubectl's view of the cluster: a kubeconfig from generateKubeconfig, through corral's
+    proxy, trusting corral's CA as CORRAL_CA tells a client to."""
+    answer = api.post(f"/v3/clusters/{cluster_id}?action=generateKubeconfig", {})
+    assert answer.status == 200, answer.body
+    config = yaml.safe_load(base64.b64decode(answer.body["config"]))
+    for entry in config["clusters"]:
+        entry["cluster"]["certificate-authority-data"] = base64.b64encode(ca.read_bytes()).decode()
+    path.write_text(yaml.safe_dump(config))
+    return Client(KubeConfig.from_file(path))
+
+
+def test_an_rke2_cluster_is_provisioned_runs_a_deployment_on_pool_workers_and_goes_whole(
+    hosted: Environment, hosted_api: Api, tmp_path: Path
+) -> None:
+    management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
+    cluster, pending, seconds = provision(hosted_api, "rke2", "v1.36.3+rke2r1")
+    cluster_id = cluster["id"]
+    print(f"\nrke2 cluster {cluster_id}: create to Ready in {seconds:.1f}s")
+    assert any(m.startswith("waiting for") for m in pending), pending
+    assert condition(cluster, "Provisioned")["reason"] == "Provisioned"
+    status = cluster["status"]
+    assert status["version"]["gitVersion"] == "v1.36.3"
+    assert status["apiEndpoint"].startswith("https://10.") and status["caCert"]
+    assert cluster["kubernetesVersion"] == "v1.36.3"
+
+    # kubectl through corral's proxy, as a user would.
+    downstream = kubeconfig_through_corral(hosted_api, cluster_id, hosted.ca_path, tmp_path / "kc")
+    assert {"default", "kube-system"} <= {n.metadata.name for n in downstream.list(Namespace)}
+
+    # The rke2 flavour: anonymous requests reach the health endpoints only, and PodSecurity
+    # baseline is enforced on a namespace that says nothing.
+    ca = ssl.create_default_context(cadata=base64.b64decode(status["caCert"]).decode())
+    assert anonymous(status["apiEndpoint"], "/readyz", ca) == 200
+    assert anonymous(status["apiEndpoint"], "/version", ca) == 401
+    downstream.create(Namespace(metadata=ObjectMeta(name="psa")))
+    with pytest.raises(ApiError) as refused:
+        downstream.create(privileged_pod("psa"))
+    assert refused.value.status.code == 403 and "baseline" in (refused.value.status.message or "")
+
+    # Two kwok workers from a machine pool, and a Deployment that runs on them.
+    template = hosted_api.post("/v3/nodetemplates", {"name": "hosted", "kwokConfig": {"cpu": "2"}})
+    assert template.status == 201, template.body
+    pool = hosted_api.post("/v3/nodepools", {
+        "type": "nodePool", "clusterId": cluster_id, "hostnamePrefix": "hw-", "quantity": 2,
+        "worker": True, "nodeTemplateName": template.body["id"]})  # fmt: skip
+    assert pool.status == 201, pool.body
+    wait_for(
+        "2 Ready workers",
+        lambda: sum(ready_node(n) for n in downstream.list(Node)) == 2,
+        WORKER_TIMEOUT,
+    )
+    downstream.create(deployment("default", "web", replicas=2))
+    wait_for(
+        "Deployment web available",
+        lambda: (downstream.get(Deployment, "web", namespace="default").status.availableReplicas
+                 or 0) == 2,
+        WORKER_TIMEOUT,
+    )  # fmt: skip
+
+    # DELETE leaves nothing: workers, control plane, data, Secrets, credential, claim.
+    identity = cluster["metadata"]["annotations"][ANNOTATION_IDENTITY]
+    volumes = [
+        pv for pv in management.list(PersistentVolume)
+        if pv.spec.claimRef and pv.spec.claimRef.namespace == cluster_id
+    ]  # fmt: skip
+    assert volumes, "etcd's data lives on a volume"
+    assert hosted_api.delete(f"/v3/clusters/{cluster_id}").status == 204
+    wait_for(
+        "the cluster gone",
+        lambda: hosted_api.get(f"/v3/clusters/{cluster_id}").status == 404,
+        PROVISION_TIMEOUT,
+    )
+    wait_for("its namespace gone", lambda: absent(management, Namespace, cluster_id), 120)
+    for pv in volumes:
+        name = pv.metadata.name
+        wait_for(f"volume {name} gone", lambda n=name: absent(management, PersistentVolume, n), 60)
+        assert not Path(pv.spec.hostPath.path).exists()
+    assert absent(management, Secret, names.credential_secret_name(cluster_id),
+                  names.SYSTEM_NAMESPACE)  # fmt: skip
+    assert absent(management, Secret, claims.claim_name(identity), names.SYSTEM_NAMESPACE)
+    leftovers = [
+        p.metadata.name
+        for p in management.list(Pod, namespace="*", labels={names.LABEL_CLUSTER: cluster_id})
+    ]
+    assert leftovers == []
+    hosted_api.delete(f"/v3/nodetemplates/{template.body['id']}")
+
+
+def anonymous(server: str, path: str, context: ssl.SSLContext) -> int:
+    try:
+        with urllib.request.urlopen(f"{server}{path}", timeout=10, context=context) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def absent(client: Client, kind: Any, name: str, namespace: str | None = None) -> bool:
+    try:
+        client.get(kind, name, namespace=namespace)
+    except ApiError as exc:
+        if exc.status.code == 404:
+            return True
+        raise
+    return False
+
+
+def ready_node(node: Node) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+
+
+def privileged_pod(namespace: str) -> Pod:
+    return Pod(
+        metadata=ObjectMeta(name="privileged", namespace=namespace),
+        spec=PodSpec(containers=[Container(
+            name="c", image="busybox", securityContext=SecurityContext(privileged=True))]),
+    )  # fmt: skip
+
+
+def deployment(namespace: str, name: str, replicas: int) -> Deployment:
+    labels = {"app": name}
+    return Deployment(
+        metadata=ObjectMeta(name=name, namespace=namespace),
+        spec=DeploymentSpec(
+            replicas=replicas,
+            selector=LabelSelector(matchLabels=labels),
+            template=PodTemplateSpec(
+                metadata=ObjectMeta(labels=labels),
+                spec=PodSpec(containers=[Container(name="web", image="nginx")]),
+            ),
+        ),
+    )
