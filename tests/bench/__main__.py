@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import sys
 
-from tests.bench import auth, devenv, pools, projects, ratelimit, readiness, scale, workloads
+from tests.bench import (
+    auth,
+    devenv,
+    pools,
+    projects,
+    provisioning,
+    ratelimit,
+    readiness,
+    scale,
+    workloads,
+)
 
 BENCHMARKS = {
     "devenv": devenv.main,
@@ -15,6 +25,7 @@ BENCHMARKS = {
     "readiness": readiness.main,
     "workloads": workloads.main,
     "pools": pools.main,
+    "provisioning": provisioning.main,
 }
 
 

@@ -32,9 +32,11 @@ Case = tuple[str, Callable[[], str], int]
 
 
 @contextlib.contextmanager
-def stack(downstream_clusters: int, nodes_per_cluster: int = 3) -> Iterator[Environment]:
+def stack(
+    downstream_clusters: int, nodes_per_cluster: int = 3, **options: Any
+) -> Iterator[Environment]:
     """The local stack as `make run` starts it, for a benchmark: devkube built, the machine
-    printed, the rate limit lifted."""
+    printed, the rate limit lifted. `options` go to the environment (real nodes, …)."""
     subprocess.run([str(ROOT / "tools/devkube/build.sh")], check=True)
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -45,6 +47,7 @@ def stack(downstream_clusters: int, nodes_per_cluster: int = 3) -> Iterator[Envi
             downstream_clusters=downstream_clusters,
             nodes_per_cluster=nodes_per_cluster,
             api_port=0,
+            **options,
         )
         with Environment(options) as env:
             lift_rate_limit(env)
