@@ -92,7 +92,9 @@ def send_json(env: Environment, method: str, url: str, body: Any = None) -> dict
     request = urllib.request.Request(url, data, headers, method=method)
     context = ssl.create_default_context(cafile=str(env.ca_path))
     with urllib.request.urlopen(request, timeout=60, context=context) as response:
-        result: dict[str, Any] = json.loads(response.read())
+        answer = response.read()
+        # A DELETE answers 204 with no body.
+        result: dict[str, Any] = json.loads(answer) if answer else {}
         return result
 
 
