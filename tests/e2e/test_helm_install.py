@@ -37,6 +37,7 @@ SERVICE_NAME = f"{RELEASE}-api.{NAMESPACE}.svc"
 OPERATOR_SA = f"system:serviceaccount:{NAMESPACE}:{RELEASE}-operator"
 API_SA = f"system:serviceaccount:{NAMESPACE}:{RELEASE}-api"
 READY_TIMEOUT = 180.0
+PROVISION_TIMEOUT = 300.0
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -130,6 +131,7 @@ def install(
         nodes_per_cluster=2,
         real_nodes=1,
         audit_namespace=NAMESPACE,
+        hosted_control_planes=True,
     )
     reference, archive = image
     repository, tag = reference.rsplit(":", 1)
@@ -167,6 +169,8 @@ def install(
             "--wait",
             f"--timeout={int(READY_TIMEOUT)}s",
         )
+        # The chart installed the Setting CRD: the catalog can name the local images now.
+        env.apply_hosted_settings()
         yield installed
 
 
@@ -477,6 +481,36 @@ def test_every_kind_of_change_through_the_pods(install: Install) -> None:
     )
 
 
+def test_a_provisioned_cluster_through_the_pods(install: Install) -> None:
+    """The operator's pod provisions an rke2 cluster with the chart's RBAC (binding itself the
+    hosted role in the cluster's namespace), gets into it, and removes it whole."""
+    admin = install.admin
+    assert admin is not None, "runs after the login test"
+    created = admin.post(
+        "/v3/clusters", {"name": "hosted", "rke2Config": {"kubernetesVersion": "v1.36.3"}}
+    )
+    assert created.status == 201, created.body
+    cluster_id = created.body["id"]
+
+    def ready() -> bool:
+        body = admin.get(f"/v3/clusters/{cluster_id}").body
+        conditions = (body.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+    wait_for(f"cluster {cluster_id} Ready", ready, PROVISION_TIMEOUT)
+    rbac = k8s.RbacAuthorizationV1Api(install.core.api_client)
+    bindings = rbac.list_namespaced_role_binding(cluster_id).items
+    assert [(b.metadata.name, b.role_ref.name) for b in bindings] == [
+        ("corral-operator", "corral-operator-hosted")
+    ]
+    assert admin.delete(f"/v3/clusters/{cluster_id}").status == 204
+    wait_for(
+        "the cluster's namespace gone",
+        lambda: cluster_id not in {n.metadata.name for n in install.core.list_namespace().items},
+        PROVISION_TIMEOUT,
+    )
+
+
 def _tokens_of(install: Install, user_id: str) -> list[dict[str, Any]]:
     tokens = install.crs.list_cluster_custom_object("management.svc.io", "v3", "tokens")["items"]
     return [t for t in tokens if t["spec"].get("userId") == user_id]
@@ -565,6 +599,12 @@ UNREACHED: dict[str, dict[Permission, tuple[str, str]]] = {
         ),
     },
     OPERATOR_SA: {
+        # `bind` is an authorization check inside the RoleBinding's create, not a request of
+        # its own, so the audit log never shows it.
+        ("rbac.authorization.k8s.io", "clusterroles", "bind"): (
+            "operator/corral/operator/controlplane/pods.py",
+            'kind="ClusterRole"',
+        ),
         # The group sync records groups of users who signed in with OpenID Connect.
         ("management.svc.io", "userattributes", "create"): (
             "core/corral/core/kube/user_attributes.py",

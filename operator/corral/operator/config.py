@@ -19,11 +19,23 @@ DEFAULT_DATA_DIR = "/var/lib/corral"
 
 
 @dataclass(frozen=True)
+class HostedGrant:
+    """Under the Helm chart the operator may write Secrets, workloads and volumes only where
+    it binds itself this ClusterRole: in the namespace of each cluster whose control plane it
+    hosts. Without it (the local environment's admin credential) nothing is bound."""
+
+    role: str
+    namespace: str  # the operator's service account
+    service_account: str
+
+
+@dataclass(frozen=True)
 class OperatorConfig:
     liveness_endpoint: str
     peering_name: str
     priority: int
     data_dir: Path
+    hosted_grant: HostedGrant | None = None
 
     @property
     def driver_cache(self) -> Path:
@@ -38,7 +50,19 @@ class OperatorConfig:
             peering_name=os.environ.get("CORRAL_OPERATOR_PEERING", "corral"),
             priority=parse_priority(os.environ.get("CORRAL_OPERATOR_PRIORITY", "0")),
             data_dir=Path(os.environ.get("CORRAL_OPERATOR_DATA_DIR") or DEFAULT_DATA_DIR),
+            hosted_grant=hosted_grant(),
         )
+
+
+def hosted_grant() -> HostedGrant | None:
+    role = os.environ.get("CORRAL_HOSTED_CONTROL_PLANE_ROLE", "")
+    if not role:
+        return None
+    return HostedGrant(
+        role=role,
+        namespace=os.environ["CORRAL_OPERATOR_NAMESPACE"],
+        service_account=os.environ["CORRAL_OPERATOR_SERVICE_ACCOUNT"],
+    )
 
 
 def parse_priority(text: str) -> int:

@@ -59,6 +59,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     cache = Cache(config.driver_cache)
     memo.drivers = DriverKeeper(memo.kube, cache, memo.state.clock)
     memo.machine_drivers = Drivers(memo.kube, cache)
+    memo.hosted_grant = config.hosted_grant
     await ensure_peering_object(memo.kube, settings.peering.name)
     await bootstrap.run(memo.kube)
 

@@ -12,8 +12,6 @@ for the cluster never leaves the operator.
 
 from __future__ import annotations
 
-import asyncio
-
 from lightkube import AsyncClient
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.authorization_v1 import ResourceAttributes, SubjectAccessReviewSpec
@@ -25,17 +23,13 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBi
 
 from corral.core.api import names
 from corral.core.errors import Unavailable
+from corral.core.kube import access
 from corral.core.kube.client import delete_if_present, ensure_namespace
 
 JOIN_NAMESPACE = "corral-machines"
 # The shortest lifetime the TokenRequest API accepts.
 JOIN_TOKEN_SECONDS = 600
 FIELD_MANAGER = "corral-machine-join"
-# How long a new join credential may take to be honoured by the cluster's authorizer: it is
-# at once on an idle apiserver, but a CI run once saw more than 10 s under load.
-RBAC_WAIT = 30.0
-RBAC_POLL_FIRST = 0.05
-RBAC_POLL_MAX = 1.0
 _LABELS = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
 
 
@@ -91,9 +85,8 @@ async def issue(client: AsyncClient, machine: str, hostname: str) -> str:
 
 
 async def _until_in_effect(client: AsyncClient, machine: str) -> None:
-    """Until the cluster's authorizer lets the machine register a node: its RBAC cache sees a
-    new role a moment after the write, and a driver using the token at once would be refused.
-    There is nothing to watch for this; it is asked again, less often as time goes on."""
+    """Until the cluster's authorizer lets the machine register a node: a driver using the
+    token at once would be refused."""
     account = f"system:serviceaccount:{JOIN_NAMESPACE}:{account_name(machine)}"
     review = SubjectAccessReview(spec=SubjectAccessReviewSpec(
         user=account,
@@ -101,19 +94,7 @@ async def _until_in_effect(client: AsyncClient, machine: str) -> None:
                 "system:authenticated"],
         resourceAttributes=ResourceAttributes(verb="create", resource="nodes"),
     ))  # fmt: skip
-    pause = RBAC_POLL_FIRST
-    try:
-        async with asyncio.timeout(RBAC_WAIT):
-            while True:
-                answer = await client.create(review)
-                if answer.status is not None and answer.status.allowed:
-                    return
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, RBAC_POLL_MAX)
-    except TimeoutError:
-        raise Unavailable(
-            f"the join credential of machine {machine} is not in effect after {RBAC_WAIT:g}s"
-        ) from None
+    await access.until_allowed(client, review, f"the join credential of machine {machine}")
 
 
 async def revoke(client: AsyncClient, machine: str) -> None:

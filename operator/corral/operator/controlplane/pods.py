@@ -10,16 +10,25 @@ import logging
 from typing import Any
 
 from lightkube import ApiError, AsyncClient, codecs
+from lightkube.models.authorization_v1 import (
+    ResourceAttributes,
+    SelfSubjectAccessReviewSpec,
+)
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.rbac_v1 import RoleRef, Subject
 from lightkube.resources.apps_v1 import Deployment, StatefulSet
+from lightkube.resources.authorization_v1 import SelfSubjectAccessReview
 from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod, Secret
+from lightkube.resources.rbac_authorization_v1 import RoleBinding
 
 from corral.core.api import names
 from corral.core.clusters import importing
 from corral.core.clusters.credential import Credential
+from corral.core.kube import access
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.provisioning import manifests, progress
 from corral.core.provisioning import pki as cp
+from corral.operator.config import HostedGrant
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +36,18 @@ FIELD_MANAGER = "corral-provisioning"
 SECRETS = (cp.CA, cp.ETCD_CA, cp.ETCD, cp.APISERVER, cp.CONTROLLER_MANAGER, cp.SCHEDULER,
            cp.KWOK, cp.ADMIN)  # fmt: skip
 FIRST_GENERATION = 1
+GRANT_NAME = "corral-operator"
 
 
 class PodRuntime:
-    def __init__(self, kube: AsyncClient) -> None:
+    def __init__(self, kube: AsyncClient, grant: HostedGrant | None = None) -> None:
         self.kube = kube
+        self.grant = grant
+        # Namespaces whose binding this runtime has seen in effect.
+        self._bound: set[str] = set()
 
     async def address(self, cluster: str) -> cp.Addresses:
+        await self._bind(cluster)
         ips = {}
         for service in manifests.services(cluster):
             applied = await self._apply(service)
@@ -134,6 +148,12 @@ class PodRuntime:
         return importing.parse_kubeconfig(base64.b64encode(kubeconfig).decode())
 
     async def remove(self, cluster: str) -> bool:
+        try:
+            await self._bind(cluster)
+        except ApiError as exc:
+            if exc.status.code == 404:
+                return True  # no namespace: nothing was ever made
+            raise
         await delete_if_present(self.kube, Deployment, manifests.CONTROL_PLANE, cluster)
         await delete_if_present(self.kube, StatefulSet, "etcd", cluster)
         left = 0
@@ -150,6 +170,30 @@ class PodRuntime:
         ):
             left += 1
         return left == 0
+
+    async def _bind(self, cluster: str) -> None:
+        """The chart's role for hosted control planes, bound to the operator in this cluster's
+        namespace (`HostedGrant`); the binding goes with the namespace."""
+        if self.grant is None:
+            return
+        binding = RoleBinding(
+            metadata=ObjectMeta(name=GRANT_NAME, namespace=cluster,
+                                labels=manifests.labels(cluster)),
+            roleRef=RoleRef(apiGroup="rbac.authorization.k8s.io", kind="ClusterRole",
+                            name=self.grant.role),
+            subjects=[Subject(kind="ServiceAccount", name=self.grant.service_account,
+                              namespace=self.grant.namespace)],
+        )  # fmt: skip
+        await self.kube.apply(binding, field_manager=FIELD_MANAGER, force=True)
+        if cluster not in self._bound:
+            await self._until_bound(cluster)
+            self._bound.add(cluster)
+
+    async def _until_bound(self, cluster: str) -> None:
+        review = SelfSubjectAccessReview(spec=SelfSubjectAccessReviewSpec(
+            resourceAttributes=ResourceAttributes(
+                namespace=cluster, verb="create", resource="services")))  # fmt: skip
+        await access.until_allowed(self.kube, review, f"the operator's role in {cluster}")
 
     async def _apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         applied = await self.kube.apply(

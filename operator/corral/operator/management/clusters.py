@@ -52,7 +52,10 @@ async def run_cluster(
     loops, routes = [agent.run(), keeper.run()], [agent.wake, keeper.wake]
     if spec.get("driver") in observe.HOSTED_DRIVERS:
         provisioner = Provisioner(
-            name, state, PodRuntime(state.kube), on_change=lambda: agent.wake(Wake.TIMER)
+            name,
+            state,
+            PodRuntime(state.kube, memo.hosted_grant),
+            on_change=lambda: agent.wake(Wake.TIMER),
         )
         loops.append(provisioner.run())
         routes.append(provisioner.wake)
@@ -90,7 +93,7 @@ async def forget_cluster(name: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any) 
     state: State = memo.state
     await remove_machines(state, memo.machine_drivers, name)
     if spec.get("driver") in observe.HOSTED_DRIVERS:
-        if not await PodRuntime(state.kube).remove(name):
+        if not await PodRuntime(state.kube, memo.hosted_grant).remove(name):
             raise kopf.TemporaryError(
                 "waiting for the control plane's pods and volumes to go", delay=REMOVE_POLL
             )
