@@ -356,20 +356,14 @@ def _apiserver(plan: Plan) -> dict[str, Any]:
 def _controller_manager(plan: Plan) -> dict[str, Any]:
     component = plan.release.component(catalog.CONTROLLER_MANAGER)
     files = f"{PKI_ROOT}/controller-manager"
-    kubeconfig = f"{files}/kubeconfig"
     argv = [
         *component.command,
-        f"--kubeconfig={kubeconfig}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        # Two pods overlap while the control plane rolls.
-        "--leader-elect=true",
+        *_controller_flags(files),
         f"--root-ca-file={files}/ca.crt",
         f"--service-account-private-key-file={files}/sa.key",
         "--use-service-account-credentials=true",
         f"--cluster-cidr={CLUSTER_CIDR}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
-        "--bind-address=127.0.0.1",
     ]
     return _component_container(
         "kube-controller-manager", component, argv, files, {"cpu": "50m", "memory": "64Mi"}
@@ -379,18 +373,23 @@ def _controller_manager(plan: Plan) -> dict[str, Any]:
 def _scheduler(plan: Plan) -> dict[str, Any]:
     component = plan.release.component(catalog.SCHEDULER)
     files = f"{PKI_ROOT}/scheduler"
+    argv = [*component.command, *_controller_flags(files)]
+    return _component_container(
+        "kube-scheduler", component, argv, files, {"cpu": "20m", "memory": "32Mi"}
+    )
+
+
+def _controller_flags(files: str) -> list[str]:
+    """What kcm and the scheduler share: their kubeconfig for everything they call, leader
+    election (two pods overlap while the control plane rolls), and health on loopback."""
     kubeconfig = f"{files}/kubeconfig"
-    argv = [
-        *component.command,
+    return [
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
         "--leader-elect=true",
         "--bind-address=127.0.0.1",
     ]
-    return _component_container(
-        "kube-scheduler", component, argv, files, {"cpu": "20m", "memory": "32Mi"}
-    )
 
 
 def _kwok(plan: Plan) -> dict[str, Any]:
