@@ -177,8 +177,10 @@ class PodRuntime:
         if self.grant is None:
             return
         binding = RoleBinding(
+            # Not `managed-by: corral`: in the cluster `local` (the management cluster) the
+            # project sync takes RoleBindings so labelled for its own and removes them.
             metadata=ObjectMeta(name=GRANT_NAME, namespace=cluster,
-                                labels=manifests.labels(cluster)),
+                                labels={names.LABEL_CLUSTER: cluster}),
             roleRef=RoleRef(apiGroup="rbac.authorization.k8s.io", kind="ClusterRole",
                             name=self.grant.role),
             subjects=[Subject(kind="ServiceAccount", name=self.grant.service_account,
