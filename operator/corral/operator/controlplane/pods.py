@@ -12,7 +12,9 @@ from typing import Any
 from lightkube import ApiError, AsyncClient, codecs
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment, StatefulSet
+from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod, Secret
+from lightkube.types import CascadeType
 
 from corral.core.api import names
 from corral.core.clusters import importing
@@ -136,6 +138,14 @@ class PodRuntime:
     async def remove(self, cluster: str) -> bool:
         await delete_if_present(self.kube, Deployment, manifests.CONTROL_PLANE, cluster)
         await delete_if_present(self.kube, StatefulSet, "etcd", cluster)
+        # Backup and restore Jobs: their pods hold the claims.
+        async for job in self.kube.list(
+            Job, namespace=cluster, labels={names.LABEL_CLUSTER: cluster}
+        ):
+            if job.metadata and job.metadata.name and not job.metadata.deletionTimestamp:
+                await self.kube.delete(
+                    Job, job.metadata.name, namespace=cluster, cascade=CascadeType.BACKGROUND
+                )
         left = 0
         async for claim in self.kube.list(
             PersistentVolumeClaim, namespace=cluster, labels={names.LABEL_CLUSTER: cluster}
