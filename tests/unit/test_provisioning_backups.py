@@ -48,6 +48,11 @@ def test_the_snapshot_job_saves_over_etcds_client_tls_then_prints_the_status() -
     volumes = {v["name"]: v for v in spec["volumes"]}
     assert volumes["backups"]["persistentVolumeClaim"]["claimName"] == "etcd-backups"
     assert volumes["pki"]["secret"]["secretName"] == "pki-apiserver"
+    assert {i["key"] for i in volumes["pki"]["secret"]["items"]} == {
+        "etcd-ca.crt",
+        "etcd-client.crt",
+        "etcd-client.key",
+    }
     # Labelled with the cluster, so that deleting the cluster finds it; never retried.
     assert job["metadata"]["labels"][names.LABEL_CLUSTER] == CLUSTER
     assert job["spec"]["backoffLimit"] == 0

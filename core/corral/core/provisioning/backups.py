@@ -35,7 +35,7 @@ ETCD_CLAIM = f"{manifests.ETCD_DATA}-etcd-0"
 # A Job that fails is not retried: a failed snapshot or restore is reported, and asking again
 # makes a new one (a new name, a new generation), so nothing is ever done twice.
 BACKOFF_LIMIT = 0
-MAX_CLUSTER_OBJECT = 256 * 1024
+ETCD_CLIENT_FILES = ("etcd-ca.crt", "etcd-client.crt", "etcd-client.key")
 
 
 def backup_name(cluster: str, now: datetime.datetime) -> str:
@@ -126,7 +126,15 @@ def snapshot_job(
     }
     volumes = [
         {"name": "backups", "persistentVolumeClaim": {"claimName": CLAIM}},
-        {"name": "pki", "secret": {"secretName": cp.APISERVER, "defaultMode": 0o400}},
+        {
+            "name": "pki",
+            "secret": {
+                "secretName": cp.APISERVER,
+                "defaultMode": 0o400,
+                # Only etcd's client identity: never the apiserver's keys beside it.
+                "items": [{"key": key, "path": key} for key in ETCD_CLIENT_FILES],
+            },
+        },
     ]
     return _job(cluster, snapshot_job_name(backup), [save], status, volumes)
 
