@@ -430,7 +430,22 @@ def test_an_rke2_cluster_is_restored_from_its_etcd_backup_and_refuses_anothers(
         {"etcdBackupName": backup["name"], "restoreRkeConfig": ""},
     )
     assert answer.status == 201, answer.body
+    assert answer.body["spec"]["etcdSnapshotRestore"] == {
+        "name": backup["name"],
+        "generation": 1,
+        "restoreRKEConfig": "",
+    }
     phases: set[str] = set()
+
+    def restoring() -> bool:
+        updated = condition(hosted_api.get(f"/v3/clusters/{cluster_id}").body, "Updated")
+        if updated.get("reason") == "Restoring":
+            phases.add(updated["message"])
+        return "stopping etcd" in updated.get("message", "")
+
+    # An operator killed in the middle: the next one resumes the same restore.
+    wait_for("the restore stopping the control plane", restoring, 60)
+    hosted.crash_operator()
 
     def restored() -> dict[str, Any] | None:
         body = hosted_api.get(f"/v3/clusters/{cluster_id}").body
