@@ -37,10 +37,12 @@ MAX_LOG = 64 * 1024
 
 async def take(state: State, backup: Obj) -> bool:
     """True once the backup has its status (done, or failed with why)."""
-    if any(c.get("type") == backups.COMPLETED for c in _conditions(backup)):
-        return True
     meta = backup["metadata"]
     name, cluster = meta["name"], meta["namespace"]
+    if any(c.get("type") == backups.COMPLETED for c in _conditions(backup)):
+        # Its Job may be left when an operator stopped between the status and the deletion.
+        await delete_job(state.kube, backups.snapshot_job_name(name), cluster)
+        return True
     body = state.clusters.get(cluster)
     if body is None:
         await _finish(state, backup, {}, ok=False, message=f"cluster {cluster} is gone")

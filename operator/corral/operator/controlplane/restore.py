@@ -87,12 +87,15 @@ async def _step(
             said = await failure(kube, name, cluster)
             await delete_job(kube, name, cluster)
             return rs.finish(current, rs.FAILED, said)
-        await delete_job(kube, name, cluster)
+        # The Job stays until the restore has finished: were it gone while the record still
+        # said Restore (an operator stopped before writing Restart), it would be made again.
         return current.moved(rs.RESTART)
     if restore.phase == rs.RESTART:
         seen = await runtime.observe(cluster)
-        workloads_current = await _scaled_up(kube, cluster)
-        return rs.finish(current, rs.FINISHED) if seen.ready and workloads_current else current
+        if not (seen.ready and await _scaled_up(kube, cluster)):
+            return current
+        await delete_job(kube, backups.restore_job_name(restore.generation), cluster)
+        return rs.finish(current, rs.FINISHED)
     return current
 
 
