@@ -438,10 +438,11 @@ def test_an_rke2_cluster_is_restored_from_its_etcd_backup_and_refuses_anothers(
     phases: set[str] = set()
 
     def restoring() -> bool:
-        updated = condition(hosted_api.get(f"/v3/clusters/{cluster_id}").body, "Updated")
-        if updated.get("reason") == "Restoring":
-            phases.add(updated["message"])
-        return "stopping etcd" in updated.get("message", "")
+        body = hosted_api.get(f"/v3/clusters/{cluster_id}").body
+        if condition(body, "Updated").get("reason") == "Restoring":
+            phases.add(condition(body, "Updated")["message"])
+        restore = ((body.get("status") or {}).get("provisioning") or {}).get("restore") or {}
+        return restore.get("phase") == "Shutdown"
 
     # An operator killed in the middle: the next one resumes the same restore.
     wait_for("the restore stopping the control plane", restoring, 60)
