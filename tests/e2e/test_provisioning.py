@@ -26,10 +26,17 @@ from lightkube.models.apps_v1 import DeploymentSpec
 from lightkube.models.core_v1 import Container, PodSpec, PodTemplateSpec, SecurityContext
 from lightkube.models.meta_v1 import LabelSelector, ObjectMeta
 from lightkube.resources.apps_v1 import Deployment
-from lightkube.resources.core_v1 import Namespace, Node, PersistentVolume, Pod, Secret
+from lightkube.resources.core_v1 import (
+    ConfigMap,
+    Namespace,
+    Node,
+    PersistentVolume,
+    Pod,
+    Secret,
+)
 
 from corral.core.api import names
-from corral.core.kube import claims
+from corral.core.kube import claims, kinds
 from corral.core.kube.claims import ANNOTATION_IDENTITY
 from corral.core.provisioning import catalog
 from corral.devenv import hosted as hosting
@@ -352,3 +359,138 @@ def deployment(namespace: str, name: str, replicas: int) -> Deployment:
             ),
         ),
     )
+
+
+# -- etcd backups and restores --------------------------------------------------------------------
+
+BACKUP_TIMEOUT = 120.0
+
+
+def take_backup(api: Api, cluster_id: str) -> tuple[dict[str, Any], float]:
+    """backupEtcd, awaited until its EtcdBackup has completed; the backup and the seconds."""
+    began = time.monotonic()
+    answer = api.post(f"/v3/clusters/{cluster_id}?action=backupEtcd", {})
+    assert answer.status == 201, answer.body
+    assert answer.body["type"] == "etcdBackup" and answer.body["clusterId"] == cluster_id
+    backup_id = answer.body["id"]
+    assert backup_id.startswith(f"{cluster_id}:")
+
+    def done() -> dict[str, Any] | None:
+        body = api.get(f"/v3/etcdbackups/{backup_id}").body
+        return body if body.get("state") in ("active", "failed") else None
+
+    backup = wait_for(f"backup {backup_id} completed", done, BACKUP_TIMEOUT)
+    assert backup["state"] == "active", backup
+    return backup, time.monotonic() - began
+
+
+def config_map(name: str) -> ConfigMap:
+    return ConfigMap(metadata=ObjectMeta(name=name, namespace="default"), data={"k": name})
+
+
+def test_an_rke2_cluster_is_restored_from_its_etcd_backup_and_refuses_anothers(
+    hosted: Environment, hosted_api: Api, tmp_path: Path
+) -> None:
+    management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
+    cluster, _, _ = provision(hosted_api, "rke2", "v1.36.3+rke2r1")
+    other, _, _ = provision(hosted_api, "k3s", "v1.36.3")
+    cluster_id, other_id = cluster["id"], other["id"]
+    downstream = kubeconfig_through_corral(hosted_api, cluster_id, hosted.ca_path, tmp_path / "kc")
+    downstream.create(config_map("before-backup"))
+
+    backup, backup_seconds = take_backup(hosted_api, cluster_id)
+    assert backup["size"] > 0 and backup["revision"] > 0
+    assert backup["filename"] == f"{backup['name']}.db"
+    assert backup["location"] == f"pvc://{cluster_id}/etcd-backups/{backup['filename']}"
+    assert backup["kubernetesVersion"] == "v1.36.3"
+    assert backup["etcdVersion"].startswith("3.6")
+    listed = hosted_api.get(f"/v3/etcdbackups?clusterId={cluster_id}").body["data"]
+    assert [b["id"] for b in listed] == [backup["id"]]
+    downstream.create(config_map("after-backup"))
+    others_backup, _ = take_backup(hosted_api, other_id)
+
+    # Another cluster's backup, by either name: 422 naming the field, and nothing written.
+    for field, value in (("etcdBackupName", others_backup["name"]),
+                         ("etcdBackupId", others_backup["id"])):  # fmt: skip
+        refused = hosted_api.post(
+            f"/v3/clusters/{cluster_id}?action=restoreFromEtcdBackup",
+            {field: value, "restoreRkeConfig": ""},
+        )
+        assert refused.status == 422, refused.body
+        assert refused.body["fieldName"] == field
+    stored = management.get(kinds.Cluster, cluster_id)
+    assert "etcdSnapshotRestore" not in stored.spec  # type: ignore[attr-defined]
+    assert downstream.get(ConfigMap, "after-backup", namespace="default").data == {
+        "k": "after-backup"
+    }
+
+    began = time.monotonic()
+    answer = hosted_api.post(
+        f"/v3/clusters/{cluster_id}?action=restoreFromEtcdBackup",
+        {"etcdBackupName": backup["name"], "restoreRkeConfig": ""},
+    )
+    assert answer.status == 201, answer.body
+    assert answer.body["spec"]["etcdSnapshotRestore"] == {
+        "name": backup["name"],
+        "generation": 1,
+        "restoreRKEConfig": "",
+    }
+    phases: set[str] = set()
+
+    def restoring() -> bool:
+        body = hosted_api.get(f"/v3/clusters/{cluster_id}").body
+        if condition(body, "Updated").get("reason") == "Restoring":
+            phases.add(condition(body, "Updated")["message"])
+        restore = ((body.get("status") or {}).get("provisioning") or {}).get("restore") or {}
+        return restore.get("phase") == "Shutdown"
+
+    # An operator killed in the middle: the next one resumes the same restore.
+    wait_for("the restore stopping the control plane", restoring, 60)
+    hosted.crash_operator()
+
+    def restored() -> dict[str, Any] | None:
+        body = hosted_api.get(f"/v3/clusters/{cluster_id}").body
+        if condition(body, "Updated").get("reason") == "Restoring":
+            phases.add(condition(body, "Updated")["message"])
+        provisioning = (body.get("status") or {}).get("provisioning") or {}
+        done = provisioning.get("restoreGeneration") == 1
+        return body if done and condition(body, "Ready").get("status") == "True" else None
+
+    after = wait_for(f"cluster {cluster_id} restored and Ready", restored, PROVISION_TIMEOUT)
+    restore_seconds = time.monotonic() - began
+    print(f"\netcd backup in {backup_seconds:.1f}s, restore to Ready in {restore_seconds:.1f}s")
+    provisioning = after["status"]["provisioning"]
+    assert provisioning["restore"]["phase"] == "Finished", provisioning
+    assert provisioning["etcdDataDir"] == "data-1"
+    assert phases, "Updated said Restoring while the restore ran"
+
+    # The objects written after the backup are gone, those before it are there.
+    assert absent(downstream, ConfigMap, "after-backup", "default")
+    assert downstream.get(ConfigMap, "before-backup", namespace="default").data == {
+        "k": "before-backup"
+    }
+    # Every watch ended with the compaction: corral's caches relisted and see what is new.
+    downstream.create(Namespace(metadata=ObjectMeta(name="after-restore")))
+    wait_for(
+        "namespace after-restore in /v3",
+        lambda: any(
+            n["id"] == "after-restore"
+            for n in hosted_api.get(f"/v3/clusters/{cluster_id}/namespaces").body["data"]
+        ),
+        60,
+    )
+
+    # Deleting both clusters leaves nothing: backups, claims, Jobs, pods.
+    for gone in (cluster_id, other_id):
+        assert hosted_api.delete(f"/v3/clusters/{gone}").status == 204
+    for gone in (cluster_id, other_id):
+        wait_for(f"namespace {gone} gone", lambda g=gone: absent(management, Namespace, g),
+                 PROVISION_TIMEOUT)  # fmt: skip
+        wait_for(
+            f"the volumes of {gone} gone",
+            lambda g=gone: not [v for v in management.list(PersistentVolume)
+                                if v.spec.claimRef and v.spec.claimRef.namespace == g],
+            60,
+        )  # fmt: skip
+        assert list(management.list(Pod, namespace="*", labels={names.LABEL_CLUSTER: gone})) == []
+    assert hosted_api.get(f"/v3/etcdbackups/{backup['id']}").status == 404

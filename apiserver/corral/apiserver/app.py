@@ -43,6 +43,7 @@ from corral.apiserver.routes import (
     cloudcredentials,
     clusterroletemplatebindings,
     clusters,
+    etcdbackups,
     globalrolebindings,
     health,
     login,
@@ -78,7 +79,7 @@ ROUTE_MODULES = [
     health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
     proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
     workloads, pods, secrets, namespacedsecrets, nodedrivers, nodetemplates, cloudcredentials,
-    nodepools, authproviders, authconfigs,
+    nodepools, authproviders, authconfigs, etcdbackups,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
@@ -89,6 +90,7 @@ SCHEMA_LIST = [
     pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, secrets.SCHEMA, namespacedsecrets.SCHEMA,
     nodedrivers.SCHEMA, nodetemplates.SCHEMA, cloudcredentials.SCHEMA, nodepools.SCHEMA,
     authconfigs.SCHEMA, authconfigs.TEST_OUTPUT, authconfigs.APPLY_INPUT,
+    etcdbackups.SCHEMA, etcdbackups.RESTORE_INPUT,
 ]  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from corral.operator import probes, startup  # noqa: F401
 from corral.operator.config import OperatorConfig
 from corral.operator.management import (  # noqa: F401
     clusters,
+    etcdbackups,
     groupsync,
     nodedrivers,
     projects,

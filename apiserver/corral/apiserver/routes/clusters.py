@@ -24,7 +24,7 @@ from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import CONNECTIONS, CORRAL_CA, KUBE, STORES
-from corral.apiserver.services import importing, tokens
+from corral.apiserver.services import etcdbackups, importing, tokens
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core import conditions, kubeconfig
 from corral.core.api import condition_types as ct
@@ -479,6 +479,11 @@ async def cluster_action(request: web.Request) -> web.Response:
     if name == "generateKubeconfig":
         return await generate_kubeconfig(request, who, obj)
     owned_cluster(request, obj["metadata"]["name"], name)
+    if name == "backupEtcd":
+        return await etcdbackups.backup(request, obj)
+    if name == "restoreFromEtcdBackup":
+        written = await etcdbackups.restore(request, obj, await read_json(request))
+        return web.json_response(render(request, written), status=201)
     driver = obj["spec"]["driver"]
     raise ApiError(
         422,

@@ -78,6 +78,7 @@ REASON_DRAIN_FAILED = "DrainFailed"
 REASON_UNCORDONED = "Uncordoned"
 REASON_CREATE_PENDING = "CreatePending"
 REASON_PROVISIONING = "Provisioning"
+REASON_RESTORING = "Restoring"
 REASON_MACHINE_FAILED = "MachineFailed"
 REASON_WAITING_FOR_NODE = "WaitingForNode"
 

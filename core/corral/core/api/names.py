@@ -33,6 +33,7 @@ CLOUD_CREDENTIAL = Kind("CloudCredential", "cloudcredentials")
 NODE_POOL = Kind("NodePool", "nodepools")
 AUTH_CONFIG = Kind("AuthConfig", "authconfigs")
 USER_ATTRIBUTE = Kind("UserAttribute", "userattributes")
+ETCD_BACKUP = Kind("EtcdBackup", "etcdbackups")
 
 # The builtin driver whose machines are simulated (kwok) nodes.
 KWOK_DRIVER = "kwok"

@@ -16,6 +16,7 @@ from typing import Any
 from corral.core import quantity
 from corral.core.api import condition_types as ct
 from corral.core.conditions import Condition
+from corral.core.provisioning import restore
 
 ROLE_LABELS = {
     "etcd": ("node-role.kubernetes.io/etcd",),
@@ -290,7 +291,16 @@ def cluster_conditions(
     else:
         reason = ct.REASON_UNREACHABLE if not probe.reachable else ct.REASON_NOT_READY
         conditions.append(Condition.of(ct.READY, False, reason, probe.message))
-    conditions.append(duplicate(duplicate_of, failures) if duplicate_of else updated(failures))
+    restoring = restore.record(provisioning)
+    if duplicate_of:
+        conditions.append(duplicate(duplicate_of, failures))
+    elif restoring.restore is not None and restoring.restore.running:
+        # A restore replaces the cluster's data: it is not up to date until it is done.
+        conditions.append(
+            Condition.of(ct.UPDATED, False, ct.REASON_RESTORING, restore.message(restoring))
+        )
+    else:
+        conditions.append(updated(failures))
     for type, pressure, pressed_reason, fine_reason in _PRESSURES:
         if not probe.reachable:
             conditions.append(Condition(type, "Unknown", ct.REASON_UNREACHABLE))

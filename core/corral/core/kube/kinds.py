@@ -9,6 +9,7 @@ from corral.core.api.names import (
     CLOUD_CREDENTIAL,
     CLUSTER,
     CLUSTER_ROLE_TEMPLATE_BINDING,
+    ETCD_BACKUP,
     GLOBAL_ROLE_BINDING,
     GROUP,
     NODE,
@@ -47,3 +48,4 @@ CloudCredential = create_global_resource(
 NodePool = create_namespaced_resource(GROUP, VERSION, NODE_POOL.kind, NODE_POOL.plural)
 AuthConfig = create_global_resource(GROUP, VERSION, AUTH_CONFIG.kind, AUTH_CONFIG.plural)
 UserAttribute = create_global_resource(GROUP, VERSION, USER_ATTRIBUTE.kind, USER_ATTRIBUTE.plural)
+EtcdBackup = create_namespaced_resource(GROUP, VERSION, ETCD_BACKUP.kind, ETCD_BACKUP.plural)

@@ -18,8 +18,10 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.models.rbac_v1 import RoleRef, Subject
 from lightkube.resources.apps_v1 import Deployment, StatefulSet
 from lightkube.resources.authorization_v1 import SelfSubjectAccessReview
+from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod, Secret
 from lightkube.resources.rbac_authorization_v1 import RoleBinding
+from lightkube.types import CascadeType
 
 from corral.core.api import names
 from corral.core.clusters import importing
@@ -156,6 +158,14 @@ class PodRuntime:
             raise
         await delete_if_present(self.kube, Deployment, manifests.CONTROL_PLANE, cluster)
         await delete_if_present(self.kube, StatefulSet, "etcd", cluster)
+        # Backup and restore Jobs: their pods hold the claims.
+        async for job in self.kube.list(
+            Job, namespace=cluster, labels={names.LABEL_CLUSTER: cluster}
+        ):
+            if job.metadata and job.metadata.name and not job.metadata.deletionTimestamp:
+                await self.kube.delete(
+                    Job, job.metadata.name, namespace=cluster, cascade=CascadeType.BACKGROUND
+                )
         left = 0
         async for claim in self.kube.list(
             PersistentVolumeClaim, namespace=cluster, labels={names.LABEL_CLUSTER: cluster}

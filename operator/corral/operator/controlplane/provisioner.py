@@ -19,8 +19,9 @@ pools and projects work unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from lightkube import ApiError
@@ -33,6 +34,8 @@ from corral.core.kube.client import as_dict, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.kube.status import StatusWriter
 from corral.core.provisioning import catalog, manifests
+from corral.core.provisioning import restore as rs
+from corral.operator.controlplane import restore
 from corral.operator.controlplane.runtime import ControlPlaneRuntime
 from corral.operator.downstream.wakeups import Wake, Wakeups
 from corral.operator.state import State
@@ -54,9 +57,13 @@ class Progress:
     ready: bool = False
     endpoint: str = ""
     version: str = ""
+    # The restore record (`core.provisioning.restore`), written on every pass: etcd's data
+    # directory lives there.
+    restore: Mapping[str, object] | None = None
 
     def fields(self) -> dict[str, object]:
         found: dict[str, object] = {"step": self.step, "message": self.message[:MAX_MESSAGE]}
+        found |= self.restore or {}
         found["ready"] = self.ready
         if self.endpoint:
             found["endpoint"] = self.endpoint
@@ -108,6 +115,9 @@ class Provisioner:
             progress = Progress("Failed", f"the management cluster refused: {exc.status.message}")
         except Exception as exc:  # noqa: BLE001 - shown on the cluster and tried again
             progress = Progress("Failed", f"{type(exc).__name__}: {exc}")
+        if progress.restore is None:
+            kept = rs.record((body.get("status") or {}).get("provisioning"))
+            progress = dataclasses.replace(progress, restore=kept.fields())
         if progress != self.last:
             level = logging.WARNING if progress.step == "Failed" else logging.INFO
             log.log(level, "cluster %s: %s %s", self.cluster, progress.step, progress.message)
@@ -137,13 +147,20 @@ class Provisioner:
             pki_generation=generation,
             storage_class=storage_class,
         )
+        provisioning = (body.get("status") or {}).get("provisioning")
+        record, plan = await restore.advance(kube, self.runtime, spec, provisioning, plan)
+        kept = record.fields()
         await self.runtime.ensure(plan)
+        if record.restore is not None and record.restore.running:
+            return Progress("Restoring", rs.message(record), restore=kept)
         seen = await self.runtime.observe(self.cluster)
         if not seen.ready:
-            return Progress("WaitingForControlPlane", seen.message)
+            return Progress("WaitingForControlPlane", seen.message, restore=kept)
         if self.state.connections.credential(self.cluster) is None:
             await self._get_in(body)
-        return Progress("Provisioned", ready=True, endpoint=addresses.server, version=version)
+        return Progress(
+            "Provisioned", ready=True, endpoint=addresses.server, version=version, restore=kept
+        )
 
     async def _get_in(self, body: Obj) -> None:
         """corral's service account in the new cluster, with a claim on its identity and the

@@ -1,0 +1,165 @@
+"""Taking an etcd backup of a hosted control plane (docs/provisioning.md, "Backups and
+restores"): the claim `etcd-backups`, a Job that saves the snapshot onto it and prints its
+status, and the EtcdBackup's status from that Job's log. The objects are
+`corral.core.provisioning.backups`'.
+
+`take` is one idempotent pass: it makes what is missing and says whether the backup is done,
+so that the kopf handler calling it retries until it is, and an operator restarted mid-way
+finds the same Job by its name.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from lightkube import ApiError, AsyncClient, codecs
+from lightkube.resources.batch_v1 import Job
+from lightkube.resources.core_v1 import Pod, Service
+from lightkube.types import CascadeType
+
+from corral.core.api import settings
+from corral.core.conditions import Condition
+from corral.core.errors import CorralError
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict
+from corral.core.kube.informer import Obj
+from corral.core.kube.status import StatusWriter
+from corral.core.provisioning import backups, catalog
+from corral.core.provisioning import pki as cp
+from corral.operator.state import State
+
+log = logging.getLogger(__name__)
+
+FIELD_MANAGER = "corral-etcd-backup"
+MAX_LOG = 64 * 1024
+
+
+async def take(state: State, backup: Obj) -> bool:
+    """True once the backup has its status (done, or failed with why)."""
+    meta = backup["metadata"]
+    name, cluster = meta["name"], meta["namespace"]
+    if any(c.get("type") == backups.COMPLETED for c in _conditions(backup)):
+        # Its Job may be left when an operator stopped between the status and the deletion.
+        await delete_job(state.kube, backups.snapshot_job_name(name), cluster)
+        return True
+    body = state.clusters.get(cluster)
+    if body is None:
+        await _finish(state, backup, {}, ok=False, message=f"cluster {cluster} is gone")
+        return True
+    kube = state.kube
+    job_name = backups.snapshot_job_name(name)
+    job = await get(kube, Job, job_name, cluster)
+    if job is None:
+        storage_class = settings.document(
+            settings.STORAGE_CLASS_SETTING, await setting(kube, settings.STORAGE_CLASS_SETTING)
+        )
+        await apply(kube, backups.claim(cluster, storage_class))
+        release = (await versions(kube)).release(body["spec"].get("kubernetesVersion") or "")
+        service = await kube.get(Service, cp.ETCD_SERVICE, namespace=cluster)
+        etcd_ip = service.spec.clusterIP if service.spec else None
+        if not etcd_ip:
+            raise CorralError(f"cluster {cluster}'s etcd has no address yet")
+        await apply(kube, backups.snapshot_job(cluster, name, release, etcd_ip))
+        log.info("cluster %s: taking etcd backup %s", cluster, name)
+        return False
+    outcome = backups.job_outcome(job)
+    if outcome is None:
+        return False
+    said = await job_log(kube, job_name, cluster, "status")
+    fields: dict[str, Any] = {
+        "filename": backups.filename(name),
+        "location": backups.location(cluster, name),
+        "kubernetesVersion": body["spec"].get("kubernetesVersion") or "",
+        "clusterObject": backups.encode_cluster_object(body["spec"]),
+    }
+    if outcome:
+        try:
+            fields |= backups.snapshot_status(said).fields()
+        except (ValueError, KeyError) as exc:
+            await _finish(state, backup, fields, ok=False, message=f"no snapshot status: {exc}")
+            return True
+    message = "" if outcome else await failure(kube, job_name, cluster)
+    await _finish(state, backup, fields, ok=outcome, message=message)
+    await delete_job(kube, job_name, cluster)
+    return True
+
+
+async def _finish(
+    state: State, backup: Obj, fields: dict[str, Any], ok: bool, message: str
+) -> None:
+    meta = backup["metadata"]
+    fields = {**fields, "createdAt": state.clock().strftime("%Y-%m-%dT%H:%M:%SZ")}
+    condition = Condition.of(
+        backups.COMPLETED, ok, "Saved" if ok else "Failed", message or "the snapshot is saved"
+    )
+    writer = StatusWriter(state.kube, FIELD_MANAGER, state.clock)
+    await writer.apply(
+        kinds.EtcdBackup, meta["name"], meta["namespace"], seen=backup,
+        conditions=[condition], fields=fields,
+    )  # fmt: skip
+    level = logging.INFO if ok else logging.WARNING
+    log.log(level, "etcd backup %s/%s: %s", meta["namespace"], meta["name"], condition.message)
+
+
+def _conditions(obj: Obj) -> list[dict[str, Any]]:
+    return list((obj.get("status") or {}).get("conditions") or [])
+
+
+# -- shared with the restore ----------------------------------------------------------------
+
+
+async def apply(kube: AsyncClient, obj: dict[str, Any]) -> None:
+    await kube.apply(codecs.from_dict(obj), field_manager=FIELD_MANAGER, force=True)
+
+
+async def get(kube: AsyncClient, kind: Any, name: str, namespace: str | None) -> Obj | None:
+    try:
+        return as_dict(await kube.get(kind, name, namespace=namespace))
+    except ApiError as exc:
+        if exc.status.code == 404:
+            return None
+        raise
+
+
+async def setting(kube: AsyncClient, name: str) -> Obj | None:
+    return await get(kube, kinds.Setting, name, None)
+
+
+async def versions(kube: AsyncClient) -> catalog.Catalog:
+    return catalog.parse(
+        settings.document(settings.CATALOG_SETTING, await setting(kube, settings.CATALOG_SETTING))
+    )
+
+
+async def delete_job(kube: AsyncClient, name: str, namespace: str) -> None:
+    """The Job and its pods (a Job's own deletion default orphans them)."""
+    try:
+        await kube.delete(Job, name, namespace=namespace, cascade=CascadeType.BACKGROUND)
+    except ApiError as exc:
+        if exc.status.code != 404:
+            raise
+
+
+async def job_log(kube: AsyncClient, job: str, namespace: str, container: str) -> str:
+    pods = [p async for p in kube.list(Pod, namespace=namespace, labels={"job-name": job})]
+    if not pods or not pods[0].metadata or not pods[0].metadata.name:
+        return ""
+    lines = []
+    async for line in kube.log(pods[0].metadata.name, namespace=namespace, container=container):
+        lines.append(line)
+    return "".join(lines)[-MAX_LOG:]
+
+
+async def failure(kube: AsyncClient, job: str, namespace: str) -> str:
+    """Why the Job's pod failed: its containers' last words."""
+    said = []
+    async for pod in kube.list(Pod, namespace=namespace, labels={"job-name": job}):
+        if pod.status is None:
+            continue
+        status = pod.status
+        for container in [*(status.initContainerStatuses or []), *(status.containerStatuses or [])]:
+            ended = container.state.terminated if container.state else None
+            if ended and ended.exitCode:
+                said.append(f"{container.name}: exit code {ended.exitCode}: {ended.message or ''}")
+    return "; ".join(said)[:2000] or f"Job {job} failed"
