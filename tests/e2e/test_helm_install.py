@@ -483,7 +483,8 @@ def test_every_kind_of_change_through_the_pods(install: Install) -> None:
 
 def test_a_provisioned_cluster_through_the_pods(install: Install) -> None:
     """The operator's pod provisions an rke2 cluster with the chart's RBAC (binding itself the
-    hosted role in the cluster's namespace), gets into it, and removes it whole."""
+    hosted role in the cluster's namespace), gets into it, backs its etcd up, and removes it
+    whole."""
     admin = install.admin
     assert admin is not None, "runs after the login test"
     created = admin.post(
@@ -498,6 +499,17 @@ def test_a_provisioned_cluster_through_the_pods(install: Install) -> None:
         return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
     wait_for(f"cluster {cluster_id} Ready", ready, PROVISION_TIMEOUT)
+    backup = admin.post(f"/v3/clusters/{cluster_id}?action=backupEtcd", {})
+    assert backup.status == 201, backup.body
+    backup_url = f"/v3/etcdbackups/{backup.body['id']}"
+    saved = wait_for(
+        "the etcd backup saved",
+        lambda: (body := admin.get(backup_url).body).get("state") == "active" and body,
+        PROVISION_TIMEOUT,
+    )
+    assert saved["size"] > 0
+    assert backup.body["id"] in {b["id"] for b in admin.get("/v3/etcdbackups").body["data"]}
+    assert admin.delete(backup_url).status == 204
     rbac = k8s.RbacAuthorizationV1Api(install.core.api_client)
     bindings = rbac.list_namespaced_role_binding(cluster_id).items
     assert [(b.metadata.name, b.role_ref.name) for b in bindings] == [
