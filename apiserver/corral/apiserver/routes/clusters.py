@@ -24,7 +24,7 @@ from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import CONNECTIONS, CORRAL_CA, KUBE, STORES
-from corral.apiserver.services import importing, tokens
+from corral.apiserver.services import importing, rotation, tokens
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core import conditions, kubeconfig
 from corral.core.api import condition_types as ct
@@ -480,6 +480,8 @@ async def cluster_action(request: web.Request) -> web.Response:
         return await generate_kubeconfig(request, who, obj)
     owned_cluster(request, obj["metadata"]["name"], name)
     driver = obj["spec"]["driver"]
+    if name == "rotateCertificates" and driver in FLAVOURS:
+        return await rotation.rotate(request, obj)
     raise ApiError(
         422,
         "InvalidAction",

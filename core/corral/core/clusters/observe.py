@@ -290,7 +290,19 @@ def cluster_conditions(
     else:
         reason = ct.REASON_UNREACHABLE if not probe.reachable else ct.REASON_NOT_READY
         conditions.append(Condition.of(ct.READY, False, reason, probe.message))
-    conditions.append(duplicate(duplicate_of, failures) if duplicate_of else updated(failures))
+    if duplicate_of:
+        conditions.append(duplicate(duplicate_of, failures))
+    elif (provisioning or {}).get("step") == ct.REASON_ROTATING_CERTIFICATES:
+        conditions.append(
+            Condition.of(
+                ct.UPDATED,
+                False,
+                ct.REASON_ROTATING_CERTIFICATES,
+                str((provisioning or {}).get("message") or ""),
+            )
+        )
+    else:
+        conditions.append(updated(failures))
     for type, pressure, pressed_reason, fine_reason in _PRESSURES:
         if not probe.reachable:
             conditions.append(Condition(type, "Unknown", ct.REASON_UNREACHABLE))

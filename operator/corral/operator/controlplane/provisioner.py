@@ -19,6 +19,7 @@ pools and projects work unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,7 +33,8 @@ from corral.core.kube import agent, claims, cluster_secrets, kinds
 from corral.core.kube.client import as_dict, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.kube.status import StatusWriter
-from corral.core.provisioning import catalog, manifests
+from corral.core.provisioning import catalog, manifests, rotation
+from corral.operator.controlplane import rotation as rotating
 from corral.operator.controlplane.runtime import ControlPlaneRuntime
 from corral.operator.downstream.wakeups import Wake, Wakeups
 from corral.operator.state import State
@@ -54,6 +56,7 @@ class Progress:
     ready: bool = False
     endpoint: str = ""
     version: str = ""
+    rotated: int = 0  # the last certificate rotation carried out, by generation
 
     def fields(self) -> dict[str, object]:
         found: dict[str, object] = {"step": self.step, "message": self.message[:MAX_MESSAGE]}
@@ -62,6 +65,8 @@ class Progress:
             found["endpoint"] = self.endpoint
         if self.version:
             found["appliedVersion"] = self.version
+        if self.rotated:
+            found[rotation.STATUS_FIELD] = self.rotated
         return {"provisioning": found}
 
 
@@ -108,6 +113,12 @@ class Provisioner:
             progress = Progress("Failed", f"the management cluster refused: {exc.status.message}")
         except Exception as exc:  # noqa: BLE001 - shown on the cluster and tried again
             progress = Progress("Failed", f"{type(exc).__name__}: {exc}")
+        if not progress.rotated:
+            # Every write carries the generation done, or a failed pass would undo it.
+            done = ((body or {}).get("status") or {}).get("provisioning") or {}
+            progress = dataclasses.replace(
+                progress, rotated=int(done.get(rotation.STATUS_FIELD) or 0)
+            )
         if progress != self.last:
             level = logging.WARNING if progress.step == "Failed" else logging.INFO
             log.log(level, "cluster %s: %s %s", self.cluster, progress.step, progress.message)
@@ -128,6 +139,16 @@ class Provisioner:
         kube = self.state.kube
         await ensure_namespace(kube, self.cluster, {names.LABEL_CLUSTER: self.cluster})
         addresses = await self.runtime.address(self.cluster)
+        owed = self._rotation_owed(body)
+        if owed is not None:
+            ca = await self.runtime.rotate_certificates(self.cluster, addresses, owed)
+            current = self.state.connections.credential(self.cluster)
+            await rotating.trust(
+                self.state,
+                FIELD_MANAGER,
+                body,
+                rotation.trusted(current.ca_cert if current else None, ca),
+            )
         generation = await self.runtime.certificates(self.cluster, addresses)
         plan = manifests.Plan(
             cluster=self.cluster,
@@ -139,11 +160,28 @@ class Provisioner:
         )
         await self.runtime.ensure(plan)
         seen = await self.runtime.observe(self.cluster)
+        if owed is not None:
+            if not (seen.ready and await self.runtime.etcd_rolled(self.cluster, generation)):
+                waiting = seen.message or "waiting for etcd"
+                return Progress(rotation.STEP, f"{rotation.message(owed)}: {waiting}")
+            # Rolled: nothing serves a certificate of the old CA any more.
+            await rotating.trust(self.state, FIELD_MANAGER, body, ca)
+            log.info("cluster %s: certificate rotation %s is done", self.cluster, owed.generation)
+            return Progress("Provisioned", ready=True, endpoint=addresses.server, version=version,
+                            rotated=owed.generation)  # fmt: skip
         if not seen.ready:
             return Progress("WaitingForControlPlane", seen.message)
         if self.state.connections.credential(self.cluster) is None:
             await self._get_in(body)
         return Progress("Provisioned", ready=True, endpoint=addresses.server, version=version)
+
+    def _rotation_owed(self, body: Obj) -> rotation.Request | None:
+        """The rotation asked for and not yet done; none before corral is in the cluster (the
+        certificates of a control plane still coming up are new anyway)."""
+        if self.state.connections.credential(self.cluster) is None:
+            return None
+        provisioning = (body.get("status") or {}).get("provisioning")
+        return rotation.requested(body["spec"], provisioning)
 
     async def _get_in(self, body: Obj) -> None:
         """corral's service account in the new cluster, with a claim on its identity and the
