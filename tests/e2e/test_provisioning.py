@@ -346,6 +346,8 @@ def test_certificate_rotation_renews_serving_certificates_and_the_ca_while_corra
     print(f"\nk3s cluster {cluster_id}: kube-apiserver certificates rotated in {seconds:.1f}s")
     assert serving_serial(endpoint) != serial
     assert namespaces_as(admin, old_ca) == 200
+    through = hosted_api.get(f"/k8s/clusters/{cluster_id}/api/v1/namespaces")
+    assert through.status == 200, through.body
     assert {"default", "kube-system"} <= {n.metadata.name for n in before.list(Namespace)}
 
     # The CAs: the old client certificate is refused, corral and its kubeconfigs work on.
@@ -354,7 +356,7 @@ def test_certificate_rotation_renews_serving_certificates_and_the_ca_while_corra
     print(
         f"k3s cluster {cluster_id}: CA rotation in {seconds:.1f}s; /readyz through corral "
         f"failed {poller.failures} of {poller.polls} polls, longest outage "
-        f"{poller.longest_outage:.1f}s"
+        f"{poller.longest_outage:.1f}s; failures: {poller.seen}"
     )
     assert answer["message"] == "rotating CA certificates and all components; kube-proxy has " \
         "no certificates here: simulated nodes run no kube-proxy"  # fmt: skip
@@ -449,6 +451,7 @@ class ReadyzPoller:
         self.polls = 0
         self.failures = 0
         self.longest_outage = 0.0
+        self.seen: dict[str, int] = {}  # what the failures were, and how often
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> ReadyzPoller:
@@ -464,14 +467,18 @@ class ReadyzPoller:
         while not self.stop.wait(0.1):
             now = time.monotonic()
             try:
-                ok = self.api.get(self.path).status == 200
-            except (OSError, ValueError):  # unreachable, or an answer that is no JSON
-                ok = False
+                answer = self.api.get(self.path)
+                seen = str(answer.status)
+                if answer.status != 200 and isinstance(answer.body, dict):
+                    seen += f" {answer.body.get('code') or answer.body.get('reason')}"
+            except (OSError, ValueError) as exc:  # unreachable, or an answer that is no JSON
+                seen = type(exc).__name__
             self.polls += 1
-            if ok:
+            if seen == "200":
                 failing_since = None
                 continue
             self.failures += 1
+            self.seen[seen] = self.seen.get(seen, 0) + 1
             failing_since = now if failing_since is None else failing_since
             self.longest_outage = max(self.longest_outage, time.monotonic() - failing_since)
 
