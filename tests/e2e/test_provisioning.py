@@ -342,8 +342,10 @@ def test_certificate_rotation_renews_serving_certificates_and_the_ca_while_corra
     assert "rotateCertificates" not in management_cluster(management, cluster_id)["spec"]
 
     # A leaf: the serving certificate is new, the CA and the bootstrap admin's client are not.
-    seconds, _ = rotate(hosted_api, cluster_id, {"services": "kube-apiserver"}, 1)
-    print(f"\nk3s cluster {cluster_id}: kube-apiserver certificates rotated in {seconds:.1f}s")
+    with ReadyzPoller(hosted_api, cluster_id) as poller:
+        seconds, _ = rotate(hosted_api, cluster_id, {"services": "kube-apiserver"}, 1)
+    print(f"\nk3s cluster {cluster_id}: kube-apiserver certificates rotated in {seconds:.1f}s; "
+          f"{poller}")  # fmt: skip
     assert serving_serial(endpoint) != serial
     assert namespaces_as(admin, old_ca) == 200
     through = hosted_api.get(f"/k8s/clusters/{cluster_id}/api/v1/namespaces")
@@ -353,11 +355,7 @@ def test_certificate_rotation_renews_serving_certificates_and_the_ca_while_corra
     # The CAs: the old client certificate is refused, corral and its kubeconfigs work on.
     with ReadyzPoller(hosted_api, cluster_id) as poller:
         seconds, answer = rotate(hosted_api, cluster_id, {"caCertificates": True}, 2)
-    print(
-        f"k3s cluster {cluster_id}: CA rotation in {seconds:.1f}s; /readyz through corral "
-        f"failed {poller.failures} of {poller.polls} polls, longest outage "
-        f"{poller.longest_outage:.1f}s; failures: {poller.seen}"
-    )
+    print(f"k3s cluster {cluster_id}: CA rotation in {seconds:.1f}s; {poller}")
     assert answer["message"] == "rotating CA certificates and all components; kube-proxy has " \
         "no certificates here: simulated nodes run no kube-proxy"  # fmt: skip
     new_ca = base64.b64decode(management.get(Secret, "pki-ca", namespace=cluster_id).data["ca.crt"])
@@ -454,6 +452,12 @@ class ReadyzPoller:
         self.seen: dict[str, int] = {}  # what the failures were, and how often
         self.thread = threading.Thread(target=self._run, daemon=True)
 
+    def __str__(self) -> str:
+        return (
+            f"/readyz through corral failed {self.failures} of {self.polls} polls, longest "
+            f"outage {self.longest_outage:.1f}s, failures: {self.seen}"
+        )
+
     def __enter__(self) -> ReadyzPoller:
         self.thread.start()
         return self
@@ -466,13 +470,7 @@ class ReadyzPoller:
         failing_since: float | None = None
         while not self.stop.wait(0.1):
             now = time.monotonic()
-            try:
-                answer = self.api.get(self.path)
-                seen = str(answer.status)
-                if answer.status != 200 and isinstance(answer.body, dict):
-                    seen += f" {answer.body.get('code') or answer.body.get('reason')}"
-            except (OSError, ValueError) as exc:  # unreachable, or an answer that is no JSON
-                seen = type(exc).__name__
+            seen = self._poll()
             self.polls += 1
             if seen == "200":
                 failing_since = None
@@ -481,6 +479,20 @@ class ReadyzPoller:
             self.seen[seen] = self.seen.get(seen, 0) + 1
             failing_since = now if failing_since is None else failing_since
             self.longest_outage = max(self.longest_outage, time.monotonic() - failing_since)
+
+    def _poll(self) -> str:
+        """The answer's status and code, or why there was none within a second (a poll that
+        hangs is an outage too)."""
+        request = urllib.request.Request(
+            self.api.base + self.path, headers={"Authorization": f"Bearer {self.api.token}"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=1, context=self.api.context) as answer:
+                return str(answer.status)
+        except urllib.error.HTTPError as exc:
+            return f"{exc.code} {exc.read()[:80]!r}"
+        except (OSError, TimeoutError) as exc:
+            return type(exc).__name__
 
 
 def anonymous(server: str, path: str, context: ssl.SSLContext) -> int:
