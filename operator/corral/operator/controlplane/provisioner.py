@@ -164,6 +164,9 @@ class Provisioner:
             if not (seen.ready and await self.runtime.etcd_rolled(self.cluster, generation)):
                 waiting = seen.message or "waiting for etcd"
                 return Progress(rotation.STEP, f"{rotation.message(owed)}: {waiting}")
+            if not await rotating.answers(self.state, self.cluster):
+                waiting = "waiting for kube-apiserver to answer /readyz"
+                return Progress(rotation.STEP, f"{rotation.message(owed)}: {waiting}")
             # Rolled: nothing serves a certificate of the old CA any more.
             await rotating.trust(self.state, FIELD_MANAGER, body, ca)
             log.info("cluster %s: certificate rotation %s is done", self.cluster, owed.generation)
