@@ -15,6 +15,7 @@ from typing import Any
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
+from corral.core import pki
 from corral.core.api import condition_types as ct
 from corral.core.provisioning import pki as cp
 from corral.core.provisioning.manifests import ANNOTATION_PKI_GENERATION
@@ -146,11 +147,10 @@ def reissue(
 ) -> dict[str, dict[str, bytes]]:
     """The new data of the Secrets in `todo`: new CAs where a CA is in it, the stored CAs
     otherwise (new ones a pass cut short wrote already), and the service-account key kept."""
-    fresh = cp.Authorities.create(cluster)
     loaded = cp.Authorities.load(stored)
     authorities = cp.Authorities(
-        cluster=fresh.cluster if cp.CA in todo else loaded.cluster,
-        etcd=fresh.etcd if cp.ETCD_CA in todo else loaded.etcd,
+        cluster=_new_ca(f"{cluster}-ca") if cp.CA in todo else loaded.cluster,
+        etcd=_new_ca(f"{cluster}-etcd-ca") if cp.ETCD_CA in todo else loaded.etcd,
     )
     sa_key = stored[cp.APISERVER]["sa.key"]
     makers = {
@@ -194,6 +194,10 @@ def rolled(statefulset: Mapping[str, Any] | None, pki_generation: int) -> bool:
         and int(status.get("updatedReplicas") or 0) >= wanted
         and int(status.get("readyReplicas") or 0) >= wanted
     )
+
+
+def _new_ca(name: str) -> pki.CertificateAuthority:
+    return pki.CertificateAuthority.create(name, cp.CA_VALIDITY)
 
 
 def _certificates(pem: bytes) -> list[bytes]:
