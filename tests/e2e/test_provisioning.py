@@ -354,7 +354,9 @@ def test_certificate_rotation_renews_serving_certificates_and_the_ca_while_corra
 
     # The CAs: the old client certificate is refused, corral and its kubeconfigs work on.
     with ReadyzPoller(hosted_api, cluster_id) as poller:
-        seconds, answer = rotate(hosted_api, cluster_id, {"caCertificates": True}, 2)
+        # The health writer shows the conditions after its look, which an unreachable cluster
+        # makes last up to its timeouts: often longer than this rotation's outage.
+        seconds, answer = rotate(hosted_api, cluster_id, {"caCertificates": True}, 2, shown=False)
     print(f"k3s cluster {cluster_id}: CA rotation in {seconds:.1f}s; {poller}")
     assert answer["message"] == "rotating CA certificates and all components; kube-proxy has " \
         "no certificates here: simulated nodes run no kube-proxy"  # fmt: skip
@@ -382,10 +384,11 @@ def test_certificate_rotation_renews_serving_certificates_and_the_ca_while_corra
     wait_for("its namespace gone", lambda: absent(management, Namespace, cluster_id), 120)
 
 
-def rotate(api: Api, cluster_id: str, body: dict[str, Any], generation: int
-           ) -> tuple[float, dict[str, Any]]:  # fmt: skip
+def rotate(api: Api, cluster_id: str, body: dict[str, Any], generation: int,
+           shown: bool = True) -> tuple[float, dict[str, Any]]:  # fmt: skip
     """rotateCertificates, awaited until the generation is recorded and the cluster is Ready
-    and Updated: the seconds it took, and the action's answer."""
+    and Updated: the seconds it took, and the action's answer. `shown`: `Updated` was seen
+    False `RotatingCertificates` on the way."""
     began = time.monotonic()
     answer = api.post(f"/v3/clusters/{cluster_id}?action=rotateCertificates", body)
     assert answer.status == 200, answer.body
@@ -403,7 +406,8 @@ def rotate(api: Api, cluster_id: str, body: dict[str, Any], generation: int
         )
 
     wait_for(f"rotation {generation} of {cluster_id}", done, ROTATION_TIMEOUT)
-    assert "RotatingCertificates" in updated, updated
+    if shown:
+        assert "RotatingCertificates" in updated, updated
     return time.monotonic() - began, answer.body
 
 
