@@ -8,10 +8,14 @@ while the session's kwok-only `stack` may be up too; only one real node exists a
 from __future__ import annotations
 
 import base64
+import copy
 import secrets
+import socket
 import ssl
+import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography import x509
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from lightkube import ApiError, Client, KubeConfig
@@ -38,6 +43,7 @@ from lightkube.resources.core_v1 import (
 from corral.core.api import names
 from corral.core.kube import claims, kinds
 from corral.core.kube.claims import ANNOTATION_IDENTITY
+from corral.core.kube.client import as_dict
 from corral.core.provisioning import catalog
 from corral.devenv import hosted as hosting
 from corral.devenv.environment import Environment
@@ -314,6 +320,190 @@ def test_an_rke2_cluster_is_provisioned_runs_a_deployment_on_pool_workers_and_go
     ]
     assert leftovers == []
     hosted_api.delete(f"/v3/nodetemplates/{template.body['id']}")
+
+
+ROTATION_TIMEOUT = 180.0
+
+
+def test_certificate_rotation_renews_serving_certificates_and_the_ca_while_corral_keeps_working(
+    hosted: Environment, hosted_api: Api, tmp_path: Path
+) -> None:
+    management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
+    cluster, _, _ = provision(hosted_api, "k3s", "v1.36.3+k3s1")
+    cluster_id = cluster["id"]
+    endpoint = cluster["status"]["apiEndpoint"]
+    old_ca = base64.b64decode(cluster["status"]["caCert"])
+    admin = yaml.safe_load(
+        base64.b64decode(
+            management.get(Secret, "kubeconfig-admin", namespace=cluster_id).data["kubeconfig"]
+        )
+    )
+    assert namespaces_as(admin, old_ca) == 200
+    before = kubeconfig_through_corral(hosted_api, cluster_id, hosted.ca_path, tmp_path / "kc")
+    serial = serving_serial(endpoint)
+
+    # Bad input changes nothing.
+    refused = hosted_api.post(f"/v3/clusters/{cluster_id}?action=rotateCertificates",
+                              {"services": ["kube-apiserver", "kube-dns"]})  # fmt: skip
+    assert refused.status == 422 and refused.body["fieldName"] == "services", refused.body
+    assert "rotateCertificates" not in management_cluster(management, cluster_id)["spec"]
+
+    # A leaf: the serving certificate is new, the CA and the bootstrap admin's client are not.
+    with ReadyzPoller(hosted_api, cluster_id) as poller:
+        seconds, _ = rotate(hosted_api, cluster_id, {"services": "kube-apiserver"}, 1)
+    print(f"\nk3s cluster {cluster_id}: kube-apiserver certificates rotated in {seconds:.1f}s; "
+          f"{poller}")  # fmt: skip
+    assert serving_serial(endpoint) != serial
+    assert namespaces_as(admin, old_ca) == 200
+    through = hosted_api.get(f"/k8s/clusters/{cluster_id}/api/v1/namespaces")
+    assert through.status == 200, through.body
+    assert {"default", "kube-system"} <= {n.metadata.name for n in before.list(Namespace)}
+
+    # The CAs: the old client certificate is refused, corral and its kubeconfigs work on.
+    with ReadyzPoller(hosted_api, cluster_id) as poller:
+        # The health writer shows the conditions after its look, which an unreachable cluster
+        # makes last up to its timeouts: often longer than this rotation's outage.
+        seconds, answer = rotate(hosted_api, cluster_id, {"caCertificates": True}, 2, shown=False)
+    print(f"k3s cluster {cluster_id}: CA rotation in {seconds:.1f}s; {poller}")
+    assert answer["message"] == "rotating CA certificates and all components; kube-proxy has " \
+        "no certificates here: simulated nodes run no kube-proxy"  # fmt: skip
+    new_ca = base64.b64decode(management.get(Secret, "pki-ca", namespace=cluster_id).data["ca.crt"])
+    assert new_ca != old_ca
+    # The health writer shows the credential's CA on its next look.
+    wait_for(
+        "status.caCert the new CA only",
+        lambda: (
+            base64.b64decode(hosted_api.get(f"/v3/clusters/{cluster_id}").body["status"]["caCert"])
+            == new_ca
+        ),
+        30,
+    )
+    assert namespaces_as(admin, new_ca) == 401
+    assert {"default", "kube-system"} <= {n.metadata.name for n in before.list(Namespace)}
+    assert hosted_api.get(f"/k8s/clusters/{cluster_id}/readyz").status == 200
+
+    assert hosted_api.delete(f"/v3/clusters/{cluster_id}").status == 204
+    wait_for(
+        "the cluster gone",
+        lambda: hosted_api.get(f"/v3/clusters/{cluster_id}").status == 404,
+        PROVISION_TIMEOUT,
+    )
+    wait_for("its namespace gone", lambda: absent(management, Namespace, cluster_id), 120)
+
+
+def rotate(api: Api, cluster_id: str, body: dict[str, Any], generation: int,
+           shown: bool = True) -> tuple[float, dict[str, Any]]:  # fmt: skip
+    """rotateCertificates, awaited until the generation is recorded and the cluster is Ready
+    and Updated: the seconds it took, and the action's answer. `shown`: `Updated` was seen
+    False `RotatingCertificates` on the way."""
+    began = time.monotonic()
+    answer = api.post(f"/v3/clusters/{cluster_id}?action=rotateCertificates", body)
+    assert answer.status == 200, answer.body
+    assert answer.body["type"] == "rotateCertificateOutput"
+    updated: set[str] = set()
+
+    def done() -> bool:
+        cluster = api.get(f"/v3/clusters/{cluster_id}").body
+        updated.add(condition(cluster, "Updated").get("reason", ""))
+        provisioning = cluster["status"].get("provisioning") or {}
+        return (
+            provisioning.get("certificateRotationGeneration") == generation
+            and condition(cluster, "Ready").get("status") == "True"
+            and condition(cluster, "Updated").get("status") == "True"
+        )
+
+    wait_for(f"rotation {generation} of {cluster_id}", done, ROTATION_TIMEOUT)
+    if shown:
+        assert "RotatingCertificates" in updated, updated
+    return time.monotonic() - began, answer.body
+
+
+def management_cluster(client: Client, cluster_id: str) -> dict[str, Any]:
+    return as_dict(client.get(kinds.Cluster, cluster_id))
+
+
+def serving_serial(endpoint: str) -> int:
+    """The serial of the certificate the apiserver serves, read from a TLS handshake."""
+    url = urllib.parse.urlsplit(endpoint)
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with (
+        socket.create_connection((url.hostname, url.port), timeout=10) as raw,
+        context.wrap_socket(raw) as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return int(x509.load_der_x509_certificate(der).serial_number)
+
+
+def namespaces_as(config: dict[str, Any], ca: bytes) -> int:
+    """The status of listing namespaces with a kubeconfig's client certificate, trusting `ca`
+    for the server."""
+    config = copy.deepcopy(config)
+    config["clusters"][0]["cluster"]["certificate-authority-data"] = base64.b64encode(ca).decode()
+    try:
+        list(Client(KubeConfig.from_dict(config)).list(Namespace))
+    except ApiError as exc:
+        return int(exc.status.code or 0)
+    return 200
+
+
+class ReadyzPoller:
+    """`/readyz` of a cluster through corral's proxy, ten times a second on a thread: how
+    often it failed and the longest stretch of failures."""
+
+    def __init__(self, api: Api, cluster_id: str) -> None:
+        self.api = api
+        self.path = f"/k8s/clusters/{cluster_id}/readyz"
+        self.stop = threading.Event()
+        self.polls = 0
+        self.failures = 0
+        self.longest_outage = 0.0
+        self.seen: dict[str, int] = {}  # what the failures were, and how often
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __str__(self) -> str:
+        return (
+            f"/readyz through corral failed {self.failures} of {self.polls} polls, longest "
+            f"outage {self.longest_outage:.1f}s, failures: {self.seen}"
+        )
+
+    def __enter__(self) -> ReadyzPoller:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def _run(self) -> None:
+        failing_since: float | None = None
+        while not self.stop.wait(0.1):
+            now = time.monotonic()
+            seen = self._poll()
+            self.polls += 1
+            if seen == "200":
+                failing_since = None
+                continue
+            self.failures += 1
+            self.seen[seen] = self.seen.get(seen, 0) + 1
+            failing_since = now if failing_since is None else failing_since
+            self.longest_outage = max(self.longest_outage, time.monotonic() - failing_since)
+
+    def _poll(self) -> str:
+        """The answer's status and code, or why there was none within a second (a poll that
+        hangs is an outage too)."""
+        request = urllib.request.Request(
+            self.api.base + self.path, headers={"Authorization": f"Bearer {self.api.token}"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=1, context=self.api.context) as answer:
+                return str(answer.status)
+        except urllib.error.HTTPError as exc:
+            return f"{exc.code} {exc.read()[:80]!r}"
+        except (OSError, TimeoutError) as exc:
+            return type(exc).__name__
 
 
 def anonymous(server: str, path: str, context: ssl.SSLContext) -> int:

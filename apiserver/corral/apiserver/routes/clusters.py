@@ -24,7 +24,7 @@ from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import CONNECTIONS, CORRAL_CA, KUBE, STORES
-from corral.apiserver.services import etcdbackups, importing, tokens
+from corral.apiserver.services import etcdbackups, importing, rotation, tokens
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core import conditions, kubeconfig
 from corral.core.api import condition_types as ct
@@ -485,6 +485,8 @@ async def cluster_action(request: web.Request) -> web.Response:
         written = await etcdbackups.restore(request, obj, await read_json(request))
         return web.json_response(render(request, written), status=201)
     driver = obj["spec"]["driver"]
+    if name == "rotateCertificates" and driver in FLAVOURS:
+        return await rotation.rotate(request, obj)
     raise ApiError(
         422,
         "InvalidAction",

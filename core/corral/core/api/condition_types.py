@@ -79,6 +79,8 @@ REASON_UNCORDONED = "Uncordoned"
 REASON_CREATE_PENDING = "CreatePending"
 REASON_PROVISIONING = "Provisioning"
 REASON_RESTORING = "Restoring"
+# A provisioned cluster's certificates are being replaced and its control plane rolled.
+REASON_ROTATING_CERTIFICATES = "RotatingCertificates"
 REASON_MACHINE_FAILED = "MachineFailed"
 REASON_WAITING_FOR_NODE = "WaitingForNode"
 

@@ -299,6 +299,15 @@ def cluster_conditions(
         conditions.append(
             Condition.of(ct.UPDATED, False, ct.REASON_RESTORING, restore.message(restoring))
         )
+    elif (provisioning or {}).get("step") == ct.REASON_ROTATING_CERTIFICATES:
+        conditions.append(
+            Condition.of(
+                ct.UPDATED,
+                False,
+                ct.REASON_ROTATING_CERTIFICATES,
+                str((provisioning or {}).get("message") or ""),
+            )
+        )
     else:
         conditions.append(updated(failures))
     for type, pressure, pressed_reason, fine_reason in _PRESSURES:

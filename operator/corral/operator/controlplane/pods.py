@@ -28,9 +28,10 @@ from corral.core.clusters import importing
 from corral.core.clusters.credential import Credential
 from corral.core.kube import access
 from corral.core.kube.client import as_dict, delete_if_present
-from corral.core.provisioning import manifests, progress
+from corral.core.provisioning import manifests, progress, rotation
 from corral.core.provisioning import pki as cp
 from corral.operator.config import HostedGrant
+from corral.operator.controlplane import rotation as rotating
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,15 @@ class PodRuntime:
             body = as_dict(secret)
             found[name] = (body["metadata"], cp.decode(body.get("data") or {}))
         return found
+
+    async def rotate_certificates(
+        self, cluster: str, addresses: cp.Addresses, request: rotation.Request
+    ) -> bytes:
+        found = await self._secrets(cluster)
+        return await rotating.rotate(self.kube, FIELD_MANAGER, cluster, addresses, request, found)
+
+    async def etcd_rolled(self, cluster: str, pki_generation: int) -> bool:
+        return rotation.rolled(await self._get(StatefulSet, "etcd", cluster), pki_generation)
 
     async def ensure(self, plan: manifests.Plan) -> None:
         for obj in (

@@ -33,9 +33,10 @@ from corral.core.kube import agent, claims, cluster_secrets, kinds
 from corral.core.kube.client import as_dict, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.kube.status import StatusWriter
-from corral.core.provisioning import catalog, manifests
+from corral.core.provisioning import catalog, manifests, rotation
 from corral.core.provisioning import restore as rs
 from corral.operator.controlplane import restore
+from corral.operator.controlplane import rotation as rotating
 from corral.operator.controlplane.runtime import ControlPlaneRuntime
 from corral.operator.downstream.wakeups import Wake, Wakeups
 from corral.operator.state import State
@@ -60,6 +61,7 @@ class Progress:
     # The restore record (`core.provisioning.restore`), written on every pass: etcd's data
     # directory lives there.
     restore: Mapping[str, object] | None = None
+    rotated: int = 0  # the last certificate rotation carried out, by generation
 
     def fields(self) -> dict[str, object]:
         found: dict[str, object] = {"step": self.step, "message": self.message[:MAX_MESSAGE]}
@@ -69,6 +71,8 @@ class Progress:
             found["endpoint"] = self.endpoint
         if self.version:
             found["appliedVersion"] = self.version
+        if self.rotated:
+            found[rotation.STATUS_FIELD] = self.rotated
         return {"provisioning": found}
 
 
@@ -118,6 +122,12 @@ class Provisioner:
         if progress.restore is None:
             kept = rs.record((body.get("status") or {}).get("provisioning"))
             progress = dataclasses.replace(progress, restore=kept.fields())
+        if not progress.rotated:
+            # Every write carries the generation done, or a failed pass would undo it.
+            done = ((body or {}).get("status") or {}).get("provisioning") or {}
+            progress = dataclasses.replace(
+                progress, rotated=int(done.get(rotation.STATUS_FIELD) or 0)
+            )
         if progress != self.last:
             level = logging.WARNING if progress.step == "Failed" else logging.INFO
             log.log(level, "cluster %s: %s %s", self.cluster, progress.step, progress.message)
@@ -138,6 +148,16 @@ class Provisioner:
         kube = self.state.kube
         await ensure_namespace(kube, self.cluster, {names.LABEL_CLUSTER: self.cluster})
         addresses = await self.runtime.address(self.cluster)
+        owed = self._rotation_owed(body)
+        if owed is not None:
+            ca = await self.runtime.rotate_certificates(self.cluster, addresses, owed)
+            current = self.state.connections.credential(self.cluster)
+            await rotating.trust(
+                self.state,
+                FIELD_MANAGER,
+                body,
+                rotation.trusted(current.ca_cert if current else None, ca),
+            )
         generation = await self.runtime.certificates(self.cluster, addresses)
         plan = manifests.Plan(
             cluster=self.cluster,
@@ -154,6 +174,18 @@ class Provisioner:
         if record.restore is not None and record.restore.running:
             return Progress("Restoring", rs.message(record), restore=kept)
         seen = await self.runtime.observe(self.cluster)
+        if owed is not None:
+            if not (seen.ready and await self.runtime.etcd_rolled(self.cluster, generation)):
+                waiting = seen.message or "waiting for etcd"
+                return Progress(rotation.STEP, f"{rotation.message(owed)}: {waiting}")
+            if not await rotating.answers(self.state, self.cluster):
+                waiting = "waiting for kube-apiserver to answer /readyz"
+                return Progress(rotation.STEP, f"{rotation.message(owed)}: {waiting}")
+            # Rolled: nothing serves a certificate of the old CA any more.
+            await rotating.trust(self.state, FIELD_MANAGER, body, ca)
+            log.info("cluster %s: certificate rotation %s is done", self.cluster, owed.generation)
+            return Progress("Provisioned", ready=True, endpoint=addresses.server, version=version,
+                            rotated=owed.generation)  # fmt: skip
         if not seen.ready:
             return Progress("WaitingForControlPlane", seen.message, restore=kept)
         if self.state.connections.credential(self.cluster) is None:
@@ -161,6 +193,14 @@ class Provisioner:
         return Progress(
             "Provisioned", ready=True, endpoint=addresses.server, version=version, restore=kept
         )
+
+    def _rotation_owed(self, body: Obj) -> rotation.Request | None:
+        """The rotation asked for and not yet done; none before corral is in the cluster (the
+        certificates of a control plane still coming up are new anyway)."""
+        if self.state.connections.credential(self.cluster) is None:
+            return None
+        provisioning = (body.get("status") or {}).get("provisioning")
+        return rotation.requested(body["spec"], provisioning)
 
     async def _get_in(self, body: Obj) -> None:
         """corral's service account in the new cluster, with a claim on its identity and the

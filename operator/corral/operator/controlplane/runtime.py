@@ -13,6 +13,7 @@ from corral.core.clusters.credential import Credential
 from corral.core.provisioning import pki as cp
 from corral.core.provisioning.manifests import Plan
 from corral.core.provisioning.progress import Seen
+from corral.core.provisioning.rotation import Request
 
 
 class ControlPlaneRuntime(Protocol):
@@ -21,6 +22,15 @@ class ControlPlaneRuntime(Protocol):
 
     async def certificates(self, cluster: str, addresses: cp.Addresses) -> int:
         """Make whatever certificates and keys are missing; their generation."""
+
+    async def rotate_certificates(
+        self, cluster: str, addresses: cp.Addresses, request: Request
+    ) -> bytes:
+        """Replace the certificates the rotation names, once per its generation; the cluster
+        CA now in force (PEM)."""
+
+    async def etcd_rolled(self, cluster: str, pki_generation: int) -> bool:
+        """etcd runs the certificates of `pki_generation`, and is Ready."""
 
     async def ensure(self, plan: Plan) -> None:
         """Make what runs match the plan."""

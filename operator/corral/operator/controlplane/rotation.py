@@ -1,0 +1,106 @@
+"""Certificate rotation of a hosted control plane, the operator's half
+(`corral.core.provisioning.rotation` decides what): the rotated Secrets written once per
+rotation generation, and corral's credential trusting the new CA while the control plane rolls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+import aiohttp
+from lightkube import AsyncClient
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Secret
+
+from corral.core.kube import cluster_secrets
+from corral.core.kube.client import as_dict
+from corral.core.kube.credential import session_for
+from corral.core.kube.informer import Obj
+from corral.core.provisioning import manifests, rotation
+from corral.core.provisioning import pki as cp
+from corral.operator.state import State
+
+log = logging.getLogger(__name__)
+
+Found = dict[str, tuple[dict[str, Any], dict[str, bytes]]]
+
+
+async def rotate(
+    kube: AsyncClient,
+    field_manager: str,
+    cluster: str,
+    addresses: cp.Addresses,
+    request: rotation.Request,
+    found: Found,
+) -> bytes:
+    """Replace the Secrets `request` names, unless this generation's are there already; the
+    cluster CA now stored. Each written Secret carries the rotation's generation, so a pass cut
+    short (an operator restart) writes only the rest, signed by the CAs it wrote, and the next
+    rotation's passes issue nothing twice."""
+    annotations = {name: meta.get("annotations") or {} for name, (meta, _) in found.items()}
+    stored = {name: data for name, (_, data) in found.items()}
+    mine = str(request.generation)
+    done = [n for n in rotation.secrets(request) if
+            annotations.get(n, {}).get(rotation.ANNOTATION_ROTATION) == mine]  # fmt: skip
+    todo = [name for name in rotation.secrets(request) if name not in done]
+    if not todo:
+        return stored[cp.CA]["ca.crt"]
+    generations = [int(a.get(manifests.ANNOTATION_PKI_GENERATION, 0)) for a in annotations.values()]
+    # Resumed: the rotation's Secrets already carry its PKI generation; otherwise the next one.
+    pki_generation = (
+        int(annotations[done[0]][manifests.ANNOTATION_PKI_GENERATION])
+        if done
+        else max(generations, default=0) + 1
+    )
+    issued = rotation.reissue(request, cluster, addresses, stored, todo)
+    for name in todo:
+        secret = Secret(
+            metadata=ObjectMeta(
+                name=name,
+                namespace=cluster,
+                labels=manifests.labels(cluster),
+                annotations={
+                    manifests.ANNOTATION_PKI_GENERATION: str(pki_generation),
+                    rotation.ANNOTATION_ROTATION: mine,
+                },
+            ),
+            type="Opaque",
+            data=cp.encode(issued[name]),
+        )
+        await kube.apply(secret, field_manager=field_manager, force=True)
+    log.info(
+        "cluster %s: certificate rotation %s issued %s (PKI generation %s)",
+        cluster, mine, ", ".join(todo), pki_generation,
+    )  # fmt: skip
+    return issued[cp.CA]["ca.crt"] if cp.CA in issued else stored[cp.CA]["ca.crt"]
+
+
+async def trust(state: State, field_manager: str, body: Obj, ca: bytes) -> None:
+    """corral's credential for the cluster trusts exactly `ca` (one CA, or old and new while
+    the control plane rolls); the connection registry rebuilds its client on the change."""
+    cluster = body["metadata"]["name"]
+    credential = state.connections.credential(cluster)
+    if credential is None or credential.ca_cert == ca:
+        return
+    secret = cluster_secrets.credential_secret(body, dataclasses.replace(credential, ca_cert=ca))
+    stored = await state.kube.apply(secret, field_manager=field_manager, force=True)
+    state.connections.credentials.put(as_dict(stored))
+    log.info("cluster %s: corral's credential trusts %d CA(s)", cluster, ca.count(b"BEGIN"))
+
+
+async def answers(state: State, cluster: str) -> bool:
+    """The control plane's Service answers `/readyz` with corral's credential, as everything of
+    corral reaches it: the rolled pods are in the Service and their certificates are trusted.
+    Ready pods alone may not be yet (a restarted etcd makes the apiserver's readiness flap)."""
+    credential = state.connections.credential(cluster)
+    if credential is None:
+        return False
+    # A new connection, not a kept-alive one to a pod that may be gone.
+    async with session_for(credential, timeout=5) as session:
+        try:
+            async with session.get(credential.url("readyz")) as response:
+                return response.status == 200
+        except (aiohttp.ClientError, OSError, TimeoutError):
+            return False
