@@ -121,13 +121,19 @@ def test_only_rke2_hardens_the_apiserver(flavour: str) -> None:
         assert "authentication-config" not in apiserver and "profiling" not in apiserver
 
 
-def test_a_new_certificate_generation_rolls_both_workloads_and_nothing_else_does() -> None:
+def test_each_workload_rolls_on_its_own_certificate_generation_and_nothing_else() -> None:
     first, again = manifests.control_plane(plan()), manifests.control_plane(plan())
     assert first == again
     rotated = manifests.control_plane(plan(pki_generation=2))
     assert rotated["spec"]["template"] != first["spec"]["template"]
+    # A rotation of the control plane's certificates leaves etcd running ...
     assert (
         manifests.etcd(plan(pki_generation=2))["spec"]["template"]
+        == manifests.etcd(plan())["spec"]["template"]
+    )
+    # ... and one of etcd's rolls it.
+    assert (
+        manifests.etcd(plan(etcd_pki_generation=2))["spec"]["template"]
         != manifests.etcd(plan())["spec"]["template"]
     )
 

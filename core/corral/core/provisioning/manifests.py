@@ -49,6 +49,15 @@ KWOK_SCRATCH = "/tmp"  # noqa: S108
 
 
 @dataclass(frozen=True)
+class Generations:
+    """The certificate generations of a control plane's Secrets: etcd's own (its CA and
+    serving certificate) and the highest of all, which the control plane runs."""
+
+    etcd: int
+    control_plane: int
+
+
+@dataclass(frozen=True)
 class Plan:
     """What one hosted control plane runs."""
 
@@ -56,9 +65,13 @@ class Plan:
     flavour: str  # the cluster's driver: rke2 or k3s
     release: catalog.Release
     addresses: cp.Addresses
+    # The certificate generation each workload runs, from its Secrets' annotations: a change
+    # rolls it. etcd has its own, so a rotation that leaves its certificates alone leaves it
+    # running (a single member's restart is most of a rotation's outage).
     pki_generation: int
     storage_class: str = ""  # empty: the management cluster's default
     etcd_data_dir: str = "data-0"
+    etcd_pki_generation: int = 1
     etcd_replicas: int = 1
     control_plane_replicas: int = 1
 
@@ -236,7 +249,7 @@ def etcd(plan: Plan) -> dict[str, Any]:
             "template": {
                 "metadata": {
                     "labels": labels(plan.cluster, "etcd"),
-                    "annotations": {ANNOTATION_PKI_GENERATION: str(plan.pki_generation)},
+                    "annotations": {ANNOTATION_PKI_GENERATION: str(plan.etcd_pki_generation)},
                 },
                 "spec": {
                     "automountServiceAccountToken": False,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from lightkube import ApiError, AsyncClient, codecs
@@ -39,6 +40,8 @@ FIELD_MANAGER = "corral-provisioning"
 SECRETS = (cp.CA, cp.ETCD_CA, cp.ETCD, cp.APISERVER, cp.CONTROLLER_MANAGER, cp.SCHEDULER,
            cp.KWOK, cp.ADMIN)  # fmt: skip
 FIRST_GENERATION = 1
+# The Secrets etcd mounts or is signed by: only a change of these rolls it.
+ETCD_SECRETS = (cp.ETCD_CA, cp.ETCD)
 GRANT_NAME = "corral-operator"
 
 
@@ -61,16 +64,20 @@ class PodRuntime:
             etcd_ip=ips[cp.ETCD_SERVICE],
         )
 
-    async def certificates(self, cluster: str, addresses: cp.Addresses) -> int:
+    async def certificates(self, cluster: str, addresses: cp.Addresses) -> manifests.Generations:
         found = await self._secrets(cluster)
         missing = [name for name in SECRETS if name not in found]
         if missing:
             await self._issue(cluster, addresses, found, missing)
-        generations = [
-            int((meta.get("annotations") or {}).get(manifests.ANNOTATION_PKI_GENERATION, 0))
-            for meta, _ in found.values()
-        ]
-        return max(generations, default=FIRST_GENERATION) or FIRST_GENERATION
+
+        def highest(names: Iterable[str]) -> int:
+            annotations = [
+                (found[name][0].get("annotations") or {}) for name in names if name in found
+            ]
+            generations = [int(a.get(manifests.ANNOTATION_PKI_GENERATION, 0)) for a in annotations]
+            return max(generations, default=FIRST_GENERATION) or FIRST_GENERATION
+
+        return manifests.Generations(etcd=highest(ETCD_SECRETS), control_plane=highest(SECRETS))
 
     async def _issue(
         self,

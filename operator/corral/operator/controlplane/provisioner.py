@@ -158,13 +158,14 @@ class Provisioner:
                 body,
                 rotation.trusted(current.ca_cert if current else None, ca),
             )
-        generation = await self.runtime.certificates(self.cluster, addresses)
+        generations = await self.runtime.certificates(self.cluster, addresses)
         plan = manifests.Plan(
             cluster=self.cluster,
             flavour=spec["driver"],
             release=release,
             addresses=addresses,
-            pki_generation=generation,
+            pki_generation=generations.control_plane,
+            etcd_pki_generation=generations.etcd,
             storage_class=storage_class,
         )
         provisioning = (body.get("status") or {}).get("provisioning")
@@ -175,7 +176,7 @@ class Provisioner:
             return Progress("Restoring", rs.message(record), restore=kept)
         seen = await self.runtime.observe(self.cluster)
         if owed is not None:
-            if not (seen.ready and await self.runtime.etcd_rolled(self.cluster, generation)):
+            if not (seen.ready and await self.runtime.etcd_rolled(self.cluster, generations.etcd)):
                 waiting = seen.message or "waiting for etcd"
                 return Progress(rotation.STEP, f"{rotation.message(owed)}: {waiting}")
             if not await rotating.answers(self.state, self.cluster):

@@ -11,7 +11,7 @@ from typing import Protocol
 
 from corral.core.clusters.credential import Credential
 from corral.core.provisioning import pki as cp
-from corral.core.provisioning.manifests import Plan
+from corral.core.provisioning.manifests import Generations, Plan
 from corral.core.provisioning.progress import Seen
 from corral.core.provisioning.rotation import Request
 
@@ -20,8 +20,8 @@ class ControlPlaneRuntime(Protocol):
     async def address(self, cluster: str) -> cp.Addresses:
         """Where the control plane will be reached, reserved before anything names it."""
 
-    async def certificates(self, cluster: str, addresses: cp.Addresses) -> int:
-        """Make whatever certificates and keys are missing; their generation."""
+    async def certificates(self, cluster: str, addresses: cp.Addresses) -> Generations:
+        """Make whatever certificates and keys are missing; their generations."""
 
     async def rotate_certificates(
         self, cluster: str, addresses: cp.Addresses, request: Request
