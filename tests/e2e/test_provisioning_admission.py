@@ -197,3 +197,53 @@ def test_the_schema_says_what_a_configuration_accepts(api: Api) -> None:
     fields = api.get("/v3/schemas/cluster").body["resourceFields"]
     assert "canal, calico, cilium, none" in fields["rke2Config"]["description"]
     assert "flannel, none" in fields["k3sConfig"]["description"]
+
+
+@pytest.mark.usefixtures("two_versions")
+def test_another_users_cluster_actions_and_etcd_backups_are_invisible_and_untouchable(
+    api: Api,
+    crs: k8s.CustomObjectsApi,
+    clusters: Callable[[dict[str, Any]], Response],
+    make_user: Callable[..., Any],
+) -> None:
+    created = clusters({"name": "private", "rke2Config": {"kubernetesVersion": "v1.36.3"}})
+    assert created.status == 201, created.body
+    cluster_id = created.body["id"]
+    # A backup record as the API would make it. With no real node here its Job never runs:
+    # the cluster's deletion at teardown then proves a backup under way does not hold it up.
+    backup = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "EtcdBackup",
+        "metadata": {"name": f"{cluster_id}-20261124000000"},
+        "spec": {"clusterId": cluster_id, "manual": True},
+    }
+    wait_for(
+        "the cluster's namespace",
+        lambda: crs.create_namespaced_custom_object(GROUP, VERSION, cluster_id, "etcdbackups",
+                                                    backup),
+        30,
+    )  # fmt: skip
+    backup_id = f"{cluster_id}:{backup['metadata']['name']}"
+    assert api.get(f"/v3/etcdbackups/{backup_id}").status == 200
+    assert backup_id in {b["id"] for b in api.get("/v3/etcdbackups").body["data"]}
+    spec_before = crs.get_cluster_custom_object(GROUP, VERSION, "clusters", cluster_id)["spec"]
+
+    stranger = make_user().api
+    assert backup_id not in {b["id"] for b in stranger.get("/v3/etcdbackups").body["data"]}
+    assert stranger.get(f"/v3/etcdbackups/{backup_id}").status == 404
+    assert stranger.delete(f"/v3/etcdbackups/{backup_id}").status == 404
+    for name, body in (
+        ("backupEtcd", {}),
+        ("restoreFromEtcdBackup", {"etcdBackupName": backup["metadata"]["name"]}),
+        ("rotateCertificates", {"services": ["kube-apiserver"]}),
+    ):
+        answer = stranger.post(f"/v3/clusters/{cluster_id}?action={name}", body)
+        assert answer.status == 404, (name, answer.body)
+    # Malformed ids are not found, whatever they hold.
+    for bad in ("no-colon", f"{cluster_id}:", ":x", "a" * 600):
+        assert api.get(f"/v3/etcdbackups/{bad}").status == 404, bad
+
+    assert api.get(f"/v3/etcdbackups/{backup_id}").status == 200
+    assert crs.get_cluster_custom_object(GROUP, VERSION, "clusters", cluster_id)["spec"] == (
+        spec_before
+    )

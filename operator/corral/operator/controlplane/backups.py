@@ -18,15 +18,15 @@ from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Pod, Service
 from lightkube.types import CascadeType
 
-from corral.core.api import settings
 from corral.core.conditions import Condition
 from corral.core.errors import CorralError
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
 from corral.core.kube.status import StatusWriter
-from corral.core.provisioning import backups, catalog
+from corral.core.provisioning import backups
 from corral.core.provisioning import pki as cp
+from corral.operator.controlplane import inputs
 from corral.operator.state import State
 
 log = logging.getLogger(__name__)
@@ -44,18 +44,16 @@ async def take(state: State, backup: Obj) -> bool:
         await delete_job(state.kube, backups.snapshot_job_name(name), cluster)
         return True
     body = state.clusters.get(cluster)
-    if body is None:
-        await _finish(state, backup, {}, ok=False, message=f"cluster {cluster} is gone")
+    if body is None or body["metadata"].get("deletionTimestamp"):
+        # A Job made now would hold the claims the cluster's deletion is removing.
+        await _finish(state, backup, {}, ok=False, message=f"cluster {cluster} is going")
         return True
     kube = state.kube
     job_name = backups.snapshot_job_name(name)
     job = await get(kube, Job, job_name, cluster)
     if job is None:
-        storage_class = settings.document(
-            settings.STORAGE_CLASS_SETTING, await setting(kube, settings.STORAGE_CLASS_SETTING)
-        )
-        await apply(kube, backups.claim(cluster, storage_class))
-        release = (await versions(kube)).release(body["spec"].get("kubernetesVersion") or "")
+        await apply(kube, backups.claim(cluster, await inputs.storage_class(kube)))
+        release = await inputs.release(kube, body["spec"].get("kubernetesVersion") or "")
         service = await kube.get(Service, cp.ETCD_SERVICE, namespace=cluster)
         etcd_ip = service.spec.clusterIP if service.spec else None
         if not etcd_ip:
@@ -120,16 +118,6 @@ async def get(kube: AsyncClient, kind: Any, name: str, namespace: str | None) ->
         if exc.status.code == 404:
             return None
         raise
-
-
-async def setting(kube: AsyncClient, name: str) -> Obj | None:
-    return await get(kube, kinds.Setting, name, None)
-
-
-async def versions(kube: AsyncClient) -> catalog.Catalog:
-    return catalog.parse(
-        settings.document(settings.CATALOG_SETTING, await setting(kube, settings.CATALOG_SETTING))
-    )
 
 
 async def delete_job(kube: AsyncClient, name: str, namespace: str) -> None:

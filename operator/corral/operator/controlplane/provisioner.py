@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from lightkube import ApiError
 
-from corral.core.api import names, settings
+from corral.core.api import names
 from corral.core.clusters.observe import MAX_MESSAGE
 from corral.core.errors import CorralError
 from corral.core.kube import agent, claims, cluster_secrets, kinds
@@ -35,7 +35,7 @@ from corral.core.kube.informer import Obj
 from corral.core.kube.status import StatusWriter
 from corral.core.provisioning import catalog, manifests, rotation
 from corral.core.provisioning import restore as rs
-from corral.operator.controlplane import restore
+from corral.operator.controlplane import inputs, restore
 from corral.operator.controlplane import rotation as rotating
 from corral.operator.controlplane.runtime import ControlPlaneRuntime
 from corral.operator.downstream.wakeups import Wake, Wakeups
@@ -141,10 +141,8 @@ class Provisioner:
         config = spec.get(f"{spec['driver']}Config") or {}
         given = spec.get("kubernetesVersion") or config.get("kubernetesVersion") or ""
         version = catalog.normalise(given, spec["driver"])
-        release = (await self._catalog()).release(version)
-        storage_class = settings.document(
-            settings.STORAGE_CLASS_SETTING, await self._setting(settings.STORAGE_CLASS_SETTING)
-        )
+        release = await inputs.release(self.state.kube, version)
+        storage_class = await inputs.storage_class(self.state.kube)
         kube = self.state.kube
         await ensure_namespace(kube, self.cluster, {names.LABEL_CLUSTER: self.cluster})
         addresses = await self.runtime.address(self.cluster)
@@ -216,20 +214,6 @@ class Provisioner:
         stored = await self.state.kube.apply(secret, field_manager=FIELD_MANAGER, force=True)
         self.state.connections.credentials.put(as_dict(stored))
         log.info("cluster %s: corral's credential is stored", self.cluster)
-
-    async def _catalog(self) -> catalog.Catalog:
-        text = settings.document(
-            settings.CATALOG_SETTING, await self._setting(settings.CATALOG_SETTING)
-        )
-        return catalog.parse(text)
-
-    async def _setting(self, name: str) -> Obj | None:
-        try:
-            return as_dict(await self.state.kube.get(kinds.Setting, name))
-        except ApiError as exc:
-            if exc.status.code == 404:
-                return None
-            raise
 
     async def _write(self, body: Obj, progress: Progress) -> None:
         self.last = progress
