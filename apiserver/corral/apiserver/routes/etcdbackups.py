@@ -8,20 +8,19 @@ delete them. `backupEtcd` on the cluster makes one (`services.etcdbackups`).
 from __future__ import annotations
 
 from aiohttp import web
-from lightkube import ApiError as KubeError
 
 from corral.apiserver.auth.authz import access
 from corral.apiserver.http import envelope, errors
 from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import KUBE
+from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.services.etcdbackups import RESTORE_INPUT as RESTORE_INPUT
 from corral.apiserver.services.etcdbackups import SCHEMA as SCHEMA
 from corral.apiserver.services.etcdbackups import backup_id, fields, render
 from corral.apiserver.services.visibility import owned_cluster
 from corral.core.api.ids import ScopedId
 from corral.core.kube import kinds
-from corral.core.kube.client import as_dict, delete_if_present
-from corral.core.kube.informer import Obj
+from corral.core.kube.client import delete_if_present
+from corral.core.kube.informer import Obj, key_of
 
 routes = web.RouteTableDef()
 
@@ -30,17 +29,9 @@ async def found(request: web.Request, change: str | None = None) -> Obj:
     """The backup the path names, for the cluster's members (404 for anyone else, whether it
     exists or not); with `change`, the caller must own the cluster (403)."""
     bid = ScopedId.parse_or_none(request.match_info["id"])
-    missing = errors.not_found(f"etcd backup {request.match_info['id']} not found")
-    if bid is None or access(request).cluster_role(bid.namespace) is None:
-        raise missing
-    try:
-        obj = as_dict(
-            await request.app[KUBE].get(kinds.EtcdBackup, bid.name, namespace=bid.namespace)
-        )
-    except KubeError as exc:
-        if exc.status.code == 404:
-            raise missing from None
-        raise
+    obj = request.app[STORES].etcdbackups.get(bid.key) if bid else None
+    if bid is None or obj is None or access(request).cluster_role(bid.namespace) is None:
+        raise errors.not_found(f"etcd backup {request.match_info['id']} not found")
     if change is not None:
         owned_cluster(request, bid.namespace, change)
     return obj
@@ -50,9 +41,8 @@ async def found(request: web.Request, change: str | None = None) -> Obj:
 async def list_backups(request: web.Request) -> web.Response:
     allowed = access(request)
     cluster = request.query.get("clusterId")
-    objs = [
-        as_dict(o) async for o in request.app[KUBE].list(kinds.EtcdBackup, namespace=cluster or "*")
-    ]
+    stores = request.app[STORES]
+    objs = stores.etcdbackups.by_index("cluster", cluster) if cluster else stores.etcdbackups.all()
     body = envelope.collection(
         base_url(request), SCHEMA,
         (o for o in objs if allowed.cluster_role(o["metadata"]["namespace"]) is not None),
@@ -72,4 +62,5 @@ async def delete_backup(request: web.Request) -> web.Response:
     obj = await found(request, "delete its etcd backups")
     meta = obj["metadata"]
     await delete_if_present(request.app[KUBE], kinds.EtcdBackup, meta["name"], meta["namespace"])
+    request.app[STORES].etcdbackups.forget(key_of(obj))
     return web.Response(status=204)

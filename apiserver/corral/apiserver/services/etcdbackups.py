@@ -150,6 +150,7 @@ async def backup(request: web.Request, cluster: Obj) -> web.Response:
     )
     try:
         created = as_dict(await request.app[KUBE].create(obj))
+        request.app[STORES].etcdbackups.put(created)
     except KubeError as exc:
         if exc.status.code == 409:
             raise ApiError(
@@ -166,18 +167,14 @@ async def restore(request: web.Request, cluster: Obj, body: dict[str, Any]) -> O
     _provisioned(cluster, "restoreFromEtcdBackup")
     name = cluster["metadata"]["name"]
     asked = backups.restore_request(name, body)
+    # Read fresh and patch at that resourceVersion: two restores asked at once get two
+    # generations or a 409, and a restore under way is seen.
+    cluster = as_dict(await request.app[KUBE].get(kinds.Cluster, name))
     if _restoring(cluster):
         raise errors.invalid(
             asked.field, f"a restore of cluster {name} is under way", code="InvalidAction"
         )
-    try:
-        found: Obj | None = as_dict(
-            await request.app[KUBE].get(kinds.EtcdBackup, asked.name, namespace=name)
-        )
-    except KubeError as exc:
-        if exc.status.code != 404:
-            raise
-        found = None
+    found = request.app[STORES].etcdbackups.get(f"{name}/{asked.name}")
     backups.check_backup(name, asked, found)
     assert found is not None
     spec = cluster.get("spec") or {}
@@ -192,6 +189,7 @@ async def restore(request: web.Request, cluster: Obj, body: dict[str, Any]) -> O
         # `all` puts the configuration back whole: keys added since the backup go.
         restored[config] = {key: None for key in spec[config]} | restored[config]
     patch = {
+        "metadata": {"resourceVersion": cluster["metadata"]["resourceVersion"]},
         "spec": {
             **restored,
             "etcdSnapshotRestore": {
@@ -199,7 +197,7 @@ async def restore(request: web.Request, cluster: Obj, body: dict[str, Any]) -> O
                 "generation": generation,
                 "restoreRKEConfig": asked.mode,
             },
-        }
+        },
     }
     written = as_dict(
         await request.app[KUBE].patch(kinds.Cluster, name, patch, patch_type=PatchType.MERGE)

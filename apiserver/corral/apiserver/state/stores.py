@@ -94,6 +94,7 @@ class Stores:
     nodepools: Informer
     authconfigs: Informer
     user_attributes: Informer
+    etcdbackups: Informer
 
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
@@ -138,6 +139,7 @@ class Stores:
             # Provider configurations (their client secrets are in a Secret, read per use).
             authconfigs=Informer(client, kinds.AuthConfig),
             user_attributes=Informer(client, kinds.UserAttribute),
+            etcdbackups=Informer(client, kinds.EtcdBackup, {"cluster": _namespace}, namespace="*"),
         )
 
     def all(self) -> list[Informer]:
@@ -157,6 +159,7 @@ class Stores:
             self.nodepools,
             self.authconfigs,
             self.user_attributes,
+            self.etcdbackups,
         ]
 
     @contextlib.asynccontextmanager
