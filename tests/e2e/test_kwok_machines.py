@@ -13,7 +13,9 @@ from typing import TypeVar
 
 from lightkube import ApiError, AsyncClient, Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.rbac_v1 import RoleRef
 from lightkube.resources.core_v1 import Namespace, Node, Pod, Secret
+from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 
 from corral.core.api import names
 from corral.core.clusters.credential import Credential
@@ -25,6 +27,8 @@ from corral.operator.drivers.contract import JoinConfig, Machine, MachineRequest
 from corral.operator.drivers.kwok import KwokDriver
 
 READY_TIMEOUT = 30.0
+# The operator's project sync lists what it manages again once a minute.
+RELIST_TIMEOUT = 90.0
 T = TypeVar("T")
 
 
@@ -132,6 +136,37 @@ def test_a_kwok_machine_joins_with_its_own_narrow_credential(stack: Environment)
     finally:
         run(corral, lambda client: joining.revoke(client, machine))
         driver_call(lambda d: d.delete(machine))
+
+
+def test_the_project_sync_leaves_a_join_credential_alone(stack: Environment) -> None:
+    """The project sync removes the ClusterRoleBindings labelled as corral's that it does not
+    want, at its relisting; a machine's join credential, issued before and waiting for its node,
+    must outlive that."""
+    cluster = stack.cluster_ids[0]
+    corral = corral_credential(stack, cluster)
+    downstream = Client(KubeConfig.from_file(stack.downstream_kubeconfigs()[0]))
+    machine = f"m-{secrets.token_hex(3)}"
+    role = joining.role_name(machine)
+    stale = ClusterRoleBinding(
+        metadata=ObjectMeta(name=f"corral-stale-{secrets.token_hex(3)}",
+                            labels={names.LABEL_MANAGED_BY: names.MANAGED_BY}),
+        roleRef=RoleRef(apiGroup="rbac.authorization.k8s.io", kind="ClusterRole", name="view"),
+    )  # fmt: skip
+
+    def stale_gone() -> bool:
+        return not any(b.metadata.name == stale.metadata.name
+                       for b in downstream.list(ClusterRoleBinding))  # fmt: skip
+
+    run(corral, lambda client: joining.issue(client, machine, f"kw{secrets.token_hex(3)}1"))
+    try:
+        downstream.create(stale)
+        wait_for("the project sync's relisting", stale_gone, RELIST_TIMEOUT)
+        assert downstream.get(ClusterRole, role).metadata.labels[names.LABEL_MACHINE] == machine
+        assert downstream.get(ClusterRoleBinding, role).roleRef.name == role
+    finally:
+        run(corral, lambda client: joining.revoke(client, machine))
+        if not stale_gone():
+            downstream.delete(ClusterRoleBinding, stale.metadata.name)
 
 
 def test_join_rules_name_only_the_machines_node() -> None:

@@ -7,7 +7,9 @@ updating one Node, the machine's hostname (RBAC cannot limit `create` to a name:
 could register a node of another name, and nothing else). The token is a TokenRequest token
 of JOIN_TOKEN_SECONDS; the account, role and binding are removed once the node has
 registered or the machine goes, which revokes the token at once. corral's own credential
-for the cluster never leaves the operator.
+for the cluster never leaves the operator. The role and binding carry the machine's label:
+the project sync owns every other ClusterRole and ClusterRoleBinding labelled as corral's,
+and removes those it does not want.
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ def role_name(machine: str) -> str:
     return f"corral-machine-{machine}"
 
 
+def labels_of(machine: str) -> dict[str, str]:
+    return {**_LABELS, names.LABEL_MACHINE: machine}
+
+
 def join_rules(hostname: str) -> list[PolicyRule]:
     return [
         PolicyRule(apiGroups=[""], resources=["nodes"], verbs=["create"]),
@@ -55,19 +61,19 @@ async def issue(client: AsyncClient, machine: str, hostname: str) -> str:
     await ensure_namespace(client, JOIN_NAMESPACE, dict(_LABELS))
     account = account_name(machine)
     role = role_name(machine)
+    labels = labels_of(machine)
     await client.apply(
         ServiceAccount(metadata=ObjectMeta(name=account, namespace=JOIN_NAMESPACE,
-                                           labels=dict(_LABELS))),
+                                           labels=labels)),
         field_manager=FIELD_MANAGER, force=True,
     )  # fmt: skip
     await client.apply(
-        ClusterRole(metadata=ObjectMeta(name=role, labels=dict(_LABELS)),
-                    rules=join_rules(hostname)),
+        ClusterRole(metadata=ObjectMeta(name=role, labels=labels), rules=join_rules(hostname)),
         field_manager=FIELD_MANAGER, force=True,
     )  # fmt: skip
     await client.apply(
         ClusterRoleBinding(
-            metadata=ObjectMeta(name=role, labels=dict(_LABELS)),
+            metadata=ObjectMeta(name=role, labels=labels),
             roleRef=RoleRef(apiGroup="rbac.authorization.k8s.io", kind="ClusterRole", name=role),
             subjects=[Subject(kind="ServiceAccount", name=account, namespace=JOIN_NAMESPACE)],
         ),

@@ -58,10 +58,14 @@ KIND_RESOURCES: dict[str, Any] = {
     "ClusterRole": ClusterRole,
 }
 MANAGED = {names.LABEL_MANAGED_BY: names.MANAGED_BY}
-# Which of a kind's objects are corral's: a Secret must be a copy too, so that no Secret of
-# someone else's that happens to carry the managed-by label is ever taken for one.
+# Which of a kind's objects are this sync's, to be removed when unwanted: a Secret must be a
+# copy too, so that no Secret of someone else's that happens to carry the managed-by label is
+# ever taken for one; a machine's join credential (core/kube/joining.py) is the node pools'.
+NOT_A_JOIN_CREDENTIAL = {**MANAGED, names.LABEL_MACHINE: operators.not_exists()}
 OWN: dict[str, dict[str, Any]] = {
     "Secret": {**MANAGED, names.LABEL_SECRET_COPY: operators.exists()},
+    "ClusterRole": NOT_A_JOIN_CREDENTIAL,
+    "ClusterRoleBinding": NOT_A_JOIN_CREDENTIAL,
 }
 SECRET_NOT_COPIED = "SecretNotCopied"
 
