@@ -194,3 +194,12 @@ def test_a_stuck_control_plane_says_why() -> None:
         "pod control-plane-x is CrashLoopBackOff (exit code 1: bad flag --x); pod etcd-0 cannot "
         "be scheduled: 0/1 nodes are available: 1 Insufficient memory."
     )
+
+
+def test_a_pki_secret_carries_its_generation_and_the_files_encoded() -> None:
+    secret = manifests.pki_secret("c-m-abc", cp.CA, {"ca.crt": b"pem"}, 3, {"x/rotation": "2"})
+    meta = secret["metadata"]
+    assert (meta["name"], meta["namespace"]) == (cp.CA, "c-m-abc")
+    assert meta["labels"] == manifests.labels("c-m-abc")
+    assert meta["annotations"] == {manifests.ANNOTATION_PKI_GENERATION: "3", "x/rotation": "2"}
+    assert cp.decode(secret["data"]) == {"ca.crt": b"pem"}

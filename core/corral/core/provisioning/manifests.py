@@ -170,6 +170,29 @@ def _service(cluster: str, name: str, component: str, port: int) -> dict[str, An
     }
 
 
+def pki_secret(
+    cluster: str,
+    name: str,
+    files: Mapping[str, bytes],
+    generation: int,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """One of the control plane's certificate Secrets, marked with its PKI generation (what
+    the pods that mount it were rolled for)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": name,
+            "namespace": cluster,
+            "labels": labels(cluster),
+            "annotations": {ANNOTATION_PKI_GENERATION: str(generation), **(annotations or {})},
+        },
+        "type": "Opaque",
+        "data": cp.encode(files),
+    }
+
+
 def configuration(plan: Plan) -> dict[str, Any]:
     files = apiserver_files(plan.flavour)
     return {

@@ -101,17 +101,8 @@ class PodRuntime:
         ) or cp.new_service_account_key()  # fmt: skip
         issued = cp.issue(authorities, addresses, sa_key)
         for name in missing:
-            secret = Secret(
-                metadata=ObjectMeta(
-                    name=name,
-                    namespace=cluster,
-                    labels=manifests.labels(cluster),
-                    annotations={manifests.ANNOTATION_PKI_GENERATION: str(FIRST_GENERATION)},
-                ),
-                type="Opaque",
-                data=cp.encode(issued[name]),
-            )
-            await self.kube.apply(secret, field_manager=FIELD_MANAGER, force=True)
+            secret = manifests.pki_secret(cluster, name, issued[name], FIRST_GENERATION)
+            await self.kube.apply(codecs.from_dict(secret), field_manager=FIELD_MANAGER, force=True)
         log.info("cluster %s: certificates issued: %s", cluster, ", ".join(missing))
 
     async def _secrets(self, cluster: str) -> dict[str, tuple[dict[str, Any], dict[str, bytes]]]:

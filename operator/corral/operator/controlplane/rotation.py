@@ -10,9 +10,7 @@ import logging
 from typing import Any
 
 import aiohttp
-from lightkube import AsyncClient
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Secret
+from lightkube import AsyncClient, codecs
 
 from corral.core.kube import cluster_secrets
 from corral.core.kube.client import as_dict
@@ -56,20 +54,9 @@ async def rotate(
     )
     issued = rotation.reissue(request, cluster, addresses, stored, todo)
     for name in todo:
-        secret = Secret(
-            metadata=ObjectMeta(
-                name=name,
-                namespace=cluster,
-                labels=manifests.labels(cluster),
-                annotations={
-                    manifests.ANNOTATION_PKI_GENERATION: str(pki_generation),
-                    rotation.ANNOTATION_ROTATION: mine,
-                },
-            ),
-            type="Opaque",
-            data=cp.encode(issued[name]),
-        )
-        await kube.apply(secret, field_manager=field_manager, force=True)
+        secret = manifests.pki_secret(cluster, name, issued[name], pki_generation,
+                                      {rotation.ANNOTATION_ROTATION: mine})  # fmt: skip
+        await kube.apply(codecs.from_dict(secret), field_manager=field_manager, force=True)
     log.info(
         "cluster %s: certificate rotation %s issued %s (PKI generation %s)",
         cluster, mine, ", ".join(todo), pki_generation,
