@@ -24,14 +24,14 @@ from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import CONNECTIONS, CORRAL_CA, KUBE, STORES
-from corral.apiserver.services import etcdbackups, importing, rotation, tokens
+from corral.apiserver.services import clusters, etcdbackups, importing, rotation, tokens
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
-from corral.core import conditions, kubeconfig
-from corral.core.api import condition_types as ct
+from corral.core import kubeconfig
 from corral.core.api import ids, names
 from corral.core.auth import ttl
+from corral.core.clusters.state import state
 from corral.core.kube import kinds
-from corral.core.kube.client import as_dict, delete_if_present
+from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
 from corral.core.provisioning import admission
 from corral.core.provisioning.flavours import FLAVOURS
@@ -164,20 +164,6 @@ KUBECONFIG_OUTPUT = Schema(
 )
 
 routes = web.RouteTableDef()
-
-
-def state(obj: Obj) -> tuple[str, str, str]:
-    """Rancher-style state, transitioning and its message, from the conditions."""
-    status = obj.get("status") or {}
-    conds = status.get("conditions") or []
-    if obj["metadata"].get("deletionTimestamp"):
-        return "removing", "yes", "waiting for the operator to clean up"
-    if conditions.is_true(conds, ct.READY):
-        return "active", "no", ""
-    ready = conditions.find(conds, ct.READY)
-    if conditions.is_true(conds, ct.PENDING) or ready is None:
-        return "pending", "yes", (ready or {}).get("message", "")
-    return "unavailable", "error", ready.get("message", "")
 
 
 def fields(obj: Obj) -> dict[str, Any]:
@@ -463,9 +449,7 @@ def awaits_import(request: web.Request, obj: Obj) -> bool:
 @routes.delete(v3("clusters", "/{id}"))
 async def delete_cluster(request: web.Request) -> web.Response:
     obj = owned_cluster(request, request.match_info["id"], "delete it")
-    if obj["metadata"]["name"] == names.LOCAL_CLUSTER:
-        raise ApiError(405, "MethodNotAllowed", "the local cluster cannot be deleted")
-    await delete_if_present(request.app[KUBE], kinds.Cluster, obj["metadata"]["name"])
+    await clusters.delete(request, obj)
     return web.Response(status=204)
 
 
