@@ -17,7 +17,7 @@ view again and puts it again.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -98,7 +98,10 @@ async def create(request: web.Request, namespace: str | None, body: dict[str, An
         raise errors.conflict(f"{v1.SCHEMA_ID} {namespace}/{name} already exists")
     flavour = FLAVOURS[v1.flavour_of(given)]
     config = dict(given.config or {})
+    # The admission names the configuration's fields; the plugin was given at rkeConfig.
+    renamed = {}
     if given.networking is not None:
+        renamed[f"{flavour.config_field}.networking"] = "rkeConfig.networking"
         if config.get("networking", given.networking) != given.networking:
             raise errors.invalid(
                 "spec.rkeConfig.networking",
@@ -106,7 +109,7 @@ async def create(request: web.Request, namespace: str | None, body: dict[str, An
                 "give one of them",
             )
         config["networking"] = given.networking
-    with _under("spec."):
+    with _under("spec.", renamed):
         admitted = admission.admit(flavour, config, given.version, request.app[STORES].catalog())
     pools = given.pools or []
     _check_templates(request, [(i, p) for i, p in enumerate(pools)])
@@ -321,10 +324,14 @@ def _stale(namespace: str, name: str) -> ApiError:
 
 
 @contextlib.contextmanager
-def _under(prefix: str) -> Iterator[None]:
-    """The cluster's admission names /v3 fields; the view's are under `spec`."""
+def _under(prefix: str, renamed: Mapping[str, str] | None = None) -> Iterator[None]:
+    """The cluster's admission names /v3 fields; the view's are under `spec`, some of them
+    (`renamed`, by the start of their names) elsewhere."""
     try:
         yield
     except Invalid as exc:
-        field = f"{prefix}{exc.field}" if exc.field else None
-        raise Invalid(exc.message, field, exc.code) from None
+        field = exc.field
+        for old, new in (renamed or {}).items():
+            if field is not None and (field == old or field.startswith(old + ".")):
+                field = new + field[len(old) :]
+        raise Invalid(exc.message, f"{prefix}{field}" if field else None, exc.code) from None
