@@ -207,6 +207,13 @@ def test_a_v1_cluster_is_a_cluster_and_its_nodepools(
     in_namespace = api.get(f"{TYPE}/{NAMESPACE}").body["data"]
     assert f"{NAMESPACE}/{name}" in {c["id"] for c in in_namespace}
     assert all(c["metadata"]["namespace"] == NAMESPACE for c in in_namespace)
+    # machinePoolName is fixed on the NodePool itself (CEL), whoever writes it.
+    np_name = pools["workers"]["metadata"]["name"]
+    for patch in ({"spec": {"machinePoolName": "other"}}, {"spec": {"machinePoolName": None}}):
+        with pytest.raises(k8s.ApiException) as caught:
+            crs.patch_namespaced_custom_object(GROUP, VERSION, cluster_id, "nodepools", np_name,
+                                               patch)  # fmt: skip
+        assert caught.value.status == 422, patch
     # A second cluster of the same name is refused; another type of /v1 is not served.
     refused(create(api, made, body(name, [])), 409)
     assert api.get(f"/v1/provisioning.svc.io.nodes/{NAMESPACE}/{name}").status == 404
@@ -225,8 +232,13 @@ def test_a_put_scales_adds_and_removes_pools_and_a_stale_put_changes_nothing(
     api: Api, crs: k8s.CustomObjectsApi, template: str, made: list[str]
 ) -> None:
     name = unique("put")
-    created = create(api, made, body(name, [pool("a", template), pool("b", template)]))
+    # POST to the namespace's path, the object naming none.
+    payload = body(name, [pool("a", template), pool("b", template)])
+    del payload["metadata"]["namespace"]
+    created = api.post(f"{TYPE}/{NAMESPACE}", payload)
     assert created.status == 201, created.body
+    made.append(created.body["status"]["clusterName"])
+    assert created.body["id"] == f"{NAMESPACE}/{name}"
     cluster_id = created.body["status"]["clusterName"]
     path = f"{TYPE}/{NAMESPACE}/{name}"
     read = api.get(path).body
@@ -263,6 +275,11 @@ def test_a_put_scales_adds_and_removes_pools_and_a_stale_put_changes_nothing(
     # A body without machinePools leaves the pools alone.
     assert api.put(path, {"spec": {"kubernetesVersion": "v1.36.3"}}).status == 200
     assert written(crs, cluster_id) == before
+    # Without a resourceVersion the update is unconditional.
+    anyhow = api.put(path, {"spec": {"rkeConfig": {"machinePools": [pool("b", template)]}}})
+    assert anyhow.status == 200, anyhow.body
+    assert set(nodepools(crs, cluster_id)) == {"b"}
+    assert nodepools(crs, cluster_id)["b"]["spec"]["quantity"] == 1
 
 
 @pytest.mark.parametrize(
@@ -316,10 +333,10 @@ def test_a_bad_cluster_is_422_naming_its_field_and_nothing_is_stored(
     assert stored(crs) == before
 
 
-def bind_owner(api: Api, cluster_id: str, person: Person) -> None:
+def bind(api: Api, cluster_id: str, person: Person, role: str) -> None:
     granted = api.post(
         "/v3/clusterroletemplatebindings",
-        {"clusterId": cluster_id, "userId": person.id, "roleTemplateId": "cluster-owner"},
+        {"clusterId": cluster_id, "userId": person.id, "roleTemplateId": role},
     )
     assert granted.status == 201, granted.body
 
@@ -344,10 +361,19 @@ def test_another_users_cluster_and_template_are_out_of_reach(
     assert stranger.post(TYPE, body(unique("mine"), [])).status == 403
     assert written(crs, cluster_id) == before
 
+    # A member sees it and may not change it.
+    member = make_user()
+    bind(api, cluster_id, member, "cluster-member")
+    wait_for("the member sees the cluster", lambda: member.api.get(path).status == 200, 10)
+    assert "update" not in member.api.get(path).body["links"]
+    refused(member.api.put(path, member.api.get(path).body), 403)
+    refused(member.api.delete(path), 403)
+    assert written(crs, cluster_id) == before
+
     # An owner of the cluster who is no administrator: they may change its pools, with a
     # template they may use, and not with another user's.
     owner = make_user()
-    bind_owner(api, cluster_id, owner)
+    bind(api, cluster_id, owner, "cluster-owner")
     wait_for("the owner sees the cluster", lambda: owner.api.get(path).status == 200, 10)
     shown = owner.api.get(path).body
     assert shown["links"]["update"] == shown["links"]["self"]

@@ -39,7 +39,7 @@ from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.projects import roles
-from corral.core.provisioning import admission, machinepools, v1
+from corral.core.provisioning import admission, catalog, machinepools, v1
 from corral.core.provisioning.flavours import FLAVOURS, Flavour
 from corral.core.provisioning.machinepools import MachinePool
 
@@ -166,13 +166,17 @@ async def update(request: web.Request, cluster: Obj, body: dict[str, Any]) -> Ob
     spec = cluster.get("spec") or {}
     flavour = FLAVOURS[spec["driver"]]
     _check_fixed(flavour, spec, given)
+    changed_spec: dict[str, Any] = {}
     if given.version is not None:
         with _under("spec."):
             # The same version, however written, is no change; another is the cluster
             # admission's to decide, exactly as for a PUT through /v3.
             admission.check_version_change(flavour, spec.get("kubernetesVersion"), given.version)
-    current_version = cluster["metadata"]["resourceVersion"]
-    if given.resource_version is not None and given.resource_version != current_version:
+            version = catalog.normalise(given.version, flavour.driver, "kubernetesVersion")
+        if version != spec.get("kubernetesVersion"):
+            # Once the admission lets a version change through, it lands where /v3 keeps it.
+            changed_spec["kubernetesVersion"] = version
+    if given.resource_version not in (None, cluster["metadata"]["resourceVersion"]):
         raise _stale(namespace, name)
     if cluster["metadata"].get("deletionTimestamp"):
         raise ApiError(409, "Conflict", f"cluster {cluster_id} is being deleted")
@@ -186,12 +190,13 @@ async def update(request: web.Request, cluster: Obj, body: dict[str, Any]) -> Ob
         _check_plan(request, plan, given.pools)
         pools_hash = machinepools.pools_hash(given.pools)
 
-    cas = {
-        "metadata": {
-            "resourceVersion": current_version,
-            "annotations": {v1.ANNOTATION_POOLS_HASH: pools_hash},
-        }
-    }
+    cas: dict[str, Any] = {"metadata": {"annotations": {v1.ANNOTATION_POOLS_HASH: pools_hash}}}
+    if changed_spec:
+        cas["spec"] = changed_spec
+    if given.resource_version is not None:
+        # Left out, the update is unconditional, as in Kubernetes: the operator's status
+        # writes move the version too, and must not turn it into a 409.
+        cas["metadata"]["resourceVersion"] = given.resource_version
     try:
         cluster = as_dict(
             await kube.patch(kinds.Cluster, cluster_id, cas, patch_type=PatchType.MERGE)
