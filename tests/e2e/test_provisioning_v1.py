@@ -204,6 +204,13 @@ def test_a_v1_cluster_is_a_cluster_and_its_nodepools(
     assert listed["createTypes"] == {"provisioning.svc.io.cluster": url.split(f"/{NAMESPACE}/")[0]}
     assert listed["revision"] and listed["links"]["self"].endswith(TYPE)
     assert f"{NAMESPACE}/{name}" in {c["id"] for c in listed["data"]}
+    # Pages of one, with a second cluster (of no pools) there.
+    assert create(api, made, body(unique("page"), [])).status == 201
+    wait_for("two clusters listed", lambda: api.get(TYPE).body["count"] >= 2, 10)
+    first = api.get(f"{TYPE}?limit=1").body
+    assert len(first["data"]) == 1 and first["pagination"]["partial"] is True
+    following = api.get(f"{TYPE}?limit=1&continue={first['continue']}").body
+    assert following["data"][0]["id"] > first["data"][0]["id"]
     in_namespace = api.get(f"{TYPE}/{NAMESPACE}").body["data"]
     assert f"{NAMESPACE}/{name}" in {c["id"] for c in in_namespace}
     assert all(c["metadata"]["namespace"] == NAMESPACE for c in in_namespace)

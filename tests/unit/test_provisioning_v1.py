@@ -264,17 +264,23 @@ def test_the_steve_envelope_flattens_and_renames_clashing_keys() -> None:
 
 
 def test_steve_collections_page_with_a_continue_token() -> None:
-    items = [{"id": f"ns/{n}"} for n in "cab"]
-    first = steve.collection("https://x", "/v1/a.ks", "a.k", "a.ks", items,
+    items = [(f"ns/{n}", n) for n in "cab"]
+
+    def render(name: str) -> dict[str, Any]:
+        return {"id": f"ns/{name}"}
+
+    first = steve.collection("https://x", "/v1/a.ks", "a.k", "a.ks", items, render,
                              MultiDict(limit="2"), "9", can_create=True)  # fmt: skip
     assert [i["id"] for i in first["data"]] == ["ns/a", "ns/b"]
     assert (first["type"], first["resourceType"], first["revision"]) == ("collection", "a.k", "9")
     assert first["createTypes"] == {"a.k": "https://x/v1/a.ks"}
     assert first["pagination"]["partial"] is True
-    rest = steve.collection("https://x", "/v1/a.ks", "a.k", "a.ks", items,
+    rest = steve.collection("https://x", "/v1/a.ks", "a.k", "a.ks", items, render,
                             MultiDict(limit="2", **{"continue": first["continue"]}), "9",
                             can_create=False)  # fmt: skip
     assert [i["id"] for i in rest["data"]] == ["ns/c"]
     assert "continue" not in rest and rest["createTypes"] == {}
     with pytest.raises(ApiError):
-        steve.collection("https://x", "/", "a.k", "a.ks", items, MultiDict(limit="x"), "", True)
+        steve.collection(
+            "https://x", "/", "a.k", "a.ks", items, render, MultiDict(limit="x"), "", True
+        )

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from multidict import MultiMapping
@@ -20,12 +20,17 @@ from multidict import MultiMapping
 from corral.apiserver.http import errors
 
 RESERVED = ("id", "type", "links", "actions")
+T = TypeVar("T")
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 10000
 
 
 def resource_url(base: str, plural: str, resource_id: str) -> str:
     return f"{base}/v1/{plural}/{resource_id}"
+
+
+def namespaced_id(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
 
 
 def resource(
@@ -39,7 +44,7 @@ def resource(
     """`obj` (namespaced) as a resource; `update` and `remove` links when the caller may use
     them, as Steve adds them by the caller's verbs."""
     meta = obj["metadata"]
-    resource_id = f"{meta['namespace']}/{meta['name']}"
+    resource_id = namespaced_id(meta["namespace"], meta["name"])
     url = resource_url(base, plural, resource_id)
     all_links = {"self": url}
     if writable:
@@ -54,18 +59,20 @@ def collection(
     path: str,
     schema_id: str,
     plural: str,
-    items: Sequence[dict[str, Any]],
+    rows: Iterable[tuple[str, T]],
+    render: Callable[[T], dict[str, Any]],
     query: MultiMapping[str],
     revision: str,
     can_create: bool,
 ) -> dict[str, Any]:
-    """Rendered resources (each with `id`) as a collection, in id order, one page of them."""
-    ordered = sorted(items, key=lambda item: str(item["id"]))
+    """Objects, each with its resource id, as a collection in id order: one page of them,
+    rendered (a page costs the page, not the listing)."""
+    ordered = sorted(rows, key=lambda row: row[0])
     limit = _limit(query.get("limit"))
     start = 0
     if token := query.get("continue"):
         after = _decoded(token)
-        start = next((i for i, item in enumerate(ordered) if item["id"] > after), len(ordered))
+        start = next((i for i, (rid, _) in enumerate(ordered) if rid > after), len(ordered))
     page = ordered[start : start + limit]
     body: dict[str, Any] = {
         "type": "collection",
@@ -77,7 +84,7 @@ def collection(
         "count": len(ordered),
     }
     if start + limit < len(ordered):
-        token = base64.urlsafe_b64encode(str(page[-1]["id"]).encode()).decode()
+        token = base64.urlsafe_b64encode(page[-1][0].encode()).decode()
         params = [(k, v) for k, v in query.items() if k != "continue"] + [("continue", token)]
         body["continue"] = token
         body["pagination"] = {
@@ -85,7 +92,7 @@ def collection(
             "partial": True,
             "next": f"{base}{path}?{urlencode(params)}",
         }
-    body["data"] = page
+    body["data"] = [render(obj) for _, obj in page]
     return body
 
 

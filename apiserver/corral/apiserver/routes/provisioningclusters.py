@@ -41,7 +41,8 @@ async def listing(request: web.Request, namespace: str | None) -> web.Response:
     shown = provisioning.listed(request, namespace)
     body = steve.collection(
         base_url(request), request.path, v1.SCHEMA_ID, v1.PLURAL,
-        [render(request, c) for c in shown], request.query,
+        [(steve.namespaced_id(*v1.name_of(c)), c) for c in shown],
+        lambda c: render(request, c), request.query,
         provisioning.revision(request, shown), can_create=principal(request).is_admin,
     )  # fmt: skip
     return web.json_response(body)
