@@ -214,6 +214,16 @@ def test_a_v1_cluster_is_a_cluster_and_its_nodepools(
     in_namespace = api.get(f"{TYPE}/{NAMESPACE}").body["data"]
     assert f"{NAMESPACE}/{name}" in {c["id"] for c in in_namespace}
     assert all(c["metadata"]["namespace"] == NAMESPACE for c in in_namespace)
+    # /v3 keeps the view's name: its labels may be put back, not changed or made up.
+    labels = v3.body["labels"]
+    assert api.put(f"/v3/clusters/{cluster_id}", {"labels": labels}).status == 200
+    moved = {**labels, "provisioning.svc.io/name": "other"}
+    refused(api.put(f"/v3/clusters/{cluster_id}", {"labels": moved}), 422, "labels")
+    forged = api.post("/v3/clusters", {"type": "cluster", "name": "forged", "labels": moved,
+                                       "rke2Config": {"kubernetesVersion": "v1.36.3"}})  # fmt: skip
+    refused(forged, 422, "labels")
+    assert cluster_cr(crs, cluster_id)["metadata"]["labels"] == labels
+
     # machinePoolName is fixed on the NodePool itself (CEL), whoever writes it.
     np_name = pools["workers"]["metadata"]["name"]
     for patch in ({"spec": {"machinePoolName": "other"}}, {"spec": {"machinePoolName": None}}):

@@ -215,6 +215,16 @@ def test_the_types_and_names_of_the_view() -> None:
     assert v1.cluster_id("team", "demo") != v1.cluster_id("demo", "team")
 
 
+def test_v3_labels_never_set_or_change_the_views_name() -> None:
+    named = {v1.LABEL_NAMESPACE: "team", v1.LABEL_NAME: "demo"}
+    v1.check_labels({**named, "env": "dev"}, named)
+    v1.check_labels({"env": "dev"}, {})
+    for given, current in (({v1.LABEL_NAME: "x"}, {}), ({v1.LABEL_NAME: "x"}, named)):
+        with pytest.raises(Invalid) as caught:
+            v1.check_labels(given, current)
+        assert (caught.value.field, caught.value.code) == ("labels", "InvalidAction")
+
+
 def test_what_a_body_may_say() -> None:
     given = v1.parse(
         {

@@ -33,7 +33,7 @@ from corral.core.clusters.state import state
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
-from corral.core.provisioning import admission
+from corral.core.provisioning import admission, v1
 from corral.core.provisioning.flavours import FLAVOURS
 from corral.core.workloads.spec import env_var
 
@@ -370,12 +370,15 @@ def customization(body: dict[str, Any], name: str) -> dict[str, Any]:
     return value
 
 
-def labels_of(body: dict[str, Any]) -> dict[str, str]:
+def labels_of(body: dict[str, Any], current: dict[str, str] | None = None) -> dict[str, str]:
+    """The labels a body gives; those naming the cluster's /v1 view only as `current` has
+    them (a client may put back what it read)."""
     labels = body.get("labels") or {}
     if not isinstance(labels, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
     ):
         raise errors.invalid("labels", "labels must map text to text")
+    v1.check_labels(labels, current or {})
     return labels
 
 
@@ -404,7 +407,7 @@ async def update_cluster(request: web.Request) -> web.Response:
     display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
     if display:
         patch["displayName"] = display
-    labels = labels_of(body) if "labels" in body else None
+    labels = labels_of(body, obj["metadata"].get("labels")) if "labels" in body else None
     # Everything else was checked first: an import is not half of a refused request.
     if kubeconfig is not None:
         obj = await importing.import_into(request, kubeconfig, obj)

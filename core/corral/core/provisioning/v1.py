@@ -59,6 +59,18 @@ def key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
 
+def check_labels(given: Mapping[str, str], current: Mapping[str, str]) -> None:
+    """The view's name is its own: labels of `/v3` may not set or change it."""
+    for label in (LABEL_NAMESPACE, LABEL_NAME):
+        if label in given and given[label] != current.get(label):
+            raise Invalid(
+                f"the label {label} holds the cluster's /v1 name; it is set only through /v1 "
+                "and cannot change",
+                "labels",
+                code="InvalidAction",
+            )
+
+
 def cluster_id(namespace: str, name: str) -> str:
     """The Cluster of a view made through /v1: the same pair always gives the same id."""
     return ids.derived("c-m", namespace, name, length=8)
