@@ -56,6 +56,7 @@ from corral.apiserver.routes import (
     pods,
     projectroletemplatebindings,
     projects,
+    provisioningclusters,
     proxy,
     root,
     schemas,
@@ -79,7 +80,7 @@ ROUTE_MODULES = [
     health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
     proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
     workloads, pods, secrets, namespacedsecrets, nodedrivers, nodetemplates, cloudcredentials,
-    nodepools, authproviders, authconfigs, etcdbackups,
+    nodepools, authproviders, authconfigs, etcdbackups, provisioningclusters,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,

@@ -24,16 +24,16 @@ from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import CONNECTIONS, CORRAL_CA, KUBE, STORES
-from corral.apiserver.services import etcdbackups, importing, rotation, tokens
+from corral.apiserver.services import clusters, etcdbackups, importing, rotation, tokens
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
-from corral.core import conditions, kubeconfig
-from corral.core.api import condition_types as ct
+from corral.core import kubeconfig
 from corral.core.api import ids, names
 from corral.core.auth import ttl
+from corral.core.clusters.state import state
 from corral.core.kube import kinds
-from corral.core.kube.client import as_dict, delete_if_present
+from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
-from corral.core.provisioning import admission
+from corral.core.provisioning import admission, v1
 from corral.core.provisioning.flavours import FLAVOURS
 from corral.core.workloads.spec import env_var
 
@@ -164,20 +164,6 @@ KUBECONFIG_OUTPUT = Schema(
 )
 
 routes = web.RouteTableDef()
-
-
-def state(obj: Obj) -> tuple[str, str, str]:
-    """Rancher-style state, transitioning and its message, from the conditions."""
-    status = obj.get("status") or {}
-    conds = status.get("conditions") or []
-    if obj["metadata"].get("deletionTimestamp"):
-        return "removing", "yes", "waiting for the operator to clean up"
-    if conditions.is_true(conds, ct.READY):
-        return "active", "no", ""
-    ready = conditions.find(conds, ct.READY)
-    if conditions.is_true(conds, ct.PENDING) or ready is None:
-        return "pending", "yes", (ready or {}).get("message", "")
-    return "unavailable", "error", ready.get("message", "")
 
 
 def fields(obj: Obj) -> dict[str, Any]:
@@ -384,12 +370,15 @@ def customization(body: dict[str, Any], name: str) -> dict[str, Any]:
     return value
 
 
-def labels_of(body: dict[str, Any]) -> dict[str, str]:
+def labels_of(body: dict[str, Any], current: dict[str, str] | None = None) -> dict[str, str]:
+    """The labels a body gives; those naming the cluster's /v1 view only as `current` has
+    them (a client may put back what it read)."""
     labels = body.get("labels") or {}
     if not isinstance(labels, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
     ):
         raise errors.invalid("labels", "labels must map text to text")
+    v1.check_labels(labels, current or {})
     return labels
 
 
@@ -418,7 +407,7 @@ async def update_cluster(request: web.Request) -> web.Response:
     display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
     if display:
         patch["displayName"] = display
-    labels = labels_of(body) if "labels" in body else None
+    labels = labels_of(body, obj["metadata"].get("labels")) if "labels" in body else None
     # Everything else was checked first: an import is not half of a refused request.
     if kubeconfig is not None:
         obj = await importing.import_into(request, kubeconfig, obj)
@@ -463,9 +452,7 @@ def awaits_import(request: web.Request, obj: Obj) -> bool:
 @routes.delete(v3("clusters", "/{id}"))
 async def delete_cluster(request: web.Request) -> web.Response:
     obj = owned_cluster(request, request.match_info["id"], "delete it")
-    if obj["metadata"]["name"] == names.LOCAL_CLUSTER:
-        raise ApiError(405, "MethodNotAllowed", "the local cluster cannot be deleted")
-    await delete_if_present(request.app[KUBE], kinds.Cluster, obj["metadata"]["name"])
+    await clusters.delete(request, obj)
     return web.Response(status=204)
 
 

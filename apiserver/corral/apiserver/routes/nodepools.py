@@ -29,7 +29,6 @@ from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core.api import ids, names
 from corral.core.api.ids import ScopedId
 from corral.core.clusters import taints
-from corral.core.drivers import status as driver_status
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
@@ -175,31 +174,13 @@ async def create_pool(request: web.Request) -> web.Response:
         "hostnamePrefix": pool_spec.hostname_prefix(body.get("hostnamePrefix")),
         "quantity": pool_spec.quantity(body.get("quantity", 1)),
         **{role: pool_spec.flag(body.get(role, False), role) for role in pool_spec.ROLES},
-        "nodeTemplateName": usable_template(request, body.get("nodeTemplateName")),
+        "nodeTemplateName": owned.usable_template(request, body.get("nodeTemplateName")),
         **changeable(body),
     }
     metadata = ObjectMeta(name=ids.generate("np"), namespace=cluster_id)
     created = as_dict(await request.app[KUBE].create(kinds.NodePool(metadata=metadata, spec=spec)))
     request.app[STORES].nodepools.put(created)
     return web.json_response(render(request, created), status=201)
-
-
-def usable_template(request: web.Request, name: Any) -> str:
-    """A template the caller may use whose driver may make machines now; 422 otherwise, the
-    same for a template they cannot see as for one that does not exist."""
-    if not isinstance(name, str) or not name:
-        raise errors.missing("nodeTemplateName")
-    template = referenced(
-        lambda: owned.visible(request, request.app[STORES].nodetemplates, name, "nodeTemplate"),
-        "nodeTemplateName", f"node template {name}",
-    )  # fmt: skip
-    driver = (template.get("spec") or {}).get("driver", "")
-    found_driver = request.app[STORES].nodedrivers.get(driver)
-    if found_driver is None or not driver_status.usable(found_driver):
-        raise errors.invalid("nodeTemplateName", f"node driver {driver} of template {name} is "
-                             "not active and ready: no machine can be made with it",
-                             "InvalidReference")  # fmt: skip
-    return name
 
 
 def changeable(body: dict[str, Any]) -> dict[str, Any]:
@@ -236,11 +217,13 @@ async def update_pool(request: web.Request) -> web.Response:
     spec = changeable(body)
     template = current.get("nodeTemplateName", "")
     if "nodeTemplateName" in body and body["nodeTemplateName"] != template:
-        template = spec["nodeTemplateName"] = usable_template(request, body["nodeTemplateName"])
+        template = spec["nodeTemplateName"] = owned.usable_template(
+            request, body["nodeTemplateName"]
+        )
     if "quantity" in body:
         spec["quantity"] = pool_spec.quantity(body["quantity"])
         if spec["quantity"] > current.get("quantity", 1) and "nodeTemplateName" not in spec:
-            usable_template(request, template)
+            owned.usable_template(request, template)
     if not spec:
         return web.json_response(render(request, obj))
     meta = obj["metadata"]

@@ -12,7 +12,7 @@ from lightkube.models.meta_v1 import OwnerReference
 
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.http import errors
-from corral.apiserver.http.body import text
+from corral.apiserver.http.body import referenced, text
 from corral.apiserver.keys import STORES
 from corral.core.api import names
 from corral.core.auth import ownership
@@ -33,6 +33,25 @@ def visible(request: web.Request, cache: Informer, obj_id: str, what: str) -> Ob
 def listed(request: web.Request, cache: Informer) -> list[Obj]:
     who = principal(request)
     return cache.all() if who.is_admin else cache.by_index("owner", who.user_id)
+
+
+def usable_template(request: web.Request, name: Any, field: str = "nodeTemplateName") -> str:
+    """A node template the caller may use whose driver may make machines now; 422 naming
+    `field` otherwise, the same for a template they cannot see as for one that does not exist.
+    """
+    if not isinstance(name, str) or not name:
+        raise errors.missing(field)
+    template = referenced(
+        lambda: visible(request, request.app[STORES].nodetemplates, name, "nodeTemplate"),
+        field, f"node template {name}",
+    )  # fmt: skip
+    driver = (template.get("spec") or {}).get("driver", "")
+    found_driver = request.app[STORES].nodedrivers.get(driver)
+    if found_driver is None or not driver_status.usable(found_driver):
+        raise errors.invalid(field, f"node driver {driver} of template {name} is not active "
+                             "and ready: no machine can be made with it",
+                             "InvalidReference")  # fmt: skip
+    return name
 
 
 def ownership_metadata(request: web.Request) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from corral.core.auth import hashing, ownership, principals
 from corral.core.auth.oidc_config import OidcConfig
 from corral.core.kube import kinds, user_attributes
 from corral.core.kube.informer import Informer, Obj
-from corral.core.provisioning import catalog
+from corral.core.provisioning import catalog, v1
+from corral.core.provisioning.flavours import FLAVOURS
 
 
 def _token_user(obj: Obj) -> list[str]:
@@ -77,6 +78,13 @@ def _template(obj: Obj) -> list[str]:
     return [obj.get("spec", {}).get("nodeTemplateName", "")]
 
 
+def _v1_name(obj: Obj) -> list[str]:
+    """`<namespace>/<name>` of a provisioned cluster's /v1 view."""
+    if obj.get("spec", {}).get("driver") not in FLAVOURS:
+        return []
+    return [v1.key(*v1.name_of(obj))]
+
+
 @dataclass
 class Stores:
     tokens: Informer
@@ -105,7 +113,7 @@ class Stores:
             users=Informer(client, kinds.User, {"username": _username, "principal": _principals}),
             bindings=Informer(client, kinds.GlobalRoleBinding, {"user": _binding_user}),
             settings=Informer(client, kinds.Setting),
-            clusters=Informer(client, kinds.Cluster),
+            clusters=Informer(client, kinds.Cluster, {"v1": _v1_name}),
             nodes=Informer(
                 client, kinds.Node, {"cluster": _namespace, "template": _template}, namespace="*"
             ),

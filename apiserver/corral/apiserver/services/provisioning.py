@@ -1,0 +1,342 @@
+"""The `/v1/provisioning.svc.io.clusters` view: a provisioned cluster and its machine pools, read
+from and written to the management Cluster and its NodePools (docs/api.md, "Provisioning
+clusters"; rules in `core.provisioning.v1` and `core.provisioning.machinepools`).
+
+The view answers as `/v3/clusters` does: the same visibility (another user's cluster is 404),
+the same owners' right to change it, the same admission of the cluster's spec and version
+(`core.provisioning.admission`) and the same deletion (`services.clusters`).
+
+A write checks everything before it writes anything, so a refused request changes nothing.
+An update then writes the Cluster first, on condition that it is still the version the client
+read (its resourceVersion, which is the view's): that write is the compare-and-swap, so of two
+updates from one version one wins and the other gets 409 before it has touched a pool. The
+pools follow; the update is idempotent, so a client whose request failed part-way reads the
+view again and puts it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from aiohttp import web
+from lightkube import ApiError as KubeApiError
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.types import PatchType
+
+from corral.apiserver.auth.authn import principal
+from corral.apiserver.auth.authz import access, require_admin
+from corral.apiserver.http import errors
+from corral.apiserver.http.errors import ApiError
+from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.services import clusters, owned
+from corral.apiserver.services.visibility import owned_cluster
+from corral.core.api import ids, names
+from corral.core.clusters.state import state
+from corral.core.errors import Invalid
+from corral.core.kube import kinds
+from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
+from corral.core.kube.informer import Obj
+from corral.core.projects import roles
+from corral.core.provisioning import admission, catalog, machinepools, v1
+from corral.core.provisioning.flavours import FLAVOURS, Flavour
+from corral.core.provisioning.machinepools import MachinePool
+
+
+def view(request: web.Request, cluster: Obj) -> dict[str, Any]:
+    """The view of `cluster`, as a Kubernetes object."""
+    pools = [machinepools.of_nodepool(p["spec"]) for p in _pools(request, cluster)]
+    return v1.render(cluster, pools, state(cluster))
+
+
+def writable(request: web.Request, cluster: Obj) -> bool:
+    return access(request).cluster_role(cluster["metadata"]["name"]) == roles.CLUSTER_OWNER
+
+
+def listed(request: web.Request, namespace: str | None) -> list[Obj]:
+    """The provisioned clusters the caller sees, in `namespace` when given."""
+    allowed = access(request)
+    return [
+        c
+        for c in request.app[STORES].clusters.all()
+        if (c.get("spec") or {}).get("driver") in FLAVOURS
+        and (namespace is None or v1.name_of(c)[0] == namespace)
+        and allowed.sees_cluster(c["metadata"]["name"])
+    ]
+
+
+def revision(request: web.Request, shown: list[Obj]) -> str:
+    """The newest resourceVersion among the clusters listed and their pools."""
+    objs = [*shown, *(p for c in shown for p in _pools(request, c))]
+    versions = [o["metadata"].get("resourceVersion", "") for o in objs]
+    return max(versions, key=lambda v: (len(v), v), default="")
+
+
+def found(request: web.Request, namespace: str, name: str) -> Obj:
+    """The view's cluster, for those who see it; 404 for anyone else, whether it exists or
+    not."""
+    matches = request.app[STORES].clusters.by_index("v1", v1.key(namespace, name))
+    if len(matches) != 1 or not access(request).sees_cluster(matches[0]["metadata"]["name"]):
+        raise errors.not_found(f"{v1.SCHEMA_ID} {namespace}/{name} not found")
+    return matches[0]
+
+
+async def create(request: web.Request, namespace: str | None, body: dict[str, Any]) -> Obj:
+    """A new provisioned cluster and its pools (administrators only, as through /v3)."""
+    require_admin(principal(request), "create clusters")
+    given = v1.parse(body, None)
+    if namespace is not None and given.namespace not in (None, namespace):
+        raise errors.invalid("metadata.namespace", "metadata.namespace must be the path's")
+    namespace = namespace or given.namespace
+    if namespace is None:
+        raise errors.missing("metadata.namespace")
+    if given.name is None:
+        raise errors.missing("metadata.name")
+    name = given.name
+    if request.app[STORES].clusters.by_index("v1", v1.key(namespace, name)):
+        raise errors.conflict(f"{v1.SCHEMA_ID} {namespace}/{name} already exists")
+    flavour = FLAVOURS[v1.flavour_of(given)]
+    config = dict(given.config or {})
+    # The admission names the configuration's fields; the plugin was given at rkeConfig.
+    renamed = {}
+    if given.networking is not None:
+        renamed[f"{flavour.config_field}.networking"] = "rkeConfig.networking"
+        if config.get("networking", given.networking) != given.networking:
+            raise errors.invalid(
+                "spec.rkeConfig.networking",
+                f"spec.rkeConfig.networking and spec.{flavour.config_field}.networking differ; "
+                "give one of them",
+            )
+        config["networking"] = given.networking
+    with _under("spec.", renamed):
+        admitted = admission.admit(flavour, config, given.version, request.app[STORES].catalog())
+    pools = given.pools or []
+    _check_templates(request, [(i, p) for i, p in enumerate(pools)])
+
+    cluster_id = v1.cluster_id(namespace, name)
+    meta = ObjectMeta(
+        name=cluster_id,
+        labels={v1.LABEL_NAMESPACE: namespace, v1.LABEL_NAME: name},
+        annotations={v1.ANNOTATION_POOLS_HASH: machinepools.pools_hash(pools)},
+    )
+    spec = {
+        "displayName": name,
+        "driver": flavour.driver,
+        "kubernetesVersion": admitted.version,
+        flavour.config_field: admitted.config,
+    }
+    kube = request.app[KUBE]
+    try:
+        created = as_dict(await kube.create(kinds.Cluster(metadata=meta, spec=spec)))
+    except KubeApiError as exc:
+        if exc.status.code == 409:
+            raise errors.conflict(
+                f"{v1.SCHEMA_ID} {namespace}/{name} already exists, or is still being deleted"
+            ) from None
+        raise
+    request.app[STORES].clusters.put(created)
+    try:
+        # The operator makes the namespace too; the pools cannot wait for it.
+        await ensure_namespace(kube, cluster_id, {names.LABEL_CLUSTER: cluster_id})
+        for pool in pools:
+            await _create_pool(request, cluster_id, name, pool)
+    except BaseException:
+        # Nothing of a refused create stays: the cluster's deletion takes its pools.
+        await delete_if_present(kube, kinds.Cluster, cluster_id)
+        raise
+    return created
+
+
+async def update(request: web.Request, cluster: Obj, body: dict[str, Any]) -> Obj:
+    """The view as `body` gives it: machine pools added, changed and removed; the version
+    through the cluster's admission; the configuration as it is. Owners only."""
+    cluster_id = cluster["metadata"]["name"]
+    owned_cluster(request, cluster_id, "change it")
+    namespace, name = v1.name_of(cluster)
+    kube = request.app[KUBE]
+    cluster = await _fresh(request, cluster)
+    given = v1.parse(body, name)
+    for field, value, expected in (
+        ("metadata.namespace", given.namespace, namespace),
+        ("metadata.name", given.name, name),
+    ):
+        if value is not None and value != expected:
+            raise errors.invalid(field, f"{field} cannot change: it is {expected}", "InvalidAction")
+    spec = cluster.get("spec") or {}
+    flavour = FLAVOURS[spec["driver"]]
+    _check_fixed(flavour, spec, given)
+    changed_spec: dict[str, Any] = {}
+    if given.version is not None:
+        with _under("spec."):
+            # The same version, however written, is no change; another is the cluster
+            # admission's to decide, exactly as for a PUT through /v3.
+            admission.check_version_change(flavour, spec.get("kubernetesVersion"), given.version)
+            version = catalog.normalise(given.version, flavour.driver, "kubernetesVersion")
+        if version != spec.get("kubernetesVersion"):
+            # Once the admission lets a version change through, it lands where /v3 keeps it.
+            changed_spec["kubernetesVersion"] = version
+    if given.resource_version not in (None, cluster["metadata"]["resourceVersion"]):
+        raise _stale(namespace, name)
+    if cluster["metadata"].get("deletionTimestamp"):
+        raise ApiError(409, "Conflict", f"cluster {cluster_id} is being deleted")
+
+    plan = None
+    annotations = cluster["metadata"].get("annotations") or {}
+    pools_hash = annotations.get(v1.ANNOTATION_POOLS_HASH, "")
+    if given.pools is not None:
+        existing = await _fresh_pools(request, cluster_id)
+        plan = machinepools.plan(existing, given.pools)
+        _check_plan(request, plan, given.pools)
+        pools_hash = machinepools.pools_hash(given.pools)
+
+    cas: dict[str, Any] = {"metadata": {"annotations": {v1.ANNOTATION_POOLS_HASH: pools_hash}}}
+    if changed_spec:
+        cas["spec"] = changed_spec
+    if given.resource_version is not None:
+        # Left out, the update is unconditional, as in Kubernetes: the operator's status
+        # writes move the version too, and must not turn it into a 409.
+        cas["metadata"]["resourceVersion"] = given.resource_version
+    try:
+        cluster = as_dict(
+            await kube.patch(kinds.Cluster, cluster_id, cas, patch_type=PatchType.MERGE)
+        )
+    except KubeApiError as exc:
+        if exc.status.code == 409:
+            raise _stale(namespace, name) from None
+        raise
+    request.app[STORES].clusters.put(cluster)
+    if plan is not None:
+        await _apply(request, cluster_id, name, plan)
+    return cluster
+
+
+async def delete(request: web.Request, cluster: Obj) -> None:
+    """Deletes the cluster exactly as DELETE /v3/clusters/{id} does."""
+    owned_cluster(request, cluster["metadata"]["name"], "delete it")
+    await clusters.delete(request, cluster)
+
+
+def _pools(request: web.Request, cluster: Obj) -> list[Obj]:
+    """The cluster's NodePools that are machine pools of its view."""
+    return [
+        p
+        for p in request.app[STORES].nodepools.by_index("cluster", cluster["metadata"]["name"])
+        if (p.get("spec") or {}).get("machinePoolName")
+    ]
+
+
+async def _fresh(request: web.Request, cluster: Obj) -> Obj:
+    """The Cluster as stored now: the version an update is checked against."""
+    name = cluster["metadata"]["name"]
+    try:
+        fresh = as_dict(await request.app[KUBE].get(kinds.Cluster, name))
+    except KubeApiError as exc:
+        if exc.status.code == 404:
+            raise errors.not_found(f"cluster {name} not found") from None
+        raise
+    request.app[STORES].clusters.put(fresh)
+    return fresh
+
+
+async def _fresh_pools(request: web.Request, cluster_id: str) -> list[Obj]:
+    """The machine pools' NodePools as stored now, not as this replica's watch last saw them:
+    a pool another replica just made is not made twice."""
+    listed = request.app[KUBE].list(kinds.NodePool, namespace=cluster_id)
+    pools = [as_dict(p) async for p in listed]
+    return [p for p in pools if (p.get("spec") or {}).get("machinePoolName")]
+
+
+def _check_fixed(flavour: Flavour, spec: dict[str, Any], given: v1.Given) -> None:
+    """The configuration, and its network plugin, are fixed once the cluster exists (as
+    through /v3); given back unchanged they are no change."""
+    stored = spec.get(flavour.config_field) or {}
+    if given.driver is not None and given.driver != flavour.driver:
+        field = f"spec.{FLAVOURS[given.driver].config_field}"
+        raise errors.invalid(field, f"this cluster is {flavour.driver}; it cannot change",
+                             "InvalidAction")  # fmt: skip
+    if given.config is not None and given.config != stored:
+        field = f"spec.{flavour.config_field}"
+        raise errors.invalid(field, f"{field} cannot be changed after the cluster is created",
+                             "InvalidAction")  # fmt: skip
+    if given.networking is not None and given.networking != stored.get("networking"):
+        raise errors.invalid(
+            "spec.rkeConfig.networking",
+            "spec.rkeConfig.networking cannot be changed after the cluster is created",
+            "InvalidAction",
+        )
+
+
+def _check_plan(request: web.Request, plan: machinepools.Plan, desired: list[MachinePool]) -> None:
+    """Roles are fixed once a pool exists; a new pool, another template or a raised quantity
+    needs a template the caller may use now (as through /v3/nodepools)."""
+    index = {pool.name: i for i, pool in enumerate(desired)}
+    checked = [(index[pool.name], pool) for pool in plan.create]
+    for obj, pool in plan.update:
+        current = machinepools.of_nodepool(obj["spec"])
+        role = machinepools.role_change(current, pool)
+        if role is not None:
+            field = f"{v1.POOLS}[{index[pool.name]}].{role}"
+            raise errors.invalid(
+                field,
+                f"the roles of machine pool {pool.name} cannot change; give a pool of the new "
+                "roles another name",
+                "InvalidAction",
+            )
+        if pool.template != current.template or pool.quantity > current.quantity:
+            checked.append((index[pool.name], pool))
+    _check_templates(request, checked)
+
+
+def _check_templates(request: web.Request, pools: list[tuple[int, MachinePool]]) -> None:
+    for i, pool in pools:
+        owned.usable_template(request, pool.template, f"{v1.POOLS}[{i}].machineConfigRef.name")
+
+
+async def _apply(request: web.Request, cluster_id: str, name: str, plan: machinepools.Plan) -> None:
+    kube, store = request.app[KUBE], request.app[STORES].nodepools
+    for pool in plan.create:
+        await _create_pool(request, cluster_id, name, pool)
+    for obj, pool in plan.update:
+        desired = machinepools.nodepool_spec(pool, cluster_id, name)
+        ops = machinepools.changes(obj["spec"], desired)
+        if ops:
+            patched = await kube.patch(
+                kinds.NodePool, obj["metadata"]["name"], ops, namespace=cluster_id,
+                patch_type=PatchType.JSON,
+            )  # fmt: skip
+            store.put(as_dict(patched))
+    for obj in plan.delete:
+        # The operator removes the pool's machines (drained first when the pool says so).
+        await delete_if_present(kube, kinds.NodePool, obj["metadata"]["name"], cluster_id)
+        store.forget(f"{cluster_id}/{obj['metadata']['name']}")
+
+
+async def _create_pool(request: web.Request, cluster_id: str, name: str, pool: MachinePool) -> None:
+    spec = machinepools.nodepool_spec(pool, cluster_id, name)
+    meta = ObjectMeta(name=ids.generate("np"), namespace=cluster_id)
+    created = await request.app[KUBE].create(kinds.NodePool(metadata=meta, spec=spec))
+    request.app[STORES].nodepools.put(as_dict(created))
+
+
+def _stale(namespace: str, name: str) -> ApiError:
+    return ApiError(
+        409,
+        "Conflict",
+        f"{v1.SCHEMA_ID} {namespace}/{name} has changed since it was read (its "
+        "metadata.resourceVersion); read it again and put your change on that",
+    )
+
+
+@contextlib.contextmanager
+def _under(prefix: str, renamed: Mapping[str, str] | None = None) -> Iterator[None]:
+    """The cluster's admission names /v3 fields; the view's are under `spec`, some of them
+    (`renamed`, by the start of their names) elsewhere."""
+    try:
+        yield
+    except Invalid as exc:
+        field = exc.field
+        for old, new in (renamed or {}).items():
+            if field is not None and (field == old or field.startswith(old + ".")):
+                field = new + field[len(old) :]
+        raise Invalid(exc.message, f"{prefix}{field}" if field else None, exc.code) from None
