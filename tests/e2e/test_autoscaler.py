@@ -128,6 +128,24 @@ def deployment(name: str, replicas: int, cpu: str, selector: dict[str, str]) -> 
     )
 
 
+def spread(body: k8s.V1Deployment) -> k8s.V1Deployment:
+    """Its pods rather on different nodes: a preference the scheduler weighs and the
+    autoscaler's simulation leaves out."""
+    app = body.metadata.name
+    term = k8s.V1PodAffinityTerm(
+        topology_key="kubernetes.io/hostname",
+        label_selector=k8s.V1LabelSelector(match_labels={"app": app}),
+    )
+    body.spec.template.spec.affinity = k8s.V1Affinity(
+        pod_anti_affinity=k8s.V1PodAntiAffinity(
+            preferred_during_scheduling_ignored_during_execution=[
+                k8s.V1WeightedPodAffinityTerm(weight=100, pod_affinity_term=term)
+            ]
+        )
+    )
+    return body
+
+
 def placed(core: k8s.CoreV1Api, namespace: str, app: str) -> dict[str, str | None]:
     """The app's pods (not going) and the node of each that runs."""
     pods = core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
@@ -210,6 +228,44 @@ def test_pods_that_do_not_fit_grow_the_pool_within_max_and_it_shrinks_back_to_mi
     # Still pending, still growing nothing; the pool without bounds untouched.
     assert placed(core, namespace, "huge") == {"huge": None}
     assert quantity(crs, pid) == 1 and quantity(crs, unbounded) == 0
+
+
+def test_a_node_whose_pods_fit_elsewhere_is_drained_and_removed(
+    api: Api, cluster: str, template: str, knobs: None, namespace: str,
+    downstream: k8s.ApiClient, management: k8s.ApiClient, crs: k8s.CustomObjectsApi,
+    pools: Callable[..., dict[str, Any]],
+) -> None:  # fmt: skip
+    core, apps = k8s.CoreV1Api(downstream), k8s.AppsV1Api(downstream)
+    tag = secrets.token_hex(3)
+    prefix = f"dr{tag}-"
+    labels = {"autoscale": tag}
+    pid = pools(clusterId=cluster, hostnamePrefix=prefix, quantity=1,
+                nodeTemplateName=template, nodeLabels=labels)["id"]  # fmt: skip
+    set_bounds(crs, pid, autoscalingMinSize=1, autoscalingMaxSize=2)
+    first, second = f"{prefix}1", f"{prefix}2"
+    wait_for("the pool's first node", lambda: pool_nodes(core, tag) == {first}, TIMEOUT)
+    # Two big pods take a machine each; two small ones spread over both.
+    apps.create_namespaced_deployment(namespace, deployment("big", 2, "1500m", labels))
+
+    def running_on(app: str) -> list[str]:
+        return sorted(n or "" for n in placed(core, namespace, app).values())
+
+    wait_for("big on 2 machines", lambda: running_on("big") == [first, second], TIMEOUT)
+    apps.create_namespaced_deployment(namespace, spread(deployment("small", 2, "400m", labels)))
+    wait_for("small on both", lambda: running_on("small") == [first, second], TIMEOUT)
+    before = set(placed(core, namespace, "small"))
+
+    # Without the big pods both machines are 20 % used: the second one's pod moves to the
+    # first, which stays, the pool's min.
+    apps.delete_namespaced_deployment("big", namespace)
+    wait_for("down to the first machine, both small pods on it",
+             lambda: quantity(crs, pid) == 1 and pool_nodes(core, tag) == {first}
+             and running_on("small") == [first, first],
+             TIMEOUT)  # fmt: skip
+    after = set(placed(core, namespace, "small"))
+    assert len(before - after) == 1  # the one evicted from the second machine, made again
+    down = events(k8s.CoreV1Api(management), cluster, pid.split(":")[1], "ScaleDown")
+    assert any(f"{second} (its pods fit elsewhere)" in m for m in down), down
 
 
 def refused_by_kube(call: Callable[[], Any], message: str) -> None:
