@@ -53,6 +53,25 @@ class Knobs:
     bulk: int
 
 
+@dataclass(frozen=True)
+class Seen:
+    """What one pass looks at: the cluster's pools with bounds (by name), their machines'
+    records, the groups the rules see, every node's shape and pods, the nodes that take no
+    pods, whether a chosen machine is still going, and when."""
+
+    pools: dict[str, Obj]
+    records: dict[str, list[Obj]]
+    groups: list[autoscaling.Group]
+    shapes: dict[str, autoscaling.Shape]
+    pods_on: dict[str, list[Obj]]
+    closed: set[str]
+    draining: bool
+    now: datetime.datetime
+
+    def group(self, name: str) -> autoscaling.Group:
+        return next(g for g in self.groups if g.name == name)
+
+
 async def read_knobs(kube: AsyncClient) -> Knobs:
     """The autoscaler's settings, from one list, fresh on each pass."""
     stored: dict[str, Obj] = {}
@@ -114,11 +133,9 @@ class Autoscaler:
         mine = {p["metadata"]["name"]: self._records(p, records) for p in pools}
         for pool in pools:
             await self._unmark_stale(pool, mine[pool["metadata"]["name"]])
-        now = self.state.clock()
-        node_list = nodes.all()
         going = {r["spec"]["requestedHostname"] for r in records if leaving(r)}
         closed = {
-            n["metadata"]["name"] for n in node_list
+            n["metadata"]["name"] for n in nodes.all()
             if not ready(n) or (n.get("spec") or {}).get("unschedulable")
             or n["metadata"]["name"] in going
         }  # fmt: skip
@@ -127,53 +144,70 @@ class Autoscaler:
             node = (pod.get("spec") or {}).get("nodeName")
             if node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
                 pods_on.setdefault(node, []).append(pod)
-        shapes = {n["metadata"]["name"]: autoscaling.node_shape(n) for n in node_list}
         templates: dict[str, Obj | None] = {}  # read once per pass
-        groups = [await self._group(p, mine[p["metadata"]["name"]], nodes, templates)
-                  for p in pools]  # fmt: skip
+        seen = Seen(
+            {p["metadata"]["name"]: p for p in pools},
+            mine,
+            [await self._group(p, mine[p["metadata"]["name"]], nodes, templates) for p in pools],
+            {n["metadata"]["name"]: autoscaling.node_shape(n) for n in nodes.all()},
+            pods_on,
+            closed,
+            any(marked_to_go(r) for r in records),
+            self.state.clock(),
+        )
+        if not await self._grow(client, seen, pods):
+            await self._shrink(seen, nodes)
+
+    async def _grow(self, client: AsyncClient, seen: Seen, pods: list[Obj]) -> bool:
+        """Grow the pool that takes the unschedulable pods with least waste; whether one grew."""
         open_nodes = [
-            autoscaling.Bin(shape, sum((autoscaling.pod_requests(p) for p in pods_on.get(n, [])),
+            autoscaling.Bin(shape, sum((autoscaling.pod_requests(p)
+                                        for p in seen.pods_on.get(n, [])),
                                        autoscaling.Resources()))
-            for n, shape in shapes.items() if n not in closed
+            for n, shape in seen.shapes.items() if n not in seen.closed
         ]  # fmt: skip
         pending = autoscaling.unschedulable(pods)
-        decided = autoscaling.scale_up(groups, pending, open_nodes)
+        decided = autoscaling.scale_up(seen.groups, pending, open_nodes)
         await self._tell_pods(client, pending, decided)
-        by_name = {p["metadata"]["name"]: p for p in pools}
-        limits = {g.name: (g.minimum, g.maximum) for g in groups}
-        if decided.chosen is not None:
-            chosen = decided.chosen
-            await self._set_quantity(by_name[chosen.group], chosen.after)
-            self.last_scale_up = now
-            await self._event(by_name[chosen.group], "ScaledUpGroup", "Normal",
-                              f"quantity {chosen.before} -> {chosen.after} (max "
-                              f"{limits[chosen.group][1]}) for {len(chosen.pods)} unschedulable "
-                              f"pod(s): {listing(list(chosen.pods))}")  # fmt: skip
-            return
+        chosen = decided.chosen
+        if chosen is None:
+            return False
+        pool = seen.pools[chosen.group]
+        await self._set_quantity(pool, chosen.after)
+        self.last_scale_up = seen.now
+        await self._event(pool, "ScaledUpGroup", "Normal",
+                          f"quantity {chosen.before} -> {chosen.after} (max "
+                          f"{seen.group(chosen.group).maximum}) for {len(chosen.pods)} "
+                          f"unschedulable pod(s): {listing(list(chosen.pods))}")  # fmt: skip
+        return True
+
+    async def _shrink(self, seen: Seen, nodes: Informer) -> None:
+        """Time the unneeded nodes, and remove those whose time has come."""
         knobs = await read_knobs(self.state.kube)
         candidates = [
-            autoscaling.Candidate(r["spec"]["requestedHostname"], p["metadata"]["name"])
-            for p in pools for r in mine[p["metadata"]["name"]]
-            if not leaving(r) and (node := nodes.get(r["spec"]["requestedHostname"])) is not None
-            and r["spec"]["requestedHostname"] not in closed
+            autoscaling.Candidate(host, name)
+            for name, records in seen.records.items() for r in records
+            if not leaving(r) and (host := r["spec"]["requestedHostname"]) not in seen.closed
+            and (node := nodes.get(host)) is not None
             and not autoscaling.scale_down_disabled(node)
         ]  # fmt: skip
-        room = {g.name: g.quantity - g.minimum for g in groups}
-        found = autoscaling.unneeded(candidates, shapes, pods_on, knobs.threshold, room, closed)
-        self.since = autoscaling.track(self.since, found, now)
-        if self.last_scale_up is not None and now - self.last_scale_up < knobs.delay_after_add:
+        room = {g.name: g.quantity - g.minimum for g in seen.groups}
+        found = autoscaling.unneeded(
+            candidates, seen.shapes, seen.pods_on, knobs.threshold, room, seen.closed
+        )
+        self.since = autoscaling.track(self.since, found, seen.now)
+        last = self.last_scale_up
+        if last is not None and seen.now - last < knobs.delay_after_add:
             return
-        draining = any(marked_to_go(r) for r in records)
-        chosen_nodes = autoscaling.removals(
-            found, self.since, now, knobs.unneeded, knobs.bulk, draining
+        chosen = autoscaling.removals(
+            found, self.since, seen.now, knobs.unneeded, knobs.bulk, seen.draining
         )
         by_pool: dict[str, list[str]] = {}
         for candidate in candidates:
-            if candidate.node in chosen_nodes:
+            if candidate.node in chosen:
                 by_pool.setdefault(candidate.group, []).append(candidate.node)
         for name, hostnames in sorted(by_pool.items()):
-            await self._scale_down(by_name[name], mine[name], hostnames, found, limits[name][0],
-                                   now)  # fmt: skip
+            await self._scale_down(seen, name, hostnames, found)
 
     def _records(self, pool: Obj, records: Iterable[Obj]) -> list[Obj]:
         pid = str(ScopedId.of(pool))
@@ -197,13 +231,12 @@ class Autoscaler:
         other drivers upstream's capacity annotations on the pool; None (and a warning on the
         pool) when that is unknown."""
         spec = pool["spec"]
-        if spec["nodeTemplateName"] not in templates:
-            templates[spec["nodeTemplateName"]] = await self._read_template(
-                spec["nodeTemplateName"]
-            )
-        template = templates[spec["nodeTemplateName"]]
+        wanted = spec["nodeTemplateName"]
+        if wanted not in templates:
+            templates[wanted] = await self._read_template(wanted)
+        template = templates[wanted]
         if template is None:
-            await self._warn(pool, f"node template {spec['nodeTemplateName']} is gone")
+            await self._warn(pool, f"node template {wanted} is gone")
             return None
         driver = (template.get("spec") or {}).get("driver")
         labels = {**(spec.get("nodeLabels") or {}), names.LABEL_NODE_POOL: pool["metadata"]["name"]}
@@ -246,20 +279,15 @@ class Autoscaler:
         log.info("cluster %s: pool %s autoscaled to %d", self.cluster, meta["name"], quantity)
 
     async def _scale_down(
-        self,
-        pool: Obj,
-        mine: list[Obj],
-        hostnames: list[str],
-        found: Mapping[str, bool],
-        minimum: int,
-        now: datetime.datetime,
+        self, seen: Seen, name: str, hostnames: list[str], found: Mapping[str, bool]
     ) -> None:
         """Mark the chosen machines, then lower the quantity by as many: the pool removes the
         marked ones first. Marked first, so that an operator stopped in between leaves a mark
         that the next pass takes off again (`_unmark_stale`), not a lower quantity that would
         remove another machine."""
-        by_host = {r["spec"]["requestedHostname"]: r for r in mine}
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        pool = seen.pools[name]
+        by_host = {r["spec"]["requestedHostname"]: r for r in seen.records[name]}
+        stamp = seen.now.strftime("%Y-%m-%dT%H:%M:%SZ")
         for hostname in hostnames:
             await self._annotate(by_host[hostname], stamp)
             self.since.pop(hostname, None)
@@ -269,8 +297,8 @@ class Autoscaler:
         why = ", ".join(f"{h} ({'empty' if found[h] else 'its pods fit elsewhere'})"
                         for h in hostnames)  # fmt: skip
         await self._event(pool, "ScaleDown", "Normal",
-                          f"quantity {before} -> {after} (min {minimum}): removing unneeded "
-                          f"node(s) {why}")  # fmt: skip
+                          f"quantity {before} -> {after} (min {seen.group(name).minimum}): "
+                          f"removing unneeded node(s) {why}")  # fmt: skip
 
     async def _unmark_stale(self, pool: Obj, mine: list[Obj]) -> None:
         """A mark whose quantity was never lowered (the operator stopped in between, or the
