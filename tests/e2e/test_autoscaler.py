@@ -268,6 +268,33 @@ def test_a_node_whose_pods_fit_elsewhere_is_drained_and_removed(
     assert any(f"{second} (its pods fit elsewhere)" in m for m in down), down
 
 
+def test_a_mark_without_a_lower_quantity_is_taken_off_and_the_machine_stays(
+    cluster: str, template: str, downstream: k8s.ApiClient, crs: k8s.CustomObjectsApi,
+    pools: Callable[..., dict[str, Any]],
+) -> None:  # fmt: skip
+    """What an operator stopped between marking a machine and lowering the quantity leaves."""
+    core = k8s.CoreV1Api(downstream)
+    tag = secrets.token_hex(3)
+    labels = {"autoscale": tag}
+    pid = pools(clusterId=cluster, hostnamePrefix=f"mk{tag}-", quantity=1,
+                nodeTemplateName=template, nodeLabels=labels)["id"]  # fmt: skip
+    set_bounds(crs, pid, autoscalingMinSize=1, autoscalingMaxSize=2)
+    wait_for("the pool's node", lambda: pool_nodes(core, tag) == {f"mk{tag}-1"}, TIMEOUT)
+    records = [r for r in crs.list_namespaced_custom_object(GROUP, VERSION, cluster,
+                                                            "nodes")["items"]
+               if r["spec"].get("nodePoolName") == pid]  # fmt: skip
+    record = records[0]["metadata"]["name"]
+    mark = {"metadata": {"annotations": {names.ANNOTATION_DELETE_MACHINE: "2026-01-01T00:00:00Z"}}}
+    crs.patch_namespaced_custom_object(GROUP, VERSION, cluster, "nodes", record, mark)
+
+    def unmarked() -> bool:
+        found = crs.get_namespaced_custom_object(GROUP, VERSION, cluster, "nodes", record)
+        return names.ANNOTATION_DELETE_MACHINE not in (found["metadata"].get("annotations") or {})
+
+    wait_for("the mark taken off", unmarked, TIMEOUT)
+    assert pool_nodes(core, tag) == {f"mk{tag}-1"} and quantity(crs, pid) == 1
+
+
 def refused_by_kube(call: Callable[[], Any], message: str) -> None:
     with pytest.raises(ApiException) as caught:
         call()
