@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 FIELD_MANAGER = "corral-autoscaler"
 # Pods named in one event message; the rest are counted.
 MAX_NAMED_PODS = 5
+# Events posted on pending pods in one pass: a thousand new pods cost a thousand writes over a
+# minute, not at once (upstream rate-limits its events too).
+MAX_POD_EVENTS = 100
 
 
 @dataclass(frozen=True)
@@ -326,10 +329,12 @@ class Autoscaler:
         pending: list[autoscaling.Pod],
         decided: autoscaling.ScaleUpPlan,
     ) -> None:
-        """Why each pending pod did or did not make a pool grow, once per pod and answer."""
+        """Why each pending pod did or did not make a pool grow, once per pod and answer, and
+        at most MAX_POD_EVENTS a pass (the others on the next passes)."""
         chosen = decided.chosen
         helped = set(chosen.pods) if chosen is not None else set()
         told: dict[str, str] = {}
+        posted = 0
         for pod in pending:
             key, uid = autoscaling.key(pod), pod["metadata"].get("uid", "")
             if key in helped and chosen is not None:
@@ -343,8 +348,11 @@ class Autoscaler:
                 if uid in self.told:
                     told[uid] = self.told[uid]
                 continue
-            told[uid] = message
-            if self.told.get(uid) != message:
+            if self.told.get(uid) == message:
+                told[uid] = message
+            elif posted < MAX_POD_EVENTS:
+                posted += 1
+                told[uid] = message
                 await _post(client, _reference(pod, "v1", "Pod"), reason, message, "Normal",
                             self.state.clock())  # fmt: skip
         self.told = told
