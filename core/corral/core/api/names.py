@@ -86,6 +86,9 @@ ANNOTATION_CREATE_SUCCEEDED = "management.svc.io/create-succeeded"
 # exists: deleting either removes the machines first (docs/operator.md, "Node pools").
 FINALIZER_NODE_POOL = "management.svc.io/node-pool-machines"
 FINALIZER_MACHINE = "management.svc.io/machine"
+# On a machine's Node CR: the autoscaler chose it to go (upstream's `delete-machine`). The pool
+# removes marked machines first, drained, when its quantity is lowered.
+ANNOTATION_DELETE_MACHINE = "management.svc.io/delete-machine"
 # Every object corral writes into a downstream cluster carries this label.
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "corral"

@@ -31,6 +31,16 @@ _WHOLE = re.compile(r"[0-9]{1,15}", re.ASCII)
 MAX_VALUE = 16 * 1024
 
 
+# The autoscaler's knobs (docs/provisioning.md "Autoscaling"), upstream's defaults.
+SCALE_DOWN_UTILIZATION_SETTING = "autoscaler-scale-down-utilization-threshold"
+SCALE_DOWN_UNNEEDED_SETTING = "autoscaler-scale-down-unneeded-seconds"
+SCALE_DOWN_DELAY_AFTER_ADD_SETTING = "autoscaler-scale-down-delay-after-add-seconds"
+MAX_EMPTY_BULK_DELETE_SETTING = "autoscaler-max-empty-bulk-delete"
+# A week: longer waits are a scale-down turned off, which a threshold of 0 says plainly.
+MAX_AUTOSCALER_SECONDS = 7 * 24 * 3600
+# A pool's largest quantity (the NodePool CRD's bound).
+MAX_BULK_DELETE = 1000
+
 CATALOG_SETTING = "kubernetes-version-catalog"
 STORAGE_CLASS_SETTING = "hosted-control-plane-storage-class"
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", re.ASCII)
@@ -82,6 +92,20 @@ CATALOG: dict[str, SettingDef] = {
         SettingDef("auth-group-sync-interval-minutes", "60",
                    "How often the operator refreshes the groups of users who signed in "
                    "through OpenID Connect.", MAX_MINUTES, minimum=0.01),
+        SettingDef(SCALE_DOWN_UTILIZATION_SETTING, "0.5",
+                   "The autoscaler removes a node of a pool with bounds only while its pods "
+                   "request less than this share of its cpu and of its memory; 0 turns "
+                   "scale-down off.", 1),
+        SettingDef(SCALE_DOWN_UNNEEDED_SETTING, "600",
+                   "How long a node must stay unneeded before the autoscaler removes it.",
+                   MAX_AUTOSCALER_SECONDS, whole=True),
+        SettingDef(SCALE_DOWN_DELAY_AFTER_ADD_SETTING, "600",
+                   "How long after a scale-up the autoscaler removes no node of the cluster.",
+                   MAX_AUTOSCALER_SECONDS, whole=True),
+        SettingDef(MAX_EMPTY_BULK_DELETE_SETTING, "10",
+                   "How many empty nodes the autoscaler removes from a cluster at once (nodes "
+                   "with pods to move go one at a time).", MAX_BULK_DELETE, minimum=1,
+                   whole=True),
         SettingDef(CATALOG_SETTING, catalog.DEFAULT,
                    "The Kubernetes versions rke2 and k3s clusters may run, with the image and "
                    "command of each control-plane component (JSON).", parse=catalog.parse),

@@ -20,7 +20,7 @@ FAILED_REPLACE_AFTER = datetime.timedelta(minutes=2)
 @dataclass(frozen=True)
 class Plan:
     replace: list[str]  # hostnames NotReady too long: removed without a drain
-    remove: list[str]  # hostnames beyond the quantity, highest first: drained when asked
+    remove: list[str]  # hostnames beyond the quantity, marked then highest: drained when asked
     add: list[str]  # new hostnames, lowest free numbers first
 
 
@@ -47,10 +47,12 @@ def plan(
     not_ready_secs: int,
     now: datetime.datetime,
     leaving: Collection[str] = (),
+    marked: Collection[str] = (),
 ) -> Plan:
     """`hostnames` are the pool's machines, `nodes` their downstream nodes by name; those
     `leaving` are on their way out already (their records deleted, or failed too long): they
-    count neither as staying nor as free names."""
+    count neither as staying nor as free names. Those `marked` (the autoscaler's choice) go
+    first when the pool has more than its quantity, as upstream's `delete-machine` does."""
     replace: list[str] = []
     if not_ready_secs > 0:
         limit = datetime.timedelta(seconds=not_ready_secs)
@@ -59,7 +61,10 @@ def plan(
             if since is not None and now - since > limit and name not in leaving:
                 replace.append(name)
     staying = [h for h in hostnames if h not in replace and h not in leaving]
-    remove = naming.highest(staying, len(staying) - quantity)
+    excess = len(staying) - quantity
+    chosen = naming.highest([h for h in staying if h in marked], excess)
+    rest = [h for h in staying if h not in chosen]
+    remove = chosen + naming.highest(rest, excess - len(chosen))
     kept = len(staying) - len(remove)
     # The replaced keep their names taken until they are gone, so a replacement is new.
     add = naming.new_hostnames(prefix, set(hostnames), quantity - kept) if kept < quantity else []

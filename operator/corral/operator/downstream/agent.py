@@ -5,8 +5,9 @@ the node mirror and its drains, the projects' objects in the cluster.
 It makes a pass when woken, and each pass does what its reasons call for: the timer (every
 `PROBE_INTERVAL`) or a new credential looks at everything (probe, pods, nodes, projects); a
 node's change runs the node mirror; a namespace's, project's, binding's or the cluster spec's
-runs the project sync. A pass that leaves work pending asks for the next one soon. The
-cluster's status is written after every pass, and only when it changes.
+runs the project sync; the autoscaler runs on each full look, on the pods it listed. A pass
+that leaves work pending asks for the next one soon. The cluster's status is written after
+every pass, and only when it changes.
 
 Every sync of a pass runs whatever the others did: one that fails is reported on the cluster's
 `Updated` condition (and a node's on that node) until it runs again and works; it is never
@@ -32,7 +33,7 @@ from corral.core.kube.client import ensure_namespace
 from corral.core.kube.connections import Connection
 from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
-from corral.operator.downstream import drain, health, nodes, pools, projects
+from corral.operator.downstream import autoscaler, drain, health, nodes, pools, projects
 from corral.operator.downstream.wakeups import Wake, Wakeups
 from corral.operator.drivers.registry import Drivers
 from corral.operator.state import State
@@ -126,6 +127,7 @@ class Agent:
         self.pools = pools.PoolSync(
             cluster, state, StatusWriter(state.kube, pools.FIELD_MANAGER, state.clock), drivers
         )
+        self.autoscaler = autoscaler.Autoscaler(cluster, state)
         self.projects = projects.ProjectSync(
             cluster, state, StatusWriter(state.kube, projects.FIELD_MANAGER, state.clock)
         )
@@ -183,11 +185,12 @@ class Agent:
             if reasons & PROJECT_SYNC:
                 await self._sync_projects(None, None, False, isolate)
             return
+        pods = None
         if look or self.probe is None:
             self.probe = await health.probe(connection)
             if self.probe.reachable:
-                totals = await self._attempt("pod list", health.pod_totals(connection.client))
-                self.totals = totals if totals is not None else self.totals
+                pods = await self._attempt("pod list", health.list_pods(connection.client))
+                self.totals = observe.pod_totals(pods) if pods is not None else self.totals
         if not claims.unclaimed(body):
             self.duplicate_of = None
         elif look and self.probe.reachable:
@@ -200,6 +203,10 @@ class Agent:
         if node_informer is not None and reasons & NODE_SYNC:
             synced = self.nodes.sync(connection.client, self.node_list, self.totals)
             self.failures.replace("node ", await self._attempt("nodes", synced) or {})
+        if node_informer is not None and pods is not None:
+            # Before the pools: a quantity it changes is acted on in the same pass.
+            synced_scaler = self.autoscaler.sync(connection.client, node_informer, pods)
+            await self._attempt("autoscaler", synced_scaler)
         if node_informer is not None and reasons & POOL_SYNC:
             synced_pools = self.pools.sync(connection, node_informer)
             if await self._attempt("node pools", synced_pools) is not False:

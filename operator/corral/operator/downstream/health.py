@@ -1,5 +1,5 @@
-"""A cluster's health: one look at its API server (`/version`, `/readyz`), the requests and
-limits of its pods, and the Cluster's status written from what was seen.
+"""A cluster's health: one look at its API server (`/version`, `/readyz`), its pods, and the
+Cluster's status written from what was seen.
 
 The status is the field manager `corral-cluster-health`'s: the seven cluster conditions, the
 driver, `observedGeneration`, and what a look at a reachable cluster gives (endpoint, capacity,
@@ -52,8 +52,10 @@ async def probe(connection: Connection) -> observe.Probe:
         return observe.Probe(False, False, message)
 
 
-async def pod_totals(client: AsyncClient) -> dict[str, observe.PodTotals]:
-    return observe.pod_totals([as_dict(p) async for p in client.list(Pod, namespace="*")])
+async def list_pods(client: AsyncClient) -> list[Obj]:
+    """Every pod of the cluster: the requests and limits of its nodes, and the autoscaler's
+    input, from one list."""
+    return [as_dict(p) async for p in client.list(Pod, namespace="*")]
 
 
 class Health:

@@ -62,6 +62,11 @@ def pool_of(record: Obj) -> str:
     return str((record.get("spec") or {}).get("nodePoolName", ""))
 
 
+def marked_to_go(record: Obj) -> bool:
+    """Whether the autoscaler chose this machine to go (names.ANNOTATION_DELETE_MACHINE)."""
+    return names.ANNOTATION_DELETE_MACHINE in (record["metadata"].get("annotations") or {})
+
+
 class Templates:
     """Each template's machine inputs and connected driver, once per pass: a pass over a pool
     of a hundred machines reads its template, credential, Secret and NodeDriver (and re-hashes
@@ -155,10 +160,11 @@ class PoolSync:
                 (r.get("status") or {}).get("conditions") or [], now,
             )
         )  # fmt: skip
+        marked = {h for h, r in by_host.items() if marked_to_go(r)}
         decided = pool_plan.plan(
             spec["hostnamePrefix"], 0 if deleting else int(spec.get("quantity", 1)),
             sorted(by_host), downstream, int(spec.get("deleteNotReadyAfterSecs") or 0), now,
-            leaving={*deleted, *failed},
+            leaving={*deleted, *failed}, marked=marked,
         )  # fmt: skip
         pending = False
         errors: list[str] = []
@@ -169,7 +175,8 @@ class PoolSync:
         drain = bool(spec.get("drainBeforeDelete"))
         for hostname in [*deleted, *decided.remove]:
             record, node = by_host[hostname], downstream.get(hostname)
-            if await self._drained(record, drain, node):
+            # The autoscaler moves the pods of the node it chose, as upstream evicts them.
+            if await self._drained(record, drain or hostname in marked, node):
                 await self._remove(connection.client, templates, record)
                 by_host.pop(hostname)
             else:

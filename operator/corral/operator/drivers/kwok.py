@@ -27,6 +27,9 @@ from corral.core.kube.credential import client_for
 from corral.operator.drivers.contract import Machine, MachineRequest, Phase
 
 DEFAULTS = {field: spec["default"] for field, spec in driver_schema.KWOK["fields"].items()}
+# What every kwok machine's node is labelled besides its pool's labels and its own names; the
+# autoscaler's template node of a kwok pool has them too.
+LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "type": "kwok"}
 
 
 def capacity(config: Mapping[str, object]) -> dict[str, str]:
@@ -39,9 +42,7 @@ def node_for(request: MachineRequest) -> Node:
     labels = {
         **request.join.labels,
         "kubernetes.io/hostname": request.hostname,
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": "amd64",
-        "type": "kwok",
+        **LABELS,
         names.LABEL_MACHINE: request.name,
     }
     taints = [Taint(key=t["key"], value=t.get("value") or None, effect=t["effect"])
