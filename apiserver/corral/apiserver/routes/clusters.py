@@ -33,7 +33,7 @@ from corral.core.auth import ttl
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
-from corral.core.provisioning import admission
+from corral.core.provisioning import admission, upgrade
 from corral.core.provisioning.flavours import FLAVOURS
 from corral.core.workloads.spec import env_var
 
@@ -408,13 +408,23 @@ async def update_cluster(request: web.Request) -> web.Response:
             field, f"{field} cannot be changed after the cluster is created", code="InvalidAction"
         )
     patch = updatable_spec(body)
+    merge: dict[str, Any] = {"spec": {}}
     if (flavour := FLAVOURS.get(spec.get("driver", ""))) is not None and (
         "kubernetesVersion" in patch
     ):
-        # The same version is a no-op: a client may PUT back what it read.
-        admission.check_version_change(
-            flavour, spec.get("kubernetesVersion"), patch.pop("kubernetesVersion")
-        )
+        given = patch.pop("kubernetesVersion")
+        # Read fresh and patch at that resourceVersion: a restore or rotation asked meanwhile
+        # is seen (409), or the patch fails with 409.
+        obj = as_dict(await request.app[KUBE].get(kinds.Cluster, obj["metadata"]["name"]))
+        spec = obj.get("spec") or {}
+        wanted = upgrade.admit(flavour, spec, (obj.get("status") or {}).get("provisioning"),
+                               given, request.app[STORES].catalog())  # fmt: skip
+        if wanted is not None:
+            patch["kubernetesVersion"] = wanted
+            merge["metadata"] = {"resourceVersion": obj["metadata"]["resourceVersion"]}
+            if isinstance(spec.get(flavour.config_field), dict):
+                # The configuration renders the version too: it must not name the old one.
+                merge["spec"][flavour.config_field] = {"kubernetesVersion": given}
     display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
     if display:
         patch["displayName"] = display
@@ -423,13 +433,13 @@ async def update_cluster(request: web.Request) -> web.Response:
     if kubeconfig is not None:
         obj = await importing.import_into(request, kubeconfig, obj)
         request.app[STORES].clusters.put(obj)
-    merge: dict[str, Any] = {"spec": {**patch}}
+    merge["spec"] |= patch
     for name in CUSTOMIZATIONS:
         # A customization given replaces the stored one whole, not merged into it.
         if name in patch:
             merge["spec"][name] = replacing(spec.get(name), patch[name])
     if labels is not None:
-        merge["metadata"] = {"labels": labels}
+        merge.setdefault("metadata", {})["labels"] = labels
     if patch or labels is not None:
         obj = as_dict(
             await request.app[KUBE].patch(
