@@ -25,6 +25,7 @@ from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import CONNECTIONS, CORRAL_CA, KUBE, STORES
 from corral.apiserver.services import etcdbackups, importing, rotation, tokens
+from corral.apiserver.services import upgrade as upgrading
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core import conditions, kubeconfig
 from corral.core.api import condition_types as ct
@@ -33,7 +34,7 @@ from corral.core.auth import ttl
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
-from corral.core.provisioning import admission, upgrade
+from corral.core.provisioning import admission
 from corral.core.provisioning.flavours import FLAVOURS
 from corral.core.workloads.spec import env_var
 
@@ -408,38 +409,27 @@ async def update_cluster(request: web.Request) -> web.Response:
             field, f"{field} cannot be changed after the cluster is created", code="InvalidAction"
         )
     patch = updatable_spec(body)
-    merge: dict[str, Any] = {"spec": {}}
-    if (flavour := FLAVOURS.get(spec.get("driver", ""))) is not None and (
-        "kubernetesVersion" in patch
-    ):
-        given = patch.pop("kubernetesVersion")
-        # Read fresh and patch at that resourceVersion: a restore or rotation asked meanwhile
-        # is seen (409), or the patch fails with 409.
-        obj = as_dict(await request.app[KUBE].get(kinds.Cluster, obj["metadata"]["name"]))
-        spec = obj.get("spec") or {}
-        wanted = upgrade.admit(flavour, spec, (obj.get("status") or {}).get("provisioning"),
-                               given, request.app[STORES].catalog())  # fmt: skip
-        if wanted is not None:
-            patch["kubernetesVersion"] = wanted
-            merge["metadata"] = {"resourceVersion": obj["metadata"]["resourceVersion"]}
-            if isinstance(spec.get(flavour.config_field), dict):
-                # The configuration renders the version too: it must not name the old one.
-                merge["spec"][flavour.config_field] = {"kubernetesVersion": given}
+    flavour = FLAVOURS.get(spec.get("driver", ""))
+    version = patch.pop("kubernetesVersion") if flavour is not None and (
+        "kubernetesVersion" in patch) else None  # fmt: skip
     display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
     if display:
         patch["displayName"] = display
     labels = labels_of(body) if "labels" in body else None
-    # Everything else was checked first: an import is not half of a refused request.
+    # Everything else was checked first: an import or a version change is not half of a
+    # refused request.
+    if flavour is not None and version is not None:
+        obj = await upgrading.change_version(request, obj, flavour, version)
     if kubeconfig is not None:
         obj = await importing.import_into(request, kubeconfig, obj)
         request.app[STORES].clusters.put(obj)
-    merge["spec"] |= patch
+    merge: dict[str, Any] = {"spec": {**patch}}
     for name in CUSTOMIZATIONS:
         # A customization given replaces the stored one whole, not merged into it.
         if name in patch:
             merge["spec"][name] = replacing(spec.get(name), patch[name])
     if labels is not None:
-        merge.setdefault("metadata", {})["labels"] = labels
+        merge["metadata"] = {"labels": labels}
     if patch or labels is not None:
         obj = as_dict(
             await request.app[KUBE].patch(
