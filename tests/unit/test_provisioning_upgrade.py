@@ -196,8 +196,8 @@ def test_etcd_has_rolled_to_an_image_once_its_template_runs_it() -> None:
 
 
 def seen(ready: bool, wanted: int = 1, updated: int = 1, replicas: int = 1,
-         message: str = "") -> progress.Seen:  # fmt: skip
-    return progress.Seen(True, ready, message, wanted, updated, replicas)
+         problems: tuple[str, ...] = ()) -> progress.Seen:  # fmt: skip
+    return progress.Seen(True, ready, "", wanted, updated, replicas, problems)
 
 
 def test_the_progress_of_a_roll_until_version_reports_the_target() -> None:
@@ -210,11 +210,15 @@ def test_the_progress_of_a_roll_until_version_reports_the_target() -> None:
     )
     assert waiting(seen=seen(False, updated=0, replicas=2)) == (
         "v1.35.8 → v1.36.3: kube-apiserver, kube-controller-manager and kube-scheduler: "
-        "0/1 updated, 2 old pods still serving"
+        "0/1 updated, 2 old pods serving until the new one is Ready"
     )
-    assert waiting(seen=seen(False, updated=1, replicas=2, message="waiting for kube-apiserver"))\
-        == ("v1.35.8 → v1.36.3: kube-apiserver, kube-controller-manager and kube-scheduler: "
-            "1/1 updated, 1 old pod still serving; waiting for kube-apiserver")  # fmt: skip
+    stuck = seen(False, updated=1, replicas=2, problems=("container kube-apiserver of pod p is "
+                                                         "CrashLoopBackOff",))  # fmt: skip
+    assert waiting(seen=stuck) == (
+        "v1.35.8 → v1.36.3: kube-apiserver, kube-controller-manager and kube-scheduler: 1/1 "
+        "updated, 1 old pod serving until the new one is Ready: container kube-apiserver of pod "
+        "p is CrashLoopBackOff"
+    )
     assert waiting(seen=seen(True), served="v1.35.8") == (
         "v1.35.8 → v1.36.3: kube-apiserver, kube-controller-manager and kube-scheduler rolled, "
         "waiting for /version to report v1.36.3 (it reports v1.35.8)"

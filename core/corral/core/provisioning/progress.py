@@ -37,6 +37,7 @@ class Seen:
     wanted: int = 1
     updated: int = 0
     replicas: int = 0
+    problems: tuple[str, ...] = ()  # why it is stuck, when it is (also in `message`)
 
     @property
     def ready(self) -> bool:
@@ -61,7 +62,7 @@ def control_plane(
     message = f"waiting for {waiting}"
     if problems:
         message += ": " + "; ".join(problems)
-    return Seen(etcd_ready, deployment_ready, message, *counts)
+    return Seen(etcd_ready, deployment_ready, message, *counts, tuple(problems))
 
 
 def _counts(deployment: Obj | None) -> tuple[int, int, int]:

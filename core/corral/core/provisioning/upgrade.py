@@ -133,8 +133,10 @@ def waiting(
         done = f"{CONTROL_PLANE}: {min(seen.updated, seen.wanted)}/{seen.wanted} updated"
         old = max(seen.replicas - seen.updated, 0)
         if old:
-            done += f", {old} old pod{'s' if old != 1 else ''} still serving"
-        return f"{head}: {done}; {seen.message}" if seen.message else f"{head}: {done}"
+            done += f", {old} old pod{'s' if old != 1 else ''} serving until the new one is Ready"
+        if seen.problems:
+            done += ": " + "; ".join(seen.problems)
+        return f"{head}: {done}"
     if served != target:
         said = f" (it reports {served})" if served else " (it did not answer)"
         return f"{head}: {CONTROL_PLANE} rolled, waiting for /version to report {target}{said}"
