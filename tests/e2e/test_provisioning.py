@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import secrets
 import socket
 import ssl
@@ -60,8 +61,11 @@ def _hostpath_entries() -> set[Path] | None:
 
 
 @pytest.fixture(scope="module")
-def hosted(tmp_path_factory: pytest.TempPathFactory, devkube: Path) -> Iterator[Environment]:
-    """corral on a management cluster whose real node can run hosted control planes."""
+def hosted(
+    tmp_path_factory: pytest.TempPathFactory, devkube: Path, previous_devkube: Path
+) -> Iterator[Environment]:
+    """corral on a management cluster whose real node can run hosted control planes, of
+    Kubernetes 1.36 and (to upgrade from) 1.35."""
     before = _hostpath_entries()
     options = stack_options(
         tmp_path_factory.mktemp("provisioning"),
@@ -69,6 +73,7 @@ def hosted(tmp_path_factory: pytest.TempPathFactory, devkube: Path) -> Iterator[
         downstream_clusters=0,
         real_nodes=1,
         hosted_control_planes=True,
+        previous_devkube=previous_devkube,
     )
     with Environment(options) as env:
         # Tests poll clusters as the admin far more often than a person would.
@@ -450,12 +455,12 @@ def namespaces_as(config: dict[str, Any], ca: bytes) -> int:
 
 
 class ReadyzPoller:
-    """`/readyz` of a cluster through corral's proxy, ten times a second on a thread: how
-    often it failed and the longest stretch of failures."""
+    """`/readyz` (or another `path`) of a cluster through corral's proxy, ten times a second on
+    a thread: how often it failed and the longest stretch of failures."""
 
-    def __init__(self, api: Api, cluster_id: str) -> None:
+    def __init__(self, api: Api, cluster_id: str, path: str = "readyz") -> None:
         self.api = api
-        self.path = f"/k8s/clusters/{cluster_id}/readyz"
+        self.path = f"/k8s/clusters/{cluster_id}/{path}"
         self.stop = threading.Event()
         self.polls = 0
         self.failures = 0
@@ -465,7 +470,8 @@ class ReadyzPoller:
 
     def __str__(self) -> str:
         return (
-            f"/readyz through corral failed {self.failures} of {self.polls} polls, longest "
+            f"/{self.path.split('/', 4)[-1]} through corral failed {self.failures} of "
+            f"{self.polls} polls, longest "
             f"outage {self.longest_outage:.1f}s, failures: {self.seen}"
         )
 
@@ -684,3 +690,110 @@ def test_an_rke2_cluster_is_restored_from_its_etcd_backup_and_refuses_anothers(
         )  # fmt: skip
         assert list(management.list(Pod, namespace="*", labels={names.LABEL_CLUSTER: gone})) == []
     assert hosted_api.get(f"/v3/etcdbackups/{backup['id']}").status == 404
+
+
+# -- kubernetesVersion change ------------------------------------------------------------------
+
+UPGRADE_TIMEOUT = 300.0
+
+
+def test_a_version_change_rolls_the_control_plane_to_the_next_minor_while_corral_keeps_working(
+    hosted: Environment, hosted_api: Api, tmp_path: Path
+) -> None:
+    assert hosted.controlplane_image is not None and hosted.previous_controlplane_image is not None
+    old, new = hosted.previous_controlplane_image.version, hosted.controlplane_image.version
+    assert (old[:6], new) == ("v1.35.", "v1.36.3")
+    management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
+    cluster, _, _ = provision(hosted_api, "rke2", f"{old}+rke2r1")
+    cluster_id = cluster["id"]
+    assert cluster["status"]["version"]["gitVersion"] == old
+    assert cluster["status"]["provisioning"]["appliedVersion"] == old
+    downstream = kubeconfig_through_corral(hosted_api, cluster_id, hosted.ca_path, tmp_path / "kc")
+    downstream.create(config_map("before-upgrade"))
+
+    # Bad versions change nothing: not in the catalog, two minors up, and (below) a downgrade.
+    rolled_before = management.get(Deployment, "control-plane", namespace=cluster_id)
+    refused = hosted_api.put(f"/v3/clusters/{cluster_id}", {"kubernetesVersion": "v1.36.99"})
+    assert refused.status == 422 and refused.body["code"] == "InvalidOption", refused.body
+    assert refused.body["fieldName"] == "kubernetesVersion"
+    assert f"versions: {old}, {new}" in refused.body["message"]
+    catalog_text = hosted_api.get("/v3/settings/kubernetes-version-catalog").body["value"]
+    two_up = json.loads(catalog_text) | {"v1.37.0": json.loads(catalog_text)[new]}
+    set_setting(hosted, "kubernetes-version-catalog", json.dumps(two_up))
+    try:
+        wait_for(
+            "the catalog with v1.37.0 in corral",
+            lambda: "v1.37.0" in hosted_api.get("/v3/settings/kubernetes-version-catalog").body[
+                "value"],
+            30,
+        )  # fmt: skip
+        skipped = hosted_api.put(f"/v3/clusters/{cluster_id}", {"kubernetesVersion": "v1.37.0"})
+        assert skipped.status == 422 and skipped.body["code"] == "InvalidOption", skipped.body
+        assert "one minor version at a time" in skipped.body["message"]
+    finally:
+        set_setting(hosted, "kubernetes-version-catalog", catalog_text)
+    unchanged = management_cluster(management, cluster_id)
+    assert unchanged["spec"]["kubernetesVersion"] == old
+    assert unchanged["spec"]["rke2Config"]["kubernetesVersion"] == f"{old}+rke2r1"
+    assert management.get(Deployment, "control-plane", namespace=cluster_id).metadata.generation \
+        == rolled_before.metadata.generation  # fmt: skip
+
+    # The roll: Updated False Upgrading with its progress, then True at the new version, with
+    # corral's proxy polled all along.
+    began = time.monotonic()
+    progress: list[str] = []
+    with (
+        ReadyzPoller(hosted_api, cluster_id) as poller,
+        ReadyzPoller(hosted_api, cluster_id, "api/v1/namespaces/default") as reader,
+    ):
+        asked = {"kubernetesVersion": f"{new}+rke2r1"}
+        answer = hosted_api.put(f"/v3/clusters/{cluster_id}", asked)
+        assert answer.status == 200, answer.body
+        assert answer.body["kubernetesVersion"] == new
+        moved = management_cluster(management, cluster_id)["spec"]
+        assert (moved["kubernetesVersion"], moved["rke2Config"]["kubernetesVersion"]) == (
+            new, f"{new}+rke2r1")  # fmt: skip
+
+        def upgraded() -> bool:
+            body = hosted_api.get(f"/v3/clusters/{cluster_id}").body
+            updated = condition(body, "Updated")
+            if updated.get("reason") == "Upgrading" and updated["message"] not in progress:
+                progress.append(updated["message"])
+            status = body["status"]
+            return (
+                (status.get("provisioning") or {}).get("appliedVersion") == new
+                and status.get("version", {}).get("gitVersion") == new
+                and updated.get("status") == "True"
+                and condition(body, "Ready").get("status") == "True"
+            )
+
+        wait_for(f"{cluster_id} at {new}", upgraded, UPGRADE_TIMEOUT)
+        seconds = time.monotonic() - began
+    print(f"\nrke2 cluster {cluster_id}: {old} -> {new} in {seconds:.1f}s; {poller}; "
+          f"{reader}; Updated said: {progress}")  # fmt: skip
+    assert progress and all(m.startswith(f"{old} → {new}: ") for m in progress), progress
+    assert any("updated" in m or "/version" in m for m in progress), progress
+    version = hosted_api.get(f"/k8s/clusters/{cluster_id}/version")
+    assert version.status == 200 and version.body["gitVersion"] == new, version.body
+    pods = management.list(Pod, namespace=cluster_id, labels={
+        "app.kubernetes.io/component": "control-plane"})  # fmt: skip
+    # The old pod may still be terminating (its grace period), out of the Service already.
+    images = {c.image for p in pods if not p.metadata.deletionTimestamp
+              for c in p.spec.containers if c.name == "kube-apiserver"}  # fmt: skip
+    assert images == {hosted.controlplane_image.reference}
+    # The same etcd: what was written before the roll is there after it.
+    assert downstream.get(ConfigMap, "before-upgrade", namespace="default").data == {
+        "k": "before-upgrade"}  # fmt: skip
+
+    # A downgrade is refused and changes nothing.
+    down = hosted_api.put(f"/v3/clusters/{cluster_id}", {"kubernetesVersion": old})
+    assert down.status == 422 and "cannot go down" in down.body["message"], down.body
+    assert management_cluster(management, cluster_id)["spec"]["kubernetesVersion"] == new
+
+    assert hosted_api.delete(f"/v3/clusters/{cluster_id}").status == 204
+    wait_for(
+        "the cluster gone",
+        lambda: hosted_api.get(f"/v3/clusters/{cluster_id}").status == 404,
+        PROVISION_TIMEOUT,
+    )
+    wait_for("its namespace gone", lambda: absent(management, Namespace, cluster_id), 120)

@@ -166,10 +166,10 @@ def test_a_k3s_cluster_takes_the_top_level_version_and_flannel(
 
 
 @pytest.mark.usefixtures("two_versions")
-def test_the_version_of_a_provisioned_cluster_cannot_change_yet(
+def test_the_version_of_a_provisioned_cluster_goes_up_one_minor_in_the_catalog_only(
     api: Api, crs: k8s.CustomObjectsApi, clusters: Callable[[dict[str, Any]], Response]
 ) -> None:
-    created = clusters({"name": "pinned", "rke2Config": {"kubernetesVersion": "v1.36.3"}})
+    created = clusters({"name": "moving", "rke2Config": {"kubernetesVersion": "v1.35.4"}})
     assert created.status == 201, created.body
     path = f"/v3/clusters/{created.body['id']}"
 
@@ -179,18 +179,42 @@ def test_the_version_of_a_provisioned_cluster_cannot_change_yet(
         )
 
     before = spec()
-    refused = api.put(path, {"kubernetesVersion": "v1.35.4", "description": "downgraded"})
-    assert (refused.status, refused.body["code"]) == (422, "InvalidAction"), refused.body
-    assert "rolling upgrade" in refused.body["message"]
+    unknown = api.put(path, {"kubernetesVersion": "v1.36.4", "description": "unknown"})
+    assert (unknown.status, unknown.body["code"]) == (422, "InvalidOption"), unknown.body
+    assert unknown.body["fieldName"] == "kubernetesVersion"
+    assert "versions: v1.35.4, v1.36.3" in unknown.body["message"]
     plugin = api.put(
         path, {"rke2Config": {"kubernetesVersion": "v1.36.3", "networking": {"plugin": "cilium"}}}
     )
     assert (plugin.status, plugin.body["code"]) == (422, "InvalidAction")
     assert spec() == before
     # What a client read, put back: the same version, however written, is no change.
-    same = api.put(path, {"kubernetesVersion": "1.36.3+rke2r9", "description": "same"})
+    same = api.put(path, {"kubernetesVersion": "1.35.4+rke2r9", "description": "same"})
     assert same.status == 200, same.body
     assert spec() == {**before, "description": "same"}
+
+    # While a restore runs (asked as kubectl would), the version stays: 409.
+    restoring = {"etcdSnapshotRestore": {"name": "b", "generation": 1, "restoreRKEConfig": ""}}
+    crs.patch_cluster_custom_object(GROUP, VERSION, "clusters", created.body["id"],
+                                    {"spec": restoring})  # fmt: skip
+    busy = api.put(path, {"kubernetesVersion": "v1.36.3"})
+    assert (busy.status, busy.body["code"]) == (409, "Conflict"), busy.body
+    assert "restore" in busy.body["message"]
+    assert spec()["kubernetesVersion"] == "v1.35.4"
+    crs.patch_cluster_custom_object(GROUP, VERSION, "clusters", created.body["id"],
+                                    {"spec": {"etcdSnapshotRestore": None}})  # fmt: skip
+
+    # One minor up is admitted: the spec and the configuration name the new version (this
+    # stack has no real node, so nothing rolls; tests/e2e/test_provisioning.py rolls one).
+    moved = api.put(path, {"kubernetesVersion": "v1.36.3+rke2r1"})
+    assert moved.status == 200, moved.body
+    assert moved.body["kubernetesVersion"] == "v1.36.3"
+    assert spec()["kubernetesVersion"] == "v1.36.3"
+    assert spec()["rke2Config"]["kubernetesVersion"] == "v1.36.3+rke2r1"
+    down = api.put(path, {"kubernetesVersion": "v1.35.4", "description": "downgraded"})
+    assert (down.status, down.body["code"]) == (422, "InvalidOption"), down.body
+    assert "cannot go down from v1.36.3 to v1.35.4" in down.body["message"]
+    assert spec()["kubernetesVersion"] == "v1.36.3" and spec()["description"] == "same"
 
 
 def test_the_schema_says_what_a_configuration_accepts(api: Api) -> None:

@@ -310,6 +310,30 @@ def test_a_put_scales_adds_and_removes_pools_and_a_stale_put_changes_nothing(
          "[0].machineConfigRef.name", "InvalidReference"),
     ],
 )  # fmt: skip
+def test_a_version_put_through_v1_is_the_clusters_roll_and_a_downgrade_changes_nothing(
+    api: Api, crs: k8s.CustomObjectsApi, template: str, made: list[str]
+) -> None:
+    created = create(api, made, body(unique("roll"), [pool("a", template)],
+                                     kubernetesVersion="v1.35.4"))  # fmt: skip
+    assert created.status == 201, created.body
+    cluster_id = created.body["status"]["clusterName"]
+    path = f"{TYPE}/{NAMESPACE}/{created.body['metadata']['name']}"
+
+    rolled = api.put(path, {"spec": {"kubernetesVersion": "v1.36.3+rke2r1"}})
+    assert rolled.status == 200, rolled.body
+    spec = cluster_cr(crs, cluster_id)["spec"]
+    assert spec["kubernetesVersion"] == "v1.36.3"
+    assert spec["rke2Config"]["kubernetesVersion"] == "v1.36.3+rke2r1"
+    assert rolled.body["spec"]["kubernetesVersion"] == "v1.36.3"
+
+    before = written(crs, cluster_id)
+    refused(api.put(path, {"spec": {"kubernetesVersion": "v1.35.4"}}), 422,
+            "spec.kubernetesVersion")  # fmt: skip
+    refused(api.put(path, {"spec": {"kubernetesVersion": "v1.99.0"}}), 422,
+            "spec.kubernetesVersion")  # fmt: skip
+    assert written(crs, cluster_id) == before
+
+
 def test_a_bad_pool_is_422_naming_its_field_and_nothing_is_stored(
     api: Api, crs: k8s.CustomObjectsApi, template: str, made: list[str],
     change: dict[str, Any], field: str, code: str | None,

@@ -53,8 +53,31 @@ def test_the_settings_name_the_image_for_every_component_and_the_storage_class()
     assert len(values[settings.CATALOG_SETTING]) <= settings.MAX_VALUE
 
 
+def test_the_previous_minors_image_adds_its_version_with_etcd_and_kwok_of_the_main_one() -> None:
+    previous = images.ControlPlaneImage(
+        "localhost/corral-controlplane:v1.35.8-ba9876543210", Path("/cache/previous.tar")
+    )
+    values = hosted.settings(IMAGE, previous)
+    settings.check(settings.CATALOG_SETTING, values[settings.CATALOG_SETTING])
+    versions = catalog.parse(values[settings.CATALOG_SETTING])
+    assert sorted(versions.releases) == ["v1.35.8", "v1.36.3"]
+    old = versions.release("v1.35.8")
+    assert {name: c.image for name, c in old.components.items()} == {
+        **dict.fromkeys((*catalog.REQUIRED, catalog.KWOK), IMAGE.reference),
+        **dict.fromkeys(images.PREVIOUS_COMMANDS, previous.reference),
+    }
+    assert versions.release("v1.36.3") == catalog.parse(
+        hosted.settings(IMAGE)[settings.CATALOG_SETTING]
+    ).release("v1.36.3")
+    assert len(values[settings.CATALOG_SETTING]) <= settings.MAX_VALUE
+
+
 def test_every_command_of_the_catalog_is_a_link_in_the_image() -> None:
     assert {*catalog.REQUIRED, *catalog.OPTIONAL} == set(images.CONTROLPLANE_COMMANDS)
+    # The slim image has the three the 1.35 build holds (tools/devkube/v1.35/main.go).
+    main_go = Path(__file__).parents[2] / "tools" / "devkube" / "v1.35" / "main.go"
+    for command in images.PREVIOUS_COMMANDS:
+        assert f'"{command}":' in main_go.read_text()
 
 
 def test_the_image_reference_gives_the_repository_and_the_version() -> None:

@@ -136,31 +136,6 @@ def test_any_config_is_admitted_clean_or_refused(flavour: Any, config: Any, vers
     assert len(json.dumps(admitted.config)) < 2 * admission.MAX_CONFIG_BYTES
 
 
-@pytest.mark.parametrize("given", ["v1.36.3", "1.36.3", "v1.36.3+rke2r1", " v1.36.3 "])
-def test_putting_back_the_same_version_is_allowed(given: str) -> None:
-    admission.check_version_change(RKE2, "v1.36.3", given)
-
-
-@pytest.mark.parametrize(
-    ("current", "given", "code"),
-    [
-        ("v1.36.3", "v1.35.4", "InvalidAction"),
-        ("v1.35.4", "v1.36.3+rke2r1", "InvalidAction"),
-        (None, "v1.36.3", "InvalidAction"),  # stored before admission: no version at all
-        ("v1.36.3", "v1.36.3+k3s1", "InvalidFormat"),
-        ("v1.36.3", "", "InvalidFormat"),
-    ],
-)
-def test_another_version_is_refused_until_upgrades_exist(
-    current: str | None, given: str, code: str
-) -> None:
-    with pytest.raises(Invalid) as raised:
-        admission.check_version_change(RKE2, current, given)
-    assert (raised.value.field, raised.value.code or "InvalidFormat") == ("kubernetesVersion", code)
-    if code == "InvalidAction":
-        assert "rolling upgrade" in raised.value.message
-
-
 def test_the_schema_says_what_each_flavour_accepts() -> None:
     for flavour in FLAVOURS.values():
         description = SCHEMA.fields[flavour.config_field].description

@@ -25,6 +25,7 @@ from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import CONNECTIONS, CORRAL_CA, KUBE, STORES
 from corral.apiserver.services import clusters, etcdbackups, importing, rotation, tokens
+from corral.apiserver.services import upgrade as upgrading
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core import kubeconfig
 from corral.core.api import ids, names
@@ -397,18 +398,17 @@ async def update_cluster(request: web.Request) -> web.Response:
             field, f"{field} cannot be changed after the cluster is created", code="InvalidAction"
         )
     patch = updatable_spec(body)
-    if (flavour := FLAVOURS.get(spec.get("driver", ""))) is not None and (
-        "kubernetesVersion" in patch
-    ):
-        # The same version is a no-op: a client may PUT back what it read.
-        admission.check_version_change(
-            flavour, spec.get("kubernetesVersion"), patch.pop("kubernetesVersion")
-        )
+    flavour = FLAVOURS.get(spec.get("driver", ""))
+    version = patch.pop("kubernetesVersion") if flavour is not None and (
+        "kubernetesVersion" in patch) else None  # fmt: skip
     display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
     if display:
         patch["displayName"] = display
     labels = labels_of(body, obj["metadata"].get("labels")) if "labels" in body else None
-    # Everything else was checked first: an import is not half of a refused request.
+    # Everything else was checked first: an import or a version change is not half of a
+    # refused request.
+    if flavour is not None and version is not None:
+        obj = await upgrading.change_version(request, obj, flavour, version)
     if kubeconfig is not None:
         obj = await importing.import_into(request, kubeconfig, obj)
         request.app[STORES].clusters.put(obj)

@@ -39,7 +39,7 @@ from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.projects import roles
-from corral.core.provisioning import admission, catalog, machinepools, v1
+from corral.core.provisioning import admission, machinepools, upgrade, v1
 from corral.core.provisioning.flavours import FLAVOURS, Flavour
 from corral.core.provisioning.machinepools import MachinePool
 
@@ -168,14 +168,16 @@ async def update(request: web.Request, cluster: Obj, body: dict[str, Any]) -> Ob
     _check_fixed(flavour, spec, given)
     changed_spec: dict[str, Any] = {}
     if given.version is not None:
+        provisioning = (cluster.get("status") or {}).get("provisioning")
         with _under("spec."):
-            # The same version, however written, is no change; another is the cluster
-            # admission's to decide, exactly as for a PUT through /v3.
-            admission.check_version_change(flavour, spec.get("kubernetesVersion"), given.version)
-            version = catalog.normalise(given.version, flavour.driver, "kubernetesVersion")
-        if version != spec.get("kubernetesVersion"):
-            # Once the admission lets a version change through, it lands where /v3 keeps it.
-            changed_spec["kubernetesVersion"] = version
+            # The same version, however written, is no change; another is a roll, admitted
+            # exactly as for a PUT through /v3.
+            wanted = upgrade.admit(flavour, spec, provisioning, given.version,
+                                   request.app[STORES].catalog())  # fmt: skip
+        if wanted is not None:
+            changed_spec["kubernetesVersion"] = wanted
+            if isinstance(spec.get(flavour.config_field), dict):
+                changed_spec[flavour.config_field] = {"kubernetesVersion": given.version}
     if given.resource_version not in (None, cluster["metadata"]["resourceVersion"]):
         raise _stale(namespace, name)
     if cluster["metadata"].get("deletionTimestamp"):
@@ -197,6 +199,10 @@ async def update(request: web.Request, cluster: Obj, body: dict[str, Any]) -> Ob
         # Left out, the update is unconditional, as in Kubernetes: the operator's status
         # writes move the version too, and must not turn it into a 409.
         cas["metadata"]["resourceVersion"] = given.resource_version
+    elif changed_spec:
+        # A roll was admitted against the cluster as read above (no restore or rotation
+        # running): it is written at that version, or refused as stale.
+        cas["metadata"]["resourceVersion"] = cluster["metadata"]["resourceVersion"]
     try:
         cluster = as_dict(
             await kube.patch(kinds.Cluster, cluster_id, cas, patch_type=PatchType.MERGE)

@@ -81,6 +81,8 @@ REASON_PROVISIONING = "Provisioning"
 REASON_RESTORING = "Restoring"
 # A provisioned cluster's certificates are being replaced and its control plane rolled.
 REASON_ROTATING_CERTIFICATES = "RotatingCertificates"
+# A provisioned cluster's control plane is being replaced by that of a new Kubernetes version.
+REASON_UPGRADING = "Upgrading"
 REASON_MACHINE_FAILED = "MachineFailed"
 REASON_WAITING_FOR_NODE = "WaitingForNode"
 

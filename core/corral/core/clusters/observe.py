@@ -25,6 +25,8 @@ ROLE_LABELS = {
 }
 # Taints Kubernetes itself manages; a user's desired taints never replace these.
 SYSTEM_TAINT_PREFIXES = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
+# The provisioner's steps that roll a provisioned cluster's control plane; `Updated` names them.
+ROLLING_STEPS = (ct.REASON_ROTATING_CERTIFICATES, ct.REASON_UPGRADING)
 PROVISIONING_DRIVERS = {"rke2", "k3s", "AKS", "EKS", "GKE", "svcKubernetesEngine"}
 # The drivers whose control plane corral runs itself (docs/provisioning.md); the others of
 # PROVISIONING_DRIVERS are stored only.
@@ -299,13 +301,11 @@ def cluster_conditions(
         conditions.append(
             Condition.of(ct.UPDATED, False, ct.REASON_RESTORING, restore.message(restoring))
         )
-    elif (provisioning or {}).get("step") == ct.REASON_ROTATING_CERTIFICATES:
+    elif (step := (provisioning or {}).get("step")) in ROLLING_STEPS:
+        # A rotation or a version change: the control plane rolls, with its progress shown.
         conditions.append(
             Condition.of(
-                ct.UPDATED,
-                False,
-                ct.REASON_ROTATING_CERTIFICATES,
-                str((provisioning or {}).get("message") or ""),
+                ct.UPDATED, False, str(step), str((provisioning or {}).get("message") or "")
             )
         )
     else:

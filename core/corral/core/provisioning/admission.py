@@ -51,29 +51,14 @@ def admit(flavour: Flavour, config: Any, version: Any, versions: catalog.Catalog
     )
 
 
-def check_version_change(flavour: Flavour, current: str | None, given: Any) -> None:
-    """Nothing when `given` names the version a cluster of `flavour` has (`current`, a catalog
-    key); Invalid otherwise. Another version would need a rolling replacement of the control
-    plane, which does not exist yet, and a version stored but never applied would lie."""
-    key = _key(flavour, given, "kubernetesVersion")
-    if key != current:
-        raise Invalid(
-            f"the Kubernetes version of a provisioned ({flavour.driver}) cluster cannot be "
-            f"changed yet: the rolling upgrade of its control plane is not available; the "
-            f"cluster stays at {current or 'the version it was created with'}",
-            "kubernetesVersion",
-            code="InvalidAction",
-        )
-
-
 def _version(
     flavour: Flavour, inner: Any, outer: Any, versions: catalog.Catalog
 ) -> tuple[str, str]:
     """The version as the client gave it, and its catalog key, checked against the catalog."""
     field = f"{flavour.config_field}.kubernetesVersion"
     if _given(inner):
-        key = _key(flavour, inner, field)
-        if _given(outer) and _key(flavour, outer, "kubernetesVersion") != key:
+        key = catalog_key(flavour, inner, field)
+        if _given(outer) and catalog_key(flavour, outer, "kubernetesVersion") != key:
             raise Invalid(
                 f"{field} and kubernetesVersion name different versions; give one of them, "
                 "or the same in both",
@@ -82,7 +67,7 @@ def _version(
         given = inner
     elif _given(outer):
         field = "kubernetesVersion"
-        key, given = _key(flavour, outer, field), outer
+        key, given = catalog_key(flavour, outer, field), outer
     else:
         raise Invalid(
             f"{field} (or kubernetesVersion) is required: a version of the setting "
@@ -94,7 +79,9 @@ def _version(
     return given, key
 
 
-def _key(flavour: Flavour, given: Any, field: str) -> str:
+def catalog_key(flavour: Flavour, given: Any, field: str) -> str:
+    """The catalog key of a version a client gave for a cluster of `flavour`; Invalid on
+    `field` when it is not a version."""
     if not isinstance(given, str) or len(given) > MAX_VERSION_LENGTH:
         raise Invalid(f"{field} must be a version like v1.36.3", field)
     return catalog.normalise(given, flavour.driver, field)

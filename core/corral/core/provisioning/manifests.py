@@ -74,6 +74,13 @@ class Plan:
     etcd_pki_generation: int = 1
     etcd_replicas: int = 1
     control_plane_replicas: int = 1
+    # The release the Deployment keeps while etcd rolls first to `release`'s image in a
+    # version change (section 2.11 of the plan); None: the Deployment runs `release` too.
+    previous: catalog.Release | None = None
+
+    @property
+    def control_plane_release(self) -> catalog.Release:
+        return self.previous or self.release
 
 
 # rke2 hardens what the upstream defaults leave open (docs/provisioning.md, "Flavours"):
@@ -300,7 +307,7 @@ def control_plane(plan: Plan) -> dict[str, Any]:
         _secret_volume("scheduler", cp.SCHEDULER),
         {"name": "config", "configMap": {"name": CONFIGURATION}},
     ]
-    if plan.release.simulates_nodes:
+    if plan.control_plane_release.simulates_nodes:
         containers.append(_kwok(plan))
         volumes += [_secret_volume("kwok", cp.KWOK), {"name": "kwok-tmp", "emptyDir": {}}]
     configuration_hash = _digest(apiserver_files(plan.flavour))
@@ -341,7 +348,7 @@ def control_plane(plan: Plan) -> dict[str, Any]:
 
 
 def _apiserver(plan: Plan) -> dict[str, Any]:
-    component = plan.release.component(catalog.APISERVER)
+    component = plan.control_plane_release.component(catalog.APISERVER)
     files = f"{PKI_ROOT}/apiserver"
     argv = [
         *component.command,
@@ -390,7 +397,7 @@ def _apiserver(plan: Plan) -> dict[str, Any]:
 
 
 def _controller_manager(plan: Plan) -> dict[str, Any]:
-    component = plan.release.component(catalog.CONTROLLER_MANAGER)
+    component = plan.control_plane_release.component(catalog.CONTROLLER_MANAGER)
     files = f"{PKI_ROOT}/controller-manager"
     argv = [
         *component.command,
@@ -407,7 +414,7 @@ def _controller_manager(plan: Plan) -> dict[str, Any]:
 
 
 def _scheduler(plan: Plan) -> dict[str, Any]:
-    component = plan.release.component(catalog.SCHEDULER)
+    component = plan.control_plane_release.component(catalog.SCHEDULER)
     files = f"{PKI_ROOT}/scheduler"
     argv = [*component.command, *_controller_flags(files)]
     return _component_container(
@@ -429,7 +436,7 @@ def _controller_flags(files: str) -> list[str]:
 
 
 def _kwok(plan: Plan) -> dict[str, Any]:
-    component = plan.release.component(catalog.KWOK)
+    component = plan.control_plane_release.component(catalog.KWOK)
     files = f"{PKI_ROOT}/kwok"
     argv = [
         *component.command,

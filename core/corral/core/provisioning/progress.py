@@ -32,6 +32,12 @@ class Seen:
     etcd_ready: bool
     control_plane_ready: bool
     message: str  # what is awaited, and why it is stuck when it is
+    # The control-plane Deployment's pods: wanted, of the current template, and all of them
+    # (one more than wanted while a roll surges).
+    wanted: int = 1
+    updated: int = 0
+    replicas: int = 0
+    problems: tuple[str, ...] = ()  # why it is stuck, when it is (also in `message`)
 
     @property
     def ready(self) -> bool:
@@ -46,8 +52,9 @@ def control_plane(
 ) -> Seen:
     etcd_ready = _ready_replicas(statefulset) >= 1
     deployment_ready = _rolled(deployment)
+    counts = _counts(deployment)
     if etcd_ready and deployment_ready:
-        return Seen(True, True, "")
+        return Seen(True, True, "", *counts)
     waiting = (
         "etcd" if not etcd_ready else "kube-apiserver, kube-controller-manager, kube-scheduler"
     )
@@ -55,7 +62,18 @@ def control_plane(
     message = f"waiting for {waiting}"
     if problems:
         message += ": " + "; ".join(problems)
-    return Seen(etcd_ready, deployment_ready, message)
+    return Seen(etcd_ready, deployment_ready, message, *counts, tuple(problems))
+
+
+def _counts(deployment: Obj | None) -> tuple[int, int, int]:
+    if deployment is None:
+        return 1, 0, 0
+    status = deployment.get("status") or {}
+    return (
+        int((deployment.get("spec") or {}).get("replicas", 1)),
+        int(status.get("updatedReplicas") or 0),
+        int(status.get("replicas") or 0),
+    )
 
 
 def _ready_replicas(workload: Obj | None) -> int:

@@ -177,17 +177,22 @@ def trusted(current: bytes | None, ca: bytes) -> bytes:
     return b"".join(seen)
 
 
-def rolled(statefulset: Mapping[str, Any] | None, pki_generation: int) -> bool:
-    """etcd runs the certificates of `pki_generation`: its template carries it and every
-    replica is of that template and Ready. (The Deployment's roll is `progress`'s.)"""
+def rolled(
+    statefulset: Mapping[str, Any] | None, pki_generation: int, image: str | None = None
+) -> bool:
+    """etcd runs the certificates of `pki_generation` (and `image`, when given): its template
+    carries them and every replica is of that template and Ready. (The Deployment's roll is
+    `progress`'s.)"""
     if statefulset is None:
         return False
     spec = statefulset.get("spec") or {}
     status = statefulset.get("status") or {}
     template = ((spec.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
     wanted = int(spec.get("replicas", 1))
     return (
         template.get(ANNOTATION_PKI_GENERATION) == str(pki_generation)
+        and (image is None or [c.get("image") for c in containers] == [image])
         and int(status.get("observedGeneration") or 0)
         >= statefulset["metadata"].get("generation", 0)
         and status.get("currentRevision") == status.get("updateRevision")

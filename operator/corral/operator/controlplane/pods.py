@@ -124,8 +124,11 @@ class PodRuntime:
         found = await self._secrets(cluster)
         return await rotating.rotate(self.kube, FIELD_MANAGER, cluster, addresses, request, found)
 
-    async def etcd_rolled(self, cluster: str, pki_generation: int) -> bool:
-        return rotation.rolled(await self._get(StatefulSet, "etcd", cluster), pki_generation)
+    async def etcd_rolled(
+        self, cluster: str, pki_generation: int, image: str | None = None
+    ) -> bool:
+        statefulset = await self._get(StatefulSet, "etcd", cluster)
+        return rotation.rolled(statefulset, pki_generation, image)
 
     async def ensure(self, plan: manifests.Plan) -> None:
         for obj in (

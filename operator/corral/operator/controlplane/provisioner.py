@@ -28,15 +28,16 @@ from lightkube import ApiError
 
 from corral.core.api import names
 from corral.core.clusters.observe import MAX_MESSAGE
-from corral.core.errors import CorralError
+from corral.core.errors import CorralError, Invalid
 from corral.core.kube import agent, claims, cluster_secrets, kinds
 from corral.core.kube.client import as_dict, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.kube.status import StatusWriter
-from corral.core.provisioning import catalog, manifests, rotation
+from corral.core.provisioning import catalog, manifests, rotation, upgrade
 from corral.core.provisioning import restore as rs
 from corral.operator.controlplane import inputs, restore
 from corral.operator.controlplane import rotation as rotating
+from corral.operator.controlplane import upgrade as upgrading
 from corral.operator.controlplane.runtime import ControlPlaneRuntime
 from corral.operator.downstream.wakeups import Wake, Wakeups
 from corral.operator.state import State
@@ -122,12 +123,15 @@ class Provisioner:
         if progress.restore is None:
             kept = rs.record((body.get("status") or {}).get("provisioning"))
             progress = dataclasses.replace(progress, restore=kept.fields())
+        # Every write carries the rotation done and the version applied, or a failed pass
+        # would undo them (a version change would then count as applied unrolled).
+        done = ((body or {}).get("status") or {}).get("provisioning") or {}
         if not progress.rotated:
-            # Every write carries the generation done, or a failed pass would undo it.
-            done = ((body or {}).get("status") or {}).get("provisioning") or {}
             progress = dataclasses.replace(
                 progress, rotated=int(done.get(rotation.STATUS_FIELD) or 0)
             )
+        if not progress.version:
+            progress = dataclasses.replace(progress, version=upgrade.applied(done))
         if progress != self.last:
             level = logging.WARNING if progress.step == "Failed" else logging.INFO
             log.log(level, "cluster %s: %s %s", self.cluster, progress.step, progress.message)
@@ -136,12 +140,16 @@ class Provisioner:
 
     async def _provision(self, body: Obj) -> Progress:
         spec = body["spec"]
-        # The API stores the catalog key at the top; a Cluster applied with kubectl may give
-        # only its configuration's.
-        config = spec.get(f"{spec['driver']}Config") or {}
-        given = spec.get("kubernetesVersion") or config.get("kubernetesVersion") or ""
-        version = catalog.normalise(given, spec["driver"])
+        version = upgrade.current(spec)
         release = await inputs.release(self.state.kube, version)
+        provisioning = (body.get("status") or {}).get("provisioning")
+        # A version change rolls a control plane corral is in; one still coming up simply
+        # comes up at the spec's version.
+        source = (
+            upgrade.upgrading(spec, provisioning)
+            if self.state.connections.credential(self.cluster) is not None
+            else None
+        )
         storage_class = await inputs.storage_class(self.state.kube)
         kube = self.state.kube
         await ensure_namespace(kube, self.cluster, {names.LABEL_CLUSTER: self.cluster})
@@ -166,13 +174,22 @@ class Provisioner:
             etcd_pki_generation=generations.etcd,
             storage_class=storage_class,
         )
-        provisioning = (body.get("status") or {}).get("provisioning")
         record, plan = await restore.advance(kube, self.runtime, spec, provisioning, plan)
         kept = record.fields()
+        etcd_rolled = True
+        if source is not None:
+            previous = await self._release(source)
+            if upgrade.etcd_changes(previous, release):
+                image = release.component(catalog.ETCD).image
+                etcd_rolled = await self.runtime.etcd_rolled(self.cluster, generations.etcd, image)
+                if not etcd_rolled:
+                    # etcd first: the Deployment keeps the old release until etcd has rolled.
+                    plan = dataclasses.replace(plan, previous=previous)
         await self.runtime.ensure(plan)
         if record.restore is not None and record.restore.running:
             return Progress("Restoring", rs.message(record), restore=kept)
         seen = await self.runtime.observe(self.cluster)
+        running = source or version  # the version the control plane runs until a roll is over
         if owed is not None:
             if not (seen.ready and await self.runtime.etcd_rolled(self.cluster, generations.etcd)):
                 waiting = seen.message or "waiting for etcd"
@@ -183,8 +200,21 @@ class Provisioner:
             # Rolled: nothing serves a certificate of the old CA any more.
             await rotating.trust(self.state, FIELD_MANAGER, body, ca)
             log.info("cluster %s: certificate rotation %s is done", self.cluster, owed.generation)
-            return Progress("Provisioned", ready=True, endpoint=addresses.server, version=version,
+            return Progress("Provisioned", ready=True, endpoint=addresses.server, version=running,
                             rotated=owed.generation)  # fmt: skip
+        if source is not None:
+            # /version is asked once the pods are rolled: before, it may answer from either.
+            served: str | None = None
+            if seen.ready:
+                served = await upgrading.served_version(self.state, self.cluster)
+            awaited = upgrade.waiting(
+                source, version, etcd_rolled=etcd_rolled, seen=seen, served=served
+            )
+            if awaited is not None:
+                return Progress(upgrade.STEP, awaited, endpoint=addresses.server, version=source,
+                                restore=kept)  # fmt: skip
+            log.info("cluster %s: the control plane runs %s, was %s", self.cluster, version,
+                     source)  # fmt: skip
         if not seen.ready:
             return Progress("WaitingForControlPlane", seen.message, restore=kept)
         if self.state.connections.credential(self.cluster) is None:
@@ -192,6 +222,13 @@ class Provisioner:
         return Progress(
             "Provisioned", ready=True, endpoint=addresses.server, version=version, restore=kept
         )
+
+    async def _release(self, version: str) -> catalog.Release | None:
+        """The catalog's release of `version`; None when the catalog no longer has it."""
+        try:
+            return await inputs.release(self.state.kube, version)
+        except Invalid:
+            return None
 
     def _rotation_owed(self, body: Obj) -> rotation.Request | None:
         """The rotation asked for and not yet done; none before corral is in the cluster (the

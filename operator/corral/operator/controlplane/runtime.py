@@ -29,8 +29,11 @@ class ControlPlaneRuntime(Protocol):
         """Replace the certificates the rotation names, once per its generation; the cluster
         CA now in force (PEM)."""
 
-    async def etcd_rolled(self, cluster: str, pki_generation: int) -> bool:
-        """etcd runs the certificates of `pki_generation`, and is Ready."""
+    async def etcd_rolled(
+        self, cluster: str, pki_generation: int, image: str | None = None
+    ) -> bool:
+        """etcd runs the certificates of `pki_generation` (and `image`, when given), and is
+        Ready."""
 
     async def ensure(self, plan: Plan) -> None:
         """Make what runs match the plan."""

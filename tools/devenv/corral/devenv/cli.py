@@ -32,6 +32,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=Path("tools/devkube/bin/devkube"),
         help="the devkube binary (make devkube builds it)",
     )
+    run.add_argument(
+        "--previous-devkube",
+        type=Path,
+        default=Path("tools/devkube/bin/devkube-v1.35"),
+        help="the slim Kubernetes 1.35 control plane (make devkube builds it); with "
+        "--hosted-control-planes, clusters may be created at 1.35 and upgraded to 1.36",
+    )
     run.add_argument("--crds", type=Path, default=Path("crds"), help="CRD folder to apply")
     run.add_argument(
         "--downstream-clusters",
@@ -87,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
             start_corral=not args.no_corral,
             real_nodes=args.real_nodes,
             hosted_control_planes=args.hosted_control_planes,
+            previous_devkube=(
+                args.previous_devkube.resolve() if args.previous_devkube.exists() else None
+            ),
         )
     except ValueError as exc:
         print(f"corral.devenv: {exc}", file=sys.stderr)

@@ -59,6 +59,9 @@ class Options:
     # Let provisioned clusters run their control planes as pods on the real nodes: the
     # control-plane image, a hostPath StorageClass, and the settings naming both (hosted.py).
     hosted_control_planes: bool = False
+    # The slim devkube of the previous Kubernetes minor (tools/devkube/v1.35): with hosted
+    # control planes, its image and a second catalog version, to upgrade clusters from.
+    previous_devkube: Path | None = None
 
     def __post_init__(self) -> None:
         if self.hosted_control_planes and self.real_nodes < 1:
@@ -87,6 +90,7 @@ class Environment:
         self._corral_env: dict[str, str] = {}
         self.cluster_ids: list[str] = []
         self.controlplane_image: images.ControlPlaneImage | None = None
+        self.previous_controlplane_image: images.ControlPlaneImage | None = None
         self._host_changes = host.HostChanges()
         self._network = network.HostNetwork()
 
@@ -214,10 +218,18 @@ class Environment:
         prepare_host(self._host_changes)
         image_dir = self.root / "images"
         image_dir.mkdir(parents=True, exist_ok=True)
-        node_images = {"localhost/busybox": images.build_busybox(image_dir)}
+        node_images = [("localhost/busybox", images.build_busybox(image_dir))]
         if self.options.hosted_control_planes:
             self.controlplane_image = images.build_controlplane(self.options.devkube)
-            node_images[self.controlplane_image.repository] = self.controlplane_image.archive
+            node_images.append(
+                (self.controlplane_image.repository, self.controlplane_image.archive)
+            )
+            if self.options.previous_devkube is not None:
+                previous = images.build_controlplane(
+                    self.options.previous_devkube, images.PREVIOUS_COMMANDS
+                )
+                self.previous_controlplane_image = previous
+                node_images.append((previous.repository, previous.archive))
         for index in range(self.options.real_nodes):
             node = RealNode(f"management-real-{index}", index, self.management,
                             self.options.devkube)  # fmt: skip
@@ -238,7 +250,8 @@ class Environment:
         Call it once the Setting CRD exists (start() does when it applies the CRDs)."""
         assert self.management is not None and self.controlplane_image is not None
         client = self.management.client()
-        for name, value in hosted.settings(self.controlplane_image).items():
+        values = hosted.settings(self.controlplane_image, self.previous_controlplane_image)
+        for name, value in values.items():
             setting = kinds.Setting(metadata=ObjectMeta(name=name), value=value)
             client.apply(setting, field_manager="corral-devenv", force=True)
 

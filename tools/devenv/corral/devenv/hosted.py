@@ -1,7 +1,8 @@
 """What the management cluster needs so that hosted control planes can run on its real nodes.
 
 Their pods (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok) run from
-the local control-plane image (images.py), keep etcd's data on volumes that the management
+the local control-plane image (images.py), and from a slim one of the previous Kubernetes minor
+for clusters created there and upgraded, keep etcd's data on volumes that the management
 cluster's own kube-controller-manager provisions as host folders, and find both through two
 settings that corral reads.
 """
@@ -15,7 +16,7 @@ from lightkube.resources.storage_v1 import StorageClass
 
 from corral.core.api.settings import CATALOG_SETTING, STORAGE_CLASS_SETTING
 from corral.core.provisioning import catalog
-from corral.devenv.images import KWOK_COMMAND, ControlPlaneImage
+from corral.devenv.images import KWOK_COMMAND, PREVIOUS_COMMANDS, ControlPlaneImage
 
 STORAGE_CLASS = "corral-hostpath"
 # Where kube-controller-manager's hostPath provisioner puts each volume (`<dir>/<uuid>`); a
@@ -32,12 +33,22 @@ def storage_class() -> StorageClass:
     )
 
 
-def settings(image: ControlPlaneImage) -> dict[str, str]:
+def settings(image: ControlPlaneImage, previous: ControlPlaneImage | None = None) -> dict[str, str]:
     """The values of corral's settings that point hosted control planes at `image` and at the
-    StorageClass above."""
+    StorageClass above. With `previous` (the slim image of the Kubernetes minor before), the
+    catalog has its version too, so a cluster can be created there and moved to `image`'s:
+    its apiserver, controller manager and scheduler come from `previous`, etcd, the etcd tools
+    and kwok from `image` (the slim build has none of them)."""
     components = (*catalog.REQUIRED, *catalog.OPTIONAL)
-    release = catalog.binaries(dict.fromkeys(components, image.reference), (KWOK_COMMAND,))
+    releases = {
+        image.version: catalog.binaries(dict.fromkeys(components, image.reference), (KWOK_COMMAND,))
+    }
+    if previous is not None:
+        images = dict.fromkeys(components, image.reference) | dict.fromkeys(
+            PREVIOUS_COMMANDS, previous.reference
+        )
+        releases[previous.version] = catalog.binaries(images, (KWOK_COMMAND,))
     return {
-        CATALOG_SETTING: catalog.document({image.version: release}),
+        CATALOG_SETTING: catalog.document(releases),
         STORAGE_CLASS_SETTING: STORAGE_CLASS,
     }

@@ -42,6 +42,9 @@ CONTROLPLANE_COMMANDS = (
     "kube-scheduler",
     "kwok",
 )
+# The slim devkube of the previous Kubernetes minor (tools/devkube/v1.35) holds only these; its
+# image serves a second catalog version, whose etcd and kwok come from the main image.
+PREVIOUS_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 KWOK_COMMAND = "/usr/local/bin/corral-kwok"
 # kwok needs the stages corral's simulated nodes go through, which devkube prints; the
 # operator's manifests only append kwok's flags.
@@ -51,7 +54,8 @@ stages=/tmp/corral-kwok-stages.yaml
 devkube kwok-stages > "$stages"
 exec kwok --config="$stages" "$@"
 """
-# Every devkube change leaves an archive of about 60 MB behind: keep the newest few.
+# Every devkube change leaves an archive of about 60 MB behind: keep the newest few of each
+# Kubernetes version.
 CACHE_KEEP = 3
 
 
@@ -101,8 +105,11 @@ def controlplane_cache() -> Path:
     return Path.home() / ".cache" / "corral" / "controlplane-image"
 
 
-def build_controlplane(devkube: Path) -> ControlPlaneImage:
-    """The control-plane image of `devkube`: from the cache, or built into it."""
+def build_controlplane(
+    devkube: Path, commands: Sequence[str] = CONTROLPLANE_COMMANDS
+) -> ControlPlaneImage:
+    """The control-plane image of `devkube`, linked under `commands`: from the cache, or
+    built into it."""
     tag = controlplane_tag(devkube)
     cache = controlplane_cache()
     image = ControlPlaneImage(
@@ -124,7 +131,7 @@ def build_controlplane(devkube: Path) -> ControlPlaneImage:
             _build(
                 Path(work) / "layout",
                 tag,
-                lambda rootfs: _controlplane_root(rootfs, devkube),
+                lambda rootfs: _controlplane_root(rootfs, devkube, commands),
                 [],
                 partial,
             )
@@ -135,7 +142,7 @@ def build_controlplane(devkube: Path) -> ControlPlaneImage:
             time.monotonic() - began,
             image.archive.stat().st_size / 1e6,
         )
-        _prune(cache)
+        _prune(cache, image.version)
     return image
 
 
@@ -177,18 +184,19 @@ def _busybox_root(rootfs: Path) -> None:
     (rootfs / "etc" / "passwd").write_text("root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534::/:\n")
 
 
-def _controlplane_root(rootfs: Path, devkube: Path) -> None:
+def _controlplane_root(rootfs: Path, devkube: Path, commands: Sequence[str]) -> None:
     _busybox_root(rootfs)
     (rootfs / "var" / "lib" / "etcd").mkdir(parents=True)
     bin_dir = rootfs / "usr" / "local" / "bin"
     bin_dir.mkdir(parents=True)
     shutil.copyfile(devkube, bin_dir / "devkube")
     (bin_dir / "devkube").chmod(0o755)
-    for command in CONTROLPLANE_COMMANDS:
+    for command in commands:
         (bin_dir / command).symlink_to("devkube")
-    script = rootfs / KWOK_COMMAND.lstrip("/")
-    script.write_text(KWOK_SCRIPT)
-    script.chmod(0o755)
+    if "kwok" in commands:
+        script = rootfs / KWOK_COMMAND.lstrip("/")
+        script.write_text(KWOK_SCRIPT)
+        script.chmod(0o755)
     (rootfs / "tmp").chmod(0o777 | stat.S_ISVTX)
 
 
@@ -202,9 +210,13 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _prune(cache: Path) -> None:
+def _prune(cache: Path, version: str) -> None:
+    """The newest few archives of each Kubernetes version stay: the two versions' images are
+    rebuilt at different times."""
     archives = sorted(
-        cache.glob("corral-controlplane-*.oci.tar"), key=lambda p: p.stat().st_mtime, reverse=True
+        cache.glob(f"corral-controlplane-{version}-*.oci.tar"),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
     )
     for old in archives[CACHE_KEEP:]:
         old.unlink(missing_ok=True)

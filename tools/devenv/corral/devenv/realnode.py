@@ -24,6 +24,7 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,7 +109,10 @@ class RealNode:
     # -- start-up ---------------------------------------------------------------------------
 
     def start(
-        self, changes: HostChanges, net: network.HostNetwork, images: dict[str, Path]
+        self,
+        changes: HostChanges,
+        net: network.HostNetwork,
+        images: Sequence[tuple[str, Path]],
     ) -> None:
         self._write_files()
         make_cgroup_root(changes, self.cgroup_root)
@@ -129,7 +133,7 @@ class RealNode:
         wait_for(
             f"{self.name} containerd", lambda: self.ctr("version"), START_TIMEOUT, self.processes
         )
-        for base_name, archive in images.items():
+        for base_name, archive in images:
             self.import_image(base_name, archive)
         self._spawn(
             "kubelet",
