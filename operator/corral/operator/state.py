@@ -148,6 +148,9 @@ class State:
             labels={names.LABEL_BACKING_PROJECT: operators.exists()},
             on_change=self._hook(Wake.PROJECT, _backing_cluster),
         )
+        # Read at each use (the catalog, the autoscaler's knobs): a change applies at the next
+        # pass, and no pass asks the API for them.
+        self.settings = Informer(kube, kinds.Setting)
         # Secrets have no generation: every change of one is a change of what it holds. All
         # of them are in svc-system (`corral.core.projects.secrets`).
         self.project_secrets = Informer(
@@ -172,6 +175,7 @@ class State:
             self.cluster_bindings,
             self.backing_namespaces,
             self.project_secrets,
+            self.settings,
             self.connections.credentials,
         ]
 

@@ -52,8 +52,8 @@ async def take(state: State, backup: Obj) -> bool:
     job_name = backups.snapshot_job_name(name)
     job = await get(kube, Job, job_name, cluster)
     if job is None:
-        await apply(kube, backups.claim(cluster, await inputs.storage_class(kube)))
-        release = await inputs.release(kube, body["spec"].get("kubernetesVersion") or "")
+        await apply(kube, backups.claim(cluster, inputs.storage_class(state.settings)))
+        release = inputs.release(state.settings, body["spec"].get("kubernetesVersion") or "")
         service = await kube.get(Service, cp.ETCD_SERVICE, namespace=cluster)
         etcd_ip = service.spec.clusterIP if service.spec else None
         if not etcd_ip:

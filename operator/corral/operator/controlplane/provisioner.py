@@ -45,9 +45,10 @@ from corral.operator.state import State
 log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "corral-provisioning"
-# How soon the next pass comes while the control plane is on its way, and once it is up.
+# How soon the next pass comes while the control plane is on its way, and once it is up
+# (a change of the spec wakes it at once; the cluster's health is the agent's, every 5 s).
 BUSY_INTERVAL = 2.0
-IDLE_INTERVAL = 10.0
+IDLE_INTERVAL = 30.0
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ class Provisioner:
     async def _provision(self, body: Obj) -> Progress:
         spec = body["spec"]
         version = upgrade.current(spec)
-        release = await inputs.release(self.state.kube, version)
+        release = inputs.release(self.state.settings, version)
         provisioning = (body.get("status") or {}).get("provisioning")
         # A version change rolls a control plane corral is in; one still coming up simply
         # comes up at the spec's version.
@@ -150,9 +151,10 @@ class Provisioner:
             if self.state.connections.credential(self.cluster) is not None
             else None
         )
-        storage_class = await inputs.storage_class(self.state.kube)
+        storage_class = inputs.storage_class(self.state.settings)
         kube = self.state.kube
-        await ensure_namespace(kube, self.cluster, {names.LABEL_CLUSTER: self.cluster})
+        if self.last is None or not self.last.ready:
+            await ensure_namespace(kube, self.cluster, {names.LABEL_CLUSTER: self.cluster})
         addresses = await self.runtime.address(self.cluster)
         owed = self._rotation_owed(body)
         if owed is not None:
@@ -178,7 +180,7 @@ class Provisioner:
         kept = record.fields()
         etcd_rolled = True
         if source is not None:
-            previous = await self._release(source)
+            previous = self._release(source)
             if upgrade.etcd_changes(previous, release):
                 image = release.component(catalog.ETCD).image
                 etcd_rolled = await self.runtime.etcd_rolled(self.cluster, generations.etcd, image)
@@ -223,10 +225,10 @@ class Provisioner:
             "Provisioned", ready=True, endpoint=addresses.server, version=version, restore=kept
         )
 
-    async def _release(self, version: str) -> catalog.Release | None:
+    def _release(self, version: str) -> catalog.Release | None:
         """The catalog's release of `version`; None when the catalog no longer has it."""
         try:
-            return await inputs.release(self.state.kube, version)
+            return inputs.release(self.state.settings, version)
         except Invalid:
             return None
 

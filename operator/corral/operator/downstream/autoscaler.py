@@ -75,12 +75,8 @@ class Seen:
         return next(g for g in self.groups if g.name == name)
 
 
-async def read_knobs(kube: AsyncClient) -> Knobs:
-    """The autoscaler's settings, from one list, fresh on each pass."""
-    stored: dict[str, Obj] = {}
-    async for setting in kube.list(kinds.Setting):
-        found = as_dict(setting)
-        stored[found["metadata"]["name"]] = found
+def read_knobs(stored: Informer) -> Knobs:
+    """The autoscaler's settings, from the operator's cache of them, at each pass."""
 
     def number(name: str) -> float:
         return settings.number(name, stored.get(name))
@@ -186,7 +182,7 @@ class Autoscaler:
 
     async def _shrink(self, seen: Seen, nodes: Informer) -> None:
         """Time the unneeded nodes, and remove those whose time has come."""
-        knobs = await read_knobs(self.state.kube)
+        knobs = read_knobs(self.state.settings)
         candidates = [
             autoscaling.Candidate(host, name)
             for name, records in seen.records.items() for r in records
