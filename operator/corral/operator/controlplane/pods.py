@@ -1,13 +1,22 @@
 """The product's control-plane runtime: pods in the cluster's namespace of the management
 cluster (docs/provisioning.md). The objects are `corral.core.provisioning.manifests`'; this
 module only writes them, reads them back, and removes them.
+
+A pass at rest costs the management cluster only what `observe` reads: an object is applied
+again only when what it should be has changed, and the certificate Secrets, which only this
+runtime writes, are read again only after it wrote them. Both are refreshed every RESYNC
+seconds anyway, so a hand edit or deletion is undone within that time (and at once, for the
+workloads, when `observe` finds one gone).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from lightkube import ApiError, AsyncClient, codecs
@@ -43,14 +52,27 @@ FIRST_GENERATION = 1
 # The Secrets etcd mounts or is signed by: only a change of these rolls it.
 ETCD_SECRETS = (cp.ETCD_CA, cp.ETCD)
 GRANT_NAME = "corral-operator"
+RESYNC = 300.0
+
+Found = dict[str, tuple[dict[str, Any], dict[str, bytes]]]
 
 
 class PodRuntime:
-    def __init__(self, kube: AsyncClient, grant: HostedGrant | None = None) -> None:
+    def __init__(
+        self,
+        kube: AsyncClient,
+        grant: HostedGrant | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.kube = kube
         self.grant = grant
+        self.clock = clock
         # Namespaces whose binding this runtime has seen in effect.
         self._bound: set[str] = set()
+        # What was last applied, by (namespace, kind, name): its digest, when, and the answer.
+        self._applied: dict[tuple[str, str, str], tuple[str, float, dict[str, Any]]] = {}
+        # Each cluster's certificate Secrets as last read, and when.
+        self._pki: dict[str, tuple[Found, float]] = {}
 
     async def address(self, cluster: str) -> cp.Addresses:
         await self._bind(cluster)
@@ -68,6 +90,7 @@ class PodRuntime:
         found = await self._secrets(cluster)
         missing = [name for name in SECRETS if name not in found]
         if missing:
+            self._pki.pop(cluster, None)
             await self._issue(cluster, addresses, found, missing)
 
         def highest(names: Iterable[str]) -> int:
@@ -105,7 +128,10 @@ class PodRuntime:
             await self.kube.apply(codecs.from_dict(secret), field_manager=FIELD_MANAGER, force=True)
         log.info("cluster %s: certificates issued: %s", cluster, ", ".join(missing))
 
-    async def _secrets(self, cluster: str) -> dict[str, tuple[dict[str, Any], dict[str, bytes]]]:
+    async def _secrets(self, cluster: str, fresh: bool = False) -> Found:
+        cached = self._pki.get(cluster)
+        if cached is not None and not fresh and self.clock() - cached[1] < RESYNC:
+            return dict(cached[0])
         found = {}
         for name in SECRETS:
             try:
@@ -116,12 +142,15 @@ class PodRuntime:
                 raise
             body = as_dict(secret)
             found[name] = (body["metadata"], cp.decode(body.get("data") or {}))
-        return found
+        if all(name in found for name in SECRETS):
+            self._pki[cluster] = (found, self.clock())
+        return dict(found)
 
     async def rotate_certificates(
         self, cluster: str, addresses: cp.Addresses, request: rotation.Request
     ) -> bytes:
-        found = await self._secrets(cluster)
+        found = await self._secrets(cluster, fresh=True)
+        self._pki.pop(cluster, None)
         return await rotating.rotate(self.kube, FIELD_MANAGER, cluster, addresses, request, found)
 
     async def etcd_rolled(
@@ -141,6 +170,8 @@ class PodRuntime:
     async def observe(self, cluster: str) -> progress.Seen:
         statefulset = await self._get(StatefulSet, "etcd", cluster)
         deployment = await self._get(Deployment, manifests.CONTROL_PLANE, cluster)
+        if statefulset is None or deployment is None:
+            self._forget(cluster)
         pods = [
             as_dict(p)
             async for p in self.kube.list(
@@ -161,6 +192,7 @@ class PodRuntime:
         return importing.parse_kubeconfig(base64.b64encode(kubeconfig).decode())
 
     async def remove(self, cluster: str) -> bool:
+        self._forget(cluster)
         try:
             await self._bind(cluster)
         except ApiError as exc:
@@ -207,7 +239,7 @@ class PodRuntime:
             subjects=[Subject(kind="ServiceAccount", name=self.grant.service_account,
                               namespace=self.grant.namespace)],
         )  # fmt: skip
-        await self.kube.apply(binding, field_manager=FIELD_MANAGER, force=True)
+        await self._apply(binding.to_dict())
         if cluster not in self._bound:
             await self._until_bound(cluster)
             self._bound.add(cluster)
@@ -219,10 +251,24 @@ class PodRuntime:
         await access.until_allowed(self.kube, review, f"the operator's role in {cluster}")
 
     async def _apply(self, obj: dict[str, Any]) -> dict[str, Any]:
-        applied = await self.kube.apply(
-            codecs.from_dict(obj), field_manager=FIELD_MANAGER, force=True
+        """The object as applied; not applied again while it is what was applied last, within
+        RESYNC."""
+        meta = obj["metadata"]
+        key = (meta.get("namespace", ""), obj["kind"], meta["name"])
+        digest = hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+        last = self._applied.get(key)
+        if last is not None and last[0] == digest and self.clock() - last[1] < RESYNC:
+            return last[2]
+        applied = as_dict(
+            await self.kube.apply(codecs.from_dict(obj), field_manager=FIELD_MANAGER, force=True)
         )
-        return as_dict(applied)
+        self._applied[key] = (digest, self.clock(), applied)
+        return applied
+
+    def _forget(self, cluster: str) -> None:
+        """What this runtime remembers of the cluster: read and applied again next time."""
+        self._pki.pop(cluster, None)
+        self._applied = {k: v for k, v in self._applied.items() if k[0] != cluster}
 
     async def _get(self, kind: Any, name: str, namespace: str) -> dict[str, Any] | None:
         try:
