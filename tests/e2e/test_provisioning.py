@@ -29,7 +29,13 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from lightkube import ApiError, Client, KubeConfig
 from lightkube.models.apps_v1 import DeploymentSpec
-from lightkube.models.core_v1 import Container, PodSpec, PodTemplateSpec, SecurityContext
+from lightkube.models.core_v1 import (
+    Container,
+    PodSpec,
+    PodTemplateSpec,
+    ResourceRequirements,
+    SecurityContext,
+)
 from lightkube.models.meta_v1 import LabelSelector, ObjectMeta
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import (
@@ -41,7 +47,7 @@ from lightkube.resources.core_v1 import (
     Secret,
 )
 
-from corral.core.api import names
+from corral.core.api import names, settings
 from corral.core.kube import claims, kinds
 from corral.core.kube.claims import ANNOTATION_IDENTITY
 from corral.core.kube.client import as_dict
@@ -208,6 +214,9 @@ def _gone(read: Callable[[], object]) -> bool:
 
 PROVISION_TIMEOUT = 300.0
 WORKER_TIMEOUT = 120.0
+# The autoscaler's timers, lowered so that a scale-down follows within seconds.
+AUTOSCALER_KNOBS = {settings.SCALE_DOWN_UNNEEDED_SETTING: "4",
+                    settings.SCALE_DOWN_DELAY_AFTER_ADD_SETTING: "10"}  # fmt: skip
 
 
 def condition(cluster: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -250,7 +259,7 @@ def kubeconfig_through_corral(api: Api, cluster_id: str, ca: Path, path: Path) -
     return Client(KubeConfig.from_file(path))
 
 
-def test_an_rke2_cluster_is_provisioned_runs_a_deployment_on_pool_workers_and_goes_whole(
+def test_an_rke2_cluster_is_provisioned_autoscales_its_pool_workers_and_goes_whole(
     hosted: Environment, hosted_api: Api, tmp_path: Path
 ) -> None:
     management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
@@ -278,25 +287,38 @@ def test_an_rke2_cluster_is_provisioned_runs_a_deployment_on_pool_workers_and_go
         downstream.create(privileged_pod("psa"))
     assert refused.value.status.code == 403 and "baseline" in (refused.value.status.message or "")
 
-    # Two kwok workers from a machine pool, and a Deployment that runs on them.
+    # Two kwok workers from a machine pool with bounds, written through the cluster's /v1 view,
+    # and a Deployment that runs on them.
     template = hosted_api.post("/v3/nodetemplates", {"name": "hosted", "kwokConfig": {"cpu": "2"}})
     assert template.status == 201, template.body
-    pool = hosted_api.post("/v3/nodepools", {
-        "type": "nodePool", "clusterId": cluster_id, "hostnamePrefix": "hw-", "quantity": 2,
-        "worker": True, "nodeTemplateName": template.body["id"]})  # fmt: skip
-    assert pool.status == 201, pool.body
-    wait_for(
-        "2 Ready workers",
-        lambda: sum(ready_node(n) for n in downstream.list(Node)) == 2,
-        WORKER_TIMEOUT,
-    )
+    view = f"/v1/provisioning.svc.io.clusters/fleet-default/{cluster_id}"
+    workers = {
+        "name": "w", "quantity": 2, "autoscalingMinSize": 2, "autoscalingMaxSize": 3,
+        "workerRole": True,
+        "machineConfigRef": {"kind": "NodeTemplate", "name": template.body["id"]},
+    }  # fmt: skip
+    pooled = hosted_api.put(view, {"spec": {"rkeConfig": {"machinePools": [workers]}}})
+    assert pooled.status == 200, pooled.body
+    wait_for("2 Ready workers", lambda: ready_workers(downstream) == 2, WORKER_TIMEOUT)
     downstream.create(deployment("default", "web", replicas=2))
-    wait_for(
-        "Deployment web available",
-        lambda: (downstream.get(Deployment, "web", namespace="default").status.availableReplicas
-                 or 0) == 2,
-        WORKER_TIMEOUT,
-    )  # fmt: skip
+    wait_for("Deployment web available", lambda: available(downstream, "web") == 2,
+             WORKER_TIMEOUT)  # fmt: skip
+
+    # The autoscaler: a third pod of 1500m fits neither 2-cpu worker, so the pool grows to its
+    # max; with those pods gone it shrinks back to its min.
+    for name, value in AUTOSCALER_KNOBS.items():
+        assert hosted_api.put(f"/v3/settings/{name}", {"value": value}).status == 200
+    downstream.create(deployment("default", "big", replicas=3, cpu="1500m"))
+    wait_for("Deployment big available on a third worker",
+             lambda: available(downstream, "big") == 3, WORKER_TIMEOUT)  # fmt: skip
+    assert ready_workers(downstream) == 3
+    downstream.delete(Deployment, "big", namespace="default")
+    wait_for("back to the pool's 2 workers",
+             lambda: len(list(downstream.list(Node))) == 2, WORKER_TIMEOUT)  # fmt: skip
+    shown = hosted_api.get(view).body["spec"]["rkeConfig"]["machinePools"]
+    assert [(p["name"], p["quantity"]) for p in shown] == [("w", 2)]
+    for name in AUTOSCALER_KNOBS:
+        assert hosted_api.put(f"/v3/settings/{name}", {"value": ""}).status == 200
 
     # DELETE leaves nothing: workers, control plane, data, Secrets, credential, claim.
     identity = cluster["metadata"]["annotations"][ANNOTATION_IDENTITY]
@@ -542,8 +564,9 @@ def privileged_pod(namespace: str) -> Pod:
     )  # fmt: skip
 
 
-def deployment(namespace: str, name: str, replicas: int) -> Deployment:
+def deployment(namespace: str, name: str, replicas: int, cpu: str | None = None) -> Deployment:
     labels = {"app": name}
+    requests = ResourceRequirements(requests={"cpu": cpu}) if cpu else None
     return Deployment(
         metadata=ObjectMeta(name=name, namespace=namespace),
         spec=DeploymentSpec(
@@ -551,10 +574,19 @@ def deployment(namespace: str, name: str, replicas: int) -> Deployment:
             selector=LabelSelector(matchLabels=labels),
             template=PodTemplateSpec(
                 metadata=ObjectMeta(labels=labels),
-                spec=PodSpec(containers=[Container(name="web", image="nginx")]),
+                spec=PodSpec(containers=[Container(name="web", image="nginx",
+                                                   resources=requests)]),
             ),
         ),
-    )
+    )  # fmt: skip
+
+
+def available(client: Client, name: str) -> int:
+    return client.get(Deployment, name, namespace="default").status.availableReplicas or 0
+
+
+def ready_workers(client: Client) -> int:
+    return sum(ready_node(n) for n in client.list(Node))
 
 
 # -- etcd backups and restores --------------------------------------------------------------------
