@@ -35,9 +35,8 @@ from corral.core.kube.informer import Obj
 from corral.core.kube.status import StatusWriter
 from corral.core.provisioning import catalog, manifests, rotation, upgrade
 from corral.core.provisioning import restore as rs
-from corral.operator.controlplane import inputs, restore
+from corral.operator.controlplane import inputs, probe, restore
 from corral.operator.controlplane import rotation as rotating
-from corral.operator.controlplane import upgrade as upgrading
 from corral.operator.controlplane.runtime import ControlPlaneRuntime
 from corral.operator.downstream.wakeups import Wake, Wakeups
 from corral.operator.state import State
@@ -196,7 +195,7 @@ class Provisioner:
             if not (seen.ready and await self.runtime.etcd_rolled(self.cluster, generations.etcd)):
                 waiting = seen.message or "waiting for etcd"
                 return Progress(rotation.STEP, f"{rotation.message(owed)}: {waiting}")
-            if not await rotating.answers(self.state, self.cluster):
+            if not await probe.ready(self.state, self.cluster):
                 waiting = "waiting for kube-apiserver to answer /readyz"
                 return Progress(rotation.STEP, f"{rotation.message(owed)}: {waiting}")
             # Rolled: nothing serves a certificate of the old CA any more.
@@ -208,7 +207,7 @@ class Provisioner:
             # /version is asked once the pods are rolled: before, it may answer from either.
             served: str | None = None
             if seen.ready:
-                served = await upgrading.served_version(self.state, self.cluster)
+                served = await probe.served_version(self.state, self.cluster)
             awaited = upgrade.waiting(
                 source, version, etcd_rolled=etcd_rolled, seen=seen, served=served
             )

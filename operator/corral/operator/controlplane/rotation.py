@@ -9,12 +9,10 @@ import dataclasses
 import logging
 from typing import Any
 
-import aiohttp
 from lightkube import AsyncClient, codecs
 
 from corral.core.kube import cluster_secrets
 from corral.core.kube.client import as_dict
-from corral.core.kube.credential import session_for
 from corral.core.kube.informer import Obj
 from corral.core.provisioning import manifests, rotation
 from corral.core.provisioning import pki as cp
@@ -75,19 +73,3 @@ async def trust(state: State, field_manager: str, body: Obj, ca: bytes) -> None:
     stored = await state.kube.apply(secret, field_manager=field_manager, force=True)
     state.connections.credentials.put(as_dict(stored))
     log.info("cluster %s: corral's credential trusts %d CA(s)", cluster, ca.count(b"BEGIN"))
-
-
-async def answers(state: State, cluster: str) -> bool:
-    """The control plane's Service answers `/readyz` with corral's credential, as everything of
-    corral reaches it: the rolled pods are in the Service and their certificates are trusted.
-    Ready pods alone may not be yet (a restarted etcd makes the apiserver's readiness flap)."""
-    credential = state.connections.credential(cluster)
-    if credential is None:
-        return False
-    # A new connection, not a kept-alive one to a pod that may be gone.
-    async with session_for(credential, timeout=5) as session:
-        try:
-            async with session.get(credential.url("readyz")) as response:
-                return response.status == 200
-        except (aiohttp.ClientError, OSError, TimeoutError):
-            return False
