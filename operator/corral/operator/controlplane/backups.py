@@ -15,16 +15,18 @@ from typing import Any
 
 from lightkube import ApiError, AsyncClient, codecs
 from lightkube.resources.batch_v1 import Job
-from lightkube.resources.core_v1 import Pod, Service
+from lightkube.resources.core_v1 import Pod, Secret, Service
 from lightkube.types import CascadeType
 
+from corral.core.api import names
 from corral.core.conditions import Condition
-from corral.core.errors import CorralError
+from corral.core.drivers import templates
+from corral.core.errors import CorralError, Invalid
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
 from corral.core.kube.status import StatusWriter
-from corral.core.provisioning import backups
+from corral.core.provisioning import backups, catalog, s3
 from corral.core.provisioning import pki as cp
 from corral.operator.controlplane import inputs
 from corral.operator.state import State
@@ -50,6 +52,11 @@ async def take(state: State, backup: Obj) -> bool:
         return True
     kube = state.kube
     job_name = backups.snapshot_job_name(name)
+    try:
+        target = s3.cluster_target(body["spec"])
+    except Invalid as exc:
+        await _finish(state, backup, {}, ok=False, message=f"the S3 target: {exc.message}")
+        return True
     job = await get(kube, Job, job_name, cluster)
     if job is None:
         await apply(kube, backups.claim(cluster, await inputs.storage_class(kube)))
@@ -58,7 +65,14 @@ async def take(state: State, backup: Obj) -> bool:
         etcd_ip = service.spec.clusterIP if service.spec else None
         if not etcd_ip:
             raise CorralError(f"cluster {cluster}'s etcd has no address yet")
-        await apply(kube, backups.snapshot_job(cluster, name, release, etcd_ip))
+        try:
+            keys = None if target is None else await s3_keys(kube, release, target)
+        except Invalid as exc:
+            await _finish(state, backup, {}, ok=False, message=f"the S3 target: {exc.message}")
+            return True
+        made = await apply(kube, backups.snapshot_job(cluster, name, release, etcd_ip, target))
+        if keys is not None:
+            await apply(kube, backups.s3_secret(cluster, job_name, made["metadata"]["uid"], keys))
         log.info("cluster %s: taking etcd backup %s", cluster, name)
         return False
     outcome = backups.job_outcome(job)
@@ -71,9 +85,17 @@ async def take(state: State, backup: Obj) -> bool:
         "kubernetesVersion": body["spec"].get("kubernetesVersion") or "",
         "clusterObject": backups.encode_cluster_object(body["spec"]),
     }
+    if target is not None:
+        fields |= {"location": target.location(fields["filename"]), "s3": target.described()}
     if outcome:
         try:
             fields |= backups.snapshot_status(said).fields()
+            if target is not None:
+                sent, fields["sha256"] = backups.uploaded(
+                    await job_log(kube, job_name, cluster, "upload")
+                )
+                # The object's size: the file's, which etcdutl's `size` (the database's) is not.
+                fields["s3"] = {**fields["s3"], "size": sent}
         except (ValueError, KeyError) as exc:
             await _finish(state, backup, fields, ok=False, message=f"no snapshot status: {exc}")
             return True
@@ -107,8 +129,21 @@ def _conditions(obj: Obj) -> list[dict[str, Any]]:
 # -- shared with the restore ----------------------------------------------------------------
 
 
-async def apply(kube: AsyncClient, obj: dict[str, Any]) -> None:
-    await kube.apply(codecs.from_dict(obj), field_manager=FIELD_MANAGER, force=True)
+async def s3_keys(kube: AsyncClient, release: catalog.Release, target: s3.Target) -> dict[str, str]:
+    """The data of a Job's S3 Secret: the keys of the target's credential (and its CA).
+    Invalid when the version cannot copy to S3 or the credential is gone or not an S3 one."""
+    s3.check_release(release, "kubernetesVersion")
+    credential = await get(kube, kinds.CloudCredential, target.credential, None)
+    s3.check_credential(credential, target, "etcd.s3")
+    secret = await get(
+        kube, Secret, names.cloud_credential_secret_name(target.credential),
+        names.SYSTEM_NAMESPACE,
+    )  # fmt: skip
+    return s3.job_secret_data(templates.decode((secret or {}).get("data")), target)
+
+
+async def apply(kube: AsyncClient, obj: dict[str, Any]) -> Obj:
+    return as_dict(await kube.apply(codecs.from_dict(obj), field_manager=FIELD_MANAGER, force=True))
 
 
 async def get(kube: AsyncClient, kind: Any, name: str, namespace: str | None) -> Obj | None:
