@@ -77,8 +77,9 @@ async def take(state: State, backup: Obj) -> bool:
         return False
     outcome = backups.job_outcome(job)
     if outcome is None:
+        if target is not None:
+            await _keep_keys(state, cluster, job, target)
         return False
-    said = await job_log(kube, job_name, cluster, "status")
     fields: dict[str, Any] = {
         "filename": backups.filename(name),
         "location": backups.location(cluster, name),
@@ -88,6 +89,9 @@ async def take(state: State, backup: Obj) -> bool:
     if target is not None:
         fields |= {"location": target.location(fields["filename"]), "s3": target.described()}
     if outcome:
+        # Only a Job that succeeded has logs of every container: a failed init container's
+        # pod never started the others, whose logs the API refuses.
+        said = await job_log(kube, job_name, cluster, "status")
         try:
             fields |= backups.snapshot_status(said).fields()
             if target is not None:
@@ -103,6 +107,20 @@ async def take(state: State, backup: Obj) -> bool:
     await _finish(state, backup, fields, ok=outcome, message=message)
     await delete_job(kube, job_name, cluster)
     return True
+
+
+async def _keep_keys(state: State, cluster: str, job: Obj, target: s3.Target) -> None:
+    """The Job's Secret of keys, made again when an operator stopped between the Job and it:
+    the pod waits for its volume."""
+    name = job["metadata"]["name"]
+    if await get(state.kube, Secret, backups.s3_secret_name(name), cluster) is not None:
+        return
+    body = state.clusters.get(cluster) or {}
+    release = await inputs.release(
+        state.kube, (body.get("spec") or {}).get("kubernetesVersion", "")
+    )
+    keys = await s3_keys(state.kube, release, target)
+    await apply(state.kube, backups.s3_secret(cluster, name, job["metadata"]["uid"], keys))
 
 
 async def _finish(
