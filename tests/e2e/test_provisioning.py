@@ -926,6 +926,15 @@ def test_an_rke2_cluster_backs_up_to_s3_and_is_restored_from_there(
         "k": "before-backup"
     }
 
+    # Deleting the backup removes its object first, then the record.
+    assert hosted_api.delete(f"/v3/etcdbackups/{backup['id']}").status == 204
+    wait_for(f"backup {backup['id']} gone",
+             lambda: hosted_api.get(f"/v3/etcdbackups/{backup['id']}").status == 404,
+             BACKUP_TIMEOUT)  # fmt: skip
+    with pytest.raises(subprocess.CalledProcessError) as missing:
+        fetch_object(devkube, s3_server, ca, key, tmp_path)
+    assert b"does not exist" in missing.value.stderr
+
     # A wrong secret key: the backup fails saying why, and the key is nowhere to be read.
     wrong = f"wrong-{secrets.token_hex(16)}"
     changed = hosted_api.put(f"/v3/cloudcredentials/{credential}",

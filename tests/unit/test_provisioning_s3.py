@@ -181,3 +181,20 @@ def test_the_uploaders_line_is_read() -> None:
     assert backups.uploaded(log) == (20512, "00ff")
     with pytest.raises(ValueError, match="no JSON"):
         backups.uploaded("error")
+
+
+def test_a_deleted_backups_object_is_removed_by_a_job_of_its_own() -> None:
+    target = s3.cluster_target({"rke2Config": config()})
+    assert target is not None
+    job = backups.s3_delete_job(CLUSTER, "b1", versions().release("v1.36.3"), target)
+    assert job["metadata"]["name"] == "etcd-s3-delete-b1"
+    spec = job["spec"]["template"]["spec"]
+    (delete,) = spec["containers"]
+    assert delete["command"][1:4] == ["delete", "--endpoint=10.1.0.1:9000", "--bucket=etcd-backups"]
+    assert "--key=team/a/b1.db" in delete["command"]
+    assert not any(arg.startswith("--file") for arg in delete["command"])
+    assert [v["name"] for v in spec["volumes"]] == ["s3"]
+    assert spec["volumes"][0]["secret"]["secretName"] == "etcd-s3-delete-b1-s3"
+    assert backups.in_s3({"location": "s3://etcd-backups/team/a/b1.db"})
+    assert not backups.in_s3({"location": "pvc://c/etcd-backups/b1.db"})
+    assert not backups.in_s3({})

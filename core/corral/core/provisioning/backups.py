@@ -58,6 +58,10 @@ def restore_job_name(generation: int) -> str:
     return f"etcd-restore-{generation}"
 
 
+def s3_delete_job_name(backup: str) -> str:
+    return f"etcd-s3-delete-{backup}"
+
+
 def s3_secret_name(job: str) -> str:
     """The Secret of a Job's S3 keys, named after the Job that alone mounts it."""
     return f"{job}-s3"
@@ -181,6 +185,24 @@ def snapshot_job(
         init.append(_s3_container("upload", release, target, "upload", backup, path))
         volumes.append(_s3_volume(job))
     return _job(cluster, snapshot_job_name(backup), init, status, volumes)
+
+
+def s3_delete_job(
+    cluster: str, backup: str, release: catalog.Release, target: s3.Target
+) -> dict[str, Any]:
+    """`etcd-s3 delete` of a deleted backup's object, with the Job's own Secret of keys."""
+    job = s3_delete_job_name(backup)
+    tool = release.component(catalog.ETCD_S3)
+    delete = {
+        **_container("delete", tool),
+        "command": s3.argv(tool, "delete", target, filename(backup), ""),
+        "volumeMounts": [{"name": "s3", "mountPath": s3.MOUNT, "readOnly": True}],
+    }
+    return _job(cluster, job, [], delete, [_s3_volume(job)])
+
+
+def in_s3(status: Mapping[str, Any]) -> bool:
+    return str(status.get("location") or "").startswith("s3://")
 
 
 def _s3_container(

@@ -110,17 +110,9 @@ async def take(state: State, backup: Obj) -> bool:
 
 
 async def _keep_keys(state: State, cluster: str, job: Obj, target: s3.Target) -> None:
-    """The Job's Secret of keys, made again when an operator stopped between the Job and it:
-    the pod waits for its volume."""
-    name = job["metadata"]["name"]
-    if await get(state.kube, Secret, backups.s3_secret_name(name), cluster) is not None:
-        return
     body = state.clusters.get(cluster) or {}
-    release = await inputs.release(
-        state.kube, (body.get("spec") or {}).get("kubernetesVersion", "")
-    )
-    keys = await s3_keys(state.kube, release, target)
-    await apply(state.kube, backups.s3_secret(cluster, name, job["metadata"]["uid"], keys))
+    version = (body.get("spec") or {}).get("kubernetesVersion") or ""
+    await keep_keys(state.kube, job, await inputs.release(state.kube, version), target)
 
 
 async def _finish(
@@ -158,6 +150,18 @@ async def s3_keys(kube: AsyncClient, release: catalog.Release, target: s3.Target
         names.SYSTEM_NAMESPACE,
     )  # fmt: skip
     return s3.job_secret_data(templates.decode((secret or {}).get("data")), target)
+
+
+async def keep_keys(
+    kube: AsyncClient, job: Obj, release: catalog.Release, target: s3.Target
+) -> None:
+    """The Secret of keys of a running Job, made again when an operator stopped between the
+    Job and it: the Job's pod waits for that volume."""
+    meta = job["metadata"]
+    if await get(kube, Secret, backups.s3_secret_name(meta["name"]), meta["namespace"]):
+        return
+    keys = await s3_keys(kube, release, target)
+    await apply(kube, backups.s3_secret(meta["namespace"], meta["name"], meta["uid"], keys))
 
 
 async def apply(kube: AsyncClient, obj: dict[str, Any]) -> Obj:
@@ -204,3 +208,42 @@ async def failure(kube: AsyncClient, job: str, namespace: str) -> str:
             if ended and ended.exitCode:
                 said.append(f"{container.name}: exit code {ended.exitCode}: {ended.message or ''}")
     return "; ".join(said)[:2000] or f"Job {job} failed"
+
+
+async def remove_object(state: State, backup: Obj) -> bool:
+    """One pass of removing a deleted backup's object from its S3 target; True once done
+    (removed, or failed and logged: a deletion is never held up for good). A backup whose
+    cluster is gone or going keeps its object: the copy in S3 is what outlives the cluster,
+    and no Job can run in a namespace being deleted."""
+    meta = backup["metadata"]
+    name, cluster = meta["name"], meta["namespace"]
+    body = state.clusters.get(cluster)
+    if body is None or body["metadata"].get("deletionTimestamp"):
+        log.info("etcd backup %s/%s: its cluster is going; its S3 object stays", cluster, name)
+        return True
+    kube = state.kube
+    job_name = backups.s3_delete_job_name(name)
+    job = await get(kube, Job, job_name, cluster)
+    if job is None:
+        try:
+            target = s3.recorded(backup.get("status") or {})
+            if target is None:
+                return True
+            release = await inputs.release(kube, body["spec"].get("kubernetesVersion") or "")
+            keys = await s3_keys(kube, release, target)
+        except Invalid as exc:
+            log.warning("etcd backup %s/%s: its S3 object stays: %s", cluster, name, exc.message)
+            return True
+        made = await apply(kube, backups.s3_delete_job(cluster, name, release, target))
+        await apply(kube, backups.s3_secret(cluster, job_name, made["metadata"]["uid"], keys))
+        return False
+    outcome = backups.job_outcome(job)
+    if outcome is None:
+        return False
+    if outcome:
+        log.info("etcd backup %s/%s: its S3 object is removed", cluster, name)
+    else:
+        said = await failure(kube, job_name, cluster)
+        log.warning("etcd backup %s/%s: its S3 object stays: %s", cluster, name, said)
+    await delete_job(kube, job_name, cluster)
+    return True

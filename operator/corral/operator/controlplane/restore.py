@@ -23,7 +23,14 @@ from corral.core.errors import Invalid
 from corral.core.kube import kinds
 from corral.core.provisioning import backups, manifests, s3
 from corral.core.provisioning import restore as rs
-from corral.operator.controlplane.backups import apply, delete_job, failure, get, s3_keys
+from corral.operator.controlplane.backups import (
+    apply,
+    delete_job,
+    failure,
+    get,
+    keep_keys,
+    s3_keys,
+)
 from corral.operator.controlplane.runtime import ControlPlaneRuntime
 
 log = logging.getLogger(__name__)
@@ -82,6 +89,8 @@ async def _step(
             return await _restore_job(kube, plan, current, name)
         outcome = backups.job_outcome(job)
         if outcome is None:
+            if _downloads(job):
+                await _keep_keys(kube, plan, restore.name, job)
             return current
         if not outcome:
             said = await failure(kube, name, cluster)
@@ -119,6 +128,20 @@ async def _restore_job(
     if keys is not None:
         await apply(kube, backups.s3_secret(plan.cluster, name, made["metadata"]["uid"], keys))
     return current
+
+
+def _downloads(job: Mapping[str, Any]) -> bool:
+    volumes = job["spec"]["template"]["spec"].get("volumes") or []
+    return any(v.get("name") == "s3" for v in volumes)
+
+
+async def _keep_keys(
+    kube: AsyncClient, plan: manifests.Plan, backup: str, job: dict[str, Any]
+) -> None:
+    found = await get(kube, kinds.EtcdBackup, backup, plan.cluster)
+    target = s3.recorded((found or {}).get("status") or {})
+    if target is not None:
+        await keep_keys(kube, job, plan.release, target)
 
 
 async def _stopped(kube: AsyncClient, cluster: str) -> bool:
