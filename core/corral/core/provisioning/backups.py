@@ -182,7 +182,7 @@ def snapshot_job(
     init = [save]
     if target is not None:
         job = snapshot_job_name(backup)
-        init.append(_s3_container("upload", release, target, "upload", backup, path))
+        init.append(_s3_container("upload", release, target, backup, path))
         volumes.append(_s3_volume(job))
     return _job(cluster, snapshot_job_name(backup), init, status, volumes)
 
@@ -206,9 +206,10 @@ def in_s3(status: Mapping[str, Any]) -> bool:
 
 
 def _s3_container(
-    name: str, release: catalog.Release, target: s3.Target, operation: str, backup: str,
-    path: str, sha256: str = "",
+    operation: str, release: catalog.Release, target: s3.Target, backup: str, path: str,
+    sha256: str = "",
 ) -> dict[str, Any]:  # fmt: skip
+    """The container of `etcd-s3 <operation>` (upload or download) of the backup's file."""
     tool = release.component(catalog.ETCD_S3)
     command = s3.argv(tool, operation, target, filename(backup), path)
     if sha256:
@@ -219,7 +220,7 @@ def _s3_container(
     ]
     if operation == "download":
         mounts = [mounts[1], {"name": "downloads", "mountPath": s3.DOWNLOADS}]
-    return {**_container(name, tool), "command": command, "volumeMounts": mounts}
+    return {**_container(operation, tool), "command": command, "volumeMounts": mounts}
 
 
 def _s3_volume(job: str) -> dict[str, Any]:
@@ -270,9 +271,7 @@ def restore_job(
     init = []
     if target is not None:
         job = restore_job_name(generation)
-        download = _s3_container(
-            "download", plan.release, target, "download", backup, source, sha256
-        )
+        download = _s3_container("download", plan.release, target, backup, source, sha256)
         init.append(download)
         restore["volumeMounts"].append({"name": "downloads", "mountPath": s3.DOWNLOADS})
         # Twice the claim's size: a snapshot that fit on it fits here.
