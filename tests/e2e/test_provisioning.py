@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 import json
 import secrets
 import socket
 import ssl
+import subprocess
 import threading
 import time
 import urllib.error
@@ -20,7 +22,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 import yaml
@@ -43,18 +45,23 @@ from lightkube.resources.core_v1 import (
     Namespace,
     Node,
     PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
     Secret,
 )
 
+from corral.core import pki
 from corral.core.api import names, settings
 from corral.core.kube import claims, kinds
 from corral.core.kube.claims import ANNOTATION_IDENTITY
 from corral.core.kube.client import as_dict
 from corral.core.provisioning import catalog
 from corral.devenv import hosted as hosting
+from corral.devenv import network
+from corral.devenv.controlplane import free_port
 from corral.devenv.environment import Environment
 from corral.devenv.images import ControlPlaneImage
+from corral.devenv.s3server import Keys, S3Server
 from corral.devenv.waiting import wait_for
 
 from .api import Api
@@ -224,14 +231,16 @@ def condition(cluster: dict[str, Any], kind: str) -> dict[str, Any]:
     return found[0] if found else {}
 
 
-def provision(api: Api, driver: str, version: str) -> tuple[dict[str, Any], set[str], float]:
-    """A cluster made through /v3 and awaited until Ready: its body, the Pending messages seen
-    on the way, and the seconds it took."""
+def provision(
+    api: Api, driver: str, version: str, config: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], set[str], float]:
+    """A cluster made through /v3 (with `config`'s fields in its configuration) and awaited
+    until Ready: its body, the Pending messages seen on the way, and the seconds it took."""
     began = time.monotonic()
     created = api.post(
         "/v3/clusters",
         {"type": "cluster", "name": f"hosted-{driver}", f"{driver}Config": {
-            "kubernetesVersion": version}},
+            "kubernetesVersion": version, **(config or {})}},
     )  # fmt: skip
     assert created.status == 201, created.body
     cluster_id = created.body["id"]
@@ -829,3 +838,158 @@ def test_a_version_change_rolls_the_control_plane_to_the_next_minor_while_corral
         PROVISION_TIMEOUT,
     )
     wait_for("its namespace gone", lambda: absent(management, Namespace, cluster_id), 120)
+
+
+# -- etcd backups to an S3-compatible target ---------------------------------------------------
+
+S3_BUCKET = "etcd-backups"
+S3_FOLDER = "corral/e2e"
+
+
+class S3Target(NamedTuple):
+    server: S3Server
+    ca: Path  # the PEM of the CA of its serving certificate
+
+
+@pytest.fixture(scope="module")
+def s3_target(hosted: Environment, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Target]:
+    """moto's S3 on the host's bridge address, which the node's pods dial, over HTTPS with a
+    certificate of a CA of the test's own (the target's endpointCA)."""
+    folder = tmp_path_factory.mktemp("s3")
+    ca = pki.CertificateAuthority.create("s3-test-ca")
+    serving = ca.issue_server("s3", [network.HOST_ADDRESS])
+    (folder / "ca.crt").write_bytes(ca.cert_pem)
+    (folder / "tls.crt").write_bytes(serving.cert)
+    (folder / "tls.key").write_bytes(serving.key)
+    server = S3Server(network.HOST_ADDRESS, free_port(), folder / "tls.crt", folder / "tls.key",
+                      S3_BUCKET, folder / "moto.log")  # fmt: skip
+    yield S3Target(server, folder / "ca.crt")
+    server.stop()
+
+
+def s3_credential(api: Api, keys: Keys) -> str:
+    created = api.post("/v3/cloudcredentials", {
+        "type": "cloudCredential", "name": "etcd backups",
+        "s3credentialConfig": {"accessKey": keys.access_key, "secretKey": keys.secret_key},
+    })  # fmt: skip
+    assert created.status == 201, created.body
+    assert created.body["credentialFields"] == ["accessKey", "secretKey"]
+    assert keys.secret_key not in json.dumps(created.body)
+    return str(created.body["id"])
+
+
+def fetch_object(devkube: Path, server: S3Server, ca: Path, key: str, folder: Path) -> Path:
+    """The object as the bucket holds it, fetched with the same client the Jobs use."""
+    (folder / "accessKey").write_text(server.keys.access_key)
+    (folder / "secretKey").write_text(server.keys.secret_key)
+    target = folder / "object.db"
+    subprocess.run(
+        [str(devkube), "etcd-s3", "download", f"--endpoint={server.endpoint}",
+         f"--bucket={server.bucket}", f"--key={key}", f"--credentials={folder}",
+         f"--ca={ca}", f"--file={target}"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return target
+
+
+def test_an_rke2_cluster_backs_up_to_s3_and_is_restored_from_there(
+    hosted: Environment, hosted_api: Api, s3_target: S3Target, devkube: Path, tmp_path: Path
+) -> None:
+    management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
+    s3_server, ca = s3_target
+    credential = s3_credential(hosted_api, s3_server.keys)
+    target = {"endpoint": s3_server.endpoint, "bucket": S3_BUCKET, "folder": S3_FOLDER,
+              "endpointCA": ca.read_text(), "cloudCredentialName": credential}  # fmt: skip
+
+    # Refusals name the field and make nothing.
+    for bad, field in (
+        ({**target, "endpoint": "https://x"}, "endpoint"),
+        ({**target, "cloudCredentialName": "cc-nosuch"}, "cloudCredentialName"),
+    ):
+        config = {"kubernetesVersion": "v1.36.3+rke2r1", "etcd": {"s3": bad}}
+        refused = hosted_api.post(
+            "/v3/clusters", {"type": "cluster", "name": "refused", "rke2Config": config}
+        )
+        assert refused.status == 422, refused.body
+        assert refused.body["fieldName"] == f"rke2Config.etcd.s3.{field}"
+
+    cluster, _, _ = provision(hosted_api, "rke2", "v1.36.3+rke2r1", {"etcd": {"s3": target}})
+    cluster_id = cluster["id"]
+    downstream = kubeconfig_through_corral(hosted_api, cluster_id, hosted.ca_path, tmp_path / "kc")
+    downstream.create(config_map("before-backup"))
+
+    backup, backup_seconds = take_backup(hosted_api, cluster_id)
+    key = f"{S3_FOLDER}/{backup['filename']}"
+    assert backup["location"] == f"s3://{S3_BUCKET}/{key}"
+    assert backup["s3"]["endpoint"] == s3_server.endpoint
+    assert backup["s3"]["cloudCredentialName"] == credential
+    fetched = fetch_object(devkube, s3_server, ca, key, tmp_path)
+    assert fetched.stat().st_size == backup["s3"]["size"] > 0
+    assert hashlib.sha256(fetched.read_bytes()).hexdigest() == backup["sha256"]
+    # The Job's Secret of keys went with the Job.
+    job = f"etcd-snapshot-{backup['name']}"
+    wait_for(f"Secret {job}-s3 gone", lambda: absent(management, Secret, f"{job}-s3", cluster_id),
+             60)  # fmt: skip
+    downstream.create(config_map("after-backup"))
+
+    # The restore fetches the file from S3: the claim's copy is removed first.
+    claim = management.get(PersistentVolumeClaim, "etcd-backups", namespace=cluster_id)
+    volume = management.get(PersistentVolume, claim.spec.volumeName)  # type: ignore[union-attr]
+    (Path(volume.spec.hostPath.path) / backup["filename"]).unlink()  # type: ignore[union-attr]
+    began = time.monotonic()
+    answer = hosted_api.post(f"/v3/clusters/{cluster_id}?action=restoreFromEtcdBackup",
+                             {"etcdBackupName": backup["name"]})  # fmt: skip
+    assert answer.status == 201, answer.body
+
+    def restored() -> dict[str, Any] | None:
+        body = hosted_api.get(f"/v3/clusters/{cluster_id}").body
+        provisioning = (body.get("status") or {}).get("provisioning") or {}
+        if (provisioning.get("restore") or {}).get("phase") == "Failed":
+            raise AssertionError(provisioning["restore"])
+        done = provisioning.get("restoreGeneration") == 1
+        return body if done and condition(body, "Ready").get("status") == "True" else None
+
+    wait_for(f"cluster {cluster_id} restored from S3 and Ready", restored, PROVISION_TIMEOUT)
+    restore_seconds = time.monotonic() - began
+    print(f"\netcd backup to S3 in {backup_seconds:.1f}s ({backup['s3']['size']} bytes), "
+          f"restore from S3 to Ready in {restore_seconds:.1f}s")  # fmt: skip
+    assert absent(downstream, ConfigMap, "after-backup", "default")
+    assert downstream.get(ConfigMap, "before-backup", namespace="default").data == {
+        "k": "before-backup"
+    }
+
+    # Deleting the backup removes its object first, then the record (the API forgets it at
+    # once: the EtcdBackup itself is what the finalizer holds).
+    assert hosted_api.delete(f"/v3/etcdbackups/{backup['id']}").status == 204
+    wait_for(f"EtcdBackup {backup['name']} gone",
+             lambda: absent(management, kinds.EtcdBackup, backup["name"], cluster_id),
+             BACKUP_TIMEOUT)  # fmt: skip
+    with pytest.raises(subprocess.CalledProcessError) as missing:
+        fetch_object(devkube, s3_server, ca, key, tmp_path)
+    assert b"does not exist" in missing.value.stderr
+
+    # A wrong secret key: the backup fails saying why, and the key is nowhere to be read.
+    wrong = f"wrong-{secrets.token_hex(16)}"
+    changed = hosted_api.put(f"/v3/cloudcredentials/{credential}",
+                             {"s3credentialConfig": {"secretKey": wrong}})  # fmt: skip
+    assert changed.status == 200, changed.body
+    answer = hosted_api.post(f"/v3/clusters/{cluster_id}?action=backupEtcd", {})
+    assert answer.status == 201, answer.body
+
+    def failed_backup() -> dict[str, Any] | None:
+        body = hosted_api.get(f"/v3/etcdbackups/{answer.body['id']}").body
+        assert body.get("state") != "active", body
+        return body if body.get("state") == "failed" else None
+
+    failed = wait_for("the backup with a wrong key failed", failed_backup, BACKUP_TIMEOUT)
+    assert "signature we calculated does not match" in failed["transitioningMessage"], failed
+    stored = as_dict(management.get(kinds.EtcdBackup, failed["name"], namespace=cluster_id))
+    for secret in (wrong, s3_server.keys.secret_key):
+        assert secret not in json.dumps(failed) and secret not in json.dumps(stored)
+        for log in (hosted.root / "logs").rglob("*"):
+            if log.is_file():
+                assert secret not in log.read_text(errors="replace"), log
+
+    assert hosted_api.delete(f"/v3/clusters/{cluster_id}").status == 204
+    wait_for(f"namespace {cluster_id} gone", lambda: absent(management, Namespace, cluster_id),
+             PROVISION_TIMEOUT)  # fmt: skip

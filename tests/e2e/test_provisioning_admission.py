@@ -271,3 +271,71 @@ def test_another_users_cluster_actions_and_etcd_backups_are_invisible_and_untouc
     assert crs.get_cluster_custom_object(GROUP, VERSION, "clusters", cluster_id)["spec"] == (
         spec_before
     )
+
+
+# A catalog whose version has the uploader of S3 targets (etcd-s3), and one without.
+WITH_S3 = catalog.document(
+    {
+        "v1.36.3": catalog.binaries(
+            {n: f"example.test/{n}:v1.36.3" for n in (*catalog.REQUIRED, catalog.ETCD_S3)}
+        )
+    }
+)
+
+
+def test_an_s3_target_needs_an_s3_credential_and_a_version_that_can_upload(
+    api: Api,
+    crs: k8s.CustomObjectsApi,
+    clusters: Callable[[dict[str, Any]], Response],
+    setting: Callable[[str, str], None],
+) -> None:
+    lacking = api.post("/v3/cloudcredentials", {"s3credentialConfig": {"accessKey": "AK"}})
+    assert lacking.status == 422, lacking.body
+    assert (lacking.body["code"], lacking.body["fieldName"]) == (
+        "MissingRequired", "s3credentialConfig.secretKey")  # fmt: skip
+    secret_key = "never-shown-0123456789"
+    keys = {"accessKey": "AK", "secretKey": secret_key}
+    made = api.post("/v3/cloudcredentials", {"name": "backups", "s3credentialConfig": keys})
+    assert made.status == 201, made.body
+    credential = made.body["id"]
+    assert made.body["driver"] == "s3" and "nodeDriver" not in made.body["links"]
+    assert secret_key not in str(api.get(f"/v3/cloudcredentials/{credential}").body)
+    kwok = api.post("/v3/cloudcredentials", {"kwokcredentialConfig": {}})
+    assert kwok.status == 201, kwok.body
+
+    target = {"endpoint": "10.1.0.1:9000", "bucket": "etcd", "cloudCredentialName": credential}
+    setting("kubernetes-version-catalog", WITH_S3)
+    for block, field, code in (
+        ({**target, "bucket": "No"}, "bucket", "InvalidFormat"),
+        ({**target, "cloudCredentialName": "cc-nosuch"}, "cloudCredentialName", "InvalidReference"),
+        ({**target, "cloudCredentialName": kwok.body["id"]}, "cloudCredentialName",
+         "InvalidReference"),
+        ({**target, "accessKey": "AK"}, "accessKey", "InvalidFormat"),
+    ):  # fmt: skip
+        body = {"name": "s3", "rke2Config": {"kubernetesVersion": "v1.36.3", "etcd": {"s3": block}}}
+        refused = refused_and_nothing_stored(crs, clusters, body)
+        assert (refused["code"], refused["fieldName"]) == (code, f"rke2Config.etcd.s3.{field}")
+    # Through /v1, under spec.
+    no_bucket = {"etcd": {"s3": {**target, "bucket": ""}}}
+    v1_body = {"metadata": {"namespace": "team-s3", "name": "s3"},
+               "spec": {"kubernetesVersion": "v1.36.3", "rke2Config": no_bucket}}  # fmt: skip
+    refused = api.post("/v1/provisioning.svc.io.clusters", v1_body)
+    assert refused.status == 422, refused.body
+    assert refused.body["fieldName"] == "spec.rke2Config.etcd.s3.bucket"
+
+    created = clusters({"name": "s3", "rke2Config": {"kubernetesVersion": "v1.36.3",
+                                                     "etcd": {"s3": target}}})  # fmt: skip
+    assert created.status == 201, created.body
+    spec = crs.get_cluster_custom_object(GROUP, VERSION, "clusters", created.body["id"])["spec"]
+    assert spec["rke2Config"]["etcd"]["s3"] == target
+
+    # A version whose catalog entry has no etcd-s3 cannot have a target.
+    setting("kubernetes-version-catalog", TWO_VERSIONS)
+    body = {
+        "name": "s3-old",
+        "rke2Config": {"kubernetesVersion": "v1.36.3", "etcd": {"s3": target}},
+    }
+    refused = refused_and_nothing_stored(crs, clusters, body)
+    assert refused["fieldName"] == "rke2Config.etcd.s3" and "etcd-s3" in refused["message"]
+    for cc in (credential, kwok.body["id"]):
+        assert api.delete(f"/v3/cloudcredentials/{cc}").status == 204

@@ -1,7 +1,7 @@
 // Command devkube is the local Kubernetes control plane of corral's development environment:
 // one static binary that runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-// kubelet, kube-proxy, kwok, kubectl, helm, etcdctl and etcdutl, all built from their upstream
-// Go modules.
+// kubelet, kube-proxy, kwok, kubectl, helm, etcdctl, etcdutl and etcd-s3 (an S3 client of
+// etcd snapshots), all built from their upstream Go modules.
 //
 // Call it as `devkube <command> [args...]`, or through a symlink named after the command.
 package main
@@ -36,6 +36,7 @@ var commands = map[string]func(){
 	"kwok-stages":             printKwokStages,
 	"etcdctl":                 runEtcdctl,
 	"etcdutl":                 runEtcdutl,
+	"etcd-s3":                 runS3,
 }
 
 func main() {

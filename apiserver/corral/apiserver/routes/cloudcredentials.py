@@ -33,6 +33,7 @@ from corral.core.drivers import templates
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
+from corral.core.provisioning import s3
 
 SCHEMA = Schema(
     id="cloudCredential",
@@ -71,10 +72,9 @@ def fields(obj: Obj) -> dict[str, Any]:
 
 def render(request: web.Request, obj: Obj) -> dict[str, Any]:
     base, name = base_url(request), name_of(obj)
-    links = {
-        "nodeDriver": f"{base}/v3/nodedrivers/{obj['spec']['driver']}",
-        "nodeTemplates": f"{base}/v3/nodetemplates?cloudCredentialName={name}",
-    }
+    links = {"nodeTemplates": f"{base}/v3/nodetemplates?cloudCredentialName={name}"}
+    if obj["spec"]["driver"] != s3.CREDENTIAL_DRIVER:  # corral's own kind has no driver
+        links["nodeDriver"] = f"{base}/v3/nodedrivers/{obj['spec']['driver']}"
     return envelope.resource(base, SCHEMA, fields(obj), links=links)
 
 
@@ -115,6 +115,9 @@ async def create_credential(request: web.Request) -> web.Response:
     field = templates.credential_field(driver)
     schema = owned.driver_schema(request, driver, field, active=True)
     values = templates.check_credential(schema, body[field] or {}, field, {})
+    if driver == s3.CREDENTIAL_DRIVER and (lacking := templates.missing(schema, values)):
+        # No template checks it later: a cluster's S3 target needs both keys.
+        raise errors.missing(f"{field}.{lacking[0]}")
     spec = {"driver": driver, "fields": sorted(values), **owned.described(body)}
     kube = request.app[KUBE]
     metadata = ObjectMeta(name=ids.generate("cc"), **owned.ownership_metadata(request))

@@ -24,7 +24,7 @@ from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import CONNECTIONS, CORRAL_CA, KUBE, STORES
-from corral.apiserver.services import clusters, etcdbackups, importing, rotation, tokens
+from corral.apiserver.services import clusters, etcdbackups, importing, owned, rotation, tokens
 from corral.apiserver.services import upgrade as upgrading
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core import kubeconfig
@@ -262,6 +262,7 @@ async def create_cluster(request: web.Request) -> web.Response:
         )
         spec["kubernetesVersion"] = admitted.version
         spec[flavour.config_field] = admitted.config
+        owned.check_s3_target(request, admitted.config, flavour.config_field)
     for config, config_driver in CONFIG_DRIVERS.items():
         # A driver given alone (spec 2.3: every configuration is optional) stores none.
         if config_driver == driver and config not in spec and body.get(config) is not None:

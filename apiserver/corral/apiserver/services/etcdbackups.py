@@ -36,8 +36,18 @@ SCHEMA = Schema(
         "clusterId": readonly("reference[cluster]"),
         "manual": readonly("boolean"),
         "filename": readonly("string"),
-        "location": readonly("string", "pvc://<cluster>/etcd-backups/<file>"),
+        "location": readonly(
+            "string",
+            "pvc://<cluster>/etcd-backups/<file>, or "
+            "s3://<bucket>/<folder>/<file> for a cluster with an S3 target",
+        ),
         "size": readonly("int", "Bytes"),
+        "sha256": readonly("string", "The file's SHA-256, of a backup in S3"),
+        "s3": readonly(
+            "json",
+            "The S3 target (no key): endpoint, bucket, folder, region, "
+            "endpointCA, skipSSLVerify, cloudCredentialName, and the object's size",
+        ),
         "createdAt": readonly("date"),
         "kubernetesVersion": readonly("string"),
         "etcdVersion": readonly("string"),
@@ -90,7 +100,8 @@ def fields(obj: Obj) -> dict[str, Any]:
         "clusterId": spec.get("clusterId", ""),
         "manual": spec.get("manual", True),
         **{key: status.get(key, "") for key in (
-            "filename", "location", "createdAt", "kubernetesVersion", "etcdVersion")},
+            "filename", "location", "createdAt", "kubernetesVersion", "etcdVersion", "sha256")},
+        **({"s3": status["s3"]} if "s3" in status else {}),
         "size": status.get("size", 0),
         "revision": status.get("revision", 0),
         "state": current,

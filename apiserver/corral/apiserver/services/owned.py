@@ -18,6 +18,7 @@ from corral.core.api import names
 from corral.core.auth import ownership
 from corral.core.drivers import status as driver_status
 from corral.core.kube.informer import Informer, Obj
+from corral.core.provisioning import s3
 
 MAX_DISPLAY_NAME = 256
 
@@ -54,6 +55,20 @@ def usable_template(request: web.Request, name: Any, field: str = "nodeTemplateN
     return name
 
 
+def check_s3_target(request: web.Request, config: dict[str, Any], config_field: str) -> None:
+    """The cloud credential an admitted configuration's `etcd.s3` names is one the caller may
+    use and of the S3 kind; 422 naming `<config>.etcd.s3.cloudCredentialName` otherwise (one
+    they cannot see is as one that does not exist)."""
+    target = s3.target(config, config_field)
+    if target is None:
+        return
+    who = principal(request)
+    credential = request.app[STORES].cloudcredentials.get(target.credential)
+    if credential is not None and not ownership.sees(credential, who.user_id, who.is_admin):
+        credential = None
+    s3.check_credential(credential, target, f"{config_field}.etcd.s3")
+
+
 def ownership_metadata(request: web.Request) -> dict[str, Any]:
     """The metadata of a new object of the caller's: their id as its creator, and their User
     as its owner, so that deleting the user removes it."""
@@ -74,7 +89,10 @@ def owner_reference(kind: str, obj: Obj) -> OwnerReference:
 
 def driver_schema(request: web.Request, driver: str, field: str, active: bool) -> dict[str, Any]:
     """The schema `driver` declared; 422 naming `field` when there is no such driver, or,
-    with `active`, when it is not active and ready (no new template may name it)."""
+    with `active`, when it is not active and ready (no new template may name it). The S3
+    credential of etcd backups (`s3credentialConfig`) is corral's own, with no driver."""
+    if driver == s3.CREDENTIAL_DRIVER:
+        return s3.CREDENTIAL_SCHEMA
     obj = request.app[STORES].nodedrivers.get(driver)
     if obj is None:
         raise errors.invalid(field, f"node driver {driver} not found", "InvalidReference")

@@ -111,6 +111,7 @@ async def create(request: web.Request, namespace: str | None, body: dict[str, An
         config["networking"] = given.networking
     with _under("spec.", renamed):
         admitted = admission.admit(flavour, config, given.version, request.app[STORES].catalog())
+        owned.check_s3_target(request, admitted.config, flavour.config_field)
     pools = given.pools or []
     _check_templates(request, [(i, p) for i, p in enumerate(pools)])
 

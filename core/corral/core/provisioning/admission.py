@@ -14,7 +14,7 @@ from typing import Any
 
 from corral.core.api.settings import CATALOG_SETTING
 from corral.core.errors import Invalid
-from corral.core.provisioning import catalog
+from corral.core.provisioning import catalog, s3
 from corral.core.provisioning.flavours import Flavour
 
 # A configuration is kept whole in the Cluster and shown in every rendering of it.
@@ -41,6 +41,8 @@ def admit(flavour: Flavour, config: Any, version: Any, versions: catalog.Catalog
     if len(json.dumps(config)) > MAX_CONFIG_BYTES:
         raise Invalid(f"{where} may be at most {MAX_CONFIG_BYTES} bytes of JSON", where)
     given, key = _version(flavour, config.get("kubernetesVersion"), version, versions)
+    if s3.target(config, where) is not None:
+        s3.check_release(versions.release(key), f"{where}.etcd.s3")
     return Admitted(
         version=key,
         config={

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.core.errors import Invalid
-from corral.core.provisioning import catalog, manifests
+from corral.core.provisioning import catalog, manifests, s3
 from corral.core.provisioning import pki as cp
 
 CLAIM = "etcd-backups"
@@ -58,6 +58,43 @@ def restore_job_name(generation: int) -> str:
     return f"etcd-restore-{generation}"
 
 
+def s3_delete_job_name(backup: str) -> str:
+    return f"etcd-s3-delete-{backup}"
+
+
+def s3_secret_name(job: str) -> str:
+    """The Secret of a Job's S3 keys, named after the Job that alone mounts it."""
+    return f"{job}-s3"
+
+
+def s3_secret(cluster: str, job: str, job_uid: str, data: Mapping[str, str]) -> dict[str, Any]:
+    """The target's keys (and CA) for the Job `job` alone, which owns it: Kubernetes deletes it
+    with the Job."""
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": job_uid}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": s3_secret_name(job),
+            "namespace": cluster,
+            "labels": manifests.labels(cluster, COMPONENT),
+            "ownerReferences": [owner],
+        },
+        "type": "Opaque",
+        "stringData": dict(data),
+    }
+
+
+def uploaded(log: str) -> tuple[int, str]:
+    """The size and SHA-256 `etcd-s3 upload` printed (its one JSON line)."""
+    for line in reversed(log.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            found = json.loads(line)
+            return int(found["size"]), str(found["sha256"])
+    raise ValueError("etcd-s3 upload printed no JSON")
+
+
 def data_dir(generation: int) -> str:
     """Where the restore of `generation` puts etcd's data: a fresh directory each time, so the
     member never starts on half-restored data and the old one stays until the new one is whole."""
@@ -95,10 +132,16 @@ def claim(cluster: str, storage_class: str) -> dict[str, Any]:
 
 
 def snapshot_job(
-    cluster: str, backup: str, release: catalog.Release, etcd_ip: str
+    cluster: str,
+    backup: str,
+    release: catalog.Release,
+    etcd_ip: str,
+    target: s3.Target | None = None,
 ) -> dict[str, Any]:
     """`etcdctl snapshot save` over etcd's client TLS onto the backups claim, then `etcdutl
-    snapshot status -w json`, whose output (the pod's log) the operator reads."""
+    snapshot status -w json`, whose output (the pod's log) the operator reads. With `target`,
+    `etcd-s3 upload` copies the file there in between, its keys read from the Job's own
+    Secret (`s3_secret`), and prints the size and SHA-256 it sent."""
     etcdctl = release.component(catalog.ETCDCTL)
     etcdutl = release.component(catalog.ETCDUTL)
     path = f"{ROOT}/{filename(backup)}"
@@ -136,22 +179,78 @@ def snapshot_job(
             },
         },
     ]
-    return _job(cluster, snapshot_job_name(backup), [save], status, volumes)
+    init = [save]
+    if target is not None:
+        job = snapshot_job_name(backup)
+        init.append(_s3_container("upload", release, target, backup, path))
+        volumes.append(_s3_volume(job))
+    return _job(cluster, snapshot_job_name(backup), init, status, volumes)
 
 
-def restore_job(plan: manifests.Plan, backup: str, generation: int) -> dict[str, Any]:
+def s3_delete_job(
+    cluster: str, backup: str, release: catalog.Release, target: s3.Target
+) -> dict[str, Any]:
+    """`etcd-s3 delete` of a deleted backup's object, with the Job's own Secret of keys."""
+    job = s3_delete_job_name(backup)
+    tool = release.component(catalog.ETCD_S3)
+    delete = {
+        **_container("delete", tool),
+        "command": s3.argv(tool, "delete", target, filename(backup), ""),
+        "volumeMounts": [{"name": "s3", "mountPath": s3.MOUNT, "readOnly": True}],
+    }
+    return _job(cluster, job, [], delete, [_s3_volume(job)])
+
+
+def in_s3(status: Mapping[str, Any]) -> bool:
+    return str(status.get("location") or "").startswith("s3://")
+
+
+def _s3_container(
+    operation: str, release: catalog.Release, target: s3.Target, backup: str, path: str,
+    sha256: str = "",
+) -> dict[str, Any]:  # fmt: skip
+    """The container of `etcd-s3 <operation>` (upload or download) of the backup's file."""
+    tool = release.component(catalog.ETCD_S3)
+    command = s3.argv(tool, operation, target, filename(backup), path)
+    if sha256:
+        command.append(f"--sha256={sha256}")
+    mounts = [
+        {"name": "backups", "mountPath": ROOT, "readOnly": True},
+        {"name": "s3", "mountPath": s3.MOUNT, "readOnly": True},
+    ]
+    if operation == "download":
+        mounts = [mounts[1], {"name": "downloads", "mountPath": s3.DOWNLOADS}]
+    return {**_container(operation, tool), "command": command, "volumeMounts": mounts}
+
+
+def _s3_volume(job: str) -> dict[str, Any]:
+    return {
+        "name": "s3",
+        "secret": {"secretName": s3_secret_name(job), "defaultMode": 0o400},
+    }
+
+
+def restore_job(
+    plan: manifests.Plan,
+    backup: str,
+    generation: int,
+    target: s3.Target | None = None,
+    sha256: str = "",
+) -> dict[str, Any]:
     """`etcdutl snapshot restore` into a fresh data directory on etcd's own claim, with the
     member's name, peer URL and token (manifests.etcd) and the revisions bumped and marked
-    compacted."""
+    compacted. With `target` (a backup whose location is S3), `etcd-s3 download` first fetches
+    the file into the Job's own volume and checks its SHA-256, and the restore reads that."""
     etcdutl = plan.release.component(catalog.ETCDUTL)
     peer = f"http://127.0.0.1:{manifests.ETCD_PEER_PORT}"
+    source = f"{s3.DOWNLOADS if target else ROOT}/{filename(backup)}"
     restore = {
         **_container("restore", etcdutl),
         "command": [
             *etcdutl.command,
             "snapshot",
             "restore",
-            f"{ROOT}/{filename(backup)}",
+            source,
             f"--data-dir={manifests.ETCD_DATA_ROOT}/{data_dir(generation)}",
             "--name=etcd",
             f"--initial-cluster=etcd={peer}",
@@ -169,7 +268,15 @@ def restore_job(plan: manifests.Plan, backup: str, generation: int) -> dict[str,
         {"name": "backups", "persistentVolumeClaim": {"claimName": CLAIM}},
         {"name": "data", "persistentVolumeClaim": {"claimName": ETCD_CLAIM}},
     ]
-    return _job(plan.cluster, restore_job_name(generation), [], restore, volumes)
+    init = []
+    if target is not None:
+        job = restore_job_name(generation)
+        download = _s3_container("download", plan.release, target, backup, source, sha256)
+        init.append(download)
+        restore["volumeMounts"].append({"name": "downloads", "mountPath": s3.DOWNLOADS})
+        # Twice the claim's size: a snapshot that fit on it fits here.
+        volumes += [_s3_volume(job), {"name": "downloads", "emptyDir": {"sizeLimit": "2Gi"}}]
+    return _job(plan.cluster, restore_job_name(generation), init, restore, volumes)
 
 
 def _container(name: str, component: catalog.Component) -> dict[str, Any]:

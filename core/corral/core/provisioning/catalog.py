@@ -28,8 +28,11 @@ SCHEDULER = "kube-scheduler"
 ETCDCTL = "etcdctl"
 ETCDUTL = "etcdutl"
 KWOK = "kwok"
+# Copies snapshots to and from an S3-compatible target (docs/provisioning.md, "S3 targets"); a
+# version without it takes backups onto the management cluster's volume only.
+ETCD_S3 = "etcd-s3"
 REQUIRED = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, ETCDCTL, ETCDUTL)
-OPTIONAL = (KWOK,)
+OPTIONAL = (KWOK, ETCD_S3)
 
 # Bounds: a catalog is read on every provisioning pass and shown in /v3/settings.
 MAX_BYTES = 16 * 1024  # a Setting holds at most this (its CRD and settings.MAX_VALUE)
@@ -184,7 +187,9 @@ def binaries(
     """The components of one version whose images keep each binary in /usr/local/bin, as the
     upstream images and corral's local control-plane image both do."""
     components: dict[str, tuple[str, tuple[str, ...]]] = {
-        name: (image_of[name], (f"/usr/local/bin/{name}",)) for name in REQUIRED
+        name: (image_of[name], (f"/usr/local/bin/{name}",))
+        for name in (*REQUIRED, ETCD_S3)
+        if name in REQUIRED or name in image_of
     }
     if kwok_command is not None:
         components[KWOK] = (image_of[KWOK], kwok_command)

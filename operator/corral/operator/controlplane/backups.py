@@ -15,16 +15,18 @@ from typing import Any
 
 from lightkube import ApiError, AsyncClient, codecs
 from lightkube.resources.batch_v1 import Job
-from lightkube.resources.core_v1 import Pod, Service
+from lightkube.resources.core_v1 import Pod, Secret, Service
 from lightkube.types import CascadeType
 
+from corral.core.api import names
 from corral.core.conditions import Condition
-from corral.core.errors import CorralError
+from corral.core.drivers import templates
+from corral.core.errors import CorralError, Invalid
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
 from corral.core.kube.status import StatusWriter
-from corral.core.provisioning import backups
+from corral.core.provisioning import backups, catalog, s3
 from corral.core.provisioning import pki as cp
 from corral.operator.controlplane import inputs
 from corral.operator.state import State
@@ -50,6 +52,11 @@ async def take(state: State, backup: Obj) -> bool:
         return True
     kube = state.kube
     job_name = backups.snapshot_job_name(name)
+    try:
+        target = s3.cluster_target(body["spec"])
+    except Invalid as exc:
+        await _finish(state, backup, {}, ok=False, message=f"the S3 target: {exc.message}")
+        return True
     job = await get(kube, Job, job_name, cluster)
     if job is None:
         await apply(kube, backups.claim(cluster, inputs.storage_class(state.settings)))
@@ -58,22 +65,41 @@ async def take(state: State, backup: Obj) -> bool:
         etcd_ip = service.spec.clusterIP if service.spec else None
         if not etcd_ip:
             raise CorralError(f"cluster {cluster}'s etcd has no address yet")
-        await apply(kube, backups.snapshot_job(cluster, name, release, etcd_ip))
+        try:
+            keys = None if target is None else await s3_keys(kube, release, target)
+        except Invalid as exc:
+            await _finish(state, backup, {}, ok=False, message=f"the S3 target: {exc.message}")
+            return True
+        made = await apply(kube, backups.snapshot_job(cluster, name, release, etcd_ip, target))
+        if keys is not None:
+            await apply(kube, backups.s3_secret(cluster, job_name, made["metadata"]["uid"], keys))
         log.info("cluster %s: taking etcd backup %s", cluster, name)
         return False
     outcome = backups.job_outcome(job)
     if outcome is None:
+        if target is not None:
+            await _keep_keys(state, cluster, job, target)
         return False
-    said = await job_log(kube, job_name, cluster, "status")
     fields: dict[str, Any] = {
         "filename": backups.filename(name),
         "location": backups.location(cluster, name),
         "kubernetesVersion": body["spec"].get("kubernetesVersion") or "",
         "clusterObject": backups.encode_cluster_object(body["spec"]),
     }
+    if target is not None:
+        fields |= {"location": target.location(fields["filename"]), "s3": target.described()}
     if outcome:
+        # Only a Job that succeeded has logs of every container: a failed init container's
+        # pod never started the others, whose logs the API refuses.
+        said = await job_log(kube, job_name, cluster, "status")
         try:
             fields |= backups.snapshot_status(said).fields()
+            if target is not None:
+                sent, fields["sha256"] = backups.uploaded(
+                    await job_log(kube, job_name, cluster, "upload")
+                )
+                # The object's size: the file's, which etcdutl's `size` (the database's) is not.
+                fields["s3"] = {**fields["s3"], "size": sent}
         except (ValueError, KeyError) as exc:
             await _finish(state, backup, fields, ok=False, message=f"no snapshot status: {exc}")
             return True
@@ -81,6 +107,12 @@ async def take(state: State, backup: Obj) -> bool:
     await _finish(state, backup, fields, ok=outcome, message=message)
     await delete_job(kube, job_name, cluster)
     return True
+
+
+async def _keep_keys(state: State, cluster: str, job: Obj, target: s3.Target) -> None:
+    body = state.clusters.get(cluster) or {}
+    version = (body.get("spec") or {}).get("kubernetesVersion") or ""
+    await keep_keys(state.kube, job, await inputs.release(state.kube, version), target)
 
 
 async def _finish(
@@ -107,8 +139,33 @@ def _conditions(obj: Obj) -> list[dict[str, Any]]:
 # -- shared with the restore ----------------------------------------------------------------
 
 
-async def apply(kube: AsyncClient, obj: dict[str, Any]) -> None:
-    await kube.apply(codecs.from_dict(obj), field_manager=FIELD_MANAGER, force=True)
+async def s3_keys(kube: AsyncClient, release: catalog.Release, target: s3.Target) -> dict[str, str]:
+    """The data of a Job's S3 Secret: the keys of the target's credential (and its CA).
+    Invalid when the version cannot copy to S3 or the credential is gone or not an S3 one."""
+    s3.check_release(release, "kubernetesVersion")
+    credential = await get(kube, kinds.CloudCredential, target.credential, None)
+    s3.check_credential(credential, target, "etcd.s3")
+    secret = await get(
+        kube, Secret, names.cloud_credential_secret_name(target.credential),
+        names.SYSTEM_NAMESPACE,
+    )  # fmt: skip
+    return s3.job_secret_data(templates.decode((secret or {}).get("data")), target)
+
+
+async def keep_keys(
+    kube: AsyncClient, job: Obj, release: catalog.Release, target: s3.Target
+) -> None:
+    """The Secret of keys of a running Job, made again when an operator stopped between the
+    Job and it: the Job's pod waits for that volume."""
+    meta = job["metadata"]
+    if await get(kube, Secret, backups.s3_secret_name(meta["name"]), meta["namespace"]):
+        return
+    keys = await s3_keys(kube, release, target)
+    await apply(kube, backups.s3_secret(meta["namespace"], meta["name"], meta["uid"], keys))
+
+
+async def apply(kube: AsyncClient, obj: dict[str, Any]) -> Obj:
+    return as_dict(await kube.apply(codecs.from_dict(obj), field_manager=FIELD_MANAGER, force=True))
 
 
 async def get(kube: AsyncClient, kind: Any, name: str, namespace: str | None) -> Obj | None:
@@ -151,3 +208,42 @@ async def failure(kube: AsyncClient, job: str, namespace: str) -> str:
             if ended and ended.exitCode:
                 said.append(f"{container.name}: exit code {ended.exitCode}: {ended.message or ''}")
     return "; ".join(said)[:2000] or f"Job {job} failed"
+
+
+async def remove_object(state: State, backup: Obj) -> bool:
+    """One pass of removing a deleted backup's object from its S3 target; True once done
+    (removed, or failed and logged: a deletion is never held up for good). A backup whose
+    cluster is gone or going keeps its object: the copy in S3 is what outlives the cluster,
+    and no Job can run in a namespace being deleted."""
+    meta = backup["metadata"]
+    name, cluster = meta["name"], meta["namespace"]
+    body = state.clusters.get(cluster)
+    if body is None or body["metadata"].get("deletionTimestamp"):
+        log.info("etcd backup %s/%s: its cluster is going; its S3 object stays", cluster, name)
+        return True
+    kube = state.kube
+    job_name = backups.s3_delete_job_name(name)
+    job = await get(kube, Job, job_name, cluster)
+    if job is None:
+        try:
+            target = s3.recorded(backup.get("status") or {})
+            if target is None:
+                return True
+            release = await inputs.release(kube, body["spec"].get("kubernetesVersion") or "")
+            keys = await s3_keys(kube, release, target)
+        except Invalid as exc:
+            log.warning("etcd backup %s/%s: its S3 object stays: %s", cluster, name, exc.message)
+            return True
+        made = await apply(kube, backups.s3_delete_job(cluster, name, release, target))
+        await apply(kube, backups.s3_secret(cluster, job_name, made["metadata"]["uid"], keys))
+        return False
+    outcome = backups.job_outcome(job)
+    if outcome is None:
+        return False
+    if outcome:
+        log.info("etcd backup %s/%s: its S3 object is removed", cluster, name)
+    else:
+        said = await failure(kube, job_name, cluster)
+        log.warning("etcd backup %s/%s: its S3 object stays: %s", cluster, name, said)
+    await delete_job(kube, job_name, cluster)
+    return True

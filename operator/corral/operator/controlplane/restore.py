@@ -19,10 +19,18 @@ from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Pod
 
 from corral.core.api import names
+from corral.core.errors import Invalid
 from corral.core.kube import kinds
-from corral.core.provisioning import backups, manifests
+from corral.core.provisioning import backups, manifests, s3
 from corral.core.provisioning import restore as rs
-from corral.operator.controlplane.backups import apply, delete_job, failure, get
+from corral.operator.controlplane.backups import (
+    apply,
+    delete_job,
+    failure,
+    get,
+    keep_keys,
+    s3_keys,
+)
 from corral.operator.controlplane.runtime import ControlPlaneRuntime
 
 log = logging.getLogger(__name__)
@@ -78,10 +86,11 @@ async def _step(
         name = backups.restore_job_name(restore.generation)
         job = await get(kube, Job, name, cluster)
         if job is None:
-            await apply(kube, backups.restore_job(plan, restore.name, restore.generation))
-            return current
+            return await _restore_job(kube, plan, current, name)
         outcome = backups.job_outcome(job)
         if outcome is None:
+            if _downloads(job):
+                await _keep_keys(kube, plan, restore.name, job)
             return current
         if not outcome:
             said = await failure(kube, name, cluster)
@@ -97,6 +106,42 @@ async def _step(
         await delete_job(kube, backups.restore_job_name(restore.generation), cluster)
         return rs.finish(current, rs.FINISHED)
     return current
+
+
+async def _restore_job(
+    kube: AsyncClient, plan: manifests.Plan, current: rs.Record, name: str
+) -> rs.Record:
+    """The restore Job; for a backup in S3, with the Secret of the target's keys it owns."""
+    restore = current.restore
+    assert restore is not None
+    backup = await get(kube, kinds.EtcdBackup, restore.name, plan.cluster)
+    status = (backup or {}).get("status") or {}
+    try:
+        target = s3.recorded(status)
+        keys = None if target is None else await s3_keys(kube, plan.release, target)
+    except Invalid as exc:
+        return rs.finish(current, rs.FAILED, f"the backup's S3 target: {exc.message}")
+    job = backups.restore_job(
+        plan, restore.name, restore.generation, target, str(status.get("sha256") or "")
+    )
+    made = await apply(kube, job)
+    if keys is not None:
+        await apply(kube, backups.s3_secret(plan.cluster, name, made["metadata"]["uid"], keys))
+    return current
+
+
+def _downloads(job: Mapping[str, Any]) -> bool:
+    volumes = job["spec"]["template"]["spec"].get("volumes") or []
+    return any(v.get("name") == "s3" for v in volumes)
+
+
+async def _keep_keys(
+    kube: AsyncClient, plan: manifests.Plan, backup: str, job: dict[str, Any]
+) -> None:
+    found = await get(kube, kinds.EtcdBackup, backup, plan.cluster)
+    target = s3.recorded((found or {}).get("status") or {})
+    if target is not None:
+        await keep_keys(kube, job, plan.release, target)
 
 
 async def _stopped(kube: AsyncClient, cluster: str) -> bool:

@@ -37,6 +37,7 @@ CONTROLPLANE_COMMANDS = (
     "etcd",
     "etcdctl",
     "etcdutl",
+    "etcd-s3",
     "kube-apiserver",
     "kube-controller-manager",
     "kube-scheduler",
