@@ -21,7 +21,7 @@ test-unit: $(STAMP) devkube ## Unit tests only (no cluster; seconds; helm from d
 	$(PY) -m pytest tests/unit
 
 .PHONY: test-e2e
-test-e2e: $(STAMP) devkube node-deps keycloak ## End-to-end tests (starts its own control planes)
+test-e2e: $(STAMP) devkube node-deps keycloak s3server ## End-to-end tests (starts its own control planes)
 	$(PY) -m pytest tests/e2e
 
 .PHONY: lint
@@ -71,6 +71,10 @@ node-deps: ## Install the Debian packages real nodes and the image build need (w
 .PHONY: keycloak
 keycloak: $(STAMP) ## Keycloak (the OIDC provider of the e2e tests) into ~/.cache/corral (177 MB once)
 	$(PY) -m corral.devenv.keycloak fetch
+
+.PHONY: s3server
+s3server: $(STAMP) ## moto's S3 server (the S3 target of the e2e tests) in a virtualenv of its own (once)
+	$(PY) -m corral.devenv.s3server fetch
 
 .PHONY: image
 image: $(STAMP) node-deps ## corral's OCI image, no registry or Docker (cached; a no-op when unchanged)

@@ -76,3 +76,9 @@ class S3Server:
         if self._process.stdout is not None:
             self._process.stdout.close()
         self._log.close()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["fetch"]:
+        sys.exit("usage: python -m corral.devenv.s3server fetch")
+    print(virtualenv())
