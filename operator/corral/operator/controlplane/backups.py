@@ -112,7 +112,7 @@ async def take(state: State, backup: Obj) -> bool:
 async def _keep_keys(state: State, cluster: str, job: Obj, target: s3.Target) -> None:
     body = state.clusters.get(cluster) or {}
     version = (body.get("spec") or {}).get("kubernetesVersion") or ""
-    await keep_keys(state.kube, job, await inputs.release(state.kube, version), target)
+    await keep_keys(state.kube, job, inputs.release(state.settings, version), target)
 
 
 async def _finish(
@@ -229,7 +229,7 @@ async def remove_object(state: State, backup: Obj) -> bool:
             target = s3.recorded(backup.get("status") or {})
             if target is None:
                 return True
-            release = await inputs.release(kube, body["spec"].get("kubernetesVersion") or "")
+            release = inputs.release(state.settings, body["spec"].get("kubernetesVersion") or "")
             keys = await s3_keys(kube, release, target)
         except Invalid as exc:
             log.warning("etcd backup %s/%s: its S3 object stays: %s", cluster, name, exc.message)
