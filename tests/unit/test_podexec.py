@@ -16,7 +16,10 @@ from corral.core.clusters.credential import Credential
 from corral.core.errors import Forbidden, Invalid, NotFound, Unavailable
 from corral.core.kube.connections import Connection
 from corral.core.kube.credential import client_for
+from corral.core.kube.impersonation import Impersonation
 from corral.core.kube.podexec import STATUS_LIMIT, Output, execute, exit_code, refusal_error
+
+ALICE = Impersonation("u-alice", ("system:authenticated",))
 
 SUCCESS = {"metadata": {}, "status": "Success"}
 
@@ -215,8 +218,9 @@ async def test_execute_sends_the_command_and_returns_what_it_wrote(
     frames = [frame(1, b"out\n"), frame(2, b"err\n"), frame(3, failure("7"))]
     connection = await cluster(remote_command(("v5.channel.k8s.io",), frames, seen))
     result = await execute(
-        connection, "ns-a", "web", "app", ["sh", "-c", "echo out; exit 7"], timeout=5, limit=100
-    )
+        connection, "ns-a", "web", "app", ["sh", "-c", "echo out; exit 7"], timeout=5, limit=100,
+        who=ALICE,
+    )  # fmt: skip
     assert (result.stdout, result.stderr, result.exit_code, result.truncated) == (
         "out\n", "err\n", 7, False,
     )  # fmt: skip
@@ -227,6 +231,8 @@ async def test_execute_sends_the_command_and_returns_what_it_wrote(
     assert request.query["container"] == "app"
     assert "stdin" not in request.query and "tty" not in request.query
     assert request.headers["Authorization"] == "Bearer corral-sa"
+    assert request.headers.getall("Impersonate-User") == ["u-alice"]
+    assert request.headers.getall("Impersonate-Group") == ["system:authenticated"]
     offered = [p.strip() for p in request.headers["Sec-WebSocket-Protocol"].split(",")]
     assert offered == ["v5.channel.k8s.io", "v4.channel.k8s.io"]
 
@@ -238,7 +244,7 @@ async def test_execute_falls_back_to_v4_and_omits_an_unnamed_container(
     connection = await cluster(
         remote_command(("v4.channel.k8s.io",), [frame(1, b"x"), frame(3, SUCCESS)], seen)
     )
-    result = await execute(connection, "ns", "web", None, ["true"], timeout=5, limit=100)
+    result = await execute(connection, "ns", "web", None, ["true"], timeout=5, limit=100, who=ALICE)
     assert (result.stdout, result.exit_code) == ("x", 0)
     assert "container" not in seen[0].query
 
@@ -252,7 +258,7 @@ async def test_a_refused_handshake_keeps_the_clusters_reason(
 
     connection = await cluster(not_found)
     with pytest.raises(NotFound, match='pods "web" not found'):
-        await execute(connection, "ns", "web", None, ["true"], timeout=5, limit=100)
+        await execute(connection, "ns", "web", None, ["true"], timeout=5, limit=100, who=ALICE)
 
 
 async def test_a_command_that_does_not_finish_is_stopped_at_the_timeout(
@@ -267,7 +273,7 @@ async def test_a_command_that_does_not_finish_is_stopped_at_the_timeout(
 
     connection = await cluster(endless)
     with pytest.raises(Unavailable) as error:
-        await execute(connection, "ns", "web", None, ["yes"], timeout=0.5, limit=10)
+        await execute(connection, "ns", "web", None, ["yes"], timeout=0.5, limit=10, who=ALICE)
     assert error.value.code == "Timeout"
 
 
@@ -276,10 +282,10 @@ async def test_an_unknown_protocol_or_a_bare_close_is_an_error(
 ) -> None:
     no_status = await cluster(remote_command(("v5.channel.k8s.io",), [frame(1, b"x")], []))
     with pytest.raises(Unavailable, match="ended before its exit status"):
-        await execute(no_status, "ns", "web", None, ["true"], timeout=5, limit=100)
+        await execute(no_status, "ns", "web", None, ["true"], timeout=5, limit=100, who=ALICE)
     other = await cluster(remote_command(("channel.k8s.io",), [frame(3, SUCCESS)], []))
     with pytest.raises(Unavailable):
-        await execute(other, "ns", "web", None, ["true"], timeout=5, limit=100)
+        await execute(other, "ns", "web", None, ["true"], timeout=5, limit=100, who=ALICE)
 
 
 async def test_bad_arguments_are_refused_before_any_request(
@@ -288,7 +294,7 @@ async def test_bad_arguments_are_refused_before_any_request(
     seen: list[web.Request] = []
     connection = await cluster(remote_command(("v5.channel.k8s.io",), [], seen))
     with pytest.raises(Invalid):
-        await execute(connection, "ns", "web", None, [], timeout=5, limit=100)
+        await execute(connection, "ns", "web", None, [], timeout=5, limit=100, who=ALICE)
     with pytest.raises(NotFound):
-        await execute(connection, "..", "web", None, ["true"], timeout=5, limit=100)
+        await execute(connection, "..", "web", None, ["true"], timeout=5, limit=100, who=ALICE)
     assert seen == []

@@ -30,6 +30,7 @@ from corral.core.auth.tokens import (
     check,
     split,
 )
+from corral.core.kube.impersonation import Impersonation
 
 SESSION_COOKIE = "R_SESS"
 CSRF_COOKIE = "CSRF"
@@ -41,6 +42,9 @@ PUBLIC_PREFIXES = ("/healthz", "/readyz", "/v3-public/")
 PROXY_PATH = "/k8s/clusters/{cluster}"
 
 _FAILURE_CODES = {401: "Unauthorized", 404: "NotFound", 410: "Gone", 422: "InvalidToken"}
+# Who a user is downstream besides their id: administrators are the cluster's masters too.
+ADMIN_GROUPS = ("system:masters", "system:authenticated")
+USER_GROUPS = ("system:authenticated",)
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,13 @@ class Principal:
     is_admin: bool
     # Group principals the user's provider last said they are in (`oidc_group://<name>`).
     groups: tuple[str, ...] = ()
+
+    def downstream(self) -> Impersonation:
+        """Who corral acts as in a cluster for this caller. The provider's groups go too:
+        bindings of a group are RoleBindings to that Group downstream, so dropping the group
+        upstream ends them at the next request."""
+        base = ADMIN_GROUPS if self.is_admin else USER_GROUPS
+        return Impersonation(self.user_id, (*base, *self.groups))
 
 
 PRINCIPAL = web.RequestKey("principal", Principal)

@@ -19,6 +19,7 @@ from lightkube import ApiError as KubeApiError
 from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Secret
 
+from corral.apiserver.auth.authn import principal
 from corral.apiserver.http import errors
 from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.schemas import Schema
@@ -76,8 +77,16 @@ def _pid(project: Obj) -> str:
     return f"{project['metadata']['namespace']}:{project['metadata']['name']}"
 
 
-async def _client(request: web.Request, project: Obj) -> AsyncClient:
+async def _reader(request: web.Request, project: Obj) -> AsyncClient:
+    """corral's own client: read-only members see a secret's keys, which their `view` role
+    downstream does not, and never its data, which corral leaves out."""
     return await request.app[CONNECTIONS].client(project["metadata"]["namespace"])
+
+
+async def _writer(request: web.Request, project: Obj) -> AsyncClient:
+    """A client that acts as the caller: their write is judged by the cluster as theirs."""
+    cluster = project["metadata"]["namespace"]
+    return await request.app[CONNECTIONS].client_as(cluster, principal(request).downstream())
 
 
 async def _find(request: web.Request, project: Obj) -> Obj:
@@ -86,7 +95,7 @@ async def _find(request: web.Request, project: Obj) -> Obj:
     missing = errors.not_found(f"secret {secret_id} not found in project {pid}")
     if wanted is None or wanted.namespace not in await _members(request, project):
         raise missing
-    client = await _client(request, project)
+    client = await _reader(request, project)
     try:
         obj = as_dict(await client.get(Secret, wanted.name, namespace=wanted.namespace))
     except KubeApiError as exc:
@@ -105,7 +114,7 @@ async def list_secrets(request: web.Request) -> web.Response:
     members = await _members(request, project)
     if wanted := request.query.get("namespaceId"):
         members &= {wanted}
-    client = await _client(request, project)
+    client = await _reader(request, project)
     limit = asyncio.Semaphore(LIST_CONCURRENCY)
 
     async def listed(namespace: str) -> list[Obj]:
@@ -142,7 +151,7 @@ async def create_secret(request: web.Request) -> web.Response:
             "namespaceId", f"namespace {namespace} is not in project {pid}", "InvalidReference"
         )
     manifest = secrets.secret_body(name, namespace, spec, {}, shared.creator_annotation(request))
-    client = await _client(request, project)
+    client = await _writer(request, project)
     taken = f"a secret {name} already exists in {namespace}"
     created = await shared.create(client, manifest, taken)
     return web.json_response(_render(request, pid, created), status=201)
@@ -158,7 +167,7 @@ async def update_secret(request: web.Request) -> web.Response:
     shared.check_type(body, SCHEMA)
     meta = current["metadata"]
     spec = shared.updated_spec(body, current, meta["name"], meta["namespace"])
-    client = await _client(request, project)
+    client = await _writer(request, project)
     replaced = await client.replace(shared.as_secret(shared.replacement(current, spec)))
     return web.json_response(_render(request, _pid(project), as_dict(replaced)))
 
@@ -168,6 +177,6 @@ async def delete_secret(request: web.Request) -> web.Response:
     project = shared.writable_project(request, request.match_info["project"])
     obj = await _find(request, project)
     meta = obj["metadata"]
-    client = await _client(request, project)
+    client = await _writer(request, project)
     await delete_if_present(client, Secret, meta["name"], meta["namespace"])
     return web.Response(status=204)

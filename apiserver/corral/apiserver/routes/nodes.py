@@ -15,6 +15,7 @@ from aiohttp import web
 from lightkube.resources.core_v1 import Node as DownstreamNode
 from lightkube.types import PatchType
 
+from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import access
 from corral.apiserver.http import envelope, errors
 from corral.apiserver.http.body import read_json, text
@@ -247,7 +248,8 @@ async def delete_node(request: web.Request) -> web.Response:
             "for an import), so the node cannot be deleted in it",
         )
     node_name = (obj.get("status") or {}).get("nodeName") or obj["spec"]["requestedHostname"]
-    await delete_if_present(await connections.client(cluster), DownstreamNode, node_name)
+    client = await connections.client_as(cluster, principal(request).downstream())
+    await delete_if_present(client, DownstreamNode, node_name)
     return web.Response(status=204)
 
 

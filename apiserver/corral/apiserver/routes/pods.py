@@ -228,7 +228,7 @@ async def pod_logs(request: web.Request) -> web.StreamResponse:
         "api", "v1", "namespaces", meta["namespace"], "pods", meta["name"], "log"
     )
     try:
-        upstream = await connection.session().get(url, params=params)
+        upstream = await connection.session().get(url, params=params, headers=where.who.headers())
     except (aiohttp.ClientError, OSError) as exc:
         raise ApiError(
             503, "ClusterUnavailable", f"cannot reach cluster {where.cluster}: {exc}"
@@ -303,6 +303,7 @@ async def pod_action(request: web.Request) -> web.Response:
         command,
         timeout=timeout,
         limit=MAX_EXEC_OUTPUT,
+        who=where.who,
     )
     log.info(
         "exec: user %s in pod %s/%s exited %d",

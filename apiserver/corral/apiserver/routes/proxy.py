@@ -81,8 +81,6 @@ DROPPED_UPGRADE = {
 # The cluster answers an upgrade (or refuses it) at once; the stream itself has no bound.
 HANDSHAKE_TIMEOUT = 30.0
 MESSAGE_LIMIT = 4 * 1024 * 1024
-ADMIN_GROUPS = ("system:masters", "system:authenticated")
-USER_GROUPS = ("system:authenticated",)
 # The raw path's parts before the forwarded ones: "/", "k8s", "clusters" and the cluster id.
 _PREFIX_PARTS = PROXY_PATH.count("/") + 1
 
@@ -106,14 +104,7 @@ def forwarded_headers(
         for k, v in request.headers.items()
         if k.lower() not in dropped and not k.lower().startswith("impersonate-")
     ]
-    # The user's provider groups too: bindings of a group are RoleBindings to that Group
-    # downstream, so dropping the group upstream ends them at the next request.
-    groups = (*(ADMIN_GROUPS if who.is_admin else USER_GROUPS), *who.groups)
-    return [
-        *headers,
-        ("Impersonate-User", who.user_id),
-        *(("Impersonate-Group", g) for g in groups),
-    ]
+    return [*headers, *who.downstream().headers()]
 
 
 @routes.route("*", PROXY_PATH + "/{path:.*}")

@@ -40,7 +40,8 @@ SCHEMA = Schema(
             create=True,
             update=True,
             default=1,
-            description=f"0 to {spec.MAX_SCALE}; deployments and statefulSets",
+            description="0 to the setting workload-max-scale (1000 unless changed); "
+            "deployments and statefulSets",
         ),
         "labels": Field("map[string]", create=True, update=True),
         "annotations": Field("map[string]", create=True, update=True),
@@ -170,6 +171,7 @@ async def create_workload(request: web.Request) -> web.Response:
     if (await workloads.cache_of(request, where, kind)).get(f"{namespace}/{name}"):
         raise errors.conflict(f"workload {kind.type}:{namespace}:{name} already exists")
     obj = spec.build(kind, namespace, name, body)
+    workloads.check_bounds(request, kind, obj)
     await workloads.check_quota(request, where, kind, obj, None)
     created = await workloads.create(request, where, kind, obj)
     return web.json_response(await shown(request, where, kind, created), status=201)
@@ -189,6 +191,7 @@ async def update_workload(request: web.Request) -> web.Response:
         if body.get(field) not in (None, now):
             raise errors.invalid(field, f"{field} cannot be changed (it is {now})")
     changed = spec.merge(kind, obj, body)
+    workloads.check_bounds(request, kind, changed)
     if body.get("containers") is not None or body.get("scale") is not None:
         await workloads.check_quota(request, where, kind, changed, obj)
     replaced = await workloads.update(

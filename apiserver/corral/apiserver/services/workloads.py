@@ -2,7 +2,8 @@
 live in, finding one, the quota check, and the writes themselves.
 
 Reads come from the API server's caches of the downstream cluster (`state.downstream`); a
-write goes to the cluster and is put into the cache at once. An update replaces the object on
+write goes to the cluster as the caller (`Scope.who`: the cluster's RBAC, quotas and admission
+judge them) and is put into the cache at once. An update replaces the object on
 condition that it is still the version the change was computed from (its resourceVersion); a
 change made meanwhile by anyone else is never overwritten: the update is computed again on
 the new version.
@@ -19,23 +20,27 @@ from typing import Any
 
 from aiohttp import web
 from lightkube import ApiError as KubeApiError
+from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Pod
 from lightkube.types import CascadeType
 
+from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import access
 from corral.apiserver.http import errors
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import CONNECTIONS, STORES
 from corral.apiserver.services.visibility import visible_project
 from corral.apiserver.state import downstream
+from corral.core.api import settings
 from corral.core.api.ids import ScopedId
 from corral.core.errors import Invalid
 from corral.core.kube import workloads as resources
 from corral.core.kube.client import as_dict
+from corral.core.kube.impersonation import Impersonation
 from corral.core.kube.informer import Informer, Obj
 from corral.core.projects import quota, roles
 from corral.core.projects.downstream import QUOTA_NAME
-from corral.core.workloads import endpoints, usage
+from corral.core.workloads import endpoints, spec, usage
 from corral.core.workloads.kinds import KINDS, REDEPLOYED_AT, Kind, WorkloadId
 
 log = logging.getLogger(__name__)
@@ -46,11 +51,12 @@ ATTEMPTS = 5
 
 @dataclass(frozen=True)
 class Scope:
-    """A project the caller has a role in, and that role."""
+    """A project the caller has a role in, that role, and who the caller is downstream."""
 
     project_id: str
     cluster: str
     role: str | None
+    who: Impersonation
 
     @property
     def writable(self) -> bool:
@@ -67,7 +73,13 @@ def scope(request: web.Request) -> Scope:
     """The project of the path; 404 when the caller has no role in it."""
     pid = request.match_info["project"]
     visible_project(request, pid)
-    return Scope(pid, ScopedId.parse(pid).namespace, access(request).project_role(pid))
+    role = access(request).project_role(pid)
+    return Scope(pid, ScopedId.parse(pid).namespace, role, principal(request).downstream())
+
+
+async def acting(request: web.Request, where: Scope) -> AsyncClient:
+    """A client of the project's cluster that acts as the caller."""
+    return await request.app[CONNECTIONS].client_as(where.cluster, where.who)
 
 
 async def namespaces(request: web.Request, where: Scope) -> set[str]:
@@ -122,7 +134,7 @@ async def target_namespace(request: web.Request, where: Scope, value: Any) -> st
 
 
 async def create(request: web.Request, where: Scope, kind: Kind, obj: Obj) -> Obj:
-    client = await request.app[CONNECTIONS].client(where.cluster)
+    client = await acting(request, where)
     resource = resources.RESOURCES[kind.type]
     created = as_dict(await client.create(resource.from_dict(obj)))
     (await cache_of(request, where, kind)).put(created)
@@ -135,7 +147,7 @@ async def update(
     """Writes `change(obj)` on condition that the stored object is still `obj`'s version; when
     it moved on (a controller writes status all the time), reads it again and computes the
     change again. 409 when it kept moving."""
-    client = await request.app[CONNECTIONS].client(where.cluster)
+    client = await acting(request, where)
     resource = resources.RESOURCES[kind.type]
     meta = obj["metadata"]
     for _ in range(ATTEMPTS):
@@ -156,7 +168,7 @@ async def update(
 async def delete(request: web.Request, where: Scope, kind: Kind, obj: Obj) -> None:
     """Deletes the workload and, in the background, what it made (a Job's pods too: the API's
     default for Jobs would leave them behind)."""
-    client = await request.app[CONNECTIONS].client(where.cluster)
+    client = await acting(request, where)
     meta = obj["metadata"]
     try:
         await client.delete(
@@ -217,7 +229,13 @@ def public_endpoints(kind: Kind, obj: Obj, near: Neighbours) -> list[dict[str, A
     return endpoints.public_endpoints(labels, services, ingresses, sorted(hosts))
 
 
-# -- quota ------------------------------------------------------------------------------------
+# -- bounds and quota -------------------------------------------------------------------------
+
+
+def check_bounds(request: web.Request, kind: Kind, obj: Obj) -> None:
+    """422 for more pods than the setting `workload-max-scale` allows, or pods too large."""
+    max_scale = int(request.app[STORES].number(settings.WORKLOAD_MAX_SCALE_SETTING))
+    spec.check_bounds(kind, obj, max_scale)
 
 
 async def check_quota(
@@ -247,7 +265,7 @@ async def check_quota(
             "spec": template.get("spec") or {},
         }
     )
-    client = await connections.client(where.cluster)
+    client = await acting(request, where)
     try:
         admitted = as_dict(await client.create(trial, dry_run=True))
     except KubeApiError as exc:

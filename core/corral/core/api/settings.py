@@ -41,6 +41,10 @@ MAX_AUTOSCALER_SECONDS = 7 * 24 * 3600
 # A pool's largest quantity (the NodePool CRD's bound).
 MAX_BULK_DELETE = 1000
 
+WORKLOAD_MAX_SCALE_SETTING = "workload-max-scale"
+# The highest the setting goes: the scale no setting can raise.
+MAX_WORKLOAD_SCALE = 10_000
+
 CATALOG_SETTING = "kubernetes-version-catalog"
 STORAGE_CLASS_SETTING = "hosted-control-plane-storage-class"
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", re.ASCII)
@@ -106,6 +110,9 @@ CATALOG: dict[str, SettingDef] = {
                    "How many empty nodes the autoscaler removes from a cluster at once (nodes "
                    "with pods to move go one at a time).", MAX_BULK_DELETE, minimum=1,
                    whole=True),
+        SettingDef(WORKLOAD_MAX_SCALE_SETTING, "1000",
+                   "The largest scale a workload may be given through the API (each replica "
+                   "is a pod the cluster stores).", MAX_WORKLOAD_SCALE, whole=True),
         SettingDef(CATALOG_SETTING, catalog.DEFAULT,
                    "The Kubernetes versions rke2 and k3s clusters may run, with the image and "
                    "command of each control-plane component (JSON).", parse=catalog.parse),

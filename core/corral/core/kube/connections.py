@@ -14,17 +14,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import aiohttp
+import httpx2
 from lightkube import AsyncClient, operators
 from lightkube.resources.core_v1 import Secret
 
 from corral.core.api import names
 from corral.core.clusters.credential import Credential
 from corral.core.errors import Unavailable
-from corral.core.kube.credential import client_for, from_environment, session_for
+from corral.core.kube.credential import client_for, from_environment, session_for, ssl_context
+from corral.core.kube.impersonation import ImpersonatingTransport, Impersonation
 from corral.core.kube.informer import Informer, Obj
 
 SYNC_TIMEOUT = 10.0
@@ -34,6 +37,9 @@ LOCAL_REFRESH_SECONDS = 60.0
 
 InformerFactory = Callable[[AsyncClient], Informer]
 CredentialHook = Callable[[str], None]
+# Typed clients kept per cluster for the users acting in it (they share one transport, so a
+# client is only its headers and a parsed configuration): the most recent ones.
+USER_CLIENTS = 256
 
 
 @dataclass
@@ -43,6 +49,25 @@ class Connection:
     informers: dict[str, Informer] = field(default_factory=dict)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _session: aiohttp.ClientSession | None = None
+    _transport: httpx2.AsyncHTTPTransport | None = None
+    _as: OrderedDict[Impersonation, AsyncClient] = field(default_factory=OrderedDict)
+
+    def client_as(self, who: Impersonation) -> AsyncClient:
+        """A typed client whose every request impersonates `who`."""
+        client = self._as.get(who)
+        if client is not None:
+            self._as.move_to_end(who)
+            return client
+        if self._transport is None:
+            self._transport = httpx2.AsyncHTTPTransport(verify=ssl_context(self.credential))
+        client = self._as[who] = client_for(
+            self.credential, transport=ImpersonatingTransport(self._transport, who)
+        )
+        if len(self._as) > USER_CLIENTS:
+            # Not closed: a request may still hold it, and it owns nothing but its headers
+            # (the transport is shared and closed with the connection).
+            self._as.popitem(last=False)
+        return client
 
     def session(self) -> aiohttp.ClientSession:
         """The cluster's HTTP session: it reaches the cluster's server only and sends the
@@ -56,6 +81,10 @@ class Connection:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
         await self.client.close()
+        for client in self._as.values():
+            await client.close()
+        if self._transport is not None:
+            await self._transport.aclose()
         if self._session is not None:
             await self._session.close()
 
@@ -105,8 +134,12 @@ class Connections:
         return connection
 
     async def client(self, cluster: str) -> AsyncClient:
-        """A client for the cluster, with corral's credential."""
+        """A client for the cluster, with corral's credential: for what corral itself owns."""
         return (await self.connection(cluster)).client
+
+    async def client_as(self, cluster: str, who: Impersonation) -> AsyncClient:
+        """A client for the cluster that acts as `who`: for what a user asked."""
+        return (await self.connection(cluster)).client_as(who)
 
     async def informer(self, cluster: str, name: str, factory: InformerFactory) -> Informer:
         """The cluster's informer called `name`, made by `factory` and started the first time,

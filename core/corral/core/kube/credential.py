@@ -39,12 +39,18 @@ class UpgradeRefused(aiohttp.ClientError):
         self.body = body
 
 
-def client_for(credential: Credential, timeout: float = REQUEST_TIMEOUT) -> AsyncClient:
-    """A typed client (lightkube) for the cluster."""
+def client_for(
+    credential: Credential,
+    timeout: float = REQUEST_TIMEOUT,
+    transport: httpx2.AsyncBaseTransport | None = None,
+) -> AsyncClient:
+    """A typed client (lightkube) for the cluster; over `transport` when given (which then
+    holds the TLS settings, `ssl_context`)."""
     return AsyncClient(
         KubeConfig.from_dict(credential.kubeconfig()),
         timeout=httpx2.Timeout(timeout),
         field_manager=FIELD_MANAGER,
+        transport=transport,
     )
 
 
@@ -71,7 +77,7 @@ def session_for(
 
     return aiohttp.ClientSession(
         base_url=credential.server.rstrip("/") + "/",
-        connector=aiohttp.TCPConnector(ssl=_ssl_context(credential)),
+        connector=aiohttp.TCPConnector(ssl=ssl_context(credential)),
         middlewares=(authorize,),
         timeout=aiohttp.ClientTimeout(total=timeout, connect=min(timeout or 10, 10)),
     )
@@ -96,7 +102,8 @@ async def read_at_most(response: ClientResponse, limit: int) -> bytes:
     return bytes(body)
 
 
-def _ssl_context(credential: Credential) -> ssl.SSLContext:
+def ssl_context(credential: Credential) -> ssl.SSLContext:
+    """Trusts the cluster's CA and presents the credential's client certificate, if any."""
     ca = credential.ca_cert
     context = ssl.create_default_context(cadata=ca.decode() if ca else None)
     if credential.client_cert and credential.client_key:

@@ -20,6 +20,7 @@ import aiohttp
 from corral.core.errors import CorralError, Forbidden, Invalid, NotFound, Unavailable
 from corral.core.kube.connections import Connection
 from corral.core.kube.credential import UpgradeRefused
+from corral.core.kube.impersonation import Impersonation
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 STDOUT, STDERR, STATUS = 1, 2, 3
@@ -127,10 +128,12 @@ async def execute(
     *,
     timeout: float,  # noqa: ASYNC109 - one bound for handshake, command and output together
     limit: int,
+    who: Impersonation,
 ) -> ExecResult:
     """Run `command` in the pod's container (the pod's only or default one when None) and
     wait for its exit, at most `timeout` seconds in all; stdout and stderr are kept up to
-    `limit` bytes each (`truncated` when either wrote more)."""
+    `limit` bytes each (`truncated` when either wrote more). As `who`: a user's command is
+    the user's to be allowed."""
     if not command or not all(isinstance(part, str) for part in command):
         raise Invalid("command must be a non-empty list of strings", field="command")
     if timeout <= 0 or limit < 0:
@@ -147,7 +150,7 @@ async def execute(
     try:
         async with asyncio.timeout(timeout):
             async with connection.session().ws_connect(
-                url, protocols=PROTOCOLS, params=params
+                url, protocols=PROTOCOLS, params=params, headers=who.headers()
             ) as socket:
                 if socket.protocol not in PROTOCOLS:
                     raise Unavailable("the cluster speaks no remote-command protocol corral knows")

@@ -8,15 +8,22 @@ contexts, …), and nothing else of the object is touched.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from corral.core import quantity
+from corral.core.api import settings
 from corral.core.api.ids import is_dns_label
 from corral.core.errors import Invalid
 from corral.core.workloads.kinds import CRON_JOB, JOB, STATEFUL_SET, Kind, Obj, selector_label
 
-MAX_SCALE = 10_000
+# The scale no setting can raise; the setting `workload-max-scale` bounds it lower.
+MAX_SCALE = settings.MAX_WORKLOAD_SCALE
+# Kubernetes stores an object of up to 1.5 MiB (etcd's request limit). Every pod a workload
+# makes carries a copy of its pod template, so corral takes a template of at most 128 KiB
+# (far above what charts write): pods times template stays within what a cluster holds.
+MAX_TEMPLATE_BYTES = 128 * 1024
 MAX_CONTAINERS = 32
 MAX_ITEMS = 256  # ports, env entries, mounts, volumes, tolerations, command and args words
 MAX_TEXT = 4096
@@ -115,6 +122,26 @@ def merge(kind: Kind, stored: Obj, body: Mapping[str, Any]) -> Obj:
     if body.get("scheduling") is not None:
         _scheduling(body["scheduling"], pod)
     return obj
+
+
+def check_bounds(kind: Kind, obj: Obj, max_scale: int) -> None:
+    """Invalid when the workload would make more pods than `max_scale`, or pods larger than
+    `MAX_TEMPLATE_BYTES` each."""
+    replicas = (obj.get("spec") or {}).get("replicas")
+    if kind.scalable and isinstance(replicas, int) and replicas > max_scale:
+        raise Invalid(
+            f"scale must be at most {max_scale} (the setting workload-max-scale)",
+            "scale",
+            code="MaxLimitExceeded",
+        )
+    size = len(json.dumps(kind.pod_template(obj), separators=(",", ":")).encode())
+    if size > MAX_TEMPLATE_BYTES:
+        raise Invalid(
+            f"the pod template is {size} bytes; at most {MAX_TEMPLATE_BYTES} are taken, as "
+            "every pod carries a copy (large data belongs in a ConfigMap or Secret)",
+            "containers",
+            code="MaxLimitExceeded",
+        )
 
 
 def _check_mutable(kind: Kind, body: Mapping[str, Any]) -> None:
