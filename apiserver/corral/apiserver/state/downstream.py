@@ -6,6 +6,7 @@ the first time a request needs it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lightkube.resources.core_v1 import Namespace, Pod, ResourceQuota, Service
@@ -15,6 +16,7 @@ from corral.core.api import names
 from corral.core.kube import workloads
 from corral.core.kube.connections import Connections
 from corral.core.kube.informer import Informer, Obj
+from corral.core.workloads import pods
 from corral.core.workloads.kinds import Kind
 
 
@@ -52,12 +54,18 @@ def _namespace(obj: Obj) -> list[str]:
 
 
 async def _by_namespace(
-    connections: Connections, cluster: str, name: str, resource: Any
+    connections: Connections,
+    cluster: str,
+    name: str,
+    resource: Any,
+    keep: Callable[[Obj], Obj] | None = None,
 ) -> Informer:
     return await connections.informer(
         cluster,
         name,
-        lambda client: Informer(client, resource, {"namespace": _namespace}, namespace="*"),
+        lambda client: Informer(
+            client, resource, {"namespace": _namespace}, namespace="*", keep=keep
+        ),
     )
 
 
@@ -69,8 +77,8 @@ async def downstream_workloads(connections: Connections, cluster: str, kind: Kin
 
 
 async def downstream_pods(connections: Connections, cluster: str) -> Informer:
-    """The cluster's pods (indexed by `namespace`)."""
-    return await _by_namespace(connections, cluster, "pods", Pod)
+    """The cluster's pods (indexed by `namespace`), each cut to what `/v3` shows of it."""
+    return await _by_namespace(connections, cluster, "pods", Pod, pods.trimmed)
 
 
 async def downstream_services(connections: Connections, cluster: str) -> Informer:

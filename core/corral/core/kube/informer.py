@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from typing import Any
 
 from lightkube import AsyncClient
@@ -29,6 +29,9 @@ ChangeHook = Callable[[str, Obj], None]
 
 RETRY_DELAY = 1.0
 WATCH_TIMEOUT = 300
+# Objects per page of a listing (client-go's default): a listing of many large objects never
+# sits in memory whole, only a page of it before each object is cut to what is kept.
+LIST_CHUNK = 500
 
 
 def key_of(obj: Obj) -> str:
@@ -50,7 +53,10 @@ class Informer:
         name: str | None = None,
         on_change: ChangeHook | None = None,
         retry_delay: float = RETRY_DELAY,
+        keep: Callable[[Obj], Obj] | None = None,
     ) -> None:
+        """`keep(obj)` is what is kept of each object (all of it without): readers that need a
+        few fields of large objects keep just those."""
         self._client = client
         self._resource = resource
         self._scope: dict[str, Any] = {"labels": labels}
@@ -61,6 +67,7 @@ class Informer:
         self._indexes: dict[str, dict[str, set[str]]] = {n: {} for n in self._index_fns}
         self._on_change = on_change
         self._retry_delay = retry_delay
+        self._keep = keep
         self._resource_version: str | None = None
         self.name: str = name or resource._api_info.plural
         self.synced = asyncio.Event()  # set once the first listing is in
@@ -86,6 +93,7 @@ class Informer:
 
     def put(self, obj: Obj) -> None:
         """Record an object this process just wrote, unless the watch already has a newer one."""
+        obj = self._kept(obj)
         current = self._objects.get(key_of(obj))
         if current is None or not _newer(current, obj):
             self._store(obj)
@@ -117,7 +125,7 @@ class Informer:
                 server_timeout=WATCH_TIMEOUT,
                 **self._scope,
             ):
-                data = as_dict(obj)
+                data = self._kept(as_dict(obj))
                 if event == "DELETED":
                     self._remove(key_of(data))
                 else:
@@ -128,8 +136,8 @@ class Informer:
 
     async def relist(self) -> None:
         """Replace the contents with a fresh listing; what is gone from it is dropped."""
-        listing = self._client.list(self._resource, **self._scope)
-        fresh = {key_of(data): data for data in [as_dict(obj) async for obj in listing]}
+        listing = self._client.list(self._resource, chunk_size=LIST_CHUNK, **self._scope)
+        fresh = {key_of(data): data async for data in self._listed(listing)}
         self._resource_version = listing.resourceVersion
         for key in set(self._objects) - set(fresh):
             gone = self._objects[key]
@@ -142,6 +150,13 @@ class Informer:
                 self._changed("ADDED", obj)
             elif _version_of(old) != _version_of(obj):
                 self._changed("MODIFIED", obj)
+
+    async def _listed(self, listing: AsyncIterable[Any]) -> AsyncIterator[Obj]:
+        async for obj in listing:
+            yield self._kept(as_dict(obj))
+
+    def _kept(self, obj: Obj) -> Obj:
+        return obj if self._keep is None else self._keep(obj)
 
     def _changed(self, event: str, obj: Obj) -> None:
         if self._on_change is not None:

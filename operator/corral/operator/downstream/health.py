@@ -17,8 +17,9 @@ from corral.core.clusters.credential import Credential
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
 from corral.core.kube.connections import Connection
-from corral.core.kube.informer import Informer, Obj
+from corral.core.kube.informer import LIST_CHUNK, Informer, Obj
 from corral.core.kube.status import StatusWriter
+from corral.core.workloads import pods
 
 FIELD_MANAGER = "corral-cluster-health"
 PROBE_TIMEOUT = 5.0
@@ -54,8 +55,9 @@ async def probe(connection: Connection) -> observe.Probe:
 
 async def list_pods(client: AsyncClient) -> list[Obj]:
     """Every pod of the cluster: the requests and limits of its nodes, and the autoscaler's
-    input, from one list."""
-    return [as_dict(p) async for p in client.list(Pod, namespace="*")]
+    input, from one list, each cut to what they read."""
+    listing = client.list(Pod, namespace="*", chunk_size=LIST_CHUNK)
+    return [pods.for_scheduling(as_dict(p)) async for p in listing]
 
 
 class Health:
