@@ -34,6 +34,7 @@ from corral.core.clusters.state import state
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
+from corral.core.projects import quota
 from corral.core.provisioning import admission, v1
 from corral.core.provisioning.flavours import FLAVOURS
 from corral.core.workloads.spec import env_var
@@ -57,14 +58,18 @@ DRIVERS = (*CONFIG_DRIVERS.values(), "local", LEGACY_DRIVER)
 CUSTOMIZATIONS = ("clusterAgentDeploymentCustomization", "fleetAgentDeploymentCustomization")
 MAX_CUSTOMIZATION_BYTES = 64 * 1024
 PSA_TEMPLATE = "defaultPodSecurityAdmissionConfigurationTemplateName"
+# What a project that sets no quota or container defaults of its own gets in this cluster.
+NAMESPACE_QUOTA_DEFAULT = quota.CLUSTER_NAMESPACE_QUOTA
+CONTAINER_LIMIT_DEFAULT = quota.CLUSTER_CONTAINER_DEFAULTS
 MAX_AGENT_ENV = 64
 ACTIONS = ("generateKubeconfig", "backupEtcd", "restoreFromEtcdBackup", "rotateCertificates")
 # Fields a PUT may change; everything else is fixed at creation.
 UPDATABLE = {"displayName", "description", "enableNetworkPolicy", "localClusterAuthEndpoint",
-             "agentEnvVars", "kubernetesVersion", *CUSTOMIZATIONS, PSA_TEMPLATE}  # fmt: skip
+             "agentEnvVars", "kubernetesVersion", *CUSTOMIZATIONS, PSA_TEMPLATE,
+             NAMESPACE_QUOTA_DEFAULT, CONTAINER_LIMIT_DEFAULT}  # fmt: skip
 # Shown at the top level of a cluster as well as in its spec.
 SPEC_FIELDS = ("kubernetesVersion", "localClusterAuthEndpoint", "agentEnvVars", *CUSTOMIZATIONS,
-               PSA_TEMPLATE)  # fmt: skip
+               PSA_TEMPLATE, NAMESPACE_QUOTA_DEFAULT, CONTAINER_LIMIT_DEFAULT)  # fmt: skip
 IMMUTABLE = {"driver", "kubeConfig", *CONFIG_DRIVERS}
 
 
@@ -124,6 +129,20 @@ SCHEMA = Schema(
         ),
         **{name: Field("json", create=True, update=True) for name in CUSTOMIZATIONS},
         PSA_TEMPLATE: Field("string", create=True, update=True),
+        NAMESPACE_QUOTA_DEFAULT: Field(
+            "namespaceResourceQuota",
+            create=True,
+            update=True,
+            description="the ResourceQuota of every namespace of a project that sets no "
+            "namespaceDefaultResourceQuota of its own",
+        ),
+        CONTAINER_LIMIT_DEFAULT: Field(
+            "containerResourceLimit",
+            create=True,
+            update=True,
+            description="the container defaults of every namespace of a project that sets no "
+            "containerDefaultResourceLimit of its own",
+        ),
         "labels": Field("map[string]", create=True, update=True),
         "metadata": readonly("json"),
         "spec": readonly("json"),
@@ -359,6 +378,18 @@ def updatable_spec(body: dict[str, Any]) -> dict[str, Any]:
         if template and not ids.is_dns_subdomain(template):
             raise errors.invalid(PSA_TEMPLATE, f"{PSA_TEMPLATE} must be a template's name")
         spec[PSA_TEMPLATE] = template
+    if NAMESPACE_QUOTA_DEFAULT in body:
+        value = body[NAMESPACE_QUOTA_DEFAULT] or {}
+        if not isinstance(value, dict):
+            raise errors.invalid(NAMESPACE_QUOTA_DEFAULT, "must be an object with a limit")
+        limits = quota.parse_limits(value.get("limit"), f"{NAMESPACE_QUOTA_DEFAULT}.limit")
+        spec[NAMESPACE_QUOTA_DEFAULT] = {"limit": limits} if limits else None
+    if CONTAINER_LIMIT_DEFAULT in body:
+        defaults = quota.parse_limits(
+            body[CONTAINER_LIMIT_DEFAULT], CONTAINER_LIMIT_DEFAULT, quota.CONTAINER_DEFAULT_FIELDS
+        )
+        quota.check_container_defaults(defaults, CONTAINER_LIMIT_DEFAULT)
+        spec[CONTAINER_LIMIT_DEFAULT] = defaults or None
     return spec
 
 

@@ -40,6 +40,26 @@ CONTAINER_DEFAULT_FIELDS = {
 }
 
 
+# A cluster's defaults for the projects that set none of their own: each namespace of such a
+# project gets the first as its ResourceQuota and the second as its LimitRange, so a project
+# nobody gave a quota still holds only what the cluster's administrators allow.
+CLUSTER_NAMESPACE_QUOTA = "defaultProjectNamespaceResourceQuota"
+CLUSTER_CONTAINER_DEFAULTS = "defaultProjectContainerResourceLimit"
+
+
+def effective(
+    project_spec: Mapping[str, Any], cluster_spec: Mapping[str, Any]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(namespace quota, container defaults) that the project's namespaces get: the project's
+    own, else its cluster's defaults."""
+    own = (project_spec.get("namespaceDefaultResourceQuota") or {}).get("limit") or {}
+    fallback = (cluster_spec.get(CLUSTER_NAMESPACE_QUOTA) or {}).get("limit") or {}
+    containers = project_spec.get("containerDefaultResourceLimit") or cluster_spec.get(
+        CLUSTER_CONTAINER_DEFAULTS
+    )
+    return dict(own or fallback), dict(containers or {})
+
+
 class QuotaError(Invalid):
     """Bad quota input: `field` names the /v3 field at fault."""
 
@@ -182,11 +202,13 @@ def limit_range_limits(defaults: Mapping[str, str]) -> list[dict[str, Any]]:
     return [entry]
 
 
-def check_container_defaults(defaults: Mapping[str, str]) -> None:
+def check_container_defaults(
+    defaults: Mapping[str, str], name: str = "containerDefaultResourceLimit"
+) -> None:
     """A default request must not exceed the default limit of the same resource."""
     for resource in ("Cpu", "Memory"):
         request, cap = defaults.get(f"requests{resource}"), defaults.get(f"limits{resource}")
-        field = f"containerDefaultResourceLimit.requests{resource}"
+        field = f"{name}.requests{resource}"
         if request and cap and amount(request, field) > amount(cap, field):
             raise QuotaError(
                 f"requests{resource} {request} is more than limits{resource} {cap}", field

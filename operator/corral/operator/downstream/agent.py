@@ -174,7 +174,6 @@ class Agent:
     async def _step(self, body: Obj, reasons: set[Wake], look: bool) -> None:
         if look and not self.namespace_ready:
             self.namespace_ready = bool(await self._attempt("namespace", self._namespace()))
-        isolate = bool(body["spec"].get("enableNetworkPolicy"))
         connection = None
         driver = body["spec"]["driver"]
         if driver not in observe.PROVISIONING_DRIVERS or driver in observe.HOSTED_DRIVERS:
@@ -183,7 +182,7 @@ class Agent:
         if connection is None:
             self.probe, self.node_list = None, []
             if reasons & PROJECT_SYNC:
-                await self._sync_projects(None, None, False, isolate)
+                await self._sync_projects(None, None, False, body["spec"])
             return
         pods = None
         if look or self.probe is None:
@@ -213,17 +212,17 @@ class Agent:
                 self.wakeups.after(POOL_RETRY, Wake.POOL)
         if reasons & PROJECT_SYNC:
             client = connection.client if namespace_informer is not None else None
-            await self._sync_projects(client, namespace_informer, self.probe.ready, isolate)
+            await self._sync_projects(client, namespace_informer, self.probe.ready, body["spec"])
 
     async def _sync_projects(
         self,
         client: AsyncClient | None,
         namespaces: Informer | None,
         ready: bool,
-        isolate: bool,
+        cluster_spec: Obj,
     ) -> None:
         pending = await self._attempt(
-            "projects", self.projects.run(client, namespaces, ready, isolate)
+            "projects", self.projects.run(client, namespaces, ready, cluster_spec)
         )
         if pending:
             self.wakeups.after(self.retry, Wake.RETRY)

@@ -37,7 +37,7 @@ from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
-from corral.core.projects import defaults, downstream, secrets, status
+from corral.core.projects import defaults, downstream, quota, secrets, status
 from corral.core.projects.downstream import Key, ProjectView
 from corral.operator.state import State, creator_of
 
@@ -70,15 +70,19 @@ OWN: dict[str, dict[str, Any]] = {
 SECRET_NOT_COPIED = "SecretNotCopied"
 
 
-def view(project: Obj) -> ProjectView:
-    """What the project's downstream objects depend on."""
+def view(project: Obj, cluster_spec: Mapping[str, Any]) -> ProjectView:
+    """What the project's downstream objects depend on: its own quota and container defaults,
+    else its cluster's defaults (never for the System project, which holds the cluster's own
+    workloads)."""
     spec = project.get("spec") or {}
     labels = project["metadata"].get("labels") or {}
+    system = labels.get(defaults.LABEL_ROLE) == "system"
+    namespace_quota, container_defaults = quota.effective(spec, {} if system else cluster_spec)
     return ProjectView(
         name=project["metadata"]["name"],
-        namespace_quota=(spec.get("namespaceDefaultResourceQuota") or {}).get("limit") or {},
-        container_defaults=spec.get("containerDefaultResourceLimit") or {},
-        system=labels.get(defaults.LABEL_ROLE) == "system",
+        namespace_quota=namespace_quota,
+        container_defaults=container_defaults,
+        system=system,
     )
 
 
@@ -104,20 +108,25 @@ class ProjectSync:
         self.copies_secrets = cluster != names.LOCAL_CLUSTER
 
     async def run(
-        self, client: AsyncClient | None, namespaces: Informer | None, ready: bool, isolate: bool
+        self,
+        client: AsyncClient | None,
+        namespaces: Informer | None,
+        ready: bool,
+        cluster_spec: Mapping[str, Any],
     ) -> bool:
         """One pass; whether it left work pending. `client` and `namespaces` are None while
         the cluster cannot be reached."""
+        isolate = bool(cluster_spec.get("enableNetworkPolicy"))
         projects = self.state.projects_of(self.cluster)
         pending: dict[str, dict[str, int]] = {}
         reachable = client is not None and namespaces is not None
         if client is not None and namespaces is not None:
             if ready:
                 await self._ensure_default_projects(client, projects, namespaces)
-            inputs = self._inputs(namespaces, projects, isolate)
+            inputs = self._inputs(namespaces, projects, cluster_spec)
             relist = time.monotonic() - self.listed_at > RELIST_INTERVAL
             if relist or inputs != self.last_inputs or any(self.pending.values()):
-                self.pending = await self._apply(client, namespaces, projects, isolate)
+                self.pending = await self._apply(client, namespaces, projects, cluster_spec)
                 self.last_inputs = inputs
             pending = self.pending
         counts: dict[str, int] = {}
@@ -136,18 +145,20 @@ class ProjectSync:
                 creator_bound=name in creators,
                 reachable=reachable,
                 isolate=isolate,
-                system=view(project).system,
+                system=view(project, cluster_spec).system,
                 namespaces=counts.get(name, 0),
                 pending=pending.get(name, {}),
             )
             await self._write_status(project, observed)
         return any(pending.values())
 
-    def _inputs(self, namespaces: Informer, projects: list[Obj], isolate: bool) -> tuple[Any, ...]:
+    def _inputs(
+        self, namespaces: Informer, projects: list[Obj], cluster_spec: Mapping[str, Any]
+    ) -> tuple[Any, ...]:
         return (
             namespaces.version,
-            isolate,
-            frozenset((p["metadata"]["name"], repr(view(p))) for p in projects),
+            bool(cluster_spec.get("enableNetworkPolicy")),
+            frozenset((p["metadata"]["name"], repr(view(p, cluster_spec))) for p in projects),
             frozenset(self.state.project_bindings_of(self.cluster)),
             frozenset(self.state.cluster_bindings_of(self.cluster)),
             frozenset(
@@ -194,7 +205,7 @@ class ProjectSync:
         client: AsyncClient,
         informer: Informer,
         projects: list[Obj],
-        isolate: bool,
+        cluster_spec: Mapping[str, Any],
     ) -> dict[str, dict[str, int]]:
         namespaces = {n["metadata"]["name"]: n for n in informer.all()}
         for name, label in downstream.label_fixes(namespaces.values(), self.cluster).items():
@@ -212,10 +223,10 @@ class ProjectSync:
         wanted = downstream.desired(
             self.cluster,
             namespaces.values(),
-            {p["metadata"]["name"]: view(p) for p in projects},
+            {p["metadata"]["name"]: view(p, cluster_spec) for p in projects},
             self.state.project_bindings_of(self.cluster),
             self.state.cluster_bindings_of(self.cluster),
-            isolate,
+            bool(cluster_spec.get("enableNetworkPolicy")),
             self.state.project_secrets_of(self.cluster) if self.copies_secrets else None,
         )
         stale, unwanted = downstream.differences(wanted, self.managed)
