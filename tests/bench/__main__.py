@@ -7,6 +7,7 @@ import sys
 from tests.bench import (
     auth,
     devenv,
+    podmemory,
     pools,
     projects,
     provisioning,
@@ -24,6 +25,7 @@ BENCHMARKS = {
     "projects": projects.main,
     "readiness": readiness.main,
     "workloads": workloads.main,
+    "podmemory": podmemory.main,
     "pools": pools.main,
     "provisioning": provisioning.main,
 }
