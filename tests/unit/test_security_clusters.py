@@ -421,7 +421,9 @@ async def test_the_agent_reports_failed_syncs_and_runs_the_others() -> None:
         raise RuntimeError("nodes broke")
 
     await cluster_agent._attempt("nodes", nodes_broke())
-    await cluster_agent._sync_projects(None, None, ready=False, isolate=False)
+    await cluster_agent._sync_projects(
+        None, None, ready=False, isolate=False, pod_security="baseline"
+    )
     await cluster_agent._write_status(body)
     assert projects.runs == 1
     updated = next(c for c in kube.written[-1]["conditions"] if c["type"] == "Updated")

@@ -33,6 +33,7 @@ from corral.core.kube.client import ensure_namespace
 from corral.core.kube.connections import Connection
 from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
+from corral.core.projects import podsecurity
 from corral.operator.downstream import autoscaler, drain, health, nodes, pools, projects
 from corral.operator.downstream.wakeups import Wake, Wakeups
 from corral.operator.drivers.registry import Drivers
@@ -175,6 +176,9 @@ class Agent:
         if look and not self.namespace_ready:
             self.namespace_ready = bool(await self._attempt("namespace", self._namespace()))
         isolate = bool(body["spec"].get("enableNetworkPolicy"))
+        pod_security = podsecurity.cluster_level(
+            body["spec"].get("defaultPodSecurityAdmissionConfigurationTemplateName")
+        )
         connection = None
         driver = body["spec"]["driver"]
         if driver not in observe.PROVISIONING_DRIVERS or driver in observe.HOSTED_DRIVERS:
@@ -183,7 +187,7 @@ class Agent:
         if connection is None:
             self.probe, self.node_list = None, []
             if reasons & PROJECT_SYNC:
-                await self._sync_projects(None, None, False, isolate)
+                await self._sync_projects(None, None, False, isolate, pod_security)
             return
         pods = None
         if look or self.probe is None:
@@ -213,7 +217,9 @@ class Agent:
                 self.wakeups.after(POOL_RETRY, Wake.POOL)
         if reasons & PROJECT_SYNC:
             client = connection.client if namespace_informer is not None else None
-            await self._sync_projects(client, namespace_informer, self.probe.ready, isolate)
+            await self._sync_projects(
+                client, namespace_informer, self.probe.ready, isolate, pod_security
+            )
 
     async def _sync_projects(
         self,
@@ -221,9 +227,10 @@ class Agent:
         namespaces: Informer | None,
         ready: bool,
         isolate: bool,
+        pod_security: str,
     ) -> None:
         pending = await self._attempt(
-            "projects", self.projects.run(client, namespaces, ready, isolate)
+            "projects", self.projects.run(client, namespaces, ready, isolate, pod_security)
         )
         if pending:
             self.wakeups.after(self.retry, Wake.RETRY)
