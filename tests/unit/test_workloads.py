@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from corral.apiserver.services import trialpods
 from corral.core.errors import Invalid
 from corral.core.workloads import endpoints, render, spec, state, usage
 from corral.core.workloads.kinds import KINDS, SELECTOR_LABEL, WorkloadId, selector_label
@@ -407,3 +408,19 @@ def test_a_jobs_pod_fields_cannot_change_once_it_exists() -> None:
     job["metadata"]["resourceVersion"] = "1"
     with pytest.raises(Invalid, match="cannot change"):
         spec.merge(JOB, job, {"hostNetwork": True})
+
+
+def test_a_trial_pod_of_a_statefulset_has_the_volumes_of_its_claim_templates() -> None:
+    claim = {
+        "name": "state",
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    mounted = {**APP, "volumeMounts": [{"name": "state", "mountPath": "/state"}]}
+    body = {"containers": [mounted], "volumeClaimTemplates": [claim], "hostIPC": True}
+    pod = trialpods.trial(STATEFUL_SET, spec.build(STATEFUL_SET, "ns", "db", body))
+    assert pod.metadata is not None and pod.spec is not None
+    assert (pod.metadata.namespace, pod.metadata.generateName) == ("ns", "db-")
+    assert [(v.name, v.persistentVolumeClaim.claimName) for v in pod.spec.volumes or []] == [
+        ("state", "state-db-0")
+    ]
+    assert pod.spec.hostIPC is True

@@ -13,6 +13,7 @@ caller's pods would be judged.
 
 from __future__ import annotations
 
+import copy
 from typing import cast
 
 from lightkube import ApiError as KubeApiError
@@ -31,6 +32,19 @@ VIOLATES = "violates PodSecurity"
 def trial(kind: Kind, obj: Obj) -> Pod:
     """A pod of the workload's template, in its namespace."""
     template = kind.pod_template(obj)
+    spec = copy.deepcopy(template.get("spec") or {})
+    # A StatefulSet's controller gives each pod a volume per claim template, which its
+    # containers mount by the template's name: without it the pod would not be valid.
+    volumes = {v.get("name") for v in spec.get("volumes") or []}
+    for claim in (obj.get("spec") or {}).get("volumeClaimTemplates") or []:
+        name = claim["metadata"]["name"]
+        if name not in volumes:
+            spec.setdefault("volumes", []).append(
+                {
+                    "name": name,
+                    "persistentVolumeClaim": {"claimName": f"{name}-{obj['metadata']['name']}-0"},
+                }
+            )
     pod = Pod.from_dict(
         {
             "apiVersion": "v1",
@@ -40,7 +54,7 @@ def trial(kind: Kind, obj: Obj) -> Pod:
                 "namespace": obj["metadata"]["namespace"],
                 "labels": (template.get("metadata") or {}).get("labels"),
             },
-            "spec": template.get("spec") or {},
+            "spec": spec,
         }
     )
     return cast(Pod, pod)
