@@ -177,6 +177,9 @@ def test_a_members_privileged_hostpath_and_hostnetwork_pods_need_an_administrato
     granted = api.put(f"/v3/projects/{team.project}", {"podSecurityLevel": "privileged"})
     assert (granted.status, granted.body["podSecurityLevel"]) == (200, "privileged")
     wait_enforced(core, team.namespace, "privileged")
+    # The owner sending back what they read is no loosening.
+    kept = team.owner.api.put(f"/v3/projects/{team.project}", {"podSecurityLevel": "privileged"})
+    assert kept.status == 200, kept.body
     for body in dangerous(team.namespace).values():
         created = team.member.api.post(url, body)
         assert created.status == 201, created.body
@@ -233,6 +236,10 @@ def test_cluster_templates_are_checked_and_privileged_is_for_administrators(
     tightened = owner.api.put(url, {TEMPLATE: "rancher-restricted"})
     assert (tightened.status, tightened.body[TEMPLATE]) == (200, "rancher-restricted")
     wait_enforced(core, "default", "restricted")  # the Default project's namespace
+    # What an administrator set, the owner may send back unchanged.
+    assert api.put(url, {TEMPLATE: "rancher-privileged"}).status == 200
+    kept = owner.api.put(url, {TEMPLATE: "rancher-privileged", "description": "kept"})
+    assert (kept.status, kept.body[TEMPLATE]) == (200, "rancher-privileged"), kept.body
 
 
 RESTRICTED_POD = {

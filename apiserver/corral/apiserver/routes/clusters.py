@@ -404,8 +404,10 @@ async def update_cluster(request: web.Request) -> web.Response:
             field, f"{field} cannot be changed after the cluster is created", code="InvalidAction"
         )
     patch = updatable_spec(body)
-    template = patch.get(PSA_TEMPLATE, "")
-    if not podsecurity.may_set_template(template, principal(request).is_admin):
+    template = patch.get(PSA_TEMPLATE, spec.get(PSA_TEMPLATE, ""))
+    if template != spec.get(PSA_TEMPLATE, "") and not podsecurity.may_set_template(
+        template, principal(request).is_admin
+    ):
         raise errors.forbidden(f"only administrators may set {PSA_TEMPLATE} {template}")
     flavour = FLAVOURS.get(spec.get("driver", ""))
     version = patch.pop("kubernetesVersion") if flavour is not None and (

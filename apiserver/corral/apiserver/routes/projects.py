@@ -234,7 +234,9 @@ async def update_project(request: web.Request) -> web.Response:
     if "description" in body:
         fixed["description"] = text(body, "description")
     if "podSecurityLevel" in body:
-        fixed["podSecurityLevel"] = pod_security.chosen_level(request, body, spec["clusterName"])
+        fixed["podSecurityLevel"] = pod_security.chosen_level(
+            request, body, spec["clusterName"], spec.get("podSecurityLevel", "")
+        )
 
     async def change(current: Obj) -> list[dict[str, Any]]:
         patch = dict(fixed)

@@ -39,12 +39,17 @@ def labels_for(request: web.Request, project_id: str | None) -> dict[str, str]:
     return podsecurity.labels(project_level(request, project))
 
 
-def chosen_level(request: web.Request, body: dict[str, Any], cluster: str) -> str:
+def chosen_level(
+    request: web.Request, body: dict[str, Any], cluster: str, current: str = ""
+) -> str:
     """The `podSecurityLevel` a project's body gives, checked: 422 for a value that is not a
-    level, 403 for a loosening by someone who is not an administrator."""
+    level, 403 for a loosening by someone who is not an administrator. The level the project
+    has already (a client sending back what it read) is no change, whoever sends it."""
     level = podsecurity.check_level(body.get(PROJECT_FIELD), PROJECT_FIELD)
     limit = cluster_level(request, cluster)
-    if not podsecurity.may_set_level(level, limit, principal(request).is_admin):
+    if level != current and not podsecurity.may_set_level(
+        level, limit, principal(request).is_admin
+    ):
         why = "" if level == podsecurity.PRIVILEGED else f", looser than the cluster's {limit}"
         raise errors.forbidden(f"only administrators may set {PROJECT_FIELD} {level}{why}")
     return level
