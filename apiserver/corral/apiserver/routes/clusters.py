@@ -57,7 +57,7 @@ DRIVERS = (*CONFIG_DRIVERS.values(), "local", LEGACY_DRIVER)
 # Agent customizations (spec 2.3 shows no fields): stored as given, bounded in size.
 CUSTOMIZATIONS = ("clusterAgentDeploymentCustomization", "fleetAgentDeploymentCustomization")
 MAX_CUSTOMIZATION_BYTES = 64 * 1024
-PSA_TEMPLATE = "defaultPodSecurityAdmissionConfigurationTemplateName"
+PSA_TEMPLATE = podsecurity.CLUSTER_FIELD
 MAX_AGENT_ENV = 64
 ACTIONS = ("generateKubeconfig", "backupEtcd", "restoreFromEtcdBackup", "rotateCertificates")
 # Fields a PUT may change; everything else is fixed at creation.

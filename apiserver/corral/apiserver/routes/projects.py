@@ -50,7 +50,7 @@ SCHEMA = Schema(
         "resourceQuota": Field("projectResourceQuota", create=True, update=True),
         "namespaceDefaultResourceQuota": Field("namespaceResourceQuota", create=True, update=True),
         "containerDefaultResourceLimit": Field("containerResourceLimit", create=True, update=True),
-        "podSecurityLevel": Field(
+        podsecurity.PROJECT_FIELD: Field(
             "enum",
             create=True,
             update=True,
@@ -113,7 +113,7 @@ def fields(obj: Obj) -> dict[str, Any]:
         "description": spec.get("description", ""),
         "clusterId": obj["metadata"]["namespace"],
         **{part: spec.get(part) for part in QUOTA_PARTS},
-        "podSecurityLevel": spec.get("podSecurityLevel", ""),
+        podsecurity.PROJECT_FIELD: spec.get(podsecurity.PROJECT_FIELD, ""),
         "state": current,
         "transitioning": transitioning,
         "transitioningMessage": message,
@@ -211,7 +211,7 @@ async def create_project(request: web.Request) -> web.Response:
         **{k: v for k, v in quota_spec(body, {}).items() if v},
     }
     if level := pod_security.chosen_level(request, body, cluster):
-        spec["podSecurityLevel"] = level
+        spec[podsecurity.PROJECT_FIELD] = level
     created = await projects.create_project(request, cluster, spec, who.user_id)
     return web.json_response(render(request, created), status=201)
 
@@ -233,9 +233,9 @@ async def update_project(request: web.Request) -> web.Response:
         fixed["displayName"] = display
     if "description" in body:
         fixed["description"] = text(body, "description")
-    if "podSecurityLevel" in body:
-        fixed["podSecurityLevel"] = pod_security.chosen_level(
-            request, body, spec["clusterName"], spec.get("podSecurityLevel", "")
+    if podsecurity.PROJECT_FIELD in body:
+        fixed[podsecurity.PROJECT_FIELD] = pod_security.chosen_level(
+            request, body, spec["clusterName"], spec.get(podsecurity.PROJECT_FIELD, "")
         )
 
     async def change(current: Obj) -> list[dict[str, Any]]:

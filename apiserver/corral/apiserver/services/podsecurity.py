@@ -13,9 +13,7 @@ from corral.apiserver.keys import STORES
 from corral.core.api.ids import ScopedId
 from corral.core.kube.informer import Obj
 from corral.core.projects import podsecurity
-
-CLUSTER_FIELD = "defaultPodSecurityAdmissionConfigurationTemplateName"
-PROJECT_FIELD = "podSecurityLevel"
+from corral.core.projects.podsecurity import CLUSTER_FIELD, PROJECT_FIELD
 
 
 def cluster_level(request: web.Request, cluster: str) -> str:

@@ -25,6 +25,10 @@ from corral.core.errors import Invalid
 from corral.core.projects import defaults
 from corral.core.projects.downstream import active, project_of
 
+# The fields that choose a level: the cluster's (spec 2.3) and the project's (corral's own).
+CLUSTER_FIELD = "defaultPodSecurityAdmissionConfigurationTemplateName"
+PROJECT_FIELD = "podSecurityLevel"
+
 RESTRICTED, BASELINE, PRIVILEGED = "restricted", "baseline", "privileged"
 LEVELS = (RESTRICTED, BASELINE, PRIVILEGED)  # strictest first
 DEFAULT_LEVEL = BASELINE
@@ -90,7 +94,7 @@ def effective(project_level: str | None, cluster: str, system: bool = False) -> 
 def of_project(project: Mapping[str, Any], cluster: str) -> str:
     """The level the namespaces of a Project enforce, in a cluster whose level is `cluster`."""
     role = (project["metadata"].get("labels") or {}).get(defaults.LABEL_ROLE)
-    level = (project.get("spec") or {}).get("podSecurityLevel")
+    level = (project.get("spec") or {}).get(PROJECT_FIELD)
     return effective(level, cluster, system=role == defaults.SYSTEM.lower())
 
 

@@ -176,9 +176,7 @@ class Agent:
         if look and not self.namespace_ready:
             self.namespace_ready = bool(await self._attempt("namespace", self._namespace()))
         isolate = bool(body["spec"].get("enableNetworkPolicy"))
-        pod_security = podsecurity.cluster_level(
-            body["spec"].get("defaultPodSecurityAdmissionConfigurationTemplateName")
-        )
+        pod_security = podsecurity.cluster_level(body["spec"].get(podsecurity.CLUSTER_FIELD))
         connection = None
         driver = body["spec"]["driver"]
         if driver not in observe.PROVISIONING_DRIVERS or driver in observe.HOSTED_DRIVERS:
