@@ -274,6 +274,10 @@ def test_security_contexts_reach_the_pod_and_unknown_fields_are_refused(
     read = api.get(f"{url}/{created.body['id']}").body
     assert read["securityContext"] == RESTRICTED_POD["securityContext"]
     assert read["containers"][0]["securityContext"] == RESTRICTED_CONTAINER["securityContext"]
+    # What a GET shows may be sent back whole.
+    again = api.put(f"{url}/{created.body['id']}", read)
+    assert again.status == 200, again.body
+    assert again.body["securityContext"] == RESTRICTED_POD["securityContext"]
     # A PUT that would break the level is refused the same way, and changes nothing.
     broken = api.put(f"{url}/{created.body['id']}", {"hostPID": True})
     assert (broken.status, broken.body.get("code")) == (422, "PodSecurity"), broken.body
