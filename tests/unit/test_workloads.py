@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from corral.apiserver.services import trialpods
 from corral.core.errors import Invalid
 from corral.core.workloads import endpoints, render, spec, state, usage
 from corral.core.workloads.kinds import KINDS, SELECTOR_LABEL, WorkloadId, selector_label
@@ -345,3 +346,81 @@ def test_public_endpoints_from_services_and_ingresses() -> None:
         ("Ingress", ["lb.example"], 443),
     ]
     assert found[2]["protocol"] == "HTTPS" and found[2]["hostname"] == "web.example"
+
+
+POD_FIELDS = {
+    "hostNetwork": True,
+    "hostPID": True,
+    "hostIPC": False,
+    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+    "serviceAccountName": "builder",
+    "nodeName": "node-1.example",
+}
+
+
+def test_pod_fields_corral_does_not_model_pass_through_and_show_back() -> None:
+    container = {**APP, "securityContext": {"privileged": True, "capabilities": {"add": ["ALL"]}}}
+    obj = spec.build(DEPLOYMENT, "ns", "web", {"containers": [container], **POD_FIELDS})
+    pod = obj["spec"]["template"]["spec"]
+    assert {k: pod[k] for k in POD_FIELDS} == POD_FIELDS
+    assert pod["containers"][0]["securityContext"] == container["securityContext"]
+    shown = render.fields(DEPLOYMENT, obj)
+    assert {k: shown[k] for k in POD_FIELDS} == POD_FIELDS
+    assert shown["containers"] == [container]
+    # A GET's body sent back is accepted and keeps them; an empty name unsets one.
+    again = spec.merge(DEPLOYMENT, obj, shown)["spec"]["template"]["spec"]
+    assert {k: again[k] for k in POD_FIELDS} == POD_FIELDS
+    assert again["containers"] == pod["containers"]
+    unset = spec.merge(DEPLOYMENT, obj, {"serviceAccountName": "", "hostNetwork": False})
+    assert "serviceAccountName" not in unset["spec"]["template"]["spec"]
+    plain = render.fields(DEPLOYMENT, spec.build(DEPLOYMENT, "ns", "web", {"containers": [APP]}))
+    assert {k: plain[k] for k in POD_FIELDS} == {
+        "hostNetwork": False, "hostPID": False, "hostIPC": False, "securityContext": {},
+        "serviceAccountName": "", "nodeName": "",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"hostNetwork": "true"}, "hostNetwork"),
+        ({"hostPID": 1}, "hostPID"),
+        ({"securityContext": "privileged"}, "securityContext"),
+        ({"serviceAccountName": "Not_A_Name"}, "serviceAccountName"),
+        ({"nodeName": 7}, "nodeName"),
+        ({"containers": [{**APP, "securityContext": True}]}, "containers[0].securityContext"),
+        # Fields corral does not write are refused, never dropped.
+        ({"privileged": True}, "privileged"),
+        ({"hostPort": 80}, "hostPort"),
+        ({"containers": [{**APP, "livenessProbe": {}}]}, "containers[0].livenessProbe"),
+    ],
+)
+def test_pod_fields_are_checked_and_unknown_fields_refused(
+    change: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(Invalid) as raised:
+        spec.build(DEPLOYMENT, "ns", "web", {"containers": [APP], **change})
+    assert raised.value.field == field
+
+
+def test_a_jobs_pod_fields_cannot_change_once_it_exists() -> None:
+    job = spec.build(JOB, "ns", "once", {"containers": [APP]})
+    job["metadata"]["resourceVersion"] = "1"
+    with pytest.raises(Invalid, match="cannot change"):
+        spec.merge(JOB, job, {"hostNetwork": True})
+
+
+def test_a_trial_pod_of_a_statefulset_has_the_volumes_of_its_claim_templates() -> None:
+    claim = {
+        "name": "state",
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    mounted = {**APP, "volumeMounts": [{"name": "state", "mountPath": "/state"}]}
+    body = {"containers": [mounted], "volumeClaimTemplates": [claim], "hostIPC": True}
+    pod = trialpods.trial(STATEFUL_SET, spec.build(STATEFUL_SET, "ns", "db", body))
+    assert pod.metadata is not None and pod.spec is not None
+    assert (pod.metadata.namespace, pod.metadata.generateName) == ("ns", "db-")
+    assert [(v.name, v.persistentVolumeClaim.claimName) for v in pod.spec.volumes or []] == [
+        ("state", "state-db-0")
+    ]
+    assert pod.spec.hostIPC is True

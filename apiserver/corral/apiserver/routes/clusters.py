@@ -34,7 +34,7 @@ from corral.core.clusters.state import state
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
-from corral.core.projects import quota
+from corral.core.projects import podsecurity, quota
 from corral.core.provisioning import admission, v1
 from corral.core.provisioning.flavours import FLAVOURS
 from corral.core.workloads.spec import env_var
@@ -57,7 +57,7 @@ DRIVERS = (*CONFIG_DRIVERS.values(), "local", LEGACY_DRIVER)
 # Agent customizations (spec 2.3 shows no fields): stored as given, bounded in size.
 CUSTOMIZATIONS = ("clusterAgentDeploymentCustomization", "fleetAgentDeploymentCustomization")
 MAX_CUSTOMIZATION_BYTES = 64 * 1024
-PSA_TEMPLATE = "defaultPodSecurityAdmissionConfigurationTemplateName"
+PSA_TEMPLATE = podsecurity.CLUSTER_FIELD
 # What a project that sets no quota or container defaults of its own gets in this cluster.
 NAMESPACE_QUOTA_DEFAULT = quota.CLUSTER_NAMESPACE_QUOTA
 CONTAINER_LIMIT_DEFAULT = quota.CLUSTER_CONTAINER_DEFAULTS
@@ -128,7 +128,14 @@ SCHEMA = Schema(
             "configMapKeyRef, fieldRef, resourceFieldRef)",
         ),
         **{name: Field("json", create=True, update=True) for name in CUSTOMIZATIONS},
-        PSA_TEMPLATE: Field("string", create=True, update=True),
+        PSA_TEMPLATE: Field(
+            "enum",
+            create=True,
+            update=True,
+            options=("", *podsecurity.TEMPLATES),
+            description="The Pod Security level of the cluster's project namespaces (empty: "
+            "baseline). Only administrators may set a privileged one",
+        ),
         NAMESPACE_QUOTA_DEFAULT: Field(
             "namespaceResourceQuota",
             create=True,
@@ -374,10 +381,7 @@ def updatable_spec(body: dict[str, Any]) -> dict[str, Any]:
         if name in body:
             spec[name] = customization(body, name)
     if PSA_TEMPLATE in body:
-        template = text(body, PSA_TEMPLATE, max_length=253)
-        if template and not ids.is_dns_subdomain(template):
-            raise errors.invalid(PSA_TEMPLATE, f"{PSA_TEMPLATE} must be a template's name")
-        spec[PSA_TEMPLATE] = template
+        spec[PSA_TEMPLATE] = podsecurity.check_template(body[PSA_TEMPLATE], PSA_TEMPLATE)
     if NAMESPACE_QUOTA_DEFAULT in body:
         value = body[NAMESPACE_QUOTA_DEFAULT] or {}
         if not isinstance(value, dict):
@@ -430,6 +434,11 @@ async def update_cluster(request: web.Request) -> web.Response:
             field, f"{field} cannot be changed after the cluster is created", code="InvalidAction"
         )
     patch = updatable_spec(body)
+    template = patch.get(PSA_TEMPLATE, spec.get(PSA_TEMPLATE, ""))
+    if template != spec.get(PSA_TEMPLATE, "") and not podsecurity.may_set_template(
+        template, principal(request).is_admin
+    ):
+        raise errors.forbidden(f"only administrators may set {PSA_TEMPLATE} {template}")
     flavour = FLAVOURS.get(spec.get("driver", ""))
     version = patch.pop("kubernetesVersion") if flavour is not None and (
         "kubernetesVersion" in patch) else None  # fmt: skip

@@ -6,6 +6,9 @@ project, or moving one into it, is checked against the project's quota first: on
 namespace takes one more namespace default, which must fit in the project's limit. The check
 reserves the room on the Project with a resourceVersion precondition (`services.admission`),
 so two requests, on any replicas, cannot both take the last room.
+
+A namespace created in or moved into a project gets the project's Pod Security labels in the
+same write (`services.podsecurity`), so it never runs a pod unjudged; one moved out keeps them.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from corral.apiserver.http.objects import name_of
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url
 from corral.apiserver.keys import CONNECTIONS, STORES
+from corral.apiserver.services import podsecurity as pod_security
 from corral.apiserver.services.admission import admitted
 from corral.apiserver.services.visibility import visible_cluster
 from corral.apiserver.state.downstream import downstream_namespaces
@@ -186,6 +190,7 @@ async def create_namespace(request: web.Request) -> web.Response:
     if cache.get(name) is not None:
         raise errors.conflict(f"namespace {name} already exists in cluster {cluster}")
     membership = _membership(cluster, project)
+    membership["labels"] |= pod_security.labels_for(request, project)
     namespace = Namespace(
         metadata=ObjectMeta(
             name=name,
@@ -218,12 +223,14 @@ async def move_namespace(request: web.Request) -> web.Response:
             )
     connections = request.app[CONNECTIONS]
     client = await connections.client(cluster)
+    membership = _membership(cluster, project)
+    membership["labels"] |= pod_security.labels_for(request, project)
     async with admitted(request, project, obj["metadata"]["name"]):
         moved = as_dict(
             await client.patch(
                 Namespace,
                 obj["metadata"]["name"],
-                {"metadata": _membership(cluster, project)},
+                {"metadata": membership},
                 patch_type=PatchType.MERGE,
             )
         )

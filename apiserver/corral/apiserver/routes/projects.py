@@ -28,6 +28,7 @@ from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
 from corral.apiserver.services import admission, projects
+from corral.apiserver.services import podsecurity as pod_security
 from corral.apiserver.services.admission import default_of, limit_of, project_id
 from corral.apiserver.services.visibility import owned_project, visible_cluster, visible_project
 from corral.apiserver.state.downstream import downstream_namespaces
@@ -35,7 +36,7 @@ from corral.core.auth import ttl
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
-from corral.core.projects import defaults, quota, status
+from corral.core.projects import defaults, podsecurity, quota, status
 
 QUOTA_PARTS = ("resourceQuota", "namespaceDefaultResourceQuota", "containerDefaultResourceLimit")
 SCHEMA = Schema(
@@ -49,6 +50,14 @@ SCHEMA = Schema(
         "resourceQuota": Field("projectResourceQuota", create=True, update=True),
         "namespaceDefaultResourceQuota": Field("namespaceResourceQuota", create=True, update=True),
         "containerDefaultResourceLimit": Field("containerResourceLimit", create=True, update=True),
+        podsecurity.PROJECT_FIELD: Field(
+            "enum",
+            create=True,
+            update=True,
+            options=("", *podsecurity.LEVELS),
+            description="Pod Security level of the project's namespaces; empty for the "
+            "cluster's. Only administrators may set privileged or loosen the cluster's",
+        ),
         "state": readonly("string"),
         "transitioning": readonly("enum"),
         "transitioningMessage": readonly("string"),
@@ -104,6 +113,7 @@ def fields(obj: Obj) -> dict[str, Any]:
         "description": spec.get("description", ""),
         "clusterId": obj["metadata"]["namespace"],
         **{part: spec.get(part) for part in QUOTA_PARTS},
+        podsecurity.PROJECT_FIELD: spec.get(podsecurity.PROJECT_FIELD, ""),
         "state": current,
         "transitioning": transitioning,
         "transitioningMessage": message,
@@ -200,6 +210,8 @@ async def create_project(request: web.Request) -> web.Response:
         "clusterName": cluster,
         **{k: v for k, v in quota_spec(body, {}).items() if v},
     }
+    if level := pod_security.chosen_level(request, body, cluster):
+        spec[podsecurity.PROJECT_FIELD] = level
     created = await projects.create_project(request, cluster, spec, who.user_id)
     return web.json_response(render(request, created), status=201)
 
@@ -221,6 +233,10 @@ async def update_project(request: web.Request) -> web.Response:
         fixed["displayName"] = display
     if "description" in body:
         fixed["description"] = text(body, "description")
+    if podsecurity.PROJECT_FIELD in body:
+        fixed[podsecurity.PROJECT_FIELD] = pod_security.chosen_level(
+            request, body, spec["clusterName"], spec.get(podsecurity.PROJECT_FIELD, "")
+        )
 
     async def change(current: Obj) -> list[dict[str, Any]]:
         patch = dict(fixed)

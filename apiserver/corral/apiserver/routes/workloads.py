@@ -49,6 +49,14 @@ SCHEMA = Schema(
         "volumeClaimTemplates": Field("array[persistentVolumeClaim]", create=True, update=True),
         "schedule": Field("string", create=True, update=True, description="cronJobs"),
         "scheduling": Field("scheduling", create=True, update=True),
+        **{
+            flag: Field("boolean", create=True, update=True, description="as in a pod's spec")
+            for flag in spec.POD_FLAGS
+        },
+        "securityContext": Field(
+            "json", create=True, update=True, description="the pod's, as Kubernetes takes it"
+        ),
+        **{name: Field("string", create=True, update=True) for name in spec.POD_NAMES},
         "paused": readonly("boolean", "deployments: updates are held until resume"),
         "state": readonly("enum", "active, updating, paused or stopped"),
         "status": readonly("workloadStatus"),
@@ -172,7 +180,7 @@ async def create_workload(request: web.Request) -> web.Response:
         raise errors.conflict(f"workload {kind.type}:{namespace}:{name} already exists")
     obj = spec.build(kind, namespace, name, body)
     workloads.check_bounds(request, kind, obj)
-    await workloads.check_quota(request, where, kind, obj, None)
+    await workloads.admit(request, where, kind, obj, None)
     created = await workloads.create(request, where, kind, obj)
     return web.json_response(await shown(request, where, kind, created), status=201)
 
@@ -192,8 +200,8 @@ async def update_workload(request: web.Request) -> web.Response:
             raise errors.invalid(field, f"{field} cannot be changed (it is {now})")
     changed = spec.merge(kind, obj, body)
     workloads.check_bounds(request, kind, changed)
-    if body.get("containers") is not None or body.get("scale") is not None:
-        await workloads.check_quota(request, where, kind, changed, obj)
+    if kind.pod_template(changed) != kind.pod_template(obj) or body.get("scale") is not None:
+        await workloads.admit(request, where, kind, changed, obj)
     replaced = await workloads.update(
         request, where, kind, obj, lambda current: spec.merge(kind, current, body)
     )
@@ -236,6 +244,8 @@ async def workload_action(request: web.Request) -> web.Response:
             changed["spec"]["template"] = template
         return changed
 
+    if name in ("redeploy", "rollback"):  # new pods, judged as they will be
+        await workloads.admit(request, where, kind, change(obj), obj)
     replaced = await workloads.update(request, where, kind, obj, change)
     return web.json_response(await shown(request, where, kind, replaced))
 

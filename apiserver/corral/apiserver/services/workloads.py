@@ -21,14 +21,13 @@ from typing import Any
 from aiohttp import web
 from lightkube import ApiError as KubeApiError
 from lightkube import AsyncClient
-from lightkube.resources.core_v1 import Pod
 from lightkube.types import CascadeType
 
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import access
 from corral.apiserver.http import errors
-from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import CONNECTIONS, STORES
+from corral.apiserver.services import trialpods
 from corral.apiserver.services.visibility import visible_project
 from corral.apiserver.state import downstream
 from corral.core.api import settings
@@ -229,7 +228,7 @@ def public_endpoints(kind: Kind, obj: Obj, near: Neighbours) -> list[dict[str, A
     return endpoints.public_endpoints(labels, services, ingresses, sorted(hosts))
 
 
-# -- bounds and quota -------------------------------------------------------------------------
+# -- bounds -----------------------------------------------------------------------------------
 
 
 def check_bounds(request: web.Request, kind: Kind, obj: Obj) -> None:
@@ -238,45 +237,26 @@ def check_bounds(request: web.Request, kind: Kind, obj: Obj) -> None:
     spec.check_bounds(kind, obj, max_scale)
 
 
-async def check_quota(
+# -- admission --------------------------------------------------------------------------------
+
+
+async def admit(
     request: web.Request, where: Scope, kind: Kind, obj: Obj, current: Obj | None
 ) -> None:
-    """422 QuotaExceeded when the workload's pods would not fit in its namespace's quota.
+    """422 when the namespace would refuse the workload's pods: its Pod Security level
+    (`services.trialpods`), or its quota (QuotaExceeded).
 
-    One pod of the workload is created as a dry run, so the namespace's own admission fills in
-    the container defaults (and refuses a pod that alone does not fit); that pod, times the pods
-    the workload asks for, less what its pods take now, must fit in what the quota has left."""
+    One pod of the workload is created as a dry run, so the namespace's own admission judges
+    it and fills in the container defaults (and refuses a pod that alone does not fit); that
+    pod, times the pods the workload asks for, less what its pods take now, must fit in what
+    the quota has left."""
     connections = request.app[CONNECTIONS]
+    admitted = await trialpods.admitted(await acting(request, where), kind, obj, where.project_id)
     namespace = obj["metadata"]["namespace"]
     quotas = await downstream.downstream_quotas(connections, where.cluster)
     found = quotas.get(f"{namespace}/{QUOTA_NAME}")
     if found is None:
         return
-    template = kind.pod_template(obj)
-    trial = Pod.from_dict(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "generateName": f"{obj['metadata']['name']}-",
-                "namespace": namespace,
-                "labels": template.get("metadata", {}).get("labels"),
-            },
-            "spec": template.get("spec") or {},
-        }
-    )
-    client = await acting(request, where)
-    try:
-        admitted = as_dict(await client.create(trial, dry_run=True))
-    except KubeApiError as exc:
-        if exc.status.code == 403 and "quota" in (exc.status.message or ""):
-            raise ApiError(
-                422,
-                "QuotaExceeded",
-                f"project {where.project_id} quota: {exc.status.message}",
-                "containers",
-            ) from None
-        raise
     nodes = len(request.app[STORES].nodes.by_index("cluster", where.cluster))
     count = usage.pods_wanted(kind, obj, nodes)
     releasing: dict[str, Decimal] = {}

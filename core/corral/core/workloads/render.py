@@ -8,7 +8,7 @@ from typing import Any
 
 from corral.core.workloads import state
 from corral.core.workloads.kinds import CRON_JOB, DEPLOYMENT, STATEFUL_SET, Kind, WorkloadId
-from corral.core.workloads.spec import CONTAINER_FIELDS
+from corral.core.workloads.spec import CONTAINER_FIELDS, POD_FLAGS, POD_NAMES
 
 
 def fields(kind: Kind, obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -30,6 +30,9 @@ def fields(kind: Kind, obj: Mapping[str, Any]) -> dict[str, Any]:
             "tolerations": pod.get("tolerations") or [],
             "affinity": pod.get("affinity") or {},
         },
+        **{field: bool(pod.get(field)) for field in POD_FLAGS},
+        "securityContext": pod.get("securityContext") or {},
+        **{field: pod.get(field) or "" for field in POD_NAMES},
         "state": state.state(kind, obj),
         "status": state.counts(kind, obj),
         "created": meta.get("creationTimestamp", ""),

@@ -1,8 +1,12 @@
 """The flat `/v3` workload written onto a Kubernetes object, with every value checked.
 
 A create builds the object; a PUT merges into the stored one: only the fields the body gives
-change, containers are matched by name and keep what corral does not model (probes, security
-contexts, …), and nothing else of the object is touched.
+change, containers are matched by name and keep what corral does not model (probes, …), and
+nothing else of the object is touched.
+
+A field the body gives is either written or refused with 422 naming it, never dropped: the pod
+fields that decide what a pod may do to its node (`hostNetwork`, `securityContext`, …) pass
+through as Kubernetes takes them, so the namespace's Pod Security level judges them.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Any
 
 from corral.core import quantity
 from corral.core.api import settings
-from corral.core.api.ids import is_dns_label
+from corral.core.api.ids import is_dns_label, is_dns_subdomain
 from corral.core.errors import Invalid
 from corral.core.workloads.kinds import CRON_JOB, JOB, STATEFUL_SET, Kind, Obj, selector_label
 
@@ -59,7 +63,19 @@ CONTAINER_FIELDS = (
     "volumeMounts",
     "command",
     "args",
+    "securityContext",
 )
+# Pod fields taken as Kubernetes takes them (as Rancher's flat workload does), shown back.
+POD_FLAGS = ("hostNetwork", "hostPID", "hostIPC")
+POD_NAMES = ("serviceAccountName", "nodeName")
+POD_FIELDS = (*POD_FLAGS, "securityContext", *POD_NAMES)
+# What a body may carry besides: the fields of spec 2.8 corral writes, and those a GET shows
+# that cannot be written (a client may send back what it read; they are ignored).
+WRITTEN = ("name", "namespaceId", "workloadType", "labels", "annotations", "scale", "schedule",
+           "containers", "volumes", "volumeClaimTemplates", "scheduling", *POD_FIELDS)  # fmt: skip
+SHOWN = ("id", "type", "baseType", "links", "actions", "state", "status", "paused",
+         "publicEndpoints", "projectId", "created", "createdTS", "creatorId", "uuid",
+         "transitioning", "transitioningMessage")  # fmt: skip
 
 
 def build(kind: Kind, namespace: str, name: str, body: Mapping[str, Any]) -> Obj:
@@ -94,6 +110,7 @@ def build(kind: Kind, namespace: str, name: str, body: Mapping[str, Any]) -> Obj
 
 def merge(kind: Kind, stored: Obj, body: Mapping[str, Any]) -> Obj:
     """A copy of `stored` with the fields `body` gives written onto it."""
+    _check_known(body, (*WRITTEN, *SHOWN), "")
     obj = copy.deepcopy(stored)
     meta, spec = obj["metadata"], obj.setdefault("spec", {})
     if meta.get("resourceVersion"):
@@ -121,6 +138,7 @@ def merge(kind: Kind, stored: Obj, body: Mapping[str, Any]) -> Obj:
         spec["volumeClaimTemplates"] = _claim_templates(body["volumeClaimTemplates"])
     if body.get("scheduling") is not None:
         _scheduling(body["scheduling"], pod)
+    _pod_fields(body, pod)
     return obj
 
 
@@ -144,10 +162,30 @@ def check_bounds(kind: Kind, obj: Obj, max_scale: int) -> None:
         )
 
 
+def _check_known(given: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
+    for field in given:
+        if field not in known:
+            name = f"{where}{field}"
+            raise Invalid(f"{name} is not a field corral writes on a workload", name)
+
+
+def _pod_fields(body: Mapping[str, Any], pod: Obj) -> None:
+    for field in POD_FLAGS:
+        if body.get(field) is not None:
+            pod[field] = flag(body[field], field)
+    if body.get("securityContext") is not None:
+        pod["securityContext"] = mapping(body["securityContext"], "securityContext")
+    for field in POD_NAMES:
+        if body.get(field) == "":  # as a GET shows it unset
+            pod.pop(field, None)
+        elif body.get(field) is not None:
+            pod[field] = dns_subdomain(body[field], field)
+
+
 def _check_mutable(kind: Kind, body: Mapping[str, Any]) -> None:
     """What Kubernetes never lets change once made, refused in a sentence of our own."""
     if kind.type == JOB:
-        for field in ("containers", "volumes", "scheduling"):
+        for field in ("containers", "volumes", "scheduling", *POD_FIELDS):
             if body.get(field) is not None:
                 raise Invalid(
                     f"a job's pods cannot change once it exists ({field}): "
@@ -213,6 +251,20 @@ def strings(value: Any, field: str) -> list[str]:
     return [string(v, f"{field}[{i}]", required=False) for i, v in enumerate(items(value, field))]
 
 
+def flag(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise Invalid(f"{field} must be true or false", field)
+    return value
+
+
+def dns_subdomain(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not is_dns_subdomain(value):
+        raise Invalid(
+            f"{field} must be a DNS subdomain (lower-case letters, digits, '-', '.')", field
+        )
+    return value
+
+
 def dns_label(value: Any, field: str) -> str:
     if not isinstance(value, str) or not is_dns_label(value):
         raise Invalid(f"{field} must be a DNS label (lower-case letters, digits, '-')", field)
@@ -242,6 +294,7 @@ def _containers(value: Any, stored: list[Obj]) -> list[Obj]:
     for i, entry in enumerate(given):
         where = f"containers[{i}]"
         entry = mapping(entry, where)
+        _check_known(entry, CONTAINER_FIELDS, f"{where}.")
         name = dns_label(entry.get("name"), f"{where}.name")
         if name in seen:
             raise Invalid(f"two containers are named {name}", f"{where}.name")
@@ -288,6 +341,9 @@ def _container(entry: Obj, container: Obj, where: str) -> None:
     for field in ("command", "args"):
         if entry.get(field) is not None:
             container[field] = strings(entry[field], f"{where}.{field}")
+    if entry.get("securityContext") is not None:
+        field = f"{where}.securityContext"
+        container["securityContext"] = mapping(entry["securityContext"], field)
 
 
 def _port(value: Any, where: str) -> Obj:

@@ -1,6 +1,6 @@
 """Project sync: what a cluster's projects put into the cluster (quotas, container defaults,
-role bindings, isolation, copies of project secrets), the Default and System projects, and
-each project's conditions.
+role bindings, isolation, copies of project secrets, the Pod Security labels of their
+namespaces), the Default and System projects, and each project's conditions.
 
 Runs inside the cluster's agent: one pass computes everything the cluster's projects want
 downstream (`corral.core.projects.downstream`), applies only what differs, and writes each
@@ -37,7 +37,7 @@ from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
-from corral.core.projects import defaults, downstream, quota, secrets, status
+from corral.core.projects import defaults, downstream, podsecurity, quota, secrets, status
 from corral.core.projects.downstream import Key, ProjectView
 from corral.operator.state import State, creator_of
 
@@ -86,6 +86,11 @@ def view(project: Obj, cluster_spec: Mapping[str, Any]) -> ProjectView:
     )
 
 
+def pod_security_levels(projects: list[Obj], cluster_level: str) -> dict[str, str]:
+    """The Pod Security level each project's namespaces enforce, by project name."""
+    return {p["metadata"]["name"]: podsecurity.of_project(p, cluster_level) for p in projects}
+
+
 class ProjectSync:
     """What a cluster's agent keeps between passes for the cluster's projects."""
 
@@ -117,16 +122,18 @@ class ProjectSync:
         """One pass; whether it left work pending. `client` and `namespaces` are None while
         the cluster cannot be reached."""
         isolate = bool(cluster_spec.get("enableNetworkPolicy"))
+        pod_security = podsecurity.cluster_level(cluster_spec.get(podsecurity.CLUSTER_FIELD))
         projects = self.state.projects_of(self.cluster)
         pending: dict[str, dict[str, int]] = {}
         reachable = client is not None and namespaces is not None
         if client is not None and namespaces is not None:
             if ready:
                 await self._ensure_default_projects(client, projects, namespaces)
-            inputs = self._inputs(namespaces, projects, cluster_spec)
+            levels = pod_security_levels(projects, pod_security)
+            inputs = (*self._inputs(namespaces, projects, cluster_spec), frozenset(levels.items()))
             relist = time.monotonic() - self.listed_at > RELIST_INTERVAL
             if relist or inputs != self.last_inputs or any(self.pending.values()):
-                self.pending = await self._apply(client, namespaces, projects, cluster_spec)
+                self.pending = await self._apply(client, namespaces, projects, cluster_spec, levels)
                 self.last_inputs = inputs
             pending = self.pending
         counts: dict[str, int] = {}
@@ -206,10 +213,20 @@ class ProjectSync:
         informer: Informer,
         projects: list[Obj],
         cluster_spec: Mapping[str, Any],
+        levels: Mapping[str, str],
     ) -> dict[str, dict[str, int]]:
         namespaces = {n["metadata"]["name"]: n for n in informer.all()}
+        # One write per namespace for both: the project label and the Pod Security labels.
+        fixes: dict[str, dict[str, str | None]] = {
+            name: dict(wanted)
+            for name, wanted in podsecurity.label_fixes(
+                namespaces.values(), self.cluster, levels
+            ).items()
+        }
         for name, label in downstream.label_fixes(namespaces.values(), self.cluster).items():
-            await _set_label(client, name, label)
+            fixes.setdefault(name, {})[names.LABEL_PROJECT] = label
+        for name, labels in fixes.items():
+            await _set_labels(client, name, labels)
         relisted = time.monotonic() - self.listed_at > RELIST_INTERVAL
         if relisted:
             await self._relist(client)
@@ -329,9 +346,11 @@ async def assign(client: AsyncClient, cluster: str, namespace: str, project: str
                        patch_type=PatchType.MERGE)  # fmt: skip
 
 
-async def _set_label(client: AsyncClient, namespace: str, project: str | None) -> None:
-    await client.patch(Namespace, namespace,
-                       {"metadata": {"labels": {names.LABEL_PROJECT: project}}},
+async def _set_labels(
+    client: AsyncClient, namespace: str, labels: Mapping[str, str | None]
+) -> None:
+    """A merge patch of the namespace's labels (None removes one)."""
+    await client.patch(Namespace, namespace, {"metadata": {"labels": dict(labels)}},
                        patch_type=PatchType.MERGE)  # fmt: skip
 
 
