@@ -92,7 +92,7 @@ def test_a_kwok_template_is_checked_against_the_kwok_schema_and_has_full_crud(
 ) -> None:
     before = ids(api, "nodetemplates")
     for config, field in (
-        ({"cpu": 2}, "kwokConfig.cpu"),
+        ({"cpu": True}, "kwokConfig.cpu"),
         ({"gpu": "1"}, "kwokConfig.gpu"),
         ({"pods": "many"}, "kwokConfig.pods"),
     ):
