@@ -92,7 +92,7 @@ def test_a_kwok_template_is_checked_against_the_kwok_schema_and_has_full_crud(
 ) -> None:
     before = ids(api, "nodetemplates")
     for config, field in (
-        ({"cpu": 2}, "kwokConfig.cpu"),
+        ({"cpu": True}, "kwokConfig.cpu"),
         ({"gpu": "1"}, "kwokConfig.gpu"),
         ({"pods": "many"}, "kwokConfig.pods"),
     ):
@@ -145,7 +145,7 @@ def test_a_kwok_template_is_checked_against_the_kwok_schema_and_has_full_crud(
     assert changed.status == 200, changed.body
     assert changed.body["kwokConfig"] == {"cpu": "4", "memory": "16Gi", "pods": 110}
     assert changed.body["description"] == "bigger" and changed.body["nodeTaints"] == [taint]
-    refused(api.put(url, {"kwokConfig": {"cpu": 4}}), 422, "kwokConfig.cpu")
+    refused(api.put(url, {"kwokConfig": {"cpu": "4 cores"}}), 422, "kwokConfig.cpu")
     refused(api.put(url, {"driver": "other"}), 422, "driver")
     # kubectl is held to it too, by the CRD.
     with pytest.raises(ApiException) as immutable:

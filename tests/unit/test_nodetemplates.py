@@ -42,10 +42,16 @@ def test_a_kwok_config_is_checked_against_the_kwok_schema_and_defaults_filled() 
     assert templates.check_config(kwok, {"cpu": "2"}, "kwokConfig") == {
         "cpu": "2", "memory": "8Gi", "pods": 110
     }  # fmt: skip
-    with pytest.raises(Invalid) as ill_typed:
-        templates.check_config(kwok, {"cpu": 2}, "kwokConfig")
-    assert ill_typed.value.field == "kwokConfig.cpu"
-    assert "kwokConfig.cpu must be of type string" in ill_typed.value.message
+    # A quantity is one as everywhere in the API: text or a number, of the grammar and bound.
+    assert templates.check_config(kwok, {"cpu": 2, "pods": "50"}, "kwokConfig")["cpu"] == 2
+    for wrong in (True, [2], "1e999999", "-1", "x" * 65):
+        with pytest.raises(Invalid) as ill_typed:
+            templates.check_config(kwok, {"cpu": wrong}, "kwokConfig")
+        assert ill_typed.value.field == "kwokConfig.cpu"
+        assert ill_typed.value.message.startswith("kwokConfig.cpu")
+    with pytest.raises(Invalid) as negative_pods:
+        templates.check_config(kwok, {"pods": -5}, "kwokConfig")
+    assert negative_pods.value.field == "kwokConfig.pods"
     with pytest.raises(Invalid) as unknown:
         templates.check_config(kwok, {"gpu": "1"}, "kwokConfig")
     assert unknown.value.field == "kwokConfig.gpu"

@@ -17,9 +17,15 @@ from corral.apiserver.http.body import MAX_DEPTH, nesting, parse_object
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.query import label_selector
 
+# Every text but the two characters no text of the API may hold (NUL, lone surrogates).
+texts = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"))
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | texts,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
     max_leaves=30,
 )
 
@@ -30,13 +36,39 @@ def test_any_bytes_are_an_object_or_the_apis_error(raw: bytes) -> None:
     try:
         assert isinstance(parse_object(raw), dict)
     except ApiError as error:
-        assert (error.status, error.code) == (422, "InvalidBodyContent")
+        # Unparsable, or parsed with a character no text may hold (`\u0000`, `\ud800`).
+        assert (error.status, error.code) in ((422, "InvalidBodyContent"), (422, "InvalidFormat"))
 
 
 @settings(max_examples=200, deadline=1000)
-@given(st.dictionaries(st.text(), json_values, max_size=5))
+@given(st.dictionaries(texts, json_values, max_size=5))
 def test_any_json_object_of_reasonable_depth_parses_back(value: dict[str, Any]) -> None:
     assert parse_object(json.dumps(value).encode()) == value
+
+
+@settings(max_examples=200, deadline=1000)
+@given(
+    st.dictionaries(texts, json_values, min_size=1, max_size=5),
+    st.sampled_from(["\x00", "\ud800", "\udfff"]),
+    st.booleans(),
+)
+def test_a_nul_or_a_lone_surrogate_anywhere_is_refused_naming_where(
+    value: dict[str, Any], char: str, in_key: bool
+) -> None:
+    key = sorted(value)[0]
+    value = {**value, f"{key}{char}": 1} if in_key else {**value, key: [{"deep": f"a{char}"}]}
+    with pytest.raises(ApiError) as refused:
+        parse_object(json.dumps(value).encode())
+    assert (refused.value.status, refused.value.code) == (422, "InvalidFormat")
+    assert refused.value.field_name == (None if in_key else f"{key}[0].deep"[:256] or None)
+    assert f"U+{ord(char):04X}" in refused.value.message
+
+
+def test_nan_and_infinity_are_not_json() -> None:
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        with pytest.raises(ApiError) as refused:
+            parse_object(f'{{"scale": {constant}}}'.encode())
+        assert (refused.value.status, refused.value.code) == (422, "InvalidBodyContent")
 
 
 @settings(max_examples=50, deadline=2000)

@@ -187,3 +187,28 @@ def test_the_largest_quantity_is_no_limit() -> None:
         "pods"
     ]
     assert quota.below_use(stored, {"limitsMemory": Decimal(2**64)}, "the project") == []
+
+
+# -- the one rule of every quantity field -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "stored"), [("500m", "500m"), ("2Gi", "2Gi"), (4, "4"), (0.5, "0.5"), ("0", "0")]
+)
+def test_an_amount_is_text_or_a_number_of_the_grammar_kept_as_given(
+    given: object, stored: str
+) -> None:
+    assert quantity.amount(given, "cpu") == stored
+
+
+@pytest.mark.parametrize(
+    "given",
+    [True, None, [], {}, "", "1e999999", "-1", -1, "1Ki" + "0" * 64, "x", 2**63, float("inf")],
+)
+def test_an_amount_outside_the_grammar_or_the_bound_is_refused_naming_its_field(
+    given: object,
+) -> None:
+    with pytest.raises(quantity.QuantityError) as refused:
+        quantity.amount(given, "kwokConfig.memory")
+    assert refused.value.field == "kwokConfig.memory"
+    assert refused.value.message.startswith("kwokConfig.memory")

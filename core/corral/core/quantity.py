@@ -24,6 +24,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from decimal import ROUND_UP, Context, Decimal, localcontext
+from typing import Any
 
 from corral.core.errors import Invalid
 
@@ -90,6 +91,23 @@ def parse(text: str, saturate: bool = False) -> Decimal:
         if isinstance(exponent, int) and exponent < -9:
             value = value.quantize(NANO)
         return -value if match["sign"] == "-" else value
+
+
+def amount(value: Any, field: str) -> str:
+    """An amount of a resource a client gives (a capacity, request, limit or quota), the one
+    rule every quantity field of every schema follows: a JSON string, or a number as JSON
+    clients send them, of the grammar above, within its bounds (at most MAX_LENGTH characters,
+    at most 2^63-1), and not negative. Its text is what is stored. Invalid naming `field`."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise QuantityError(f"{field} must be a quantity such as 500m, 256Mi or 4", field)
+    text = str(value)
+    try:
+        parsed = parse(text)
+    except QuantityError as exc:
+        raise QuantityError(f"{field}: {exc}", field) from None
+    if parsed < 0:
+        raise QuantityError(f"{field} cannot be negative", field)
+    return text
 
 
 def parse_bytes(text: str) -> int:

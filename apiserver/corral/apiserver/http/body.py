@@ -11,6 +11,7 @@ from aiohttp import web
 
 from corral.apiserver.http import errors
 from corral.apiserver.http.errors import ApiError
+from corral.core.api import text as characters
 from corral.core.kube.informer import Obj
 from corral.core.quantity import parse_bytes
 
@@ -48,7 +49,7 @@ def parse_object(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
+        body = json.loads(raw, parse_constant=_not_json)
     except RecursionError:
         raise unparsable(f"JSON nests deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:  # UnicodeDecodeError included
@@ -57,7 +58,18 @@ def parse_object(raw: bytes) -> dict[str, Any]:
         raise ApiError(422, "InvalidBodyContent", "body must be a JSON object")
     if nesting(body) > MAX_DEPTH:
         raise unparsable(f"JSON nests deeper than {MAX_DEPTH} levels")
+    if found := characters.unstorable(body):
+        # Refused once, here, for every family: a lone surrogate cannot be encoded on its way
+        # to Kubernetes (it was a 500), and NUL ends a string for whatever reads it in C.
+        where, char = found[0][:256], found[1]
+        raise ApiError(422, "InvalidFormat", f"{where or 'a key'} holds {char}, which no text "
+                       "of the API may hold", where or None)  # fmt: skip
     return body
+
+
+def _not_json(constant: str) -> Any:
+    """`NaN`, `Infinity` and `-Infinity`, which Python's parser accepts and JSON does not."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 def nesting(value: Any) -> int:
@@ -87,6 +99,25 @@ def text(body: dict[str, Any], field: str, max_length: int = 1024, required: boo
     if required and not value:
         raise errors.missing(field)
     return value
+
+
+def name_text(
+    body: dict[str, Any], field: str, max_length: int = 256, required: bool = False
+) -> str:
+    """A name or display name: text of one line, without bidirectional formatting."""
+    return characters.check_name(text(body, field, max_length, required), field)
+
+
+def description_text(
+    body: dict[str, Any], field: str = "description", max_length: int = 1024
+) -> str:
+    return characters.check_description(text(body, field, max_length), field)
+
+
+def or_empty(value: Any, empty: Any) -> Any:
+    """A list or object field's value, `empty` when null. Any other value goes on to be
+    checked as given: `value or empty` would take `""`, `0` or `false` for nothing."""
+    return empty if value is None else value
 
 
 def either(body: dict[str, Any], fields: tuple[str, str], max_length: int) -> str:

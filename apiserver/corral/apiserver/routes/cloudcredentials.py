@@ -20,7 +20,7 @@ from lightkube.resources.core_v1 import Secret
 from lightkube.types import PatchType
 
 from corral.apiserver.http import envelope, errors
-from corral.apiserver.http.body import read_json
+from corral.apiserver.http.body import or_empty, read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -114,7 +114,7 @@ async def create_credential(request: web.Request) -> web.Response:
                              "MissingRequired")  # fmt: skip
     field = templates.credential_field(driver)
     schema = owned.driver_schema(request, driver, field, active=True)
-    values = templates.check_credential(schema, body[field] or {}, field, {})
+    values = templates.check_credential(schema, or_empty(body[field], {}), field, {})
     if driver == s3.CREDENTIAL_DRIVER and (lacking := templates.missing(schema, values)):
         # No template checks it later: a cluster's S3 target needs both keys.
         raise errors.missing(f"{field}.{lacking[0]}")
@@ -165,7 +165,7 @@ async def update_credential(request: web.Request) -> web.Response:
         schema = owned.driver_schema(request, driver, field, active=False)
         stored = await stored_secret(request, obj)
         current = templates.decode(stored.data if stored else None)
-        values = templates.check_credential(schema, body[field] or {}, field, current)
+        values = templates.check_credential(schema, or_empty(body[field], {}), field, current)
         if stored is None:
             await kube.create(secret_of(obj, values))
         else:

@@ -17,7 +17,15 @@ from lightkube.types import PatchType
 from corral.apiserver.auth.authn import Principal, principal
 from corral.apiserver.auth.authz import access, require_admin
 from corral.apiserver.http import envelope, errors
-from corral.apiserver.http.body import AUTH_LIMIT, flag, read_json, text
+from corral.apiserver.http.body import (
+    AUTH_LIMIT,
+    description_text,
+    flag,
+    name_text,
+    or_empty,
+    read_json,
+    text,
+)
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_fields, object_stamp
 from corral.apiserver.http.query import action, label_selector
@@ -273,7 +281,7 @@ async def create_cluster(request: web.Request) -> web.Response:
     body = await read_json(request)
     if body.get("type", "cluster") != "cluster":
         raise errors.invalid("type", "type must be cluster")
-    display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
+    display = name_text(body, "displayName") or name_text(body, "name")
     if not display:
         raise errors.missing("displayName")
     driver = driver_of(body)
@@ -311,7 +319,12 @@ def given_kubeconfig(body: dict[str, Any]) -> Any:
         return None
     if config is not None and not isinstance(config, dict):
         raise errors.invalid("importedConfig", "importedConfig must be an object")
-    return (config or {}).get("kubeConfig") or body.get("kubeConfig") or ""
+    config = or_empty(config, {})
+    for where, value in (("importedConfig.kubeConfig", config.get("kubeConfig")),
+                         ("kubeConfig", body.get("kubeConfig"))):  # fmt: skip
+        if value is not None and not isinstance(value, str):
+            raise errors.invalid(where, f"{where} must be text")
+    return config.get("kubeConfig") or body.get("kubeConfig") or ""
 
 
 def driver_of(body: dict[str, Any]) -> str:
@@ -351,13 +364,13 @@ def driver_of(body: dict[str, Any]) -> str:
 def updatable_spec(body: dict[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if "description" in body:
-        spec["description"] = text(body, "description")
+        spec["description"] = description_text(body)
     if "enableNetworkPolicy" in body:
         spec["enableNetworkPolicy"] = flag(body, "enableNetworkPolicy", False)
     if "kubernetesVersion" in body:
         spec["kubernetesVersion"] = text(body, "kubernetesVersion", max_length=64)
     if "localClusterAuthEndpoint" in body:
-        endpoint = body["localClusterAuthEndpoint"] or {}
+        endpoint = or_empty(body["localClusterAuthEndpoint"], {})
         if not isinstance(endpoint, dict):
             raise errors.invalid("localClusterAuthEndpoint", "must be an object")
         spec["localClusterAuthEndpoint"] = {
@@ -371,7 +384,7 @@ def updatable_spec(body: dict[str, Any]) -> dict[str, Any]:
         ):
             raise errors.invalid("localClusterAuthEndpoint", "an enabled endpoint needs an fqdn")
     if "agentEnvVars" in body:
-        env = body["agentEnvVars"] or []
+        env = or_empty(body["agentEnvVars"], [])
         if not isinstance(env, list) or len(env) > MAX_AGENT_ENV:
             raise errors.invalid(
                 "agentEnvVars", f"agentEnvVars must be a list of at most {MAX_AGENT_ENV}"
@@ -399,7 +412,7 @@ def updatable_spec(body: dict[str, Any]) -> dict[str, Any]:
 
 def customization(body: dict[str, Any], name: str) -> dict[str, Any]:
     """An agent customization: an object, kept as given (the interface shows no fields)."""
-    value = body[name] or {}
+    value = or_empty(body[name], {})
     if not isinstance(value, dict):
         raise errors.invalid(name, f"{name} must be an object")
     if len(json.dumps(value)) > MAX_CUSTOMIZATION_BYTES:
@@ -410,7 +423,7 @@ def customization(body: dict[str, Any], name: str) -> dict[str, Any]:
 def labels_of(body: dict[str, Any], current: dict[str, str] | None = None) -> dict[str, str]:
     """The labels a body gives; those naming the cluster's /v1 view only as `current` has
     them (a client may put back what it read)."""
-    labels = body.get("labels") or {}
+    labels = or_empty(body.get("labels"), {})
     if not isinstance(labels, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
     ):
@@ -442,7 +455,7 @@ async def update_cluster(request: web.Request) -> web.Response:
     flavour = FLAVOURS.get(spec.get("driver", ""))
     version = patch.pop("kubernetesVersion") if flavour is not None and (
         "kubernetesVersion" in patch) else None  # fmt: skip
-    display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
+    display = name_text(body, "displayName") or name_text(body, "name")
     if display:
         patch["displayName"] = display
     labels = labels_of(body, obj["metadata"].get("labels")) if "labels" in body else None

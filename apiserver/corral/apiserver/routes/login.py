@@ -8,7 +8,7 @@ from aiohttp import web
 
 from corral.apiserver.auth.throttle import throttled
 from corral.apiserver.http import errors
-from corral.apiserver.http.body import AUTH_LIMIT, read_json
+from corral.apiserver.http.body import AUTH_LIMIT, description_text, read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import KUBE, STORES, THROTTLE
 from corral.apiserver.services import sessions, tokens
@@ -31,11 +31,9 @@ async def login(request: web.Request) -> web.Response:
             raise errors.missing(field)
     assert isinstance(username, str) and isinstance(password, str)
     response_type = body.get("responseType", "")
-    if response_type not in RESPONSE_TYPES:
+    if not isinstance(response_type, str) or response_type not in RESPONSE_TYPES:
         raise errors.invalid("responseType", "responseType must be json or cookie")
-    description = body.get("description", "")
-    if not isinstance(description, str) or len(description) > 1024:
-        raise errors.invalid("description", "description must be text of at most 1024 characters")
+    description = description_text(body)
 
     stores = request.app[STORES]
     user = stores.user_by_username(username)

@@ -20,7 +20,7 @@ from lightkube.types import PatchType
 from corral.apiserver.auth.authn import Principal, principal
 from corral.apiserver.auth.authz import require_admin
 from corral.apiserver.http import envelope, errors
-from corral.apiserver.http.body import flag, read_json, text
+from corral.apiserver.http.body import description_text, flag, name_text, read_json, text
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_fields, object_stamp
 from corral.apiserver.http.query import action
@@ -153,9 +153,9 @@ def updatable_spec(body: dict[str, Any]) -> dict[str, Any]:
     """The spec fields the body sets, each checked; a field it leaves out is not there."""
     spec: dict[str, Any] = {}
     if "displayName" in body:
-        spec["displayName"] = text(body, "displayName", max_length=MAX_DISPLAY_NAME)
+        spec["displayName"] = name_text(body, "displayName", max_length=MAX_DISPLAY_NAME)
     if "description" in body:
-        spec["description"] = text(body, "description")
+        spec["description"] = description_text(body)
     if "url" in body:
         spec["url"] = source.check_url(text(body, "url", max_length=source.MAX_URL_LENGTH))
     if "checksum" in body:

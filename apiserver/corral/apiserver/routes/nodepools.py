@@ -18,7 +18,7 @@ from lightkube.types import PatchType
 
 from corral.apiserver.auth.authz import access
 from corral.apiserver.http import envelope, errors
-from corral.apiserver.http.body import either, read_json, referenced, text
+from corral.apiserver.http.body import either, name_text, or_empty, read_json, referenced
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -188,13 +188,13 @@ def changeable(body: dict[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     for field in ("name", "displayName"):
         if field in body:
-            spec["displayName"] = text(body, field, max_length=MAX_DISPLAY_NAME)
+            spec["displayName"] = name_text(body, field, max_length=MAX_DISPLAY_NAME)
     if "nodeLabels" in body:
         spec["nodeLabels"] = pool_spec.node_labels(body["nodeLabels"])
     if "nodeAnnotations" in body:
         spec["nodeAnnotations"] = pool_spec.node_annotations(body["nodeAnnotations"])
     if "nodeTaints" in body:
-        spec["nodeTaints"] = taints.parse(body["nodeTaints"] or [], "nodeTaints")
+        spec["nodeTaints"] = taints.parse(or_empty(body["nodeTaints"], []), "nodeTaints")
     if "drainBeforeDelete" in body:
         spec["drainBeforeDelete"] = pool_spec.flag(body["drainBeforeDelete"], "drainBeforeDelete")
     if "deleteNotReadyAfterSecs" in body:

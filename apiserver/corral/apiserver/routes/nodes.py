@@ -18,7 +18,7 @@ from lightkube.types import PatchType
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import access
 from corral.apiserver.http import envelope, errors
-from corral.apiserver.http.body import read_json, text
+from corral.apiserver.http.body import description_text, name_text, read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.query import action, label_selector
@@ -195,9 +195,9 @@ async def update_node(request: web.Request) -> web.Response:
             raise errors.invalid(field, f"{field} cannot be changed", code="InvalidAction")
     patch: dict[str, Any] = {}
     if "displayName" in body:
-        patch["displayName"] = text(body, "displayName", max_length=256)
+        patch["displayName"] = name_text(body, "displayName")
     if "description" in body:
-        patch["description"] = text(body, "description")
+        patch["description"] = description_text(body)
     if "desiredNodeTaints" in body:
         patch["desiredNodeTaints"] = taints(body["desiredNodeTaints"])
     return web.json_response(render(request, await patch_spec(request, obj, patch)))

@@ -18,7 +18,7 @@ from lightkube.types import PatchType
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import access
 from corral.apiserver.http import envelope, errors
-from corral.apiserver.http.body import read_json, text
+from corral.apiserver.http.body import or_empty, read_json, text
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -116,11 +116,11 @@ async def create_template(request: web.Request) -> web.Response:
     field = templates.config_field(driver)
     spec: dict[str, Any] = {
         "driver": driver,
-        "config": templates.check_config(schema, body.get(field) or {}, field),
+        "config": templates.check_config(schema, or_empty(body.get(field), {}), field),
         **owned.described(body),
     }
     if "nodeTaints" in body:
-        spec["nodeTaints"] = taints.parse(body["nodeTaints"] or [], "nodeTaints")
+        spec["nodeTaints"] = taints.parse(or_empty(body["nodeTaints"], []), "nodeTaints")
     credential = text(body, "cloudCredentialName", max_length=63)
     check_credential(request, schema, driver, principal(request).user_id, credential)
     if credential:
@@ -185,12 +185,12 @@ async def update_template(request: web.Request) -> web.Response:
     field = templates.config_field(driver)
     spec: dict[str, Any] = owned.described(body)
     if "nodeTaints" in body:
-        spec["nodeTaints"] = taints.parse(body["nodeTaints"] or [], "nodeTaints")
+        spec["nodeTaints"] = taints.parse(or_empty(body["nodeTaints"], []), "nodeTaints")
     changes_credential = "cloudCredentialName" in body
     if field in body or changes_credential:
         schema = owned.driver_schema(request, driver, "driver", active=field in body)
         if field in body:
-            spec["config"] = templates.check_config(schema, body[field] or {}, field)
+            spec["config"] = templates.check_config(schema, or_empty(body[field], {}), field)
         if changes_credential:
             name = text(body, "cloudCredentialName", max_length=63)
             check_credential(request, schema, driver, ownership.owner_of(obj), name)

@@ -21,7 +21,14 @@ from lightkube.resources.core_v1 import Event
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import access
 from corral.apiserver.http import envelope, errors
-from corral.apiserver.http.body import either, read_json, referenced, text
+from corral.apiserver.http.body import (
+    description_text,
+    either,
+    name_text,
+    or_empty,
+    read_json,
+    referenced,
+)
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -149,7 +156,7 @@ def quota_spec(body: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
     merged = {part: current.get(part) for part in QUOTA_PARTS if current.get(part)}
     for part in ("resourceQuota", "namespaceDefaultResourceQuota"):
         if part in body:
-            value = body[part] or {}
+            value = or_empty(body[part], {})
             if not isinstance(value, dict):
                 raise quota.QuotaError(f"{part} must be an object with a limit", part)
             limits = quota.parse_limits(value.get("limit"), f"{part}.limit")
@@ -197,7 +204,7 @@ async def create_project(request: web.Request) -> web.Response:
     body = await read_json(request)
     if body.get("type", "project") != "project":
         raise errors.invalid("type", "type must be project")
-    display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
+    display = name_text(body, "displayName") or name_text(body, "name")
     if not display:
         raise errors.missing("displayName")
     cluster = either(body, ("clusterId", "clusterName"), 63)
@@ -206,7 +213,7 @@ async def create_project(request: web.Request) -> web.Response:
         raise errors.forbidden(f"only members of cluster {cluster} may create projects in it")
     spec: dict[str, Any] = {
         "displayName": display,
-        "description": text(body, "description"),
+        "description": description_text(body),
         "clusterName": cluster,
         **{k: v for k, v in quota_spec(body, {}).items() if v},
     }
@@ -228,11 +235,11 @@ async def update_project(request: web.Request) -> web.Response:
         if field in body and body[field] != spec.get("clusterName"):
             raise errors.invalid(field, "a project cannot move to another cluster", "InvalidAction")
     fixed: dict[str, Any] = {}
-    display = text(body, "displayName", max_length=256) or text(body, "name", max_length=256)
+    display = name_text(body, "displayName") or name_text(body, "name")
     if display:
         fixed["displayName"] = display
     if "description" in body:
-        fixed["description"] = text(body, "description")
+        fixed["description"] = description_text(body)
     if podsecurity.PROJECT_FIELD in body:
         fixed[podsecurity.PROJECT_FIELD] = pod_security.chosen_level(
             request, body, spec["clusterName"], spec.get(podsecurity.PROJECT_FIELD, "")

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from corral.apiserver.auth.authn import CSRF_COOKIE, SESSION_COOKIE, Principal, principal
 from corral.apiserver.http import envelope, errors
-from corral.apiserver.http.body import AUTH_LIMIT, read_json, referenced
+from corral.apiserver.http.body import AUTH_LIMIT, description_text, or_empty, read_json, referenced
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
@@ -126,10 +126,8 @@ async def create_token(request: web.Request) -> web.Response:
     who = principal(request)
     body = SCHEMA.writable(await read_json(request, AUTH_LIMIT), creating=True)
     requested = ttl.requested(body.get("ttlMillis", body.get("ttl", 0)))
-    description = body.get("description", "")
-    if not isinstance(description, str) or len(description) > 1024:
-        raise errors.invalid("description", "description must be text of at most 1024 characters")
-    cluster = body.get("clusterId") or ""
+    description = description_text(body)
+    cluster = or_empty(body.get("clusterId"), "")
     if not isinstance(cluster, str):
         raise errors.invalid("clusterId", "clusterId must be a cluster id")
     if cluster:

@@ -13,7 +13,14 @@ from lightkube.types import PatchType
 from corral.apiserver.auth.authn import Principal, principal
 from corral.apiserver.auth.authz import require_admin
 from corral.apiserver.http import envelope, errors
-from corral.apiserver.http.body import AUTH_LIMIT, flag, read_json, text
+from corral.apiserver.http.body import (
+    AUTH_LIMIT,
+    description_text,
+    flag,
+    name_text,
+    read_json,
+    text,
+)
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import meta_fields, name_of
 from corral.apiserver.http.query import action
@@ -108,10 +115,10 @@ async def create_or_act(request: web.Request) -> web.Response:
     who = principal(request)
     require_admin(who, "create users")
     body = SCHEMA.writable(await read_json(request, AUTH_LIMIT), creating=True)
-    username = text(body, "username", max_length=63, required=True)
+    username = name_text(body, "username", max_length=63, required=True)
     password = text(body, "password", max_length=1024, required=True)
-    display = text(body, "name", max_length=256)
-    description = text(body, "description")
+    display = name_text(body, "name")
+    description = description_text(body)
     enabled = flag(body, "enabled", True)
     must_change = flag(body, "mustChangePassword", False)
     user = await users.create_user(request, users.NewUser(
@@ -128,9 +135,9 @@ async def update_user(request: web.Request) -> web.Response:
     body = SCHEMA.writable(await read_json(request), creating=False)
     patch: dict[str, Any] = {}
     if "name" in body:
-        patch["displayName"] = text(body, "name", max_length=256)
+        patch["displayName"] = name_text(body, "name")
     if "description" in body:
-        patch["description"] = text(body, "description")
+        patch["description"] = description_text(body)
     if "enabled" in body:
         patch["enabled"] = flag(body, "enabled", True)
         if not patch["enabled"] and obj["metadata"]["name"] == who.user_id:

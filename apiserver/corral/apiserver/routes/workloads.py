@@ -13,7 +13,7 @@ from aiohttp import web
 from lightkube.resources.apps_v1 import ReplicaSet
 
 from corral.apiserver.http import envelope, errors
-from corral.apiserver.http.body import read_json
+from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url
@@ -173,7 +173,7 @@ async def create_workload(request: web.Request) -> web.Response:
     body = await read_json(request)
     if body.get("type", "workload") != "workload":
         raise errors.invalid("type", "type must be workload")
-    kind = kind_named(body.get("workloadType") or DEPLOYMENT)
+    kind = kind_named(text(body, "workloadType", max_length=64) or DEPLOYMENT)
     name = check_name(body.get("name"), kind)
     namespace = await workloads.target_namespace(request, where, body.get("namespaceId"))
     if (await workloads.cache_of(request, where, kind)).get(f"{namespace}/{name}"):

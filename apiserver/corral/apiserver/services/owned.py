@@ -12,7 +12,7 @@ from lightkube.models.meta_v1 import OwnerReference
 
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.http import errors
-from corral.apiserver.http.body import referenced, text
+from corral.apiserver.http.body import description_text, name_text, referenced
 from corral.apiserver.keys import STORES
 from corral.core.api import names
 from corral.core.auth import ownership
@@ -112,7 +112,7 @@ def described(body: dict[str, Any]) -> dict[str, str]:
     spec = {}
     for field in ("name", "displayName"):
         if field in body:
-            spec["displayName"] = text(body, field, max_length=MAX_DISPLAY_NAME)
+            spec["displayName"] = name_text(body, field, max_length=MAX_DISPLAY_NAME)
     if "description" in body:
-        spec["description"] = text(body, "description")
+        spec["description"] = description_text(body)
     return spec

@@ -3,8 +3,9 @@ checked and bounded before the operator records it in the NodeDriver's status, a
 of a node template's config against it.
 
 A schema is `{"fields": {<name>: {"type", "description", "default", "required", "secret"}}}`
-with the types `string`, `int`, `boolean` and `array[string]`; a `secret` field is write-only
-(it goes to the driver, never back to a client).
+with the types `string`, `int`, `boolean`, `array[string]` and `quantity` (an amount of a
+resource, held to `corral.core.quantity.amount` as every quantity of the API is); a `secret`
+field is write-only (it goes to the driver, never back to a client).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from corral.core import quantity
 from corral.core.errors import Invalid
 
-TYPES = ("string", "int", "boolean", "array[string]")
+TYPES = ("string", "int", "boolean", "array[string]", "quantity")
 MAX_FIELDS = 128
 MAX_TEXT = 4096
 MAX_ITEMS = 256
@@ -25,11 +27,11 @@ FIELD_NAME = re.compile(r"[a-z][A-Za-z0-9]{0,62}")
 # The builtin `kwok` driver: a machine is a simulated node with this capacity.
 KWOK = {
     "fields": {
-        "cpu": {"type": "string", "description": "CPU capacity (a Kubernetes quantity)",
+        "cpu": {"type": "quantity", "description": "CPU capacity",
                 "default": "4", "required": False, "secret": False},
-        "memory": {"type": "string", "description": "Memory capacity (a Kubernetes quantity)",
+        "memory": {"type": "quantity", "description": "Memory capacity",
                    "default": "8Gi", "required": False, "secret": False},
-        "pods": {"type": "int", "description": "How many pods the node takes",
+        "pods": {"type": "quantity", "description": "How many pods the node takes",
                  "default": 110, "required": False, "secret": False},
     }
 }  # fmt: skip
@@ -63,6 +65,9 @@ def parse(answer: Any) -> dict[str, Any]:
 
 def typed(name: str, kind: str, value: Any) -> Any:
     """`value` when it is of the field's type and within bounds; Invalid naming the field."""
+    if kind == "quantity":
+        quantity.amount(value, name)  # kept as given: `pods: 110` reads back as it was sent
+        return value
     ok = {
         "string": isinstance(value, str) and len(value) <= MAX_TEXT,
         # bool is an int in Python, never in JSON.

@@ -113,16 +113,10 @@ def parse_limits(value: Any, field: str, allowed: Iterable[str] = QUOTA_FIELDS) 
             raise QuotaError(f"{where} is not a quota field; known: {', '.join(allowed)}", where)
         if given in (None, ""):
             continue
-        if isinstance(given, bool) or not isinstance(given, str | int | float):
-            raise QuotaError(f"{where} must be a quantity such as 500m, 256Mi or 4", where)
-        text = str(given)
         try:
-            parsed = quantity.parse(text)
+            result[name] = quantity.amount(given, where)
         except quantity.QuantityError as exc:
-            raise QuotaError(f"{where}: {exc}", where) from None
-        if parsed < 0:
-            raise QuotaError(f"{where} cannot be negative", where)
-        result[name] = text
+            raise QuotaError(exc.message, where) from None
     return result
 
 

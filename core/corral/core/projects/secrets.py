@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.core.api import names
+from corral.core.api import text as characters
 from corral.core.api.ids import MAX_SUBDOMAIN, derived, is_dns_subdomain
 from corral.core.clusters.taints import key_problem
 from corral.core.errors import Invalid
@@ -176,7 +177,7 @@ def check_description(value: Any) -> str:
     if not isinstance(value, str) or len(value) > MAX_DESCRIPTION:
         raise Invalid(f"description must be text of at most {MAX_DESCRIPTION} characters",
                       "description")  # fmt: skip
-    return value
+    return characters.check_description(value, "description")
 
 
 # -- what a response shows ----------------------------------------------------------------------

@@ -16,10 +16,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from corral.core import quantity
 from corral.core.api import settings
 from corral.core.api.ids import is_dns_label, is_dns_subdomain
 from corral.core.errors import Invalid
+from corral.core.quantity import amount
 from corral.core.workloads.kinds import CRON_JOB, JOB, STATEFUL_SET, Kind, Obj, selector_label
 
 # The scale no setting can raise; the setting `workload-max-scale` bounds it lower.
@@ -271,17 +271,6 @@ def dns_label(value: Any, field: str) -> str:
     return value
 
 
-def _quantity(value: Any, field: str) -> str:
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise Invalid(f"{field} must be a quantity such as 250m or 128Mi", field)
-    try:
-        if quantity.parse(str(value)) < 0:
-            raise Invalid(f"{field} cannot be negative", field)
-    except quantity.QuantityError as exc:
-        raise Invalid(f"{field}: {exc}", field) from None
-    return str(value)
-
-
 # -- containers ---------------------------------------------------------------------------------
 
 
@@ -351,12 +340,13 @@ def _port(value: Any, where: str) -> Obj:
     port: Obj = {
         "containerPort": bounded_int(entry.get("containerPort"), f"{where}.containerPort", 1, 65535)
     }
-    protocol = entry.get("protocol") or "TCP"
+    protocol = entry.get("protocol")
+    protocol = "TCP" if protocol in (None, "") else protocol
     if protocol not in PROTOCOLS:
         field = f"{where}.protocol"
         raise Invalid(f"{field} must be one of {', '.join(PROTOCOLS)}", field)
     port["protocol"] = protocol
-    if entry.get("name"):
+    if entry.get("name") not in (None, ""):
         name = string(entry["name"], f"{where}.name", limit=15)
         port["name"] = dns_label(name, f"{where}.name")
     return port
@@ -373,7 +363,7 @@ def _resources(value: Any, where: str) -> Obj:
             if resource not in ("cpu", "memory"):
                 raise Invalid(f"{where}.{part} takes cpu and memory", f"{where}.{part}")
         resources[part] = {
-            r: _quantity(v, f"{where}.{part}.{r}") for r, v in amounts.items() if v is not None
+            r: amount(v, f"{where}.{part}.{r}") for r, v in amounts.items() if v is not None
         }
     return resources
 
@@ -444,14 +434,15 @@ def _claim_templates(value: Any) -> list[Obj]:
         where = f"volumeClaimTemplates[{i}]"
         entry = mapping(entry, where)
         spec = mapping(entry.get("spec"), f"{where}.spec")
-        modes = strings(spec.get("accessModes") or [], f"{where}.spec.accessModes")
-        storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+        modes = strings(spec.get("accessModes", []), f"{where}.spec.accessModes")
+        resources = mapping(spec.get("resources", {}), f"{where}.spec.resources")
+        storage = mapping(resources.get("requests", {}), f"{where}.spec.resources.requests").get(
+            "storage"
+        )
         claim: Obj = {
             "accessModes": modes,
             "resources": {
-                "requests": {
-                    "storage": _quantity(storage, f"{where}.spec.resources.requests.storage")
-                }
+                "requests": {"storage": amount(storage, f"{where}.spec.resources.requests.storage")}
             },
         }
         if spec.get("storageClassName") is not None:
