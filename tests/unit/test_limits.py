@@ -36,6 +36,18 @@ def test_login_throttle_doubles_and_a_success_clears_the_username_only() -> None
     assert throttle.retry_after("bob", "10.0.0.1", 0.0) == 0
 
 
+def test_the_penalty_runs_from_when_a_slow_check_said_wrong() -> None:
+    """A password check slower than the penalty (a loaded server) must not let the next guess
+    straight through: the penalty starts once the wrong password is known."""
+    throttle = LoginThrottle()
+    for attempt in range(USER_FREE_FAILURES):
+        began = attempt * 2.0
+        assert throttle.reserve("bob", "10.0.0.1", began) == 0
+        throttle.refused("bob", "10.0.0.1", began + 1.5)  # each check takes 1.5 s
+    judged = (USER_FREE_FAILURES - 1) * 2.0 + 1.5
+    assert throttle.retry_after("bob", "10.0.0.1", judged + 0.01) > 0
+
+
 async def test_activity_is_written_once_then_at_most_once_per_interval() -> None:
     writes: list[tuple[str, datetime.datetime]] = []
 

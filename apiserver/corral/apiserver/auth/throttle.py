@@ -10,7 +10,9 @@ An attempt is counted as a failure *before* its password is checked (`reserve`),
 check is awaited: counted after, any number of concurrent attempts would all pass the check
 while the count still reads zero. The outcome then settles the reservation: a success clears
 the username's count and gives the address its attempt back; an attempt that could not be
-judged (a server error) gives both back; a wrong password keeps it.
+judged (a server error) gives both back; a wrong password keeps it (`refused`), and its
+penalty runs from that moment: counted from the reservation, a check slower than the penalty
+(a loaded server hashing) would let the next guess through at once.
 """
 
 from __future__ import annotations
@@ -62,6 +64,13 @@ class LoginThrottle:
                 record = self._records[key] = _Record(0, now)
             record.failures += 1
             record.last = now
+
+    def refused(self, username: str, address: str, now: float) -> None:
+        """A reserved attempt judged wrong: it stays counted, and its penalty starts now."""
+        for key in (f"user:{username}", f"addr:{address}"):
+            record = self._records.get(key)
+            if record is not None:
+                record.last = max(record.last, now)
 
     def succeeded(self, username: str, address: str | None = None) -> None:
         """Clears the username's count; gives back the address's attempt reserved for it."""

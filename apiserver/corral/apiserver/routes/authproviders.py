@@ -117,6 +117,7 @@ async def finish(request: web.Request) -> web.Response:
     try:
         identity = await provider.finish(code, login, _callback(request))
     except (GrantRefused, id_tokens.InvalidIdToken) as exc:
+        throttle.refused(attempt, address, time.monotonic())
         raise _refused(str(exc)) from None
     except ProviderError as exc:
         throttle.release(attempt, address)

@@ -61,4 +61,6 @@ async def verify(request: web.Request, username: str, user_id: str | None, passw
         raise
     if verified:
         throttle.succeeded(username, address)
+    else:
+        throttle.refused(username, address, time.monotonic())
     return verified
