@@ -93,7 +93,7 @@ def test_every_other_url_is_invalid_naming_the_field(url: str) -> None:
      ("file:///srv/drivers/../../etc/shadow", "/srv/drivers"),
      ("file:///srv/drivers/%2E%2E/x", "/srv/drivers"), ("file:///srv/drivers", "/srv/drivers"),
      ("file:///srv/drivers-other/d", "/srv/drivers"), ("file:///srv/drivers/d", "srv/drivers"),
-     ("file:////srv/drivers/d", "/srv/drivers")],
+     ("file:////srv/drivers/d", "/srv/drivers"), ("file:///srv/drivers/d%00x", "/srv/drivers")],
 )  # fmt: skip
 def test_a_file_url_names_a_file_below_the_configured_directory_or_nothing(
     url: str, directory: str | None

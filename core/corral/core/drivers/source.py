@@ -89,8 +89,12 @@ def check_url(url: str) -> str:
 
 
 def file_path(url: str) -> str:
-    """The local path a `file` url names, `.` and `..` parts resolved lexically."""
-    return posixpath.normpath(unquote(urlsplit(url).path))
+    """The local path a `file` url names, `.` and `..` parts resolved lexically; Invalid
+    when it holds a NUL (`%00`), which no path can."""
+    path = unquote(urlsplit(url).path)
+    if "\x00" in path:
+        raise Invalid("a file url's path cannot hold NUL", field="url")
+    return posixpath.normpath(path)
 
 
 def check_file(path: str, directory: str | None) -> str:
