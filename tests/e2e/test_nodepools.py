@@ -418,12 +418,12 @@ class ServedDriver:
 
 
 @pytest.fixture
-def served(api: Api, tmp_path: Path) -> Iterator[ServedDriver]:
+def served(api: Api, stack: Environment, tmp_path: Path) -> Iterator[ServedDriver]:
     """An executable driver (tests/fake_driver.py) whose machines join as kwok nodes, with a
-    cloud credential and a template of it."""
+    cloud credential and a template of it; its file is where the stack allows file urls."""
     name = f"exe{secrets.token_hex(3)}"
     state = tmp_path / "state"
-    path = fake_driver.write(tmp_path / "driver", state, name)
+    path = fake_driver.write(stack.driver_files / name, state, name)
     checksum = hashlib.sha256(path.read_bytes()).hexdigest()
     body = {"name": name, "active": True, "url": f"file://{path}", "checksum": checksum}
     assert api.post("/v3/nodedrivers", body).status == 201

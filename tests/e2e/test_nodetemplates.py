@@ -37,11 +37,12 @@ GROUP, VERSION = names.GROUP, names.VERSION
 
 
 @pytest.fixture(scope="module")
-def cloud(api: Api, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A driver with a secret field (`apiKey`) from a file on the operator's host, Ready."""
+def cloud(api: Api, stack: Environment, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A driver with a secret field (`apiKey`) from a file on the operator's host (in the
+    directory the stack allows file urls below), Ready."""
     root = tmp_path_factory.mktemp("cloud-driver")
     name = f"cloud{secrets.token_hex(3)}"
-    path = fake_driver.write(root / "driver", root / "state", name)
+    path = fake_driver.write(stack.driver_files / name, root / "state", name)
     checksum = hashlib.sha256(path.read_bytes()).hexdigest()
     created = api.post(
         "/v3/nodedrivers",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,8 @@ def test_a_digest_matches_its_checksum_in_any_case() -> None:
 @pytest.mark.parametrize(
     "url",
     ["https://example.com/d", "http://127.0.0.1:8000/x/driver", "file:///opt/driver",
-     "file://localhost/opt/driver"],
+     "file://localhost/opt/driver", "https://example.com:1/d", "https://example.com:65535/d",
+     "http://[::1]:8080/d"],
 )  # fmt: skip
 def test_https_http_and_file_urls_are_allowed(url: str) -> None:
     assert source.check_url(url) == url
@@ -74,12 +76,38 @@ def test_https_http_and_file_urls_are_allowed(url: str) -> None:
     "url",
     ["ftp://example.com/d", "local://", "example.com/driver", "https:///nohost",
      "file://otherhost/opt/driver", "https://example.com/a b", "javascript:alert(1)",
-     "https://e.com/" + "a" * 2048, "", "https://user:secret@example.com/d"],
+     "https://e.com/" + "a" * 2048, "", "https://user:secret@example.com/d",
+     "https://example.com:99999/d", "https://example.com:0/d", "https://example.com:65536/d",
+     "http://example.com:port/d", "http://[::1]:70000/d"],
 )  # fmt: skip
 def test_every_other_url_is_invalid_naming_the_field(url: str) -> None:
     with pytest.raises(Invalid) as caught:
         source.check_url(url)
     assert caught.value.field == "url"
+
+
+@pytest.mark.parametrize(
+    ("url", "directory"),
+    [("file:///srv/drivers/d", None), ("file:///srv/drivers/d", ""),
+     ("file:///etc/shadow", "/srv/drivers"),
+     ("file:///srv/drivers/../../etc/shadow", "/srv/drivers"),
+     ("file:///srv/drivers/%2E%2E/x", "/srv/drivers"), ("file:///srv/drivers", "/srv/drivers"),
+     ("file:///srv/drivers-other/d", "/srv/drivers"), ("file:///srv/drivers/d", "srv/drivers"),
+     ("file:////srv/drivers/d", "/srv/drivers"), ("file:///srv/drivers/d%00x", "/srv/drivers")],
+)  # fmt: skip
+def test_a_file_url_names_a_file_below_the_configured_directory_or_nothing(
+    url: str, directory: str | None
+) -> None:
+    with pytest.raises(Invalid) as caught:
+        source.check_file(source.file_path(url), directory)
+    assert caught.value.field == "url"
+
+
+def test_a_file_below_the_directory_is_allowed() -> None:
+    for url in ("file:///srv/drivers/d", "file://localhost/srv/drivers/a/../b/d",
+                "file:///srv/drivers/./sub/d"):  # fmt: skip
+        path = source.file_path(url)
+        assert source.check_file(path, "/srv/drivers/") == path
 
 
 # -- conditions ------------------------------------------------------------------------------
@@ -202,7 +230,7 @@ def test_the_kwok_schema_is_a_schema() -> None:
 
 async def test_the_cache_drops_a_file_changed_on_disk(tmp_path: Path) -> None:
     cache = Cache(tmp_path / "cache")
-    fetched = await fetch(f"file://{write_driver(tmp_path)}", "", cache)
+    fetched = await fetch(f"file://{write_driver(tmp_path)}", "", cache, files=str(tmp_path))
     assert await cache.verified(fetched.digest) == fetched.path
     fetched.path.chmod(0o700)
     fetched.path.write_bytes(b"#!/bin/sh\necho tampered\n")
@@ -221,12 +249,12 @@ async def test_a_file_download_is_checked_with_the_checksums_algorithm(
     path = write_driver(tmp_path)
     checksum = hashlib.new(algorithm, path.read_bytes()).hexdigest()
     cache = Cache(tmp_path / "cache")
-    fetched = await fetch(path.as_uri(), checksum.upper(), cache)
+    fetched = await fetch(path.as_uri(), checksum.upper(), cache, files=str(tmp_path))
     assert fetched.digest == hashlib.sha256(path.read_bytes()).hexdigest()
     assert fetched.path == tmp_path / "cache" / fetched.digest
     assert fetched.path.read_bytes() == path.read_bytes()
     with pytest.raises(DownloadFailed) as caught:
-        await fetch(path.as_uri(), "0" * len(checksum), cache)
+        await fetch(path.as_uri(), "0" * len(checksum), cache, files=str(tmp_path))
     assert caught.value.reason == ct.REASON_CHECKSUM_MISMATCH
     assert algorithm in caught.value.message and checksum in caught.value.message
 
@@ -240,17 +268,52 @@ async def test_download_failures_say_why_and_leave_nothing_behind(tmp_path: Path
     ]
     for url, reason in cases:
         with pytest.raises(DownloadFailed) as caught:
-            await fetch(url, "", cache)
+            await fetch(url, "", cache, files=str(tmp_path))
         assert caught.value.reason == reason, caught.value.message
     big = tmp_path / "big"
     big.write_bytes(b"x" * 2048)
     with pytest.raises(DownloadFailed) as caught:
-        await fetch(big.as_uri(), "", cache, Limits(max_bytes=1024))
+        await fetch(big.as_uri(), "", cache, Limits(max_bytes=1024), str(tmp_path))
     assert caught.value.reason == ct.REASON_TOO_LARGE
     assert list((tmp_path / "cache").iterdir()) == []
     with pytest.raises(DownloadFailed) as caught:
-        await fetch(big.as_uri(), "", Cache(big / "drivers"))  # under a file: cannot be made
+        # The cache under a file: it cannot be made.
+        await fetch(big.as_uri(), "", Cache(big / "drivers"), files=str(tmp_path))
     assert caught.value.reason == ct.REASON_CACHE_FAILED
+
+
+async def test_a_file_is_read_only_below_the_directory_links_resolved(tmp_path: Path) -> None:
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    allowed.mkdir()
+    outside.mkdir()
+    secret = write_driver(outside)
+    (allowed / "link").symlink_to(secret)
+    (allowed / "dir-link").symlink_to(outside, target_is_directory=True)
+    cache = Cache(tmp_path / "cache")
+    refused = [
+        (secret.as_uri(), str(allowed)),
+        (secret.as_uri(), None),  # no directory: every file url
+        ((allowed / "link").as_uri(), str(allowed)),
+        (f"file://{allowed}/dir-link/{secret.name}", str(allowed)),
+        (f"file://{allowed}/../outside/{secret.name}", str(allowed)),
+    ]
+    for url, files in refused:
+        with pytest.raises(DownloadFailed) as caught:
+            await fetch(url, "", cache, files=files)
+        assert caught.value.reason == ct.REASON_INVALID_URL, url
+    assert not (tmp_path / "cache").exists()  # refused before anything was written
+    inside = write_driver(allowed)
+    assert (await fetch(inside.as_uri(), "", cache, files=str(allowed))).path.exists()
+
+
+async def test_only_regular_files_are_read(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    os.mkfifo(tmp_path / "fifo")  # opening it to read would wait for a writer
+    for name in ("sub", "fifo"):
+        with pytest.raises(DownloadFailed) as caught:
+            await fetch((tmp_path / name).as_uri(), "", Cache(tmp_path / "cache"),
+                        files=str(tmp_path))  # fmt: skip
+        assert caught.value.reason == ct.REASON_INVALID_URL
 
 
 @pytest.fixture
@@ -397,7 +460,7 @@ class DriverObjects:
 
 async def test_a_machine_reaches_its_driver_while_its_file_still_verifies(tmp_path: Path) -> None:
     cache = Cache(tmp_path / "cache")
-    fetched = await fetch(write_driver(tmp_path).as_uri(), "", cache)
+    fetched = await fetch(write_driver(tmp_path).as_uri(), "", cache, files=str(tmp_path))
     usable = driver(True, "True", 2)
     usable["status"]["digest"] = fetched.digest
     inactive = {**driver(False, "True", 2), "status": dict(usable["status"])}

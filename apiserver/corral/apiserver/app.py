@@ -25,6 +25,7 @@ from corral.apiserver.keys import (
     ACTIVITY,
     CONNECTIONS,
     CORRAL_CA,
+    DRIVER_FILES,
     EXTERNAL_URL,
     FEATURES,
     KUBE,
@@ -100,6 +101,7 @@ def create_app(
     features: dict[str, bool],
     external_url: str,
     corral_ca: bytes | None = None,
+    driver_files: str | None = None,
 ) -> web.Application:
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
     app.on_response_prepare.append(serving.set_response_headers)
@@ -108,6 +110,7 @@ def create_app(
     app[EXTERNAL_URL] = external_url
     app[FEATURES] = features
     app[CORRAL_CA] = corral_ca
+    app[DRIVER_FILES] = driver_files
     app[READINESS] = Readiness()
     app[STORES] = Stores.create(kube)
     app[CONNECTIONS] = Connections(kube)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from yarl import URL
 
+from corral.core.drivers import source
+
 # Listen addresses that say "every interface", not where clients find the server.
 _ANY_HOST = {"", "0.0.0.0", "::", "[::]"}  # noqa: S104
 
@@ -26,6 +28,8 @@ class ApiServerConfig:
     # Where clients reach this server: links and kubeconfigs point here, never at whatever a
     # request's Host header claims.
     external_url: str
+    # The directory node drivers' file urls may name files below; None refuses them.
+    driver_files: str | None = None
 
     @classmethod
     def from_env(cls) -> ApiServerConfig:
@@ -45,7 +49,17 @@ class ApiServerConfig:
             tls_key=Path(key),
             ca_file=Path(ca) if ca else None,
             external_url=external_url(os.environ.get("CORRAL_EXTERNAL_URL") or default_url),
+            driver_files=driver_files(os.environ.get(source.FILE_DIR_ENV)),
         )
+
+
+def driver_files(text: str | None) -> str | None:
+    """An absolute directory, or None (unset or empty: file urls refused)."""
+    if not text:
+        return None
+    if not text.startswith("/"):
+        raise ConfigError(f"{source.FILE_DIR_ENV} must be an absolute path, not {text!r}")
+    return text
 
 
 def external_url(text: str) -> str:

@@ -28,6 +28,9 @@ THROTTLE = web.AppKey("throttle", LoginThrottle)
 CORRAL_CA: web.AppKey[bytes | None] = web.AppKey("corral_ca")
 # scheme://host[:port] clients reach this server at (CORRAL_EXTERNAL_URL).
 EXTERNAL_URL = web.AppKey("external_url", str)
+# The directory node drivers' file urls may name files below (CORRAL_DRIVER_FILE_DIR); None
+# when they are refused.
+DRIVER_FILES: web.AppKey[str | None] = web.AppKey("driver_files")
 CONNECTIONS = web.AppKey("connections", Connections)
 ACCESS = web.AppKey("access", AccessMemo)
 PROVIDERS = web.AppKey("providers", Providers)

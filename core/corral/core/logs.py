@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 
@@ -9,3 +10,10 @@ def quiet_http_clients() -> None:
     """The Kubernetes client logs every request at INFO; that is debugging detail."""
     for name in ("httpx", "httpx2", "httpcore"):
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def words(command: list[str]) -> str:
+    """A command for a log line, each word a JSON string: quotes, backslashes, line breaks,
+    NUL and every other control or non-ASCII character escaped, so no word the caller chose
+    can end the line or write one that looks like corral's."""
+    return " ".join(json.dumps(word) for word in command)

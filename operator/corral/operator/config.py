@@ -7,6 +7,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from corral.core.drivers import source
+
 # kopf peering keeps the replica of highest priority active and pauses the others; replicas of
 # equal priority all pause, so two replicas started from one pod template with a fixed priority
 # would both stand still. `auto` gives each process its own random priority instead: which
@@ -36,6 +38,9 @@ class OperatorConfig:
     priority: int
     data_dir: Path
     hosted_grant: HostedGrant | None = None
+    # The directory node drivers' file urls may name files below; None (the chart's) refuses
+    # them: the operator would read, cache and run any file it can open.
+    driver_files: str | None = None
 
     @property
     def driver_cache(self) -> Path:
@@ -51,7 +56,17 @@ class OperatorConfig:
             priority=parse_priority(os.environ.get("CORRAL_OPERATOR_PRIORITY", "0")),
             data_dir=Path(os.environ.get("CORRAL_OPERATOR_DATA_DIR") or DEFAULT_DATA_DIR),
             hosted_grant=hosted_grant(),
+            driver_files=driver_files(os.environ.get(source.FILE_DIR_ENV)),
         )
+
+
+def driver_files(text: str | None) -> str | None:
+    """An absolute directory, or None (unset or empty)."""
+    if not text:
+        return None
+    if not text.startswith("/"):
+        raise ValueError(f"{source.FILE_DIR_ENV} must be an absolute path, not {text!r}")
+    return text
 
 
 def hosted_grant() -> HostedGrant | None:

@@ -57,7 +57,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.token_expiries = ExpiryQueue()
     config: OperatorConfig = memo.get("config") or OperatorConfig.from_env()
     cache = Cache(config.driver_cache)
-    memo.drivers = DriverKeeper(memo.kube, cache, memo.state.clock)
+    memo.drivers = DriverKeeper(memo.kube, cache, memo.state.clock, files=config.driver_files)
     memo.machine_drivers = Drivers(memo.kube, cache)
     memo.hosted_grant = config.hosted_grant
     await ensure_peering_object(memo.kube, settings.peering.name)

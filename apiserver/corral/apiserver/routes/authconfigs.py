@@ -33,6 +33,7 @@ from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import EXTERNAL_URL, KUBE, STORES
+from corral.core.api import settings
 from corral.core.auth import oidc_config, principals
 from corral.core.auth.oidc_config import CALLBACK_PATH, LOGIN_PATH, OidcConfig
 from corral.core.kube import kinds, oidc_secrets
@@ -124,7 +125,7 @@ async def update_config(request: web.Request) -> web.Response:
     if _admin_provider(request) != principals.OIDC:
         raise errors.invalid("id", "the local provider has nothing to configure", "InvalidAction")
     body = await read_json(request, AUTH_LIMIT)
-    await _save(request, body, oidc_config.merged(_stored(request), body))
+    await _save(request, body, _merged(request, body))
     return web.json_response(_render(request, principals.OIDC))
 
 
@@ -138,7 +139,7 @@ async def config_action(request: web.Request) -> web.Response:
         await _save(request, {}, oidc_config.merged(_stored(request), {"enabled": False}))
         return web.json_response(_render(request, principals.OIDC))
     if name == "configureTest":
-        config = oidc_config.merged(_stored(request), body)
+        config = _merged(request, body)
         metadata = await _test(request, config, await _client_secret(request, body))
         return web.json_response(_test_output(request, metadata))
     given = body.get("oidcConfig")
@@ -147,9 +148,14 @@ async def config_action(request: web.Request) -> web.Response:
     enabled = body.get("enabled", True)
     if not isinstance(enabled, bool):
         raise errors.invalid("enabled", "enabled must be true or false")
-    config = oidc_config.merged(_stored(request), {**given, "enabled": enabled})
+    config = _merged(request, {**given, "enabled": enabled})
     await _save(request, given, config)
     return web.json_response(_render(request, principals.OIDC))
+
+
+def _merged(request: web.Request, body: dict[str, Any]) -> OidcConfig:
+    allowed = request.app[STORES].enabled(settings.LINK_LOCAL_SETTING)
+    return oidc_config.merged(_stored(request), body, allowed)
 
 
 async def _client_secret(request: web.Request, body: dict[str, Any]) -> str | None:

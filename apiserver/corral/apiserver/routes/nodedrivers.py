@@ -5,6 +5,7 @@ A driver's name is the key node templates use (`<name>Config`), so it is a short
 word: given as `name`, or derived from `displayName`, else from the url's file name
 (`docker-machine-driver-foo` or `corral-driver-foo` give `foo`). What a driver is doing
 (downloaded, checked, asked for its schema) is the operator's: its conditions and `state`.
+Why a step failed, and the digest of the file, are shown to administrators alone.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from corral.apiserver.http.objects import name_of, object_fields, object_stamp
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.keys import DRIVER_FILES, KUBE, STORES
 from corral.core.drivers import source
 from corral.core.drivers import status as driver_status
 from corral.core.kube import kinds
@@ -92,7 +93,14 @@ def fields(obj: Obj) -> dict[str, Any]:
     }
 
 
+def shown(obj: Obj, who: Principal) -> Obj:
+    """The driver as `who` may see it: why a download failed and the digest of what was
+    fetched are for administrators (`driver_status.for_everyone`)."""
+    return obj if who.is_admin else driver_status.for_everyone(obj)
+
+
 def render(request: web.Request, obj: Obj, who: Principal) -> dict[str, Any]:
+    obj = shown(obj, who)
     body = {**fields(obj), **object_fields(obj, ("name", "creationTimestamp", "uid", "generation"))}
     offered: list[str] = []
     if who.is_admin:
@@ -115,9 +123,11 @@ def found(request: web.Request) -> Obj:
 @routes.get(v3("nodedrivers"))
 async def list_drivers(request: web.Request) -> web.Response:
     who = principal(request)
-    body = envelope.collection(base_url(request), SCHEMA, request.app[STORES].nodedrivers.all(),
-                               name_of, fields, lambda o: render(request, o, who), request.query,
-                               request.path, can_create=who.is_admin)  # fmt: skip
+    # Shown before filtering, so that no filter matches on what the caller may not see.
+    drivers = [shown(o, who) for o in request.app[STORES].nodedrivers.all()]
+    body = envelope.collection(base_url(request), SCHEMA, drivers, name_of, fields,
+                               lambda o: render(request, o, who), request.query, request.path,
+                               can_create=who.is_admin)  # fmt: skip
     return web.json_response(body)
 
 
@@ -138,7 +148,7 @@ async def create_driver(request: web.Request) -> web.Response:
     if raw.get("builtin") is True:
         raise errors.invalid("builtin", "builtin drivers are corral's own", code="InvalidOption")
     body = SCHEMA.writable(raw, creating=True)
-    spec = updatable_spec(body)
+    spec = updatable_spec(body, request.app[DRIVER_FILES])
     for required in ("url", "active"):
         if required not in spec:
             raise errors.missing(required)
@@ -149,15 +159,21 @@ async def create_driver(request: web.Request) -> web.Response:
     return web.json_response(render(request, created, who), status=201)
 
 
-def updatable_spec(body: dict[str, Any]) -> dict[str, Any]:
-    """The spec fields the body sets, each checked; a field it leaves out is not there."""
+def updatable_spec(body: dict[str, Any], files: str | None) -> dict[str, Any]:
+    """The spec fields the body sets, each checked; a field it leaves out is not there.
+    `files` is the directory file urls may read below (None: they are refused)."""
     spec: dict[str, Any] = {}
     if "displayName" in body:
         spec["displayName"] = name_text(body, "displayName", max_length=MAX_DISPLAY_NAME)
     if "description" in body:
         spec["description"] = description_text(body)
     if "url" in body:
-        spec["url"] = source.check_url(text(body, "url", max_length=source.MAX_URL_LENGTH))
+        url = source.check_url(text(body, "url", max_length=source.MAX_URL_LENGTH))
+        if urlsplit(url).scheme == "file":
+            # The API server may not see the operator's files: `..` is resolved here, symbolic
+            # links by the operator, which checks again before it reads.
+            source.check_file(source.file_path(url), files)
+        spec["url"] = url
     if "checksum" in body:
         checksum = text(body, "checksum", max_length=128).strip()
         source.algorithm(checksum)
@@ -194,7 +210,8 @@ async def update_driver(request: web.Request) -> web.Response:
     who = principal(request)
     obj = found(request)
     require_admin(who, "change node drivers")
-    spec = updatable_spec(SCHEMA.writable(await read_json(request), creating=False))
+    body = SCHEMA.writable(await read_json(request), creating=False)
+    spec = updatable_spec(body, request.app[DRIVER_FILES])
     current = obj.get("spec") or {}
     if current.get("builtin"):
         for field in ("url", "checksum"):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shlex
 from typing import Any
 
 import aiohttp
@@ -29,6 +28,7 @@ from corral.apiserver.keys import CONNECTIONS
 from corral.apiserver.services import workloads
 from corral.apiserver.services.workloads import Scope
 from corral.apiserver.state import downstream
+from corral.core import logs
 from corral.core.api.ids import ScopedId
 from corral.core.kube import podexec
 from corral.core.kube.informer import Informer, Obj
@@ -288,7 +288,7 @@ async def pod_action(request: web.Request) -> web.Response:
     log.info(
         "exec: user %s runs %s in pod %s/%s container %s of cluster %s",
         principal(request).user_id,
-        shlex.join(command)[:2048],
+        logs.words(command)[:2048],
         meta["namespace"],
         meta["name"],
         container,

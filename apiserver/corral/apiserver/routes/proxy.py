@@ -11,8 +11,8 @@ WebSocket upgrades (`kubectl exec`, `attach`, `port-forward`: WebSocket since ku
 are relayed message by message: corral opens its own WebSocket to the cluster with the same
 headers, impersonation and path, offering the subprotocols the client offered, and answers the
 client with the one the cluster chose. An upgrade the cluster refuses is answered with its
-status and body. A browser's upgrade authenticated by the session cookie must come from
-corral's own origin: a WebSocket handshake carries no CSRF header.
+status and body. A browser's upgrade authenticated by the session cookie must carry
+corral's own Origin (one with none is refused): a WebSocket handshake carries no CSRF header.
 
 Other upgrades (SPDY) are not relayed. kubectl falls back to SPDY whenever its WebSocket is
 refused, and shows the fallback's error: so a SPDY request goes on as a plain request (as any
@@ -166,8 +166,14 @@ def kept(headers: Mapping[str, str]) -> dict[str, str]:
 def check_websocket(request: web.Request, who: Principal) -> None:
     if not web.WebSocketResponse(protocols=offered_protocols(request)).can_prepare(request).ok:
         raise ApiError(400, "BadRequest", "not a valid WebSocket handshake")
+    if not who.via_cookie:
+        return  # a token is no ambient credential: any origin, or none (kubectl), may send it
     origin = request.headers.get("Origin")
-    if who.via_cookie and origin is not None and not same_origin(origin, request.app[EXTERNAL_URL]):
+    if origin is None:
+        # A browser always sends one; a cookie without it is no page of corral's.
+        raise ApiError(403, "PermissionDenied", "a WebSocket opened with the session cookie "
+                       "must carry corral's Origin")  # fmt: skip
+    if not same_origin(origin, request.app[EXTERNAL_URL]):
         raise ApiError(403, "PermissionDenied", f"WebSocket from a foreign origin: {origin}")
 
 
@@ -208,9 +214,10 @@ async def relay_websocket(
         raise ApiError(
             503, "ClusterUnavailable", f"cannot reach cluster {cluster}: {exc}"
         ) from None
-    # Who opened which stream (the command of an exec is in the query), never what flows.
-    log.info("user %s opened a stream on cluster %s: %s?%s", who.user_id, cluster, url.path,
-             request.query_string)  # fmt: skip
+    # Who opened which stream (the command of an exec is in the query), never what flows;
+    # percent-encoded as it came, so that no line break in a command reaches the log.
+    log.info("user %s opened a stream on cluster %s: %s?%s", who.user_id, cluster,
+             url.raw_path, request.rel_url.raw_query_string)  # fmt: skip
     client = web.WebSocketResponse(
         protocols=[upstream.protocol] if upstream.protocol else [],
         autoping=False,

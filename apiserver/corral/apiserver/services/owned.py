@@ -14,7 +14,7 @@ from corral.apiserver.auth.authn import principal
 from corral.apiserver.http import errors
 from corral.apiserver.http.body import description_text, name_text, referenced
 from corral.apiserver.keys import STORES
-from corral.core.api import names
+from corral.core.api import names, settings
 from corral.core.auth import ownership
 from corral.core.drivers import status as driver_status
 from corral.core.kube.informer import Informer, Obj
@@ -62,6 +62,8 @@ def check_s3_target(request: web.Request, config: dict[str, Any], config_field: 
     target = s3.target(config, config_field)
     if target is None:
         return
+    allowed = request.app[STORES].enabled(settings.LINK_LOCAL_SETTING)
+    s3.check_endpoint(target, f"{config_field}.etcd.s3", allowed)
     who = principal(request)
     credential = request.app[STORES].cloudcredentials.get(target.credential)
     if credential is not None and not ownership.sees(credential, who.user_id, who.is_admin):

@@ -193,6 +193,10 @@ class Stores:
         # A bad value stored by hand must not lock everyone out; the default applies.
         return settings.number(name, self.settings.get(name))
 
+    def enabled(self, name: str) -> bool:
+        """A true/false setting's value in force (a bad stored one reads as its default)."""
+        return settings.enabled(name, self.settings.get(name))
+
     def catalog(self) -> catalog.Catalog:
         """The Kubernetes versions rke2 and k3s clusters may run (a bad stored catalog reads
         as the default, as a bad number does)."""

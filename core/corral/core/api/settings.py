@@ -50,6 +50,18 @@ STORAGE_CLASS_SETTING = "hosted-control-plane-storage-class"
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", re.ASCII)
 
 
+# Whether S3 endpoints and OpenID Connect issuers may be link-local or metadata addresses
+# (core/api/addresses.py): only where such a service really is one, by an administrator's word.
+LINK_LOCAL_SETTING = "allow-link-local-endpoints"
+_FLAGS = ("true", "false")
+
+
+def _flag(text: str) -> str:
+    if text not in _FLAGS:
+        raise Invalid("the value must be true or false", "value")
+    return text
+
+
 def _storage_class(text: str) -> str:
     if text and not _DNS_SUBDOMAIN.fullmatch(text):
         raise Invalid(f"setting {STORAGE_CLASS_SETTING} must name a StorageClass", "value")
@@ -119,6 +131,10 @@ CATALOG: dict[str, SettingDef] = {
         SettingDef(STORAGE_CLASS_SETTING, "",
                    "The StorageClass of hosted control planes' etcd and backup volumes; empty "
                    "means the management cluster's default.", parse=_storage_class),
+        SettingDef(LINK_LOCAL_SETTING, "false",
+                   "Whether S3 endpoints of etcd backups and OpenID Connect issuers may be "
+                   "link-local addresses (169.254.0.0/16, fe80::/10) or cloud metadata "
+                   "services (true or false).", parse=_flag),
     ]
 }  # fmt: skip
 
@@ -155,6 +171,11 @@ def document(name: str, stored: Mapping[str, Any] | None) -> str:
                 continue
             return text
     return definition.default
+
+
+def enabled(name: str, stored: Mapping[str, Any] | None) -> bool:
+    """The value in force of a true/false setting; a bad stored value reads as its default."""
+    return document(name, stored) == "true"
 
 
 def as_number(name: str, text: str) -> float:

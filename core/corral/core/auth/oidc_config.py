@@ -2,7 +2,9 @@
 `oidc` AuthConfig stores it (the client secret apart, in a Secret), each field checked.
 
 The issuer is an `https` URL. Plain `http` is accepted only on a loopback address, where
-nothing travels over a network (a provider run beside corral for tests or a demo).
+nothing travels over a network (a provider run beside corral for tests or a demo). It is no
+link-local or cloud metadata address (core/api/addresses.py) unless the setting
+allow-link-local-endpoints says so: corral fetches its discovery document and keys.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from corral.core.api import addresses
 from corral.core.errors import Invalid
 
 DEFAULT_SCOPE = "openid profile email"
@@ -72,12 +75,12 @@ def check_issuer(value: Any) -> str:
         raise Invalid(message, "issuer")
     try:
         url = urlsplit(value)
-        url.port  # noqa: B018 - raises ValueError for a port that is not a number
+        port = url.port  # ValueError for a port that is not a number or beyond 65535
     except ValueError:
         raise Invalid(message, "issuer") from None
     host = url.hostname
     plain = not url.query and not url.fragment and not url.username and not url.password
-    if not host or not plain or not _VISIBLE.fullmatch(value):
+    if not host or not plain or not _VISIBLE.fullmatch(value) or port == 0:
         raise Invalid(message, "issuer")
     if url.scheme == "https" or (url.scheme == "http" and _loopback(host)):
         return value
@@ -126,7 +129,17 @@ def check_groups_claim(value: Any) -> str:
     return value
 
 
-def merged(current: OidcConfig, body: Mapping[str, Any]) -> OidcConfig:
+def check_issuer_host(issuer: str, allow_link_local: bool) -> None:
+    """Invalid (naming `issuer`) for a link-local or metadata host, unless allowed."""
+    host = urlsplit(issuer).hostname or ""
+    if not allow_link_local and addresses.is_metadata_host(host):
+        raise Invalid(f"issuer host {host} is a link-local or cloud metadata address; the "
+                      "setting allow-link-local-endpoints allows it", "issuer")  # fmt: skip
+
+
+def merged(
+    current: OidcConfig, body: Mapping[str, Any], allow_link_local: bool = False
+) -> OidcConfig:
     """`current` with the fields `body` gives, each checked (a PUT merges)."""
     checks = {
         "issuer": check_issuer,
@@ -138,6 +151,8 @@ def merged(current: OidcConfig, body: Mapping[str, Any]) -> OidcConfig:
     for field, check in checks.items():
         if field in body and body[field] is not None:
             spec[field] = check(body[field])
+    if body.get("issuer") is not None:
+        check_issuer_host(spec["issuer"], allow_link_local)
     if "enabled" in body:
         if not isinstance(body["enabled"], bool):
             raise Invalid("enabled must be true or false", "enabled")

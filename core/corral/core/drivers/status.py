@@ -87,6 +87,31 @@ def usable(driver: Mapping[str, Any]) -> bool:
     )
 
 
+# What everyone but administrators reads instead of why a driver is not ready: how a download
+# of an administrator's url failed tells whether something listens there, and the digest of
+# a file url is a fingerprint of the file.
+WITHHELD = "not ready; administrators see why"
+
+
+def for_everyone(driver: Mapping[str, Any]) -> dict[str, Any]:
+    """The driver as a user who is no administrator sees it: its status holds the schema
+    (templates are written from it) and whether it is Ready, nothing of the steps before,
+    nor the digest."""
+    status = driver.get("status") or {}
+    shown: dict[str, Any] = {}
+    if "schema" in status:
+        shown["schema"] = status["schema"]
+    found = conditions.find(status.get("conditions") or [], ct.READY)
+    if found is not None:
+        ready_now = found.get("status") == "True"
+        shown["conditions"] = [{
+            **found,
+            "reason": found.get("reason") if ready_now else ct.REASON_NOT_READY,
+            "message": "" if ready_now else WITHHELD,
+        }]  # fmt: skip
+    return {**driver, "status": shown}
+
+
 def state(driver: Mapping[str, Any]) -> tuple[str, str, str]:
     """The `/v3` state, transitioning and transitioningMessage."""
     spec, status = driver.get("spec") or {}, driver.get("status") or {}

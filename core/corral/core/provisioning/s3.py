@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from corral.core.api import addresses
 from corral.core.errors import Invalid
 from corral.core.provisioning import catalog
 
@@ -128,6 +129,16 @@ def target(config: Mapping[str, Any] | None, config_field: str) -> Target | None
         raise Invalid(f"{where}.skipSSLVerify must be true or false", f"{where}.skipSSLVerify")
     credential = _text(block, "cloudCredentialName", where, MAX_CREDENTIAL_NAME, required=True)
     return Target(endpoint, bucket, folder, region, ca, skip, credential)
+
+
+def check_endpoint(target: Target, where: str, allow_link_local: bool) -> None:
+    """Invalid (naming `<where>.endpoint`) when the endpoint is a link-local or metadata
+    address and the setting allow-link-local-endpoints does not allow it: the Jobs that copy
+    snapshots run in the management cluster, on a cloud's machine."""
+    host, field = target.endpoint.partition(":")[0], f"{where}.endpoint"
+    if not allow_link_local and addresses.is_metadata_host(host):
+        raise Invalid(f"{field} {host} is a link-local or cloud metadata address; the "
+                      "setting allow-link-local-endpoints allows it", field)  # fmt: skip
 
 
 def check_release(release: catalog.Release, where: str) -> None:

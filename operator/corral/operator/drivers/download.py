@@ -1,17 +1,22 @@
 """Getting a driver's executable into the cache: from `http`/`https` with aiohttp (bounded in
 size and time, redirects followed only within the same scheme) or from a local `file`, checked
 against the driver's checksum while it streams in. A failure is a `DownloadFailed` carrying the
-reason the driver's `Downloaded` condition shows."""
+reason the driver's `Downloaded` condition shows.
+
+A `file` url is read only when, symbolic links and `..` resolved, it names a regular file below
+the directory of driver files the operator is configured with (`CORRAL_DRIVER_FILE_DIR`): the
+operator may run as root, and what it reads it caches and runs."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import aiohttp
 from yarl import URL
@@ -69,13 +74,30 @@ class _Sink:
         )
 
 
-async def fetch(url: str, checksum: str, cache: Cache, limits: Limits = Limits()) -> Fetched:
-    """Download `url` into the cache and check it; the cached file, or DownloadFailed."""
+def check_source(url: str, checksum: str, files: str | None) -> None:
+    """DownloadFailed unless the driver may be fetched from `url`: its form, its checksum's,
+    and for a file url its place, below `files` (None refuses every file url)."""
     try:
         source.check_url(url)
         source.algorithm(checksum)
+        if urlsplit(url).scheme == "file":
+            resolved(url, files)
     except Invalid as exc:
         raise DownloadFailed(ct.REASON_INVALID_URL, exc.message) from None
+
+
+def resolved(url: str, files: str | None) -> Path:
+    """The file a file url names, symbolic links resolved; Invalid unless below `files`."""
+    root = os.path.realpath(files) if files else None
+    return Path(source.check_file(os.path.realpath(source.file_path(url)), root))
+
+
+async def fetch(
+    url: str, checksum: str, cache: Cache, limits: Limits = Limits(), files: str | None = None
+) -> Fetched:
+    """Download `url` into the cache and check it; the cached file, or DownloadFailed. File
+    urls are read only below `files`."""
+    check_source(url, checksum, files)
     try:
         fd, staged = cache.staging()
     except OSError as exc:
@@ -88,7 +110,7 @@ async def fetch(url: str, checksum: str, cache: Cache, limits: Limits = Limits()
             try:
                 async with asyncio.timeout(limits.timeout):
                     if urlsplit(url).scheme == "file":
-                        await asyncio.to_thread(_read_file, url, sink)
+                        await asyncio.to_thread(_read_file, url, files, sink)
                     else:
                         await _get(url, sink, limits)
             except TimeoutError:
@@ -140,11 +162,23 @@ async def _get(url: str, sink: _Sink, limits: Limits) -> None:
         raise DownloadFailed(ct.REASON_HTTP_ERROR, f"{url}: more than {MAX_REDIRECTS} redirects")
 
 
-def _read_file(url: str, sink: _Sink) -> None:
-    path = Path(unquote(urlsplit(url).path))
+def _read_file(url: str, files: str | None, sink: _Sink) -> None:
     try:
-        with path.open("rb") as file:
-            while chunk := file.read(CHUNK):
-                sink.write(chunk)
+        # Resolved again here, next to the read: the check before may be a while ago.
+        path = resolved(url, files)
+    except Invalid as exc:
+        raise DownloadFailed(ct.REASON_INVALID_URL, exc.message) from None
+    try:
+        # Not following a link swapped in since, nor waiting on a FIFO's writer.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         raise DownloadFailed(ct.REASON_UNREACHABLE, f"{url}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise DownloadFailed(ct.REASON_INVALID_URL, f"{url} is not a regular file")
+    with os.fdopen(fd, "rb") as file:
+        try:
+            while chunk := file.read(CHUNK):
+                sink.write(chunk)
+        except OSError as exc:
+            raise DownloadFailed(ct.REASON_UNREACHABLE, f"{url}: {exc.strerror or exc}") from None

@@ -28,7 +28,7 @@ from corral.core.errors import Invalid, Unavailable
 from corral.core.kube import kinds
 from corral.core.kube.status import Clock, StatusWriter
 from corral.operator.drivers.cache import Cache
-from corral.operator.drivers.download import DownloadFailed, Limits, fetch
+from corral.operator.drivers.download import DownloadFailed, Limits, check_source, fetch
 from corral.operator.drivers.executable import ExecutableDriver
 
 log = logging.getLogger(__name__)
@@ -41,10 +41,17 @@ BUILTIN_SCHEMAS: dict[str, dict[str, Any]] = {names.KWOK_DRIVER: driver_schema.K
 
 class DriverKeeper:
     def __init__(
-        self, kube: AsyncClient, cache: Cache, clock: Clock, limits: Limits | None = None
+        self,
+        kube: AsyncClient,
+        cache: Cache,
+        clock: Clock,
+        limits: Limits | None = None,
+        files: str | None = None,
     ) -> None:
         self.cache = cache
         self.limits = limits or Limits()
+        # The directory file urls may read below (CORRAL_DRIVER_FILE_DIR); None refuses them.
+        self.files = files
         self._writer = StatusWriter(kube, FIELD_MANAGER, clock)
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -83,14 +90,17 @@ class DriverKeeper:
                 _fields(url, checksum, digest, schema),
             )
         download = _cached(digest)
-        if path is None:
-            try:
-                fetched = await fetch(url, checksum, self.cache, self.limits)
-            except DownloadFailed as exc:
-                log.warning("node driver %s not downloaded: %s", name, exc.message)
-                return Observed(False, True, Outcome(False, exc.reason, exc.message)), {}
-            path, digest, schema = fetched.path, fetched.digest, None
-            download = Outcome(True, ct.REASON_DOWNLOADED, f"sha256 {digest}")
+        try:
+            # A url refused now is refused with its cached file too (a CR written by kubectl,
+            # or a file url from before the operator was given a directory of them).
+            check_source(url, checksum, self.files)
+            if path is None:
+                fetched = await fetch(url, checksum, self.cache, self.limits, self.files)
+                path, digest, schema = fetched.path, fetched.digest, None
+                download = Outcome(True, ct.REASON_DOWNLOADED, f"sha256 {digest}")
+        except DownloadFailed as exc:
+            log.warning("node driver %s not downloaded: %s", name, exc.message)
+            return Observed(False, True, Outcome(False, exc.reason, exc.message)), {}
         if schema is None or not _was_installed(driver):
             try:
                 schema = await ExecutableDriver(name, path).schema()

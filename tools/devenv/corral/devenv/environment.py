@@ -86,6 +86,9 @@ class Environment:
         self.root = self.options.root.resolve()
         self.pki_dir = self.root / "pki"
         self.env_file = self.root / "dev.env"
+        # Node drivers' file urls may name files below this directory alone (a file url reads
+        # with the operator's rights); the chart names none.
+        self.driver_files = self.root / "driver-files"
         self._lock: int | None = None
         self._corral_env: dict[str, str] = {}
         self.cluster_ids: list[str] = []
@@ -268,6 +271,7 @@ class Environment:
             self.pki_dir, "corral"
         )
         self.admin_password = secrets.token_urlsafe(18)
+        self.driver_files.mkdir(parents=True, exist_ok=True)
         api_port = self.options.api_port or free_port()
         liveness_port = free_port()
         self.api_url = f"https://127.0.0.1:{api_port}"
@@ -285,6 +289,7 @@ class Environment:
             "CORRAL_EXTERNAL_URL": self.api_url,
             # The operator's own files (the node driver cache), gone with the environment.
             "CORRAL_OPERATOR_DATA_DIR": str(self.root / "operator"),
+            "CORRAL_DRIVER_FILE_DIR": str(self.driver_files),
         }
         self._corral_env = env
         self.corral = [
