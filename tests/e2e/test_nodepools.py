@@ -281,15 +281,25 @@ def test_a_pool_of_three_gives_three_ready_nodes_and_scales_by_its_names(
         ),
         SCALE_TIMEOUT,
     )
-    records = api.get(f"/v3/clusters/{cluster}/nodes").body["data"]
-    mine = [r for r in records if r["spec"].get("nodePoolName") == pid]
+
+    def records_ready() -> list[dict[str, Any]] | None:
+        # The pool counts its ready machines and each machine's record gets its conditions
+        # in passes of their own: the records follow the pool, an instant later at most.
+        records = api.get(f"/v3/clusters/{cluster}/nodes").body["data"]
+        mine = [r for r in records if r["spec"].get("nodePoolName") == pid]
+        walked = ("Initialized", "Provisioned", "Registered", "Ready")
+        done = all(
+            all(c["status"] == "True" for c in r["status"].get("conditions", [])
+                if c["type"] in walked)
+            and {c["type"] for c in r["status"].get("conditions", [])} >= set(walked)
+            for r in mine
+        )  # fmt: skip
+        return mine if done else None
+
+    mine = wait_for("the pool's records Ready", records_ready, SCALE_TIMEOUT)
     assert sorted(r["requestedHostname"] for r in mine) == sorted(expected)
     for record in mine:
         assert record["worker"] is True and record["spec"]["nodeTemplateName"] == template
-        conds = {c["type"]: c["status"] for c in record["status"]["conditions"]}
-        assert all(
-            conds[t] == "True" for t in ("Initialized", "Provisioned", "Registered", "Ready")
-        )
 
     assert api.put(f"/v3/nodepools/{pid}", {"quantity": 5}).status == 200
     five = expected | {f"{prefix}4", f"{prefix}5"}

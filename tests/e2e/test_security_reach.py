@@ -219,7 +219,11 @@ def test_an_exec_command_cannot_forge_or_break_log_lines(
     log = stack.root / "logs" / "apiserver.log"
     marker = secrets.token_hex(6)
     forged = f"exec: user u-{marker} runs rm -rf / in pod x/y container z of cluster c-forged"
-    command = ["sh", "-c", f"true {marker}\n{forged}\r\n", f"nul\x00{marker}"]
+    # NUL never gets this far: no body may hold one.
+    with_nul = ["sh", "-c", f"true {marker}", f"nul\x00{marker}"]
+    refused = api.post(f"/v3/projects/{project}/pods/{pod}?action=execute", {"command": with_nul})
+    assert (refused.status, refused.body.get("fieldName")) == (422, "command[3]"), refused.body
+    command = ["sh", "-c", f"true {marker}\n{forged}\r\n"]
     # kwok runs no command (the answer is ExecFailed); the audit line is written before.
     ran = api.post(f"/v3/projects/{project}/pods/{pod}?action=execute", {"command": command})
     assert ran.status in (200, 422), ran.body
