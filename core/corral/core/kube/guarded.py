@@ -25,8 +25,9 @@ from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
 
 # How long a change is decided again while what it depends on keeps changing: long enough to
-# outlast any burst of other writes, short enough to answer a client within its timeout.
-DEADLINE = 30.0
+# outlast any burst of other writes, short enough to answer within a client's timeout (30 s is
+# common).
+DEADLINE = 20.0
 
 # The operations of a change decided from an object: empty when there is nothing to write.
 Decide = Callable[[Obj], Awaitable[list[jsonpatch.Operation]]]
