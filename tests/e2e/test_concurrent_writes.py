@@ -41,6 +41,8 @@ VERSIONS = catalog.document(
 # Status writes the writer must have made while the requests ran, for the test to mean
 # anything: each request's read and write had status writes between them to lose to.
 MIN_WRITES = 20
+# The custom objects' client would send a merge patch otherwise.
+JSON_PATCH = "application/json-patch+json"
 
 
 class StatusWriter:
@@ -142,7 +144,8 @@ def gone(crs: k8s.CustomObjectsApi, cluster_id: str) -> bool:
 
 def cluster_status_writer(writer_crs: k8s.CustomObjectsApi, cluster_id: str) -> StatusWriter:
     return StatusWriter(lambda n: writer_crs.patch_cluster_custom_object_status(
-        GROUP, VERSION, "clusters", cluster_id, touch_condition(n)))  # fmt: skip
+        GROUP, VERSION, "clusters", cluster_id, touch_condition(n),
+        _content_type=JSON_PATCH))  # fmt: skip
 
 
 def test_unconditional_cluster_updates_land_while_its_status_is_written(
@@ -256,7 +259,8 @@ def test_project_quota_changes_and_reservations_land_while_its_status_is_written
     namespaces: list[str] = []
     try:
         with StatusWriter(lambda n: writer_crs.patch_namespaced_custom_object_status(
-                GROUP, VERSION, cluster, "projects", pid, touch_condition(n))):  # fmt: skip
+                GROUP, VERSION, cluster, "projects", pid, touch_condition(n),
+                _content_type=JSON_PATCH)):  # fmt: skip
             for pods in (11, 12, 13, 14):
                 changed = api.put(f"/v3/projects/{project['id']}",
                                   {"resourceQuota": {"limit": {"pods": str(pods)}}})  # fmt: skip
@@ -298,7 +302,7 @@ def test_workload_updates_land_while_its_status_is_written(
              30)  # fmt: skip
     try:
         with StatusWriter(lambda n: writer.patch_namespaced_deployment_status(
-                "rmw", namespace, touch_condition(n))):  # fmt: skip
+                "rmw", namespace, touch_condition(n), _content_type=JSON_PATCH)):  # fmt: skip
             for scale in (2, 3, 4, 5):
                 scaled = api.put(f"/v3/projects/{project}/workloads/{wid}", {"scale": scale})
                 assert scaled.status == 200, scaled.body
