@@ -75,12 +75,7 @@ async def patch(
                 patch_type=PatchType.JSON, field_manager=field_manager,
             )  # fmt: skip
         except ApiError as exc:
-            # A failed test is a 422, as is a value the schema refuses: told apart by whether
-            # the guards still hold on the object as it is now.
-            if exc.status.code != 422:
-                raise
-            obj = await read(kube, kind, name, namespace)
-            if jsonpatch.tests(obj, paths) == guards:
+            if not _not_applied(exc):
                 raise
             if time.monotonic() > ends:
                 raise Conflict(
@@ -88,5 +83,18 @@ async def patch(
                     "this change was decided on it; try again",
                     code="Conflict",
                 ) from None
+            obj = await read(kube, kind, name, namespace)
             continue
         return as_dict(written)
+
+
+def _not_applied(exc: ApiError) -> bool:
+    """Whether kube-apiserver refused the patch as one that does not apply to the object as
+    stored (a `test` that failed, or an operation on a member gone since the read): a 422
+    with no causes. A value the schema refuses is a 422 naming its field, and is the answer.
+
+    Whether a guard failed cannot be told by comparing the guards with a fresh read: the
+    object may have changed and changed back (a reservation added and removed, and kopf's
+    annotation recording each) between the refusal and the read."""
+    status = exc.status
+    return status.code == 422 and not (status.details and status.details.causes)
