@@ -214,15 +214,14 @@ def _annotations(obj: Obj) -> dict[str, str]:
 
 
 def _reservation_operations(project: Obj, namespace: str) -> list[dict[str, Any]]:
-    """Adds the reservation and drops the expired ones."""
-    now = _now()
-    _, expired = quota.reservations(_annotations(project), now)
-    return [
-        *({"op": "remove", "path": jsonpatch.pointer(("metadata", "annotations", key))}
-          for key in expired),
-        jsonpatch.add(project, ("metadata", "annotations", quota.reservation_key(namespace)),
-                      now.isoformat(timespec="seconds")),
-    ]  # fmt: skip
+    """Adds the reservation, counts it, and drops the expired ones: the annotations whole, as
+    the write is guarded by them (`READS`)."""
+    now, annotations = _now(), _annotations(project)
+    _, expired = quota.reservations(annotations, now)
+    kept = {k: v for k, v in annotations.items() if k not in expired}
+    kept[quota.reservation_key(namespace)] = now.isoformat(timespec="seconds")
+    kept[quota.RESERVATION_COUNT] = quota.next_count(annotations)
+    return [jsonpatch.add(project, ("metadata", "annotations"), kept)]
 
 
 def _now() -> datetime.datetime:
