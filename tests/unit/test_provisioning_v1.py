@@ -190,7 +190,7 @@ def test_the_view_of_a_cluster() -> None:
     shown = v1.render(CLUSTER, [pool], ("pending", "yes", "waiting"))
     assert (shown["apiVersion"], shown["kind"]) == ("provisioning.svc.io/v1", "Cluster")
     meta = shown["metadata"]
-    assert (meta["namespace"], meta["name"], meta["resourceVersion"]) == ("team", "demo", "42")
+    assert (meta["namespace"], meta["name"], meta["resourceVersion"]) == ("team", "demo", "2.0")
     assert meta["labels"] == {"env": "dev"}
     assert meta["state"] == {"name": "pending", "error": False, "transitioning": True,
                              "message": "waiting"}  # fmt: skip
@@ -204,6 +204,24 @@ def test_the_view_of_a_cluster() -> None:
     # A cluster made through /v3 has no name of the view: Rancher's namespace and its id.
     plain = {**CLUSTER, "metadata": {**CLUSTER["metadata"], "labels": {}}}
     assert v1.name_of(plain) == ("fleet-default", "c-m-abcdefgh")
+
+
+def test_the_views_version_moves_with_the_spec_and_the_pools_not_the_status() -> None:
+    version = v1.resource_version(CLUSTER)
+    assert version == "2.0"  # no pools put through the view yet
+    status_written = {**CLUSTER, "metadata": {**CLUSTER["metadata"], "resourceVersion": "99"},
+                      "status": {"conditions": []}}  # fmt: skip
+    assert v1.resource_version(status_written) == version
+    respec = {**CLUSTER, "metadata": {**CLUSTER["metadata"], "generation": 3}}
+    assert v1.resource_version(respec) == "3.0"
+    digest = machinepools.pools_hash(parsed(WORKERS))
+    annotations = {v1.ANNOTATION_POOLS_HASH: digest}
+    pooled = {**CLUSTER, "metadata": {**CLUSTER["metadata"], "annotations": annotations}}
+    assert v1.resource_version(pooled) == f"2.{digest[:12]}"
+    # What it is made of is what a conditional update is written on condition of.
+    assert v1.VERSION_READS == (
+        ("metadata", "generation"), ("metadata", "annotations", v1.ANNOTATION_POOLS_HASH),
+    )  # fmt: skip
 
 
 def test_the_types_and_names_of_the_view() -> None:

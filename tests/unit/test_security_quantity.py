@@ -172,6 +172,16 @@ def test_reservations_expire() -> None:
     assert expired == [quota.reservation_key("b"), quota.reservation_key("c")]
 
 
+def test_the_reservation_count_only_goes_up() -> None:
+    assert quota.next_count({}) == "1"
+    assert quota.next_count({quota.RESERVATION_COUNT: "41"}) == "42"
+    assert quota.next_count({quota.RESERVATION_COUNT: "garbage"}) == "1"
+    # Not a reservation itself: it never counts as a namespace.
+    assert not quota.RESERVATION_COUNT.startswith(quota.RESERVATION_PREFIX)
+    now = datetime.datetime.now(datetime.UTC)
+    assert quota.reservations({quota.RESERVATION_COUNT: "3"}, now) == (set(), [])
+
+
 def test_binding_names_are_derived_from_user_and_role() -> None:
     name = roles.project_binding_name("u-abcde", roles.PROJECT_OWNER)
     assert name == roles.project_binding_name("u-abcde", roles.PROJECT_OWNER)

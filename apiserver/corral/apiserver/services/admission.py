@@ -32,15 +32,19 @@ from corral.apiserver.http import errors
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
 from corral.apiserver.state.downstream import downstream_namespaces, downstream_quotas
+from corral.core import jsonpatch
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
-from corral.core.kube import kinds
+from corral.core.errors import NotFound
+from corral.core.kube import guarded, kinds
 from corral.core.kube.client import as_dict
+from corral.core.kube.guarded import GENERATION
 from corral.core.kube.informer import Obj
 from corral.core.projects import downstream, quota
 
-# Writes tried before a request gives up on a project that keeps changing under it.
-ATTEMPTS = 5
+# What a change is checked against: the spec (by its generation: the quota) and the
+# annotations (the reservations). The status, which the operator writes, is not one of them.
+READS = (GENERATION, ("metadata", "annotations"))
 
 Change = Callable[[Obj], Awaitable[list[dict[str, Any]]]]
 
@@ -59,30 +63,18 @@ def default_of(spec: dict[str, Any]) -> dict[str, str]:
 
 async def update(request: web.Request, obj: Obj, change: Change) -> Obj:
     """Applies `change(project)` (JSON patch operations, computed and checked against that
-    version of the project) if the Project is still that version; else reads it again and
-    computes the change again. 409 Conflict when it kept changing."""
-    for _ in range(ATTEMPTS):
-        operations = await change(obj)
-        if not operations:
-            return obj
-        meta = obj["metadata"]
-        precondition = {
-            "op": "replace", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"],
-        }  # fmt: skip
-        try:
-            patched = await request.app[KUBE].patch(
-                kinds.Project, meta["name"], [precondition, *operations],
-                namespace=meta["namespace"], patch_type=PatchType.JSON,
-            )  # fmt: skip
-        except KubeApiError as exc:
-            if exc.status.code != 409:
-                raise
-            obj = await current(request, obj)
-            continue
-        obj = as_dict(patched)
-        request.app[STORES].projects.put(obj)
-        return obj
-    raise ApiError(409, "Conflict", f"project {project_id(obj)} kept changing meanwhile; try again")
+    version of the project) if what it was computed from is still so (`READS`); else reads it
+    again and computes the change again. 409 Conflict when it kept changing."""
+    meta = obj["metadata"]
+    try:
+        patched = await guarded.patch(
+            request.app[KUBE], kinds.Project, meta["name"], change, READS,
+            namespace=meta["namespace"], current=obj,
+        )  # fmt: skip
+    except NotFound:
+        raise errors.not_found(f"project {project_id(obj)} not found") from None
+    request.app[STORES].projects.put(patched)
+    return patched
 
 
 async def current(request: web.Request, obj: Obj) -> Obj:
@@ -222,24 +214,14 @@ def _annotations(obj: Obj) -> dict[str, str]:
 
 
 def _reservation_operations(project: Obj, namespace: str) -> list[dict[str, Any]]:
-    """Adds the reservation and drops the expired ones."""
-    now = _now()
-    stamp = now.isoformat(timespec="seconds")
-    current = _annotations(project)
-    if not current:
-        value = {quota.reservation_key(namespace): stamp}
-        return [{"op": "add", "path": "/metadata/annotations", "value": value}]
-    _, expired = quota.reservations(current, now)
-    path = "/metadata/annotations/"
-    return [
-        *({"op": "remove", "path": path + _pointer(key)} for key in expired),
-        {"op": "add", "path": path + _pointer(quota.reservation_key(namespace)), "value": stamp},
-    ]
-
-
-def _pointer(key: str) -> str:
-    """An annotation key as a JSON pointer segment (RFC 6901)."""
-    return key.replace("~", "~0").replace("/", "~1")
+    """Adds the reservation, counts it, and drops the expired ones: the annotations whole, as
+    the write is guarded by them (`READS`)."""
+    now, annotations = _now(), _annotations(project)
+    _, expired = quota.reservations(annotations, now)
+    kept = {k: v for k, v in annotations.items() if k not in expired}
+    kept[quota.reservation_key(namespace)] = now.isoformat(timespec="seconds")
+    kept[quota.RESERVATION_COUNT] = quota.next_count(annotations)
+    return [jsonpatch.add(project, ("metadata", "annotations"), kept)]
 
 
 def _now() -> datetime.datetime:

@@ -12,7 +12,6 @@ from typing import Any
 from aiohttp import web
 from lightkube import ApiError as KubeError
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.types import PatchType
 
 from corral.apiserver.http import envelope, errors
 from corral.apiserver.http.errors import ApiError
@@ -20,10 +19,11 @@ from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url
 from corral.apiserver.keys import KUBE, STORES
+from corral.core import jsonpatch
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
 from corral.core.clusters import observe
-from corral.core.kube import kinds
+from corral.core.kube import guarded, kinds
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
 from corral.core.provisioning import backups
@@ -178,40 +178,37 @@ async def restore(request: web.Request, cluster: Obj, body: dict[str, Any]) -> O
     _provisioned(cluster, "restoreFromEtcdBackup")
     name = cluster["metadata"]["name"]
     asked = backups.restore_request(name, body)
-    # Read fresh and patch at that resourceVersion: two restores asked at once get two
-    # generations or a 409, and a restore under way is seen.
-    cluster = as_dict(await request.app[KUBE].get(kinds.Cluster, name))
-    if _restoring(cluster):
-        raise errors.invalid(
-            asked.field, f"a restore of cluster {name} is under way", code="InvalidAction"
+
+    async def decide(cluster: Obj) -> list[jsonpatch.Operation]:
+        if _restoring(cluster):
+            raise errors.invalid(
+                asked.field, f"a restore of cluster {name} is under way", code="InvalidAction"
+            )
+        found = request.app[STORES].etcdbackups.get(f"{name}/{asked.name}")
+        backups.check_backup(name, asked, found)
+        assert found is not None
+        spec = cluster.get("spec") or {}
+        restored = backups.restored_spec(
+            spec["driver"], asked.mode, found, request.app[STORES].catalog()
         )
-    found = request.app[STORES].etcdbackups.get(f"{name}/{asked.name}")
-    backups.check_backup(name, asked, found)
-    assert found is not None
-    spec = cluster.get("spec") or {}
-    restored = backups.restored_spec(
-        spec["driver"], asked.mode, found, request.app[STORES].catalog()
-    )
-    previous = rs.requested(spec)
-    generation = max(previous.generation if previous else 0, rs.record(
-        (cluster.get("status") or {}).get("provisioning")).generation) + 1  # fmt: skip
-    config = f"{spec['driver']}Config"
-    if config in restored and isinstance(spec.get(config), dict):
-        # `all` puts the configuration back whole: keys added since the backup go.
-        restored[config] = {key: None for key in spec[config]} | restored[config]
-    patch = {
-        "metadata": {"resourceVersion": cluster["metadata"]["resourceVersion"]},
-        "spec": {
-            **restored,
-            "etcdSnapshotRestore": {
-                "name": asked.name,
-                "generation": generation,
-                "restoreRKEConfig": asked.mode,
-            },
-        },
-    }
-    written = as_dict(
-        await request.app[KUBE].patch(kinds.Cluster, name, patch, patch_type=PatchType.MERGE)
-    )
+        previous = rs.requested(spec)
+        generation = max(previous.generation if previous else 0, rs.record(
+            (cluster.get("status") or {}).get("provisioning")).generation) + 1  # fmt: skip
+        config = f"{spec['driver']}Config"
+        if config in restored and isinstance(spec.get(config), dict):
+            # `all` puts the configuration back whole: keys added since the backup go.
+            restored[config] = {key: None for key in spec[config]} | restored[config]
+        wanted = {"name": asked.name, "generation": generation, "restoreRKEConfig": asked.mode}
+        return [
+            *jsonpatch.from_merge(cluster, {"spec": restored}),
+            jsonpatch.add(cluster, ("spec", "etcdSnapshotRestore"), wanted),
+        ]
+
+    # Decided on the cluster as stored now and written on condition that what it read is
+    # still so (its spec, and the last restore done): two restores asked at once get two
+    # generations, a restore under way is seen, and the operator's other status writes do
+    # not stand in the way.
+    kube = request.app[KUBE]
+    written = await guarded.patch(kube, kinds.Cluster, name, decide, rs.READS)
     request.app[STORES].clusters.put(written)
     return written

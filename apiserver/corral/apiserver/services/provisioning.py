@@ -7,11 +7,12 @@ the same owners' right to change it, the same admission of the cluster's spec an
 (`core.provisioning.admission`) and the same deletion (`services.clusters`).
 
 A write checks everything before it writes anything, so a refused request changes nothing.
-An update then writes the Cluster first, on condition that it is still the version the client
-read (its resourceVersion, which is the view's): that write is the compare-and-swap, so of two
-updates from one version one wins and the other gets 409 before it has touched a pool. The
-pools follow; the update is idempotent, so a client whose request failed part-way reads the
-view again and puts it again.
+An update then writes the Cluster first, on condition that what the view's resourceVersion is
+made of (`v1.resource_version`: the Cluster's generation and its pools' digest) is still what
+the client read: that write is the compare-and-swap, so of two updates from one version one
+wins and the other gets 409 before it has touched a pool, while the operator's status writes
+change neither. The pools follow; the update is idempotent, so a client whose request failed
+part-way reads the view again and puts it again.
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ from corral.apiserver.http import errors
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.services import clusters, owned
+from corral.apiserver.services import upgrade as upgrading
 from corral.apiserver.services.visibility import owned_cluster
+from corral.core import jsonpatch
 from corral.core.api import ids, names
 from corral.core.clusters.state import state
 from corral.core.errors import Invalid
-from corral.core.kube import kinds
+from corral.core.kube import guarded, kinds
 from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.projects import roles
@@ -155,8 +158,6 @@ async def update(request: web.Request, cluster: Obj, body: dict[str, Any]) -> Ob
     cluster_id = cluster["metadata"]["name"]
     owned_cluster(request, cluster_id, "change it")
     namespace, name = v1.name_of(cluster)
-    kube = request.app[KUBE]
-    cluster = await _fresh(request, cluster)
     given = v1.parse(body, name)
     for field, value, expected in (
         ("metadata.namespace", given.namespace, namespace),
@@ -164,54 +165,42 @@ async def update(request: web.Request, cluster: Obj, body: dict[str, Any]) -> Ob
     ):
         if value is not None and value != expected:
             raise errors.invalid(field, f"{field} cannot change: it is {expected}", "InvalidAction")
-    spec = cluster.get("spec") or {}
-    flavour = FLAVOURS[spec["driver"]]
-    _check_fixed(flavour, spec, given)
-    changed_spec: dict[str, Any] = {}
-    if given.version is not None:
-        provisioning = (cluster.get("status") or {}).get("provisioning")
-        with _under("spec."):
-            # The same version, however written, is no change; another is a roll, admitted
-            # exactly as for a PUT through /v3.
-            wanted = upgrade.admit(flavour, spec, provisioning, given.version,
-                                   request.app[STORES].catalog())  # fmt: skip
-        if wanted is not None:
-            changed_spec["kubernetesVersion"] = wanted
-            if isinstance(spec.get(flavour.config_field), dict):
-                changed_spec[flavour.config_field] = {"kubernetesVersion": given.version}
-    if given.resource_version not in (None, cluster["metadata"]["resourceVersion"]):
-        raise _stale(namespace, name)
-    if cluster["metadata"].get("deletionTimestamp"):
-        raise ApiError(409, "Conflict", f"cluster {cluster_id} is being deleted")
+    plan: machinepools.Plan | None = None
 
-    plan = None
-    annotations = cluster["metadata"].get("annotations") or {}
-    pools_hash = annotations.get(v1.ANNOTATION_POOLS_HASH, "")
-    if given.pools is not None:
-        existing = await _fresh_pools(request, cluster_id)
-        plan = machinepools.plan(existing, given.pools)
-        _check_plan(request, plan, given.pools)
-        pools_hash = machinepools.pools_hash(given.pools)
+    async def decide(current: Obj) -> list[jsonpatch.Operation]:
+        nonlocal plan
+        spec = current.get("spec") or {}
+        flavour = FLAVOURS[spec["driver"]]
+        _check_fixed(flavour, spec, given)
+        changes: list[jsonpatch.Operation] = []
+        if given.version is not None:
+            with _under("spec."):
+                # The same version, however written, is no change; another is a roll,
+                # admitted exactly as for a PUT through /v3.
+                changes += upgrading.operations(request, current, flavour, given.version)
+        if given.resource_version not in (None, v1.resource_version(current)):
+            raise _stale(namespace, name)
+        if current["metadata"].get("deletionTimestamp"):
+            raise ApiError(409, "Conflict", f"cluster {cluster_id} is being deleted")
+        if given.pools is not None:
+            plan = machinepools.plan(await _fresh_pools(request, cluster_id), given.pools)
+            _check_plan(request, plan, given.pools)
+            digest = machinepools.pools_hash(given.pools)
+            annotations = current["metadata"].get("annotations") or {}
+            if annotations.get(v1.ANNOTATION_POOLS_HASH) != digest:
+                path = ("metadata", "annotations", v1.ANNOTATION_POOLS_HASH)
+                changes.append(jsonpatch.add(current, path, digest))
+        return changes
 
-    cas: dict[str, Any] = {"metadata": {"annotations": {v1.ANNOTATION_POOLS_HASH: pools_hash}}}
-    if changed_spec:
-        cas["spec"] = changed_spec
-    if given.resource_version is not None:
-        # Left out, the update is unconditional, as in Kubernetes: the operator's status
-        # writes move the version too, and must not turn it into a 409.
-        cas["metadata"]["resourceVersion"] = given.resource_version
-    elif changed_spec:
-        # A roll was admitted against the cluster as read above (no restore or rotation
-        # running): it is written at that version, or refused as stale.
-        cas["metadata"]["resourceVersion"] = cluster["metadata"]["resourceVersion"]
-    try:
-        cluster = as_dict(
-            await kube.patch(kinds.Cluster, cluster_id, cas, patch_type=PatchType.MERGE)
-        )
-    except KubeApiError as exc:
-        if exc.status.code == 409:
-            raise _stale(namespace, name) from None
-        raise
+    # The Cluster is written on condition of what the view's resourceVersion is made of (and,
+    # for a roll, of what its admission read): of two updates from one version one wins and
+    # the other, decided again, gets 409 before it has touched a pool. The operator's status
+    # writes are none of these, so they neither make a conditional update stale nor make an
+    # unconditional one fail.
+    reads = v1.VERSION_READS + (upgrade.READS if given.version is not None else ())
+    cluster = await guarded.patch(
+        request.app[KUBE], kinds.Cluster, cluster_id, decide, dict.fromkeys(reads)
+    )
     request.app[STORES].clusters.put(cluster)
     if plan is not None:
         await _apply(request, cluster_id, name, plan)
@@ -231,19 +220,6 @@ def _pools(request: web.Request, cluster: Obj) -> list[Obj]:
         for p in request.app[STORES].nodepools.by_index("cluster", cluster["metadata"]["name"])
         if (p.get("spec") or {}).get("machinePoolName")
     ]
-
-
-async def _fresh(request: web.Request, cluster: Obj) -> Obj:
-    """The Cluster as stored now: the version an update is checked against."""
-    name = cluster["metadata"]["name"]
-    try:
-        fresh = as_dict(await request.app[KUBE].get(kinds.Cluster, name))
-    except KubeApiError as exc:
-        if exc.status.code == 404:
-            raise errors.not_found(f"cluster {name} not found") from None
-        raise
-    request.app[STORES].clusters.put(fresh)
-    return fresh
 
 
 async def _fresh_pools(request: web.Request, cluster_id: str) -> list[Obj]:

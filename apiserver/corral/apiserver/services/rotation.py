@@ -4,17 +4,15 @@ generation; the cluster's provisioner rotates and rolls, and records the generat
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
-from lightkube.types import PatchType
 
 from corral.apiserver.http import errors
 from corral.apiserver.http.body import flag, read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
-from corral.core.kube import kinds
-from corral.core.kube.client import as_dict
+from corral.core import jsonpatch
+from corral.core.kube import guarded, kinds
+from corral.core.kube.guarded import GENERATION
 from corral.core.kube.informer import Obj
 from corral.core.provisioning import rotation
 
@@ -33,18 +31,18 @@ async def rotate(request: web.Request, obj: Obj) -> web.Response:
             "InvalidAction",
             f"{rotation.ACTION} needs the cluster provisioned first; it is still being provisioned",
         )
-    kube = request.app[KUBE]
-    # Read fresh and patch at that resourceVersion: two rotations asked at once get two
-    # generations or a 409, never one generation for both.
-    current = as_dict(await kube.get(kinds.Cluster, name))
-    previous = rotation.Request.from_spec(current.get("spec") or {})
-    wanted = rotation.Request(
-        generation=(previous.generation if previous else 0) + 1, ca=ca, services=services
-    )
-    patch: dict[str, Any] = {
-        "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-        "spec": {rotation.ACTION: wanted.spec()},
-    }
-    stored = as_dict(await kube.patch(kinds.Cluster, name, patch, patch_type=PatchType.MERGE))
+
+    async def decide(current: Obj) -> list[jsonpatch.Operation]:
+        previous = rotation.Request.from_spec(current.get("spec") or {})
+        generation = (previous.generation if previous else 0) + 1
+        wanted = rotation.Request(generation=generation, ca=ca, services=services)
+        return [jsonpatch.add(current, ("spec", rotation.ACTION), wanted.spec())]
+
+    # Decided on the cluster as stored now and written on condition that its spec is still
+    # that one: two rotations asked at once get two generations, never one for both, and the
+    # operator's status writes do not stand in the way.
+    stored = await guarded.patch(request.app[KUBE], kinds.Cluster, name, decide, [GENERATION])
+    wanted = rotation.Request.from_spec(stored["spec"])
+    assert wanted is not None  # just written
     request.app[STORES].clusters.put(stored)
     return web.json_response({"type": rotation.OUTPUT_TYPE, "message": rotation.message(wanted)})

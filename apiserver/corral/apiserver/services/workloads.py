@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -33,6 +34,7 @@ from corral.apiserver.state import downstream
 from corral.core.api import settings
 from corral.core.api.ids import ScopedId
 from corral.core.errors import Invalid
+from corral.core.kube import guarded
 from corral.core.kube import workloads as resources
 from corral.core.kube.client import as_dict
 from corral.core.kube.impersonation import Impersonation
@@ -43,9 +45,6 @@ from corral.core.workloads import endpoints, spec, usage
 from corral.core.workloads.kinds import KINDS, REDEPLOYED_AT, Kind, WorkloadId
 
 log = logging.getLogger(__name__)
-
-# Writes tried before an update gives up on a workload that keeps changing under it.
-ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -149,19 +148,23 @@ async def update(
     client = await acting(request, where)
     resource = resources.RESOURCES[kind.type]
     meta = obj["metadata"]
-    for _ in range(ATTEMPTS):
+    # Until a deadline, not a count: the controllers' status writes come in bursts while a
+    # workload rolls, and each one refuses the write at the version before it.
+    ends = time.monotonic() + guarded.DEADLINE
+    while True:
         try:
             written = as_dict(await client.replace(resource.from_dict(change(obj))))
         except KubeApiError as exc:
             if exc.status.code != 409:
                 raise
+            if time.monotonic() > ends:
+                raise errors.ApiError(
+                    409, "Conflict", f"workload {WorkloadId.of(kind, obj)} kept changing; try again"
+                ) from None
             obj = as_dict(await client.get(resource, meta["name"], namespace=meta["namespace"]))
             continue
         (await cache_of(request, where, kind)).put(written)
         return written
-    raise errors.ApiError(
-        409, "Conflict", f"workload {WorkloadId.of(kind, obj)} kept changing; try again"
-    )
 
 
 async def delete(request: web.Request, where: Scope, kind: Kind, obj: Obj) -> None:

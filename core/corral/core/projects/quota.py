@@ -244,8 +244,23 @@ RESERVATION_PREFIX = "reservation.management.svc.io/"
 RESERVATION_TTL = datetime.timedelta(seconds=60)
 
 
+# A count of the reservations ever made on the Project, moved by each and never back. A
+# change checked against the Project is written on condition that its annotations are still
+# as read: without the count, a reservation made and released meanwhile (its namespace now in
+# the project) would leave them as they were, and the change would pass over that namespace.
+RESERVATION_COUNT = "management.svc.io/reservation-count"
+
+
 def reservation_key(namespace: str) -> str:
     return f"{RESERVATION_PREFIX}{namespace}"
+
+
+def next_count(annotations: Mapping[str, str]) -> str:
+    """The reservation count after one more reservation."""
+    try:
+        return str(int(annotations.get(RESERVATION_COUNT, "0")) + 1)
+    except ValueError:
+        return "1"
 
 
 def reservations(

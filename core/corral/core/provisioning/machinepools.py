@@ -306,6 +306,7 @@ def plan(existing: Iterable[Mapping[str, Any]], desired: list[MachinePool]) -> P
 
 
 def pools_hash(pools: Iterable[MachinePool]) -> str:
-    """A digest of the pools, kept on the Cluster so that its resourceVersion moves with them."""
+    """A digest of the pools, kept on the Cluster so that the view's resourceVersion moves
+    with them (`v1.resource_version`)."""
     shown = sorted((pool.shown() for pool in pools), key=lambda p: str(p["name"]))
     return hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()[:32]

@@ -31,6 +31,10 @@ FINISHED = "Finished"
 FAILED = "Failed"
 DONE = (FINISHED, FAILED)
 FIRST_DATA_DIR = "data-0"
+GENERATION_FIELD = "restoreGeneration"
+# What a request for a restore is decided from besides the spec: written on condition that it
+# (and the spec, by its generation) is still as read.
+READS = (("metadata", "generation"), ("status", "provisioning", GENERATION_FIELD))
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ class Record:
     restore: Restore | None = None
 
     def fields(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"etcdDataDir": self.data_dir, "restoreGeneration": self.generation}
+        found: dict[str, Any] = {"etcdDataDir": self.data_dir, GENERATION_FIELD: self.generation}
         if self.restore is not None:
             found["restore"] = dataclasses.asdict(self.restore)
         return found
@@ -96,7 +100,7 @@ def record(provisioning: Mapping[str, Any] | None) -> Record:
         )
     return Record(
         data_dir=str(provisioning.get("etcdDataDir") or FIRST_DATA_DIR),
-        generation=int(provisioning.get("restoreGeneration") or 0),
+        generation=int(provisioning.get(GENERATION_FIELD) or 0),
         restore=restore,
     )
 

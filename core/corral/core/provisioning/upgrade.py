@@ -23,6 +23,15 @@ STEP = ct.REASON_UPGRADING
 APPLIED_FIELD = "appliedVersion"
 FIELD = "kubernetesVersion"
 CONTROL_PLANE = "kube-apiserver, kube-controller-manager and kube-scheduler"
+# What `admit` reads of a Cluster: the spec (its generation moves with any change of it) and
+# what the provisioner records of the control plane. A version change is written on condition
+# that these are still as read, and other status writes do not stand in its way.
+READS = (
+    ("metadata", "generation"),
+    ("status", "provisioning", APPLIED_FIELD),
+    ("status", "provisioning", rs.GENERATION_FIELD),
+    ("status", "provisioning", rotation.STATUS_FIELD),
+)
 
 
 def current(spec: Mapping[str, Any]) -> str:

@@ -28,9 +28,12 @@ PLURAL = f"{GROUP}.clusters"  # and `<group>.<resource>`
 DEFAULT_NAMESPACE = "fleet-default"
 LABEL_NAMESPACE = f"{GROUP}/namespace"
 LABEL_NAME = f"{GROUP}/name"
-# A digest of the machine pools, written with every change of them: the Cluster's
-# resourceVersion, which is the view's, then moves with the pools.
+# A digest of the machine pools, written with every change of them through the view: the
+# view's resourceVersion then moves with the pools.
 ANNOTATION_POOLS_HASH = f"{GROUP}/pools-hash"
+# What the view's resourceVersion is made of, so what a conditional update is written on
+# condition of: the Cluster's generation (its spec) and the pools' digest.
+VERSION_READS = (("metadata", "generation"), ("metadata", "annotations", ANNOTATION_POOLS_HASH))
 POOLS = "spec.rkeConfig.machinePools"
 # Cluster spec fields shown under rkeConfig, changed through /v3's actions only.
 SHOWN_ONLY = ("etcdSnapshotRestore", "rotateCertificates")
@@ -76,6 +79,17 @@ def cluster_id(namespace: str, name: str) -> str:
     return ids.derived("c-m", namespace, name, length=8)
 
 
+def resource_version(cluster: Mapping[str, Any]) -> str:
+    """The view's `metadata.resourceVersion`: `<generation>.<pools>`, the Cluster's generation
+    (which moves with any change of its spec) and the start of its machine pools' digest as
+    last put through the view. Not the Cluster's resourceVersion: the operator's status writes
+    move that all the time, and a client's conditional update must not lose to them. Opaque to
+    clients, as any resourceVersion."""
+    meta = cluster["metadata"]
+    pools = (meta.get("annotations") or {}).get(ANNOTATION_POOLS_HASH) or "0"
+    return f"{meta.get('generation', 1)}.{pools[:12]}"
+
+
 def checked_name(value: Any, field: str) -> str:
     if not isinstance(value, str) or not value:
         raise Invalid(f"{field} is required", field, code="MissingRequired")
@@ -115,7 +129,7 @@ def render(
         "name": name,
         "namespace": namespace,
         "uid": meta.get("uid", ""),
-        "resourceVersion": meta.get("resourceVersion", ""),
+        "resourceVersion": resource_version(cluster),
         "generation": meta.get("generation", 1),
         "creationTimestamp": meta.get("creationTimestamp", ""),
         "labels": labels,

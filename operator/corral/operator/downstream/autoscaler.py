@@ -3,10 +3,10 @@
 every 5 s, on the pod list that look made and the node informer; the rules are
 `corral.core.nodepools.autoscaling`'s.
 
-It changes only `quantity`, under its own field manager (`corral-autoscaler`, server-side apply
-at the resourceVersion it decided on, as upstream patches `replicas`), and, to scale down, the
-annotation `delete-machine` on the machine it chose: the pool reconciler then drains and
-removes that machine. Pools without bounds are never looked at.
+It changes only `quantity`, under its own field manager (`corral-autoscaler`, on condition
+that the pool's spec is still the one it decided on, as upstream patches `replicas`), and, to
+scale down, the annotation `delete-machine` on the machine it chose: the pool reconciler then
+drains and removes that machine. Pools without bounds are never looked at.
 
 What it did and why goes into Events: on the NodePool (`ScaledUpGroup`, `ScaleDown`, and a
 warning when a pool's node capacity is unknown) and on the pods it looked at
@@ -28,10 +28,12 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Event
 from lightkube.types import PatchType
 
+from corral.core import jsonpatch
 from corral.core.api import names, settings
 from corral.core.api.ids import ScopedId
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
+from corral.core.kube.guarded import GENERATION
 from corral.core.kube.informer import Informer, Obj
 from corral.core.nodepools import autoscaling
 from corral.operator.downstream.pools import marked_to_go, pool_of
@@ -261,18 +263,18 @@ class Autoscaler:
             raise
 
     async def _set_quantity(self, pool: Obj, quantity: int) -> None:
-        """`quantity`, applied as this manager's at the pool's resourceVersion: a pool changed
-        since it was read refuses it (409), and the next pass decides again."""
+        """`quantity`, written as this manager's on condition that the pool's spec is still the
+        one the decision read (its generation): a pool changed since refuses it (422), and the
+        next pass decides again. Not at its resourceVersion: the pool reconciler's status
+        writes move that all the time, and the autoscaler would lose to them."""
         meta = pool["metadata"]
-        body = {
-            "apiVersion": names.API_VERSION, "kind": names.NODE_POOL.kind,
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"],
-                         "resourceVersion": meta["resourceVersion"]},
-            "spec": {"quantity": quantity},
-        }  # fmt: skip
+        change = [
+            jsonpatch.test(pool, GENERATION),
+            jsonpatch.add(pool, ("spec", "quantity"), quantity),
+        ]
         written = await self.state.kube.patch(
-            kinds.NodePool, meta["name"], body, namespace=meta["namespace"],
-            patch_type=PatchType.APPLY, field_manager=FIELD_MANAGER, force=True,
+            kinds.NodePool, meta["name"], change, namespace=meta["namespace"],
+            patch_type=PatchType.JSON, field_manager=FIELD_MANAGER,
         )  # fmt: skip
         self.state.nodepools.put(as_dict(written))
         log.info("cluster %s: pool %s autoscaled to %d", self.cluster, meta["name"], quantity)
