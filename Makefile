@@ -17,7 +17,7 @@ run: $(STAMP) devkube ## Start management + downstream clusters, operator and AP
 test: lint-imports test-unit test-e2e ## Layering contracts, unit tests, then end-to-end tests on a real control plane
 
 .PHONY: test-unit
-test-unit: $(STAMP) devkube ## Unit tests only (no cluster; seconds; helm from devkube lints the chart)
+test-unit: $(STAMP) devkube ## Unit tests only (no cluster; under a minute; helm from devkube lints the chart)
 	$(PY) -m pytest tests/unit
 
 .PHONY: test-e2e

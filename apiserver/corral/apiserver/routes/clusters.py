@@ -125,8 +125,9 @@ SCHEMA = Schema(
             create=True,
             update=True,
             description="rke2 and k3s: a version of the setting kubernetes-version-catalog "
-            "(v1.36.3, 1.36.3, or with the flavour's suffix), stored as the catalog's key; it "
-            "cannot change yet once the cluster exists. Other drivers: text, kept as given",
+            "(v1.36.3, 1.36.3, or with the flavour's suffix), stored as the catalog's key; a "
+            "change rolls the control plane to it, one minor version up at most "
+            "(docs/provisioning.md). Other drivers: text, kept as given",
         ),
         "agentEnvVars": Field(
             "array[envVar]",
