@@ -123,7 +123,7 @@ def test_nan_and_infinity_are_not_json(api: Api, cluster: str) -> None:
     response = api.post(
         "/v3/projects", raw=raw % cluster.encode(), headers={"Content-Type": "application/json"}
     )
-    refused(response, None, "InvalidBodyContent")
+    refused(response, "resourceQuota.limit.pods", "InvalidFormat")
     assert ids(api, "/v3/projects") == before
 
 

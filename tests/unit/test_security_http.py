@@ -64,11 +64,12 @@ def test_a_nul_or_a_lone_surrogate_anywhere_is_refused_naming_where(
     assert f"U+{ord(char):04X}" in refused.value.message
 
 
-def test_nan_and_infinity_are_not_json() -> None:
-    for constant in ("NaN", "Infinity", "-Infinity"):
+def test_nan_and_infinity_are_not_json_and_name_their_field() -> None:
+    for constant in ("NaN", "Infinity", "-Infinity", "1e400"):
         with pytest.raises(ApiError) as refused:
-            parse_object(f'{{"scale": {constant}}}'.encode())
-        assert (refused.value.status, refused.value.code) == (422, "InvalidBodyContent")
+            parse_object(f'{{"spec": {{"scale": [{constant}]}}}}'.encode())
+        assert (refused.value.status, refused.value.code) == (422, "InvalidFormat")
+        assert refused.value.field_name == "spec.scale[0]"
 
 
 @settings(max_examples=50, deadline=2000)

@@ -45,9 +45,12 @@ def test_any_text_without_them_is_a_name(value: str) -> None:
 
 def test_unstorable_finds_nul_and_lone_surrogates_anywhere_and_names_the_path() -> None:
     assert text.unstorable({"a": ["ok", {"b": "fine\n"}], "n": 1}) is None
-    assert text.unstorable({"a": ["ok", {"b": "x\x00"}]}) == ("a[1].b", "U+0000")
-    assert text.unstorable({"spec": {"image": "\ud800"}}) == ("spec.image", "U+D800")
-    assert text.unstorable({"labels": {"k\udfff": "v"}}) == ("labels", "U+DFFF")
-    assert text.unstorable({"\x00": 1}) == ("", "U+0000")
+    refused = ", which no text of the API may hold"
+    assert text.unstorable({"a": ["ok", {"b": "x\x00"}]}) == ("a[1].b", "U+0000" + refused)
+    assert text.unstorable({"spec": {"image": "\ud800"}}) == ("spec.image", "U+D800" + refused)
+    assert text.unstorable({"labels": {"k\udfff": "v"}}) == ("labels", "U+DFFF" + refused)
+    assert text.unstorable({"\x00": 1}) == ("", "U+0000" + refused)
+    assert text.unstorable({"n": [1.5, float("nan")]}) == ("n[1]", "nan, which is no JSON number")
+    assert text.unstorable({"n": float("-inf")}) == ("n", "-inf, which is no JSON number")
     # A pair is one character, not two lone halves.
     assert text.unstorable({"emoji": "\U0001f600"}) is None

@@ -49,7 +49,9 @@ def parse_object(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw, parse_constant=_not_json)
+        # NaN and the infinities, which Python's parser takes and JSON does not, are refused
+        # below with the field that holds them, as a number too large for a float is.
+        body = json.loads(raw)
     except RecursionError:
         raise unparsable(f"JSON nests deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:  # UnicodeDecodeError included
@@ -60,16 +62,11 @@ def parse_object(raw: bytes) -> dict[str, Any]:
         raise unparsable(f"JSON nests deeper than {MAX_DEPTH} levels")
     if found := characters.unstorable(body):
         # Refused once, here, for every family: a lone surrogate cannot be encoded on its way
-        # to Kubernetes (it was a 500), and NUL ends a string for whatever reads it in C.
+        # to Kubernetes (it was a 500), NUL ends a string for whatever reads it in C, and a
+        # number that is not finite is no JSON number.
         where, char = found[0][:256], found[1]
-        raise ApiError(422, "InvalidFormat", f"{where or 'a key'} holds {char}, which no text "
-                       "of the API may hold", where or None)  # fmt: skip
+        raise ApiError(422, "InvalidFormat", f"{where or 'a key'} holds {char}", where or None)
     return body
-
-
-def _not_json(constant: str) -> Any:
-    """`NaN`, `Infinity` and `-Infinity`, which Python's parser accepts and JSON does not."""
-    raise ValueError(f"{constant} is not JSON")
 
 
 def nesting(value: Any) -> int:

@@ -16,6 +16,7 @@ blocks) keep the first rule only.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -40,20 +41,25 @@ def describe(char: str) -> str:
 
 
 def unstorable(value: Any) -> tuple[str, str] | None:
-    """The first string in a parsed JSON value holding a lone surrogate or NUL, as (its path,
-    `""` for a key of the top level, and the character described); None when there is none.
-    Walked without recursion."""
-    for path, text in _strings(value, ""):
-        if found := _UNSTORABLE.search(text):
-            return path, describe(found.group())
+    """The first string in a parsed JSON value holding a lone surrogate or NUL, or the first
+    number JSON cannot hold (NaN, an infinity, or a literal too large for a float), as (its
+    path, `""` for a key of the top level, and what it holds, described); None when there is
+    none. Walked
+    without recursion."""
+    for path, leaf in _leaves(value, ""):
+        if isinstance(leaf, float):
+            if not math.isfinite(leaf):
+                return path, f"{leaf}, which is no JSON number"
+        elif found := _UNSTORABLE.search(leaf):
+            return path, f"{describe(found.group())}, which no text of the API may hold"
     return None
 
 
-def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
+def _leaves(value: Any, path: str) -> Iterator[tuple[str, str | float]]:
     stack = [(value, path)]
     while stack:
         item, where = stack.pop()
-        if isinstance(item, str):
+        if isinstance(item, str | float):
             yield where, item
         elif isinstance(item, dict):
             for key, child in item.items():
