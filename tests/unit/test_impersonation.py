@@ -59,15 +59,19 @@ async def test_every_request_goes_as_the_user_and_nobody_else() -> None:
     assert sent.get_list("Impersonate-Group") == ["system:authenticated", "oidc_group://devs"]
 
 
-async def test_a_refusal_by_rbac_is_tried_again_until_the_grant_lands(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    clock = Clock()
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """A clock that sleeping moves on, without waiting."""
+    fake = Clock()
 
     async def sleep(delay: float) -> None:
-        clock.now += delay
+        fake.now += delay
 
     monkeypatch.setattr("asyncio.sleep", sleep)
+    return fake
+
+
+async def test_a_refusal_by_rbac_is_tried_again_until_the_grant_lands(clock: Clock) -> None:
     shared = Shared((403, RBAC), (403, RBAC), (201, {"kind": "Deployment"}))
     transport = ImpersonatingTransport(shared, ALICE, wait=15, clock=clock)
     response = await transport.handle_async_request(request())
@@ -75,15 +79,7 @@ async def test_a_refusal_by_rbac_is_tried_again_until_the_grant_lands(
     assert len(shared.seen) == 3
 
 
-async def test_a_refusal_by_rbac_stands_once_the_wait_is_over(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    clock = Clock()
-
-    async def sleep(delay: float) -> None:
-        clock.now += delay
-
-    monkeypatch.setattr("asyncio.sleep", sleep)
+async def test_a_refusal_by_rbac_stands_once_the_wait_is_over(clock: Clock) -> None:
     shared = Shared(*[(403, RBAC)] * 100)
     transport = ImpersonatingTransport(shared, ALICE, wait=3, clock=clock)
     response = await transport.handle_async_request(request())

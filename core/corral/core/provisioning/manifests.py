@@ -28,6 +28,8 @@ ETCD_CLIENT_PORT = 2379
 ETCD_PEER_PORT = 2380
 ETCD_METRICS_PORT = 2381
 KWOK_PORT = 10250
+# How long a hosted apiserver being replaced serves on (its pod's grace period covers it).
+SHUTDOWN_DELAY_SECONDS = 5
 CLUSTER_CIDR = "10.42.0.0/16"
 SERVICE_CIDR = "10.43.0.0/16"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
@@ -373,6 +375,10 @@ def _apiserver(plan: Plan) -> dict[str, Any]:
         f"--service-account-signing-key-file={files}/sa.key",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--allow-privileged=true",
+        # A pod being replaced (a roll, a rotation) answers /readyz false at once and serves on
+        # for this long, while its Service stops sending to it: stopping at once left clients
+        # of the Service refused until every node's kube-proxy had caught up.
+        f"--shutdown-delay-duration={SHUTDOWN_DELAY_SECONDS}s",
         *apiserver_flags(plan.flavour),
     ]
     return {
