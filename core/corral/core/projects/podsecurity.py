@@ -18,7 +18,7 @@ than its cluster's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from corral.core.errors import Invalid
@@ -54,24 +54,20 @@ VERSION = "latest"
 
 def check_template(value: Any, field: str) -> str:
     """A template name a cluster may give ("" for none: the default)."""
-    if value in (None, ""):
-        return ""
-    if not isinstance(value, str) or value not in TEMPLATES:
-        raise Invalid(
-            f"{field} must be one of {', '.join(TEMPLATES)} (or empty for {DEFAULT_LEVEL})",
-            field,
-            "InvalidOption",
-        )
-    return value
+    return _one_of(value, TEMPLATES, field, DEFAULT_LEVEL)
 
 
 def check_level(value: Any, field: str) -> str:
     """A level a project may give ("" for none: its cluster's)."""
+    return _one_of(value, LEVELS, field, "the cluster's")
+
+
+def _one_of(value: Any, options: Collection[str], field: str, empty: str) -> str:
     if value in (None, ""):
         return ""
-    if not isinstance(value, str) or value not in LEVELS:
+    if not isinstance(value, str) or value not in options:
         raise Invalid(
-            f"{field} must be one of {', '.join(LEVELS)} (or empty for the cluster's)",
+            f"{field} must be one of {', '.join(options)} (or empty for {empty})",
             field,
             "InvalidOption",
         )
