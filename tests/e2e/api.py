@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import http.client
 import json
+import secrets
 import ssl
 import urllib.error
 import urllib.request
@@ -75,6 +77,28 @@ class Api:
             {"username": username, "password": password, **extra},
             auth=False,
         )
+
+
+def handshake(api: Api, path: str, **headers: str) -> tuple[int, bytes]:
+    """A WebSocket handshake as a browser or kubectl sends it, with `headers` (credentials,
+    Origin, subprotocols); the status, and the body of a refusal."""
+    host, port = api.base.removeprefix("https://").rsplit(":", 1)
+    connection = http.client.HTTPSConnection(host, int(port), context=api.context, timeout=30)
+    try:
+        connection.putrequest("GET", path)
+        for name, value in {
+            "Upgrade": "websocket",
+            "Connection": "Upgrade",
+            "Sec-WebSocket-Key": base64.b64encode(secrets.token_bytes(16)).decode(),
+            "Sec-WebSocket-Version": "13",
+            **headers,
+        }.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        answer = connection.getresponse()
+        return answer.status, answer.read() if answer.status != 101 else b""
+    finally:
+        connection.close()
 
 
 def _response(status: int, headers: Any, raw: bytes) -> Response:

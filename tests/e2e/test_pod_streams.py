@@ -12,7 +12,6 @@ The module has its own environment (`real_stack`, `api` on it, `running_pod`): t
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import queue
 import re
@@ -35,6 +34,7 @@ from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
 
 from .api import Api
+from .api import handshake as websocket_handshake
 from .conftest import Person, new_person, set_setting, stack_options
 
 pytestmark = pytest.mark.timeout(600)
@@ -494,25 +494,9 @@ def test_a_refused_handshake_answers_the_clusters_status(api: Api, running_pod: 
 
 
 def handshake(api: Api, path: str, **headers: str) -> tuple[int, bytes]:
-    """A WebSocket handshake as a browser sends it; the status, and the body of a refusal."""
-    host, port = api.base.removeprefix("https://").rsplit(":", 1)
-    connection = http.client.HTTPSConnection(host, int(port), context=api.context, timeout=30)
-    try:
-        connection.putrequest("GET", path)
-        for name, value in {
-            "Upgrade": "websocket",
-            "Connection": "Upgrade",
-            "Sec-WebSocket-Key": base64.b64encode(secrets.token_bytes(16)).decode(),
-            "Sec-WebSocket-Version": "13",
-            "Sec-WebSocket-Protocol": "v5.channel.k8s.io",
-            **headers,
-        }.items():
-            connection.putheader(name, value)
-        connection.endheaders()
-        answer = connection.getresponse()
-        return answer.status, answer.read() if answer.status != 101 else b""
-    finally:
-        connection.close()
+    """A handshake offering the remote-command protocol, as kubectl does."""
+    return websocket_handshake(api, path, **{"Sec-WebSocket-Protocol": "v5.channel.k8s.io"},
+                               **headers)  # fmt: skip
 
 
 def grant(api: Api, project: str, role: str) -> Person:

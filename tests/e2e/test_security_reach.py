@@ -7,9 +7,7 @@ what corral answered, stored and logged."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import http.client
 import secrets
 import socket
 import urllib.parse
@@ -25,7 +23,7 @@ from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
 
 from .. import fake_driver
-from .api import Api, Response
+from .api import Api, Response, handshake
 from .conftest import Person
 from .test_projects import create_namespace, create_project, unique
 from .test_provisioning_admission import WITH_S3, clusters, refused_and_nothing_stored
@@ -237,27 +235,6 @@ def test_an_exec_command_cannot_forge_or_break_log_lines(
 
 
 # -- WebSocket origin ---------------------------------------------------------------------------
-
-
-def handshake(api: Api, path: str, **headers: str) -> tuple[int, bytes]:
-    """A WebSocket handshake; the status, and the body of a refusal."""
-    host, port = api.base.removeprefix("https://").rsplit(":", 1)
-    connection = http.client.HTTPSConnection(host, int(port), context=api.context, timeout=30)
-    try:
-        connection.putrequest("GET", path)
-        for name, value in {
-            "Upgrade": "websocket",
-            "Connection": "Upgrade",
-            "Sec-WebSocket-Key": base64.b64encode(secrets.token_bytes(16)).decode(),
-            "Sec-WebSocket-Version": "13",
-            **headers,
-        }.items():
-            connection.putheader(name, value)
-        connection.endheaders()
-        answer = connection.getresponse()
-        return answer.status, answer.read() if answer.status != 101 else b""
-    finally:
-        connection.close()
 
 
 def test_a_cookie_websocket_needs_corrals_origin_a_token_none(api: Api, stack: Environment) -> None:
