@@ -101,11 +101,13 @@ async def ensure_admin(kube: AsyncClient, password: str | None) -> None:
         return  # another replica got there first
     uid = as_dict(await kube.get(kinds.User, ADMIN_ID))["metadata"]["uid"]
     await usernames.own(kube, ADMIN_USERNAME, ADMIN_ID, uid)
-    await password_secrets.store(kube, ADMIN_ID, uid, password)
+    # The binding before the password: a login that works is an administrator's, never for a
+    # moment a plain user's (the local environment's first import was refused 403 that way).
     await create_if_missing(kube, kinds.GlobalRoleBinding(
         metadata=ObjectMeta(name=ADMIN_BINDING),
         spec={"globalRoleName": "admin", "userName": ADMIN_ID},
     ))  # fmt: skip
+    await password_secrets.store(kube, ADMIN_ID, uid, password)
     log.info("bootstrapped administrator %s (%s)", ADMIN_USERNAME, ADMIN_ID)
 
 
