@@ -9,7 +9,6 @@ import pytest
 from multidict import MultiDict
 
 from corral.apiserver.http import steve
-from corral.apiserver.http.errors import ApiError
 from corral.core.errors import Invalid
 from corral.core.provisioning import machinepools, v1
 from corral.core.provisioning.machinepools import MachinePool
@@ -308,7 +307,7 @@ def test_steve_collections_page_with_a_continue_token() -> None:
                             can_create=False)  # fmt: skip
     assert [i["id"] for i in rest["data"]] == ["ns/c"]
     assert "continue" not in rest and rest["createTypes"] == {}
-    with pytest.raises(ApiError):
+    with pytest.raises(Invalid):
         steve.collection(
             "https://x", "/", "a.k", "a.ks", items, render, MultiDict(limit="x"), "", True
         )

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from corral.apiserver.auth.activity import ActivityTracker
 from corral.apiserver.auth.authn import PROXY_PATH, auth_middleware
 from corral.apiserver.auth.ratelimit import RateLimiter
-from corral.apiserver.http import errors
+from corral.apiserver.http.errors import error_middleware
 from corral.apiserver.keys import ACTIVITY, LIMITER, STORES
 from corral.core.auth import hashing
 from corral.core.auth.tokens import AuthFailure, split
@@ -75,7 +75,7 @@ async def ok(request: web.Request) -> web.Response:
 
 
 def application() -> web.Application:
-    app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
+    app = web.Application(middlewares=[error_middleware, auth_middleware])
     app[STORES] = Stores()  # type: ignore[assignment]
     app[ACTIVITY] = ActivityTracker(lambda token, seen: asyncio.sleep(0))  # type: ignore[arg-type]
     app[LIMITER] = RateLimiter(MemoryLedger())

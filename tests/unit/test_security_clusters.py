@@ -20,10 +20,11 @@ from aiohttp.test_utils import TestServer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral.apiserver.http.errors import ApiError
+from corral.apiserver.http.errors import from_core
 from corral.apiserver.routes.clusters import driver_of
 from corral.core.clusters import importing, observe, taints
 from corral.core.clusters.credential import Credential
+from corral.core.errors import CorralError
 from corral.core.kube import agent, kinds
 from corral.core.kube.informer import Informer
 from corral.core.kube.status import StatusWriter
@@ -240,8 +241,8 @@ def test_any_bytes_are_a_kubeconfig_or_refused(raw: bytes) -> None:
 def test_any_cluster_body_has_one_driver_or_is_422(body: dict[str, Any]) -> None:
     try:
         driver = driver_of(body)
-    except ApiError as error:
-        assert error.status == 422
+    except CorralError as error:
+        assert from_core(error).status == 422
         return
     assert driver in ("imported", "rke2")
     for name in ("importedConfig", "rke2Config"):
@@ -250,9 +251,10 @@ def test_any_cluster_body_has_one_driver_or_is_422(body: dict[str, Any]) -> None
 
 @pytest.mark.parametrize("value", ["a kubeconfig", ["a"], 5, True])
 def test_imported_config_must_be_an_object(value: Any) -> None:
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(CorralError) as refused:
         driver_of({"importedConfig": value})
-    assert (refused.value.status, refused.value.field_name) == (422, "importedConfig")
+    error = from_core(refused.value)
+    assert (error.status, error.field_name) == (422, "importedConfig")
 
 
 # -- a server that is not Kubernetes --------------------------------------------------------

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from corral.apiserver.http.errors import ApiError
+from corral.apiserver.http.errors import from_core
 from corral.apiserver.routes import clusterroletemplatebindings as crtbs
 from corral.apiserver.routes import projectroletemplatebindings as prtbs
 from corral.apiserver.routes.clusters import SCHEMA, driver_of, given_kubeconfig, replacing
+from corral.core.errors import CorralError
 
 
 @pytest.mark.parametrize(
@@ -28,10 +29,11 @@ def test_the_driver_of_a_create_body(body: dict[str, Any], driver: str) -> None:
 
 
 def test_the_legacy_driver_is_refused_as_deprecated() -> None:
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(CorralError) as refused:
         driver_of({"name": "x", "driver": "svcKubernetesEngine"})
-    assert (refused.value.status, refused.value.code) == (422, "InvalidOption")
-    assert "deprecated" in refused.value.message
+    error = from_core(refused.value)
+    assert (error.status, error.code) == (422, "InvalidOption")
+    assert "deprecated" in error.message
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """What can go wrong, in the terms of the domain. A core module's errors are (subclasses of)
-these five kinds, so callers need no per-module translation. (Token authentication keeps its
+these six kinds, so callers need no per-module translation. (Token authentication keeps its
 own outcomes, `auth.tokens.AuthFailure`: the interface fixes a status for each.)
 
 No HTTP here: the API server maps each kind to its `/v3` body in one place
@@ -36,3 +36,28 @@ class Forbidden(CorralError):
 
 class Unavailable(CorralError):
     """A downstream cluster or the management cluster did not answer."""
+
+
+class Unsupported(CorralError):
+    """The operation does not apply to this object at all (removing the local cluster)."""
+
+
+def invalid(field: str, message: str, code: str = "InvalidFormat") -> Invalid:
+    """`field` is not acceptable; `code` says how (`InvalidOption`, `InvalidReference`, …)."""
+    return Invalid(message, field, code)
+
+
+def missing(field: str) -> Invalid:
+    return Invalid(f"{field} is required", field, "MissingRequired")
+
+
+def not_found(message: str) -> NotFound:
+    return NotFound(message)
+
+
+def forbidden(message: str) -> Forbidden:
+    return Forbidden(message)
+
+
+def conflict(message: str) -> Conflict:
+    return Conflict(message, code="AlreadyExists")

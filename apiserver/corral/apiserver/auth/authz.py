@@ -17,8 +17,8 @@ from aiohttp import web
 
 from corral.apiserver.auth.access import Access
 from corral.apiserver.auth.authn import Principal, principal
-from corral.apiserver.http import errors
 from corral.apiserver.keys import ACCESS, STORES
+from corral.core import errors
 
 
 def require_admin(who: Principal, what: str) -> None:

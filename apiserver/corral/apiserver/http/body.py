@@ -9,8 +9,8 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.http import errors
 from corral.apiserver.http.errors import ApiError
+from corral.core import errors
 from corral.core.api import text as characters
 from corral.core.kube.informer import Obj
 from corral.core.quantity import parse_bytes
@@ -131,7 +131,7 @@ def referenced(find: Callable[[], Obj], field: str, what: str) -> Obj:
     one that does not exist."""
     try:
         return find()
-    except errors.ApiError:
+    except errors.NotFound:
         raise errors.invalid(field, f"{what} not found", "InvalidReference") from None
 
 

@@ -13,7 +13,15 @@ from typing import Any
 from aiohttp import web
 from lightkube import ApiError as KubeApiError
 
-from corral.core.errors import Conflict, CorralError, Forbidden, Invalid, NotFound, Unavailable
+from corral.core.errors import (
+    Conflict,
+    CorralError,
+    Forbidden,
+    Invalid,
+    NotFound,
+    Unavailable,
+    Unsupported,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,26 +54,6 @@ class ApiError(Exception):
         return body
 
 
-def invalid(field: str, message: str, code: str = "InvalidFormat") -> ApiError:
-    return ApiError(422, code, message, field)
-
-
-def missing(field: str) -> ApiError:
-    return ApiError(422, "MissingRequired", f"{field} is required", field)
-
-
-def not_found(message: str) -> ApiError:
-    return ApiError(404, "NotFound", message)
-
-
-def forbidden(message: str) -> ApiError:
-    return ApiError(403, "PermissionDenied", message)
-
-
-def conflict(message: str) -> ApiError:
-    return ApiError(409, "AlreadyExists", message)
-
-
 def from_kube(exc: KubeApiError) -> ApiError:
     """kube-apiserver's Status into our body: the reason becomes the code, as norman does.
 
@@ -92,6 +80,7 @@ _CORE_KINDS: dict[type[CorralError], tuple[int, str]] = {
     Conflict: (409, "AlreadyExists"),
     Forbidden: (403, "PermissionDenied"),
     Unavailable: (503, "ClusterUnavailable"),
+    Unsupported: (405, "MethodNotAllowed"),
 }
 
 

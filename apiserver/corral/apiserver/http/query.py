@@ -6,13 +6,13 @@ from collections.abc import Callable, Mapping
 
 from aiohttp import web
 
-from corral.apiserver.http import errors
+from corral.apiserver.http.errors import ApiError
 
 
 def action(request: web.Request, allowed: set[str]) -> str | None:
     name = request.query.get("action")
     if name is not None and name not in allowed:
-        raise errors.ApiError(422, "InvalidAction", f"Invalid action: {name}")
+        raise ApiError(422, "InvalidAction", f"Invalid action: {name}")
     return name
 
 

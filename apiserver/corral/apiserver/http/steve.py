@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 from multidict import MultiMapping
 
-from corral.apiserver.http import errors
+from corral.core import errors
 
 RESERVED = ("id", "type", "links", "actions")
 T = TypeVar("T")

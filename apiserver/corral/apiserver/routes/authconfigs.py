@@ -26,13 +26,14 @@ from aiohttp import web
 from lightkube.models.meta_v1 import ObjectMeta
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import AUTH_LIMIT, read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import EXTERNAL_URL, KUBE, STORES
+from corral.core import errors
 from corral.core.api import settings
 from corral.core.auth import oidc_config, principals
 from corral.core.auth.oidc_config import CALLBACK_PATH, LOGIN_PATH, OidcConfig

@@ -24,10 +24,10 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.auth.throttle import throttled
-from corral.apiserver.http import errors
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import EXTERNAL_URL, KUBE, LOGIN_STATE_KEY, STORES, THROTTLE
 from corral.apiserver.services import sessions, signin, tokens
+from corral.core import errors
 from corral.core.auth import id_tokens, loginstate, principals
 from corral.core.auth.oidc_config import CALLBACK_PATH, LOGIN_PATH, OidcConfig
 from corral.core.oidc.provider import GrantRefused, ProviderError

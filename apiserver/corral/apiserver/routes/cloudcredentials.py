@@ -19,7 +19,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Secret
 from lightkube.types import PatchType
 
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import or_empty, read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_stamp
@@ -27,6 +27,7 @@ from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.services import owned
+from corral.core import errors
 from corral.core.api import ids, names
 from corral.core.auth import ownership
 from corral.core.drivers import templates

@@ -15,13 +15,14 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.auth.authz import access
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import either, read_json, referenced
 from corral.apiserver.http.schemas import Field, Schema
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import STORES
 from corral.apiserver.services import bindings
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
+from corral.core import errors
 from corral.core.api.ids import ScopedId
 from corral.core.kube.informer import Obj
 from corral.core.projects import roles

@@ -16,7 +16,7 @@ from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import Principal, principal
 from corral.apiserver.auth.authz import access, require_admin
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import (
     AUTH_LIMIT,
     description_text,
@@ -35,7 +35,7 @@ from corral.apiserver.keys import CONNECTIONS, CORRAL_CA, KUBE, STORES
 from corral.apiserver.services import clusters, etcdbackups, importing, owned, rotation, tokens
 from corral.apiserver.services import upgrade as upgrading
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
-from corral.core import kubeconfig
+from corral.core import errors, kubeconfig
 from corral.core.api import ids, names
 from corral.core.auth import ttl
 from corral.core.clusters.state import state

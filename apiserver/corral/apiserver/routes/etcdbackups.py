@@ -10,13 +10,14 @@ from __future__ import annotations
 from aiohttp import web
 
 from corral.apiserver.auth.authz import access
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.services.etcdbackups import RESTORE_INPUT as RESTORE_INPUT
 from corral.apiserver.services.etcdbackups import SCHEMA as SCHEMA
 from corral.apiserver.services.etcdbackups import backup_id, fields, render
 from corral.apiserver.services.visibility import owned_cluster
+from corral.core import errors
 from corral.core.api.ids import ScopedId
 from corral.core.kube import kinds
 from corral.core.kube.client import delete_if_present

@@ -9,13 +9,14 @@ from lightkube.models.meta_v1 import ObjectMeta
 
 from corral.apiserver.auth.authn import Principal, principal
 from corral.apiserver.auth.authz import require_admin
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import meta_fields, name_of
 from corral.apiserver.http.schemas import Field, Schema
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import KUBE, STORES
+from corral.core import errors
 from corral.core.api import ids
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present

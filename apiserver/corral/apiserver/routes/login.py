@@ -7,11 +7,11 @@ import time
 from aiohttp import web
 
 from corral.apiserver.auth.throttle import throttled
-from corral.apiserver.http import errors
 from corral.apiserver.http.body import AUTH_LIMIT, description_text, read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import KUBE, STORES, THROTTLE
 from corral.apiserver.services import sessions, tokens
+from corral.core import errors
 from corral.core.kube import password_secrets
 
 routes = web.RouteTableDef()

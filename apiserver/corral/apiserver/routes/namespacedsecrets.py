@@ -20,7 +20,6 @@ from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Secret
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.http import errors
 from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.schemas import Schema
 from corral.apiserver.http.urls import base_url
@@ -28,6 +27,7 @@ from corral.apiserver.keys import CONNECTIONS
 from corral.apiserver.services import secrets as shared
 from corral.apiserver.services.visibility import visible_project
 from corral.apiserver.state.downstream import downstream_namespaces
+from corral.core import errors
 from corral.core.api.ids import ScopedId
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj

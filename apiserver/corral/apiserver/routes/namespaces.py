@@ -22,7 +22,7 @@ from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
 from corral.apiserver.auth.authz import access
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.objects import name_of
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -32,6 +32,7 @@ from corral.apiserver.services import podsecurity as pod_security
 from corral.apiserver.services.admission import admitted
 from corral.apiserver.services.visibility import visible_cluster
 from corral.apiserver.state.downstream import downstream_namespaces
+from corral.core import errors
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
 from corral.core.kube.client import as_dict, delete_if_present

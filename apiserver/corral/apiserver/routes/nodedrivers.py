@@ -20,7 +20,7 @@ from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import Principal, principal
 from corral.apiserver.auth.authz import require_admin
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import description_text, flag, name_text, read_json, text
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_fields, object_stamp
@@ -28,6 +28,7 @@ from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import DRIVER_FILES, KUBE, STORES
+from corral.core import errors
 from corral.core.drivers import source
 from corral.core.drivers import status as driver_status
 from corral.core.kube import kinds

@@ -17,7 +17,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
 from corral.apiserver.auth.authz import access
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import either, name_text, or_empty, read_json, referenced
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import object_fields, object_stamp
@@ -26,6 +26,7 @@ from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.services import owned
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
+from corral.core import errors
 from corral.core.api import ids, names
 from corral.core.api.ids import ScopedId
 from corral.core.clusters import taints

@@ -17,7 +17,7 @@ from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import access
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import description_text, name_text, read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import object_fields, object_stamp
@@ -26,6 +26,7 @@ from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url
 from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
+from corral.core import errors
 from corral.core.api import condition_types as ct
 from corral.core.api.ids import ScopedId
 from corral.core.clusters import taints as node_taints

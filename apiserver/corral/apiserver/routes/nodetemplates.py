@@ -17,7 +17,7 @@ from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import access
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import or_empty, read_json, text
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_stamp
@@ -25,6 +25,7 @@ from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.services import owned
+from corral.core import errors
 from corral.core.api import ids
 from corral.core.api.ids import ScopedId
 from corral.core.auth import ownership

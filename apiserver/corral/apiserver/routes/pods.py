@@ -18,7 +18,7 @@ import aiohttp
 from aiohttp import web
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.query import action
@@ -28,7 +28,7 @@ from corral.apiserver.keys import CONNECTIONS
 from corral.apiserver.services import workloads
 from corral.apiserver.services.workloads import Scope
 from corral.apiserver.state import downstream
-from corral.core import logs
+from corral.core import errors, logs
 from corral.core.api.ids import ScopedId
 from corral.core.kube import podexec
 from corral.core.kube.informer import Informer, Obj

@@ -20,7 +20,7 @@ from lightkube.resources.core_v1 import Event
 
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import access
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import (
     description_text,
     either,
@@ -39,6 +39,7 @@ from corral.apiserver.services import podsecurity as pod_security
 from corral.apiserver.services.admission import default_of, limit_of, project_id
 from corral.apiserver.services.visibility import owned_project, visible_cluster, visible_project
 from corral.apiserver.state.downstream import downstream_namespaces
+from corral.core import errors
 from corral.core.auth import ttl
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present

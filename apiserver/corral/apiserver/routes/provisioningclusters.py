@@ -10,10 +10,11 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.http import errors, steve
+from corral.apiserver.http import steve
 from corral.apiserver.http.body import read_json
 from corral.apiserver.http.urls import base_url
 from corral.apiserver.services import provisioning
+from corral.core import errors
 from corral.core.kube.informer import Obj
 from corral.core.provisioning import v1
 

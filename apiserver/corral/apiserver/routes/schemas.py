@@ -6,10 +6,11 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.schemas import Field, Schema
 from corral.apiserver.http.urls import base_url
 from corral.apiserver.keys import SCHEMAS
+from corral.core import errors
 
 SCHEMA = Schema(
     id="schema",

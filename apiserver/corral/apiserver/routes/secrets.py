@@ -20,13 +20,13 @@ from aiohttp import web
 from lightkube import ApiError as KubeApiError
 from lightkube.resources.core_v1 import Secret
 
-from corral.apiserver.http import errors
 from corral.apiserver.http.body import read_json
 from corral.apiserver.http.schemas import Schema
 from corral.apiserver.http.urls import base_url
 from corral.apiserver.keys import KUBE
 from corral.apiserver.services import secrets as shared
 from corral.apiserver.services.visibility import visible_project
+from corral.core import errors
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
 from corral.core.kube.client import as_dict, delete_if_present

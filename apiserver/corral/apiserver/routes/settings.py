@@ -9,11 +9,12 @@ from lightkube.models.meta_v1 import ObjectMeta
 
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import require_admin
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import KUBE, STORES
+from corral.core import errors
 from corral.core.api import settings
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict

@@ -8,7 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.auth.authn import CSRF_COOKIE, SESSION_COOKIE, Principal, principal
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import AUTH_LIMIT, description_text, or_empty, read_json, referenced
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -16,6 +16,7 @@ from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import STORES
 from corral.apiserver.services import tokens
 from corral.apiserver.services.visibility import visible_cluster
+from corral.core import errors
 from corral.core.auth import ttl
 from corral.core.auth.tokens import MSG_NOT_FOUND, TokenRecord, is_system_name
 

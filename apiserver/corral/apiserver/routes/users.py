@@ -12,7 +12,7 @@ from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import Principal, principal
 from corral.apiserver.auth.authz import require_admin
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import (
     AUTH_LIMIT,
     description_text,
@@ -28,6 +28,7 @@ from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.services import users
+from corral.core import errors
 from corral.core.kube import kinds, password_secrets
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj

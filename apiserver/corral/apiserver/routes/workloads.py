@@ -12,14 +12,16 @@ from typing import Any
 from aiohttp import web
 from lightkube.resources.apps_v1 import ReplicaSet
 
-from corral.apiserver.http import envelope, errors
+from corral.apiserver.http import envelope
 from corral.apiserver.http.body import read_json, text
+from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url
 from corral.apiserver.keys import CONNECTIONS
 from corral.apiserver.services import workloads
 from corral.apiserver.services.workloads import Neighbours, Scope
+from corral.core import errors
 from corral.core.api.ids import ScopedId
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
@@ -223,10 +225,10 @@ async def workload_action(request: web.Request) -> web.Response:
     kind, obj = await workloads.find(request, where, request.match_info["workload"])
     name = action(request, set(ACTIONS))
     if name is None:
-        raise errors.ApiError(405, "MethodNotAllowed", "POST on a workload needs ?action=<name>")
+        raise ApiError(405, "MethodNotAllowed", "POST on a workload needs ?action=<name>")
     where.require_write(f"{name} workloads")
     if name not in applicable(kind):
-        raise errors.ApiError(422, "InvalidAction", f"{name} does not apply to a {kind.type}")
+        raise ApiError(422, "InvalidAction", f"{name} does not apply to a {kind.type}")
     body = await read_json(request)
     template: Obj | None = None
     if name == "rollback":
@@ -255,7 +257,7 @@ async def list_revisions(request: web.Request) -> web.Response:
     where = workloads.scope(request)
     kind, obj = await workloads.find(request, where, request.match_info["workload"])
     if kind.type != DEPLOYMENT:
-        raise errors.ApiError(422, "InvalidAction", f"a {kind.type} keeps no revisions")
+        raise ApiError(422, "InvalidAction", f"a {kind.type} keeps no revisions")
     revisions = await _revisions(request, where, obj)
     current = (obj["metadata"].get("annotations") or {}).get(REVISION_ANNOTATION)
     url = f"{project_url(request, where)}/workloads/{WorkloadId.of(kind, obj)}/revisions"

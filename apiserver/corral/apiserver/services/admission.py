@@ -28,11 +28,9 @@ from lightkube import ApiError as KubeApiError
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
-from corral.apiserver.http import errors
-from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
 from corral.apiserver.state.downstream import downstream_namespaces, downstream_quotas
-from corral.core import jsonpatch
+from corral.core import errors, jsonpatch
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
 from corral.core.errors import NotFound
@@ -107,8 +105,8 @@ async def members(request: web.Request, obj: Obj) -> set[str]:
             async for n in client.list(Namespace, labels={names.LABEL_PROJECT: name})
         ]
     except Exception as exc:  # noqa: BLE001 - any failure to reach the cluster is a 503
-        raise ApiError(
-            503, "ClusterUnavailable", f"cannot list the namespaces of cluster {cluster}: {exc}"
+        raise errors.Unavailable(
+            f"cannot list the namespaces of cluster {cluster}: {exc}"
         ) from None
     reserved, _ = quota.reservations(_annotations(obj), _now())
     return {n["metadata"]["name"] for n in watched} | set(listed) | reserved

@@ -17,9 +17,9 @@ from aiohttp import web
 from lightkube import ApiError as KubeApiError
 from lightkube.models.meta_v1 import ObjectMeta
 
-from corral.apiserver.http import errors
 from corral.apiserver.http.body import either, text
 from corral.apiserver.keys import KUBE, STORES
+from corral.core import errors
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
 from corral.core.auth import principals

@@ -20,7 +20,7 @@ from lightkube import ApiError as KubeApiError
 from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Namespace, Secret
 
-from corral.apiserver.http import errors
+from corral.core import errors
 from corral.core.api import names
 from corral.core.kube import kinds
 from corral.core.kube.claims import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import KUBE
+from corral.core import errors
 from corral.core.api import names
 from corral.core.kube import kinds
 from corral.core.kube.client import delete_if_present
@@ -17,5 +17,5 @@ async def delete(request: web.Request, obj: Obj) -> None:
     """Deletes the cluster: the operator then removes its machines, pools, control plane and
     namespace (`management.clusters.forget_cluster`). The caller has checked ownership."""
     if obj["metadata"]["name"] == names.LOCAL_CLUSTER:
-        raise ApiError(405, "MethodNotAllowed", "the local cluster cannot be deleted")
+        raise errors.Unsupported("the local cluster cannot be deleted")
     await delete_if_present(request.app[KUBE], kinds.Cluster, obj["metadata"]["name"])

@@ -13,13 +13,12 @@ from aiohttp import web
 from lightkube import ApiError as KubeError
 from lightkube.models.meta_v1 import ObjectMeta
 
-from corral.apiserver.http import envelope, errors
-from corral.apiserver.http.errors import ApiError
+from corral.apiserver.http import envelope
 from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url
 from corral.apiserver.keys import KUBE, STORES
-from corral.core import jsonpatch
+from corral.core import errors, jsonpatch
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
 from corral.core.clusters import observe
@@ -125,11 +124,10 @@ def _provisioned(obj: Obj, action: str) -> None:
     """422 unless corral runs the cluster's etcd."""
     driver = (obj.get("spec") or {}).get("driver")
     if driver not in observe.HOSTED_DRIVERS:
-        raise ApiError(
-            422,
-            "InvalidAction",
+        raise errors.Invalid(
             f"{action} needs a cluster that corral provisions (rke2 or k3s); this cluster "
             f"is {driver}, and its etcd and certificates are managed outside corral",
+            code="InvalidAction",
         )
 
 
@@ -147,10 +145,10 @@ async def backup(request: web.Request, cluster: Obj) -> web.Response:
         for c in (cluster.get("status") or {}).get("conditions") or []
     )
     if not ready or _restoring(cluster):
-        raise ApiError(
-            422, "InvalidAction",
+        raise errors.Invalid(
             f"backupEtcd needs cluster {name} Ready, with no restore under way",
-        )  # fmt: skip
+            code="InvalidAction",
+        )
     obj = kinds.EtcdBackup(
         metadata=ObjectMeta(
             name=backups.backup_name(name, datetime.datetime.now(datetime.UTC)),
@@ -164,9 +162,7 @@ async def backup(request: web.Request, cluster: Obj) -> web.Response:
         request.app[STORES].etcdbackups.put(created)
     except KubeError as exc:
         if exc.status.code == 409:
-            raise ApiError(
-                409, "AlreadyExists", "a backup was taken this second; ask again"
-            ) from None
+            raise errors.conflict("a backup was taken this second; ask again") from None
         raise
     return web.json_response(render(request, created), status=201)
 

@@ -11,9 +11,9 @@ from aiohttp import web
 from lightkube.models.meta_v1 import OwnerReference
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.http import errors
 from corral.apiserver.http.body import description_text, name_text, referenced
 from corral.apiserver.keys import STORES
+from corral.core import errors
 from corral.core.api import names, settings
 from corral.core.auth import ownership
 from corral.core.drivers import status as driver_status

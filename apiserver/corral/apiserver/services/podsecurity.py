@@ -8,8 +8,8 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.http import errors
 from corral.apiserver.keys import STORES
+from corral.core import errors
 from corral.core.api.ids import ScopedId
 from corral.core.kube.informer import Obj
 from corral.core.projects import podsecurity

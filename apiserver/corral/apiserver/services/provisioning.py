@@ -28,13 +28,11 @@ from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import access, require_admin
-from corral.apiserver.http import errors
-from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import KUBE, STORES
 from corral.apiserver.services import clusters, owned
 from corral.apiserver.services import upgrade as upgrading
 from corral.apiserver.services.visibility import owned_cluster
-from corral.core import jsonpatch
+from corral.core import errors, jsonpatch
 from corral.core.api import ids, names
 from corral.core.clusters.state import state
 from corral.core.errors import Invalid
@@ -181,7 +179,7 @@ async def update(request: web.Request, cluster: Obj, body: dict[str, Any]) -> Ob
         if given.resource_version not in (None, v1.resource_version(current)):
             raise _stale(namespace, name)
         if current["metadata"].get("deletionTimestamp"):
-            raise ApiError(409, "Conflict", f"cluster {cluster_id} is being deleted")
+            raise errors.Conflict(f"cluster {cluster_id} is being deleted", code="Conflict")
         if given.pools is not None:
             plan = machinepools.plan(await _fresh_pools(request, cluster_id), given.pools)
             _check_plan(request, plan, given.pools)
@@ -302,12 +300,11 @@ async def _create_pool(request: web.Request, cluster_id: str, name: str, pool: M
     request.app[STORES].nodepools.put(as_dict(created))
 
 
-def _stale(namespace: str, name: str) -> ApiError:
-    return ApiError(
-        409,
-        "Conflict",
+def _stale(namespace: str, name: str) -> errors.Conflict:
+    return errors.Conflict(
         f"{v1.SCHEMA_ID} {namespace}/{name} has changed since it was read (its "
         "metadata.resourceVersion); read it again and put your change on that",
+        code="Conflict",
     )
 
 

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from corral.apiserver.http import errors
 from corral.apiserver.http.body import flag, read_json
-from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
-from corral.core import jsonpatch
+from corral.core import errors, jsonpatch
 from corral.core.kube import guarded, kinds
 from corral.core.kube.guarded import GENERATION
 from corral.core.kube.informer import Obj
@@ -26,10 +24,9 @@ async def rotate(request: web.Request, obj: Obj) -> web.Response:
         raise errors.invalid("services", str(exc), code="InvalidOption") from exc
     name = obj["metadata"]["name"]
     if request.app[CONNECTIONS].credential(name) is None:
-        raise ApiError(
-            422,
-            "InvalidAction",
+        raise errors.Invalid(
             f"{rotation.ACTION} needs the cluster provisioned first; it is still being provisioned",
+            code="InvalidAction",
         )
 
     async def decide(current: Obj) -> list[jsonpatch.Operation]:

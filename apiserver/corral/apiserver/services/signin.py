@@ -17,9 +17,8 @@ from aiohttp import web
 from lightkube import ApiError as KubeApiError
 from lightkube.models.meta_v1 import ObjectMeta
 
-from corral.apiserver.http import errors
-from corral.apiserver.http.errors import ApiError
 from corral.apiserver.keys import KUBE, PROVIDERS, STORES
+from corral.core import errors
 from corral.core.api import ids, names
 from corral.core.auth import principals
 from corral.core.auth.oidc_config import OidcConfig
@@ -39,7 +38,9 @@ async def enabled_provider(request: web.Request) -> Provider:
         raise errors.not_found("authProvider oidc not found")
     secret = await oidc_secrets.read_client_secret(request.app[KUBE])
     if secret is None:
-        raise ApiError(503, "ProviderUnavailable", "the oidc provider has no client secret")
+        raise errors.Unavailable(
+            "the oidc provider has no client secret", code="ProviderUnavailable"
+        )
     return request.app[PROVIDERS].get(config, secret)
 
 

@@ -20,7 +20,7 @@ from lightkube import ApiError as KubeApiError
 from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Pod
 
-from corral.apiserver.http.errors import ApiError
+from corral.core import errors
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
 from corral.core.workloads.kinds import Kind
@@ -68,14 +68,13 @@ async def admitted(client: AsyncClient, kind: Kind, obj: Obj, project_id: str) -
     except KubeApiError as exc:
         message = exc.status.message or ""
         if exc.status.code == 403 and VIOLATES in message:
-            raise ApiError(
-                422,
-                "PodSecurity",
+            raise errors.Invalid(
                 f"namespace {obj['metadata']['namespace']} would refuse this workload's pods: "
                 f"{message}",
+                code="PodSecurity",
             ) from None
         if exc.status.code == 403 and "quota" in message:
-            raise ApiError(
-                422, "QuotaExceeded", f"project {project_id} quota: {message}", "containers"
+            raise errors.invalid(
+                "containers", f"project {project_id} quota: {message}", "QuotaExceeded"
             ) from None
         raise

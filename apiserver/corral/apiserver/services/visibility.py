@@ -9,8 +9,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from corral.apiserver.auth.authz import access
-from corral.apiserver.http import errors
 from corral.apiserver.keys import STORES
+from corral.core import errors
 from corral.core.api.ids import ScopedId
 from corral.core.kube.informer import Obj
 from corral.core.projects import roles

@@ -26,11 +26,11 @@ from lightkube.types import CascadeType
 
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import access
-from corral.apiserver.http import errors
 from corral.apiserver.keys import CONNECTIONS, STORES
 from corral.apiserver.services import trialpods
 from corral.apiserver.services.visibility import visible_project
 from corral.apiserver.state import downstream
+from corral.core import errors
 from corral.core.api import settings
 from corral.core.api.ids import ScopedId
 from corral.core.errors import Invalid
@@ -158,8 +158,8 @@ async def update(
             if exc.status.code != 409:
                 raise
             if time.monotonic() > ends:
-                raise errors.ApiError(
-                    409, "Conflict", f"workload {WorkloadId.of(kind, obj)} kept changing; try again"
+                raise errors.Conflict(
+                    f"workload {WorkloadId.of(kind, obj)} kept changing; try again", code="Conflict"
                 ) from None
             obj = as_dict(await client.get(resource, meta["name"], namespace=meta["namespace"]))
             continue
