@@ -9,9 +9,9 @@ from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 from corral.apiserver.app import ROUTE_MODULES, SCHEMA_LIST
 from corral.apiserver.config import ApiServerConfig, ConfigError
 from corral.apiserver.http.schemas import Registry
-from corral.apiserver.keys import EXTERNAL_URL, READINESS, SCHEMAS
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.routes import health, root
+from tests.unit.held import holding
 
 
 def test_config_requires_a_certificate(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -84,11 +84,10 @@ def test_readiness_waits_for_every_gate() -> None:
 
 
 async def test_readyz_reports_pending_gates_until_they_open() -> None:
-    app = web.Application()
-    app[READINESS] = Readiness()
-    app[READINESS].gate("management-cluster")
-    app[SCHEMAS] = Registry()
-    app[EXTERNAL_URL] = "https://corral.example.com"
+    readiness = Readiness()
+    readiness.gate("management-cluster")
+    app = holding(web.Application(), readiness=readiness, schemas=Registry(),
+                  external_url="https://corral.example.com")  # fmt: skip
     app.add_routes(health.routes)
     app.add_routes(root.routes)
     async with TestClient(TestServer(app)) as client:
@@ -97,7 +96,7 @@ async def test_readyz_reports_pending_gates_until_they_open() -> None:
         assert (await response.json())["pending"] == ["management-cluster"]
         assert (await client.get("/healthz")).status == 200
 
-        app[READINESS].open("management-cluster")
+        readiness.open("management-cluster")
         assert (await client.get("/readyz")).status == 200
         body = await (await client.get("/v3", headers={"Host": "evil.example.net"})).json()
         assert body["links"]["self"] == "https://corral.example.com/v3"

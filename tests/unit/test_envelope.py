@@ -16,7 +16,6 @@ from multidict import MultiDict
 from corral.apiserver.http import envelope
 from corral.apiserver.http.objects import name_of, shown_status
 from corral.apiserver.http.schemas import Field, Schema
-from corral.apiserver.keys import EXTERNAL_URL
 from corral.apiserver.routes import (
     clusterroletemplatebindings,
     clusters,
@@ -26,6 +25,7 @@ from corral.apiserver.routes import (
     projects,
 )
 from corral.core.kube.informer import Obj
+from tests.unit.held import holding
 
 SCHEMA = Schema(
     id="thing",
@@ -278,8 +278,7 @@ SAMPLES = [
 def test_ids_and_fields_are_what_the_rendered_resource_shows(
     route: ModuleType, route_ident: Callable[[Obj], str], obj: Obj
 ) -> None:
-    app = web.Application()
-    app[EXTERNAL_URL] = BASE
+    app = holding(web.Application(), external_url=BASE)
     rendered = route.render(make_mocked_request("GET", "/", app=app), obj)
     values = route.fields(obj)
     names = [name for name in route.SCHEMA.filters() if name not in ("id", "type")]

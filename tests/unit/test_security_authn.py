@@ -19,12 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corral.apiserver.auth.activity import ActivityTracker
-from corral.apiserver.auth.authn import PROXY_PATH, auth_middleware
+from corral.apiserver.auth.authn import PROXY_PATH
 from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.http.errors import error_middleware
-from corral.apiserver.keys import ACTIVITY, LIMITER, STORES
+from corral.apiserver.middleware import auth_middleware
 from corral.core.auth import hashing
 from corral.core.auth.tokens import AuthFailure, split
+from tests.unit.held import holding
 
 from .test_rate_limit import MemoryLedger
 
@@ -75,10 +76,12 @@ async def ok(request: web.Request) -> web.Response:
 
 
 def application() -> web.Application:
-    app = web.Application(middlewares=[error_middleware, auth_middleware])
-    app[STORES] = Stores()  # type: ignore[assignment]
-    app[ACTIVITY] = ActivityTracker(lambda token, seen: asyncio.sleep(0))  # type: ignore[arg-type]
-    app[LIMITER] = RateLimiter(MemoryLedger())
+    app = holding(
+        web.Application(middlewares=[error_middleware, auth_middleware]),
+        stores=Stores(),
+        activity=ActivityTracker(lambda token, seen: asyncio.sleep(0)),
+        limiter=RateLimiter(MemoryLedger()),
+    )
     app.router.add_route("*", PROXY_PATH + "/{path:.*}", ok)
     app.router.add_route("*", PROXY_PATH, ok)
     app.router.add_route("*", "/v3/{path:.*}", ok)

@@ -14,29 +14,13 @@ from lightkube.types import PatchType
 
 from corral.apiserver.auth.access import AccessMemo
 from corral.apiserver.auth.activity import ActivityTracker
-from corral.apiserver.auth.authn import auth_middleware, rate_limit_headers
 from corral.apiserver.auth.ledger import KubeLedger
 from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.auth.throttle import LoginThrottle
+from corral.apiserver.deps import DEPS, Deps
 from corral.apiserver.http import errors, serving
 from corral.apiserver.http.schemas import Registry
-from corral.apiserver.keys import (
-    ACCESS,
-    ACTIVITY,
-    CONNECTIONS,
-    CORRAL_CA,
-    DRIVER_FILES,
-    EXTERNAL_URL,
-    FEATURES,
-    KUBE,
-    LIMITER,
-    LOGIN_STATE_KEY,
-    PROVIDERS,
-    READINESS,
-    SCHEMAS,
-    STORES,
-    THROTTLE,
-)
+from corral.apiserver.middleware import auth_middleware, rate_limit_headers
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.routes import (
     authconfigs,
@@ -106,22 +90,26 @@ def create_app(
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
     app.on_response_prepare.append(serving.set_response_headers)
     app.on_response_prepare.append(rate_limit_headers)
-    app[KUBE] = kube
-    app[EXTERNAL_URL] = external_url
-    app[FEATURES] = features
-    app[CORRAL_CA] = corral_ca
-    app[DRIVER_FILES] = driver_files
-    app[READINESS] = Readiness()
-    app[STORES] = Stores.create(kube)
-    app[CONNECTIONS] = Connections(kube)
-    app[ACCESS] = AccessMemo()
-    app[ACTIVITY] = ActivityTracker(_activity_writer(kube))
-    app[LIMITER] = RateLimiter(KubeLedger(kube, app[STORES].user_uid))
-    app[THROTTLE] = LoginThrottle()
-    app[PROVIDERS] = Providers()
-    app[LOGIN_STATE_KEY] = StateKey()
-    app[SCHEMAS] = Registry()
-    app[SCHEMAS].add(*SCHEMA_LIST)
+    schemas = Registry()
+    schemas.add(*SCHEMA_LIST)
+    stores = Stores.create(kube)
+    app[DEPS] = Deps(
+        kube=kube,
+        stores=stores,
+        connections=Connections(kube),
+        external_url=external_url,
+        corral_ca=corral_ca,
+        driver_files=driver_files,
+        features=features,
+        providers=Providers(),
+        login_state_key=StateKey(),
+        schemas=schemas,
+        access=AccessMemo(),
+        activity=ActivityTracker(_activity_writer(kube)),
+        limiter=RateLimiter(KubeLedger(kube, stores.user_uid)),
+        throttle=LoginThrottle(),
+        readiness=Readiness(),
+    )
     for module in ROUTE_MODULES:
         app.add_routes(module.routes)
     app.cleanup_ctx.append(_background)
@@ -139,8 +127,8 @@ def _activity_writer(kube: AsyncClient):  # type: ignore[no-untyped-def]
 
 async def _background(app: web.Application) -> AsyncIterator[None]:
     """Feed the caches and open the readiness gate once all have listed; flush activity."""
-    stores, connections = app[STORES], app[CONNECTIONS]
-    readiness = app[READINESS]
+    held = app[DEPS]
+    stores, connections, readiness = held.stores, held.connections, held.readiness
     informers = [*stores.all(), connections.credentials]
     for informer in informers:
         readiness.gate(informer.name)
@@ -153,14 +141,14 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     async def prune() -> None:
         while True:
             await asyncio.sleep(60)
-            app[LIMITER].prune(time.time())
-            app[THROTTLE].prune(time.monotonic())
+            held.limiter.prune(time.time())
+            held.throttle.prune(time.monotonic())
 
     async with stores.running():
         tasks = [
             asyncio.create_task(connections.run()),
             asyncio.create_task(open_gates()),
-            asyncio.create_task(app[ACTIVITY].run(
+            asyncio.create_task(held.activity.run(
                 lambda: stores.number("auth-user-session-idle-ttl-minutes"))),
             asyncio.create_task(prune()),
         ]  # fmt: skip
@@ -169,4 +157,4 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
     await connections.close()
-    await app[KUBE].close()
+    await held.kube.close()

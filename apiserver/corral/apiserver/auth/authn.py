@@ -11,15 +11,12 @@ from __future__ import annotations
 import base64
 import datetime
 import hmac
-import time
 from dataclasses import dataclass
 
 from aiohttp import web
 
 from corral.apiserver.auth.activity import ActivityTracker
-from corral.apiserver.auth.ratelimit import Decision, RateLimiter
-from corral.apiserver.http.errors import ApiError, Handler
-from corral.apiserver.keys import ACTIVITY, LIMITER, STORES
+from corral.apiserver.http.errors import ApiError
 from corral.apiserver.state.stores import Stores
 from corral.core.auth.tokens import (
     MSG_INVALID,
@@ -65,7 +62,6 @@ class Principal:
 
 
 PRINCIPAL = web.RequestKey("principal", Principal)
-RATE_LIMIT = web.RequestKey("rate_limit", Decision)
 
 
 def principal(request: web.Request) -> Principal:
@@ -134,31 +130,3 @@ def check_csrf(request: web.Request, who: Principal) -> None:
     header = request.headers.get(CSRF_HEADER, "")
     if not cookie or not hmac.compare_digest(cookie.encode(), header.encode()):
         raise ApiError(422, "InvalidCSRFToken", "Invalid CSRF token")
-
-
-@web.middleware
-async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.path.startswith(PUBLIC_PREFIXES):
-        return await handler(request)
-    app = request.app
-    now = datetime.datetime.now(datetime.UTC)
-    who = authenticate(request, app[STORES], app[ACTIVITY], now)
-    limiter: RateLimiter = app[LIMITER]
-    limit = int(app[STORES].number("api-rate-limit-per-minute"))
-    decision = await limiter.hit(who.user_id, limit, time.time())
-    request[RATE_LIMIT] = decision
-    if not decision.allowed:
-        raise ApiError(429, "TooManyRequests",
-                       f"rate limit of {decision.limit} requests per minute exceeded",
-                       headers={"Retry-After": str(decision.reset_seconds)})  # fmt: skip
-    request[PRINCIPAL] = who
-    check_csrf(request, who)
-    return await handler(request)
-
-
-async def rate_limit_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """Every response to an authenticated request carries its rate-limit headers, whatever
-    answered it: the handler, an error of any kind, a stream or an upgrade."""
-    decision = request.get(RATE_LIMIT)
-    if decision is not None:
-        response.headers.update(decision.headers())

@@ -13,21 +13,38 @@ not leak; 403 is for what they can see but not change.
 
 from __future__ import annotations
 
-from aiohttp import web
+from dataclasses import dataclass
 
 from corral.apiserver.auth.access import Access
-from corral.apiserver.auth.authn import Principal, principal
-from corral.apiserver.keys import ACCESS, STORES
+from corral.apiserver.auth.authn import Principal
 from corral.core import errors
+from corral.core.kube.impersonation import Impersonation
 
 
-def require_admin(who: Principal, what: str) -> None:
+@dataclass(frozen=True)
+class Caller:
+    """Who calls and what they may reach: what every service is given instead of the request."""
+
+    principal: Principal
+    access: Access
+
+    @property
+    def user_id(self) -> str:
+        return self.principal.user_id
+
+    @property
+    def is_admin(self) -> bool:
+        return self.principal.is_admin
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        return self.principal.groups
+
+    def downstream(self) -> Impersonation:
+        return self.principal.downstream()
+
+
+def require_admin(who: Principal | Caller, what: str) -> None:
     """For objects the caller can see but not change (or collections it cannot write)."""
     if not who.is_admin:
         raise errors.forbidden(f"only administrators may {what}")
-
-
-def access(request: web.Request) -> Access:
-    """The caller's access to clusters and projects."""
-    who = principal(request)
-    return request.app[ACCESS].get(who.user_id, who.is_admin, request.app[STORES])

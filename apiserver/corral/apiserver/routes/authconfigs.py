@@ -26,13 +26,13 @@ from aiohttp import web
 from lightkube.models.meta_v1 import ObjectMeta
 
 from corral.apiserver.auth.authn import principal
+from corral.apiserver.deps import DEPS, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import AUTH_LIMIT, read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import EXTERNAL_URL, KUBE, STORES
+from corral.apiserver.http.urls import v3
 from corral.core import errors
 from corral.core.api import settings
 from corral.core.auth import oidc_config, principals
@@ -78,7 +78,7 @@ routes = web.RouteTableDef()
 
 
 def _stored(request: web.Request) -> OidcConfig:
-    return OidcConfig.from_object(request.app[STORES].authconfigs.get(principals.OIDC))
+    return OidcConfig.from_object(request.app[DEPS].stores.authconfigs.get(principals.OIDC))
 
 
 def _fields(request: web.Request, provider: str) -> dict[str, Any]:
@@ -89,7 +89,7 @@ def _fields(request: web.Request, provider: str) -> dict[str, Any]:
         "id": principals.OIDC, "name": principals.OIDC, "enabled": config.enabled,
         "issuer": config.issuer, "clientId": config.client_id, "scope": config.scope,
         "groupsClaim": config.groups_claim,
-        "redirectUri": request.app[EXTERNAL_URL] + CALLBACK_PATH,
+        "redirectUri": request.app[DEPS].external_url + CALLBACK_PATH,
     }  # fmt: skip
 
 
@@ -155,14 +155,14 @@ async def config_action(request: web.Request) -> web.Response:
 
 
 def _merged(request: web.Request, body: dict[str, Any]) -> OidcConfig:
-    allowed = request.app[STORES].enabled(settings.LINK_LOCAL_SETTING)
+    allowed = request.app[DEPS].stores.enabled(settings.LINK_LOCAL_SETTING)
     return oidc_config.merged(_stored(request), body, allowed)
 
 
 async def _client_secret(request: web.Request, body: dict[str, Any]) -> str | None:
     if body.get("clientSecret") is not None:
         return oidc_config.check_client_secret(body["clientSecret"])
-    return await oidc_secrets.read_client_secret(request.app[KUBE])
+    return await oidc_secrets.read_client_secret(request.app[DEPS].kube)
 
 
 async def _test(request: web.Request, config: OidcConfig, secret: str | None) -> dict[str, Any]:
@@ -186,20 +186,20 @@ async def _save(request: web.Request, body: dict[str, Any], config: OidcConfig) 
     secret = await _client_secret(request, body)
     if config.enabled:
         await _test(request, config, secret)
-    kube = request.app[KUBE]
+    kube = request.app[DEPS].kube
     if body.get("clientSecret") is not None and secret is not None:
         await oidc_secrets.store_client_secret(kube, secret)
     applied = await kube.apply(
         kinds.AuthConfig(metadata=ObjectMeta(name=principals.OIDC), spec=config.spec()),
         force=True,
     )
-    request.app[STORES].authconfigs.put(as_dict(applied))
+    request.app[DEPS].stores.authconfigs.put(as_dict(applied))
 
 
 def _test_output(request: web.Request, metadata: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": TEST_OUTPUT.id, "baseType": TEST_OUTPUT.id,
-        "redirectUrl": request.app[EXTERNAL_URL] + LOGIN_PATH,
+        "redirectUrl": request.app[DEPS].external_url + LOGIN_PATH,
         "issuer": metadata.get("issuer", ""),
         "authorizationEndpoint": metadata.get("authorization_endpoint", ""),
         "tokenEndpoint": metadata.get("token_endpoint", ""),

@@ -24,8 +24,8 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.auth.throttle import throttled
+from corral.apiserver.deps import DEPS
 from corral.apiserver.http.errors import ApiError
-from corral.apiserver.keys import EXTERNAL_URL, KUBE, LOGIN_STATE_KEY, STORES, THROTTLE
 from corral.apiserver.services import sessions, signin, tokens
 from corral.core import errors
 from corral.core.auth import id_tokens, loginstate, principals
@@ -43,11 +43,11 @@ _ERROR_CODE = re.compile(r"[\x20-\x21\x23-\x5b\x5d-\x7e]{1,64}")
 
 
 def _providers(request: web.Request) -> list[dict[str, Any]]:
-    base = request.app[EXTERNAL_URL]
+    base = request.app[DEPS].external_url
     local = f"{base}/v3-public/localProviders/local"
     found = [{"id": "local", "type": "localProvider", "baseType": "authProvider",
               "links": {"self": local}, "actions": {"login": f"{local}?action=login"}}]  # fmt: skip
-    config = OidcConfig.from_object(request.app[STORES].authconfigs.get(principals.OIDC))
+    config = OidcConfig.from_object(request.app[DEPS].stores.authconfigs.get(principals.OIDC))
     if config.enabled:
         found.append({
             "id": "oidc", "type": "oidcProvider", "baseType": "authProvider",
@@ -62,7 +62,7 @@ async def list_providers(request: web.Request) -> web.Response:
     data = _providers(request)
     return web.json_response({
         "type": "collection", "resourceType": "authProvider", "data": data,
-        "links": {"self": request.app[EXTERNAL_URL] + request.path}, "actions": {},
+        "links": {"self": request.app[DEPS].external_url + request.path}, "actions": {},
         "pagination": {"limit": len(data), "total": len(data)},
     })  # fmt: skip
 
@@ -85,7 +85,7 @@ async def begin(request: web.Request) -> web.Response:
         url, login = await provider.begin(_callback(request), response_type)
     except ProviderError as exc:
         raise _unavailable(exc) from None
-    key = await request.app[LOGIN_STATE_KEY].get(request.app[KUBE])
+    key = await request.app[DEPS].login_state_key.get(request.app[DEPS].kube)
     response = web.Response(status=302, headers={"Location": url})
     response.set_cookie(STATE_COOKIE, loginstate.seal(key, login), path=STATE_COOKIE_PATH,
                         max_age=loginstate.MAX_AGE_SECONDS, httponly=True,
@@ -96,10 +96,10 @@ async def begin(request: web.Request) -> web.Response:
 @routes.get("/v3-public/{plural:(?i:oidcproviders)}/oidc/callback")
 async def finish(request: web.Request) -> web.Response:
     provider = await signin.enabled_provider(request)
-    sealed, keys = request.cookies.get(STATE_COOKIE, ""), request.app[LOGIN_STATE_KEY]
-    login = loginstate.unseal(await keys.get(request.app[KUBE]), sealed)
+    sealed, keys = request.cookies.get(STATE_COOKIE, ""), request.app[DEPS].login_state_key
+    login = loginstate.unseal(await keys.get(request.app[DEPS].kube), sealed)
     if login is None and sealed:
-        login = loginstate.unseal(await keys.get(request.app[KUBE], reread=True), sealed)
+        login = loginstate.unseal(await keys.get(request.app[DEPS].kube, reread=True), sealed)
     state = request.query.get("state", "")
     if login is None or not state or state != login.state:
         raise _refused("the sign-in's state is missing, expired or not this browser's")
@@ -111,7 +111,7 @@ async def finish(request: web.Request) -> web.Response:
         raise _refused("the provider sent no authorization code")
     # Each code is sent on to the provider: refused ones are counted as failed logins are,
     # per sign-in and per address, so a replayed state cannot make corral hammer it.
-    throttle, address, attempt = request.app[THROTTLE], request.remote or "", f"oidc:{state}"
+    throttle, address, attempt = request.app[DEPS].throttle, request.remote or "", f"oidc:{state}"
     if wait := throttle.reserve(attempt, address, time.monotonic()):
         raise throttled(wait)
     try:
@@ -133,7 +133,7 @@ async def finish(request: web.Request) -> web.Response:
 
 
 def _callback(request: web.Request) -> str:
-    return request.app[EXTERNAL_URL] + CALLBACK_PATH
+    return request.app[DEPS].external_url + CALLBACK_PATH
 
 
 def _refused(reason: str) -> ApiError:

@@ -19,13 +19,13 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Secret
 from lightkube.types import PatchType
 
+from corral.apiserver.deps import DEPS, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import or_empty, read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.http.urls import v3
 from corral.apiserver.services import owned
 from corral.core import errors
 from corral.core.api import ids, names
@@ -81,14 +81,17 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
 
 def found(request: web.Request) -> Obj:
     return owned.visible(
-        request, request.app[STORES].cloudcredentials, request.match_info["id"], "cloudCredential"
+        request,
+        request.app[DEPS].stores.cloudcredentials,
+        request.match_info["id"],
+        "cloudCredential",
     )
 
 
 @routes.get(v3("cloudcredentials"))
 async def list_credentials(request: web.Request) -> web.Response:
     body = envelope.collection(
-        base_url(request), SCHEMA, owned.listed(request, request.app[STORES].cloudcredentials),
+        base_url(request), SCHEMA, owned.listed(request, request.app[DEPS].stores.cloudcredentials),
         name_of, fields, lambda o: render(request, o), request.query, request.path,
         can_create=True,
     )  # fmt: skip
@@ -120,7 +123,7 @@ async def create_credential(request: web.Request) -> web.Response:
         # No template checks it later: a cluster's S3 target needs both keys.
         raise errors.missing(f"{field}.{lacking[0]}")
     spec = {"driver": driver, "fields": sorted(values), **owned.described(body)}
-    kube = request.app[KUBE]
+    kube = request.app[DEPS].kube
     metadata = ObjectMeta(name=ids.generate("cc"), **owned.ownership_metadata(request))
     created = as_dict(await kube.create(kinds.CloudCredential(metadata=metadata, spec=spec)))
     try:
@@ -128,7 +131,7 @@ async def create_credential(request: web.Request) -> web.Response:
     except Exception:
         await delete_if_present(kube, kinds.CloudCredential, name_of(created))
         raise
-    request.app[STORES].cloudcredentials.put(created)
+    request.app[DEPS].stores.cloudcredentials.put(created)
     return web.json_response(render(request, created), status=201)
 
 
@@ -161,7 +164,7 @@ async def update_credential(request: web.Request) -> web.Response:
                              f"cannot change (it is {driver})", "InvalidAction")  # fmt: skip
     spec: dict[str, Any] = owned.described(body)
     field = templates.credential_field(driver)
-    kube = request.app[KUBE]
+    kube = request.app[DEPS].kube
     if field in body:
         schema = owned.driver_schema(request, driver, field, active=False)
         stored = await stored_secret(request, obj)
@@ -179,14 +182,14 @@ async def update_credential(request: web.Request) -> web.Response:
     patched = as_dict(await kube.patch(
         kinds.CloudCredential, name_of(obj), patch, patch_type=PatchType.JSON
     ))  # fmt: skip
-    request.app[STORES].cloudcredentials.put(patched)
+    request.app[DEPS].stores.cloudcredentials.put(patched)
     return web.json_response(render(request, patched))
 
 
 async def stored_secret(request: web.Request, obj: Obj) -> Secret | None:
     """The credential's Secret, read now: no API server keeps secret values in memory."""
     try:
-        secret: Secret = await request.app[KUBE].get(
+        secret: Secret = await request.app[DEPS].kube.get(
             Secret, names.cloud_credential_secret_name(name_of(obj)),
             namespace=names.SYSTEM_NAMESPACE,
         )  # fmt: skip
@@ -202,15 +205,15 @@ async def delete_credential(request: web.Request) -> web.Response:
     obj = found(request)
     name = name_of(obj)
     users = sorted(
-        name_of(t) for t in request.app[STORES].nodetemplates.by_index("credential", name)
+        name_of(t) for t in request.app[DEPS].stores.nodetemplates.by_index("credential", name)
     )
     if users:
         raise ApiError(409, "Conflict", f"cloud credential {name} is used by node templates "
                                         f"{', '.join(users)}")  # fmt: skip
-    kube = request.app[KUBE]
+    kube = request.app[DEPS].kube
     await delete_if_present(kube, kinds.CloudCredential, name)
     # Kubernetes would delete it with its owner; at once, nothing is left to read.
     await delete_if_present(kube, Secret, names.cloud_credential_secret_name(name),
                             names.SYSTEM_NAMESPACE)  # fmt: skip
-    request.app[STORES].cloudcredentials.forget(name)
+    request.app[DEPS].stores.cloudcredentials.forget(name)
     return web.Response(status=204)

@@ -14,12 +14,11 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.auth.authz import access
+from corral.apiserver.deps import DEPS, access, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import either, read_json, referenced
 from corral.apiserver.http.schemas import Field, Schema
-from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import STORES
+from corral.apiserver.http.urls import v3
 from corral.apiserver.services import bindings
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core import errors
@@ -84,7 +83,7 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
 
 def visible(request: web.Request) -> Obj:
     binding = ScopedId.parse_or_none(request.match_info["id"])
-    obj = request.app[STORES].cluster_bindings.get(binding.key) if binding else None
+    obj = request.app[DEPS].stores.cluster_bindings.get(binding.key) if binding else None
     if binding is None or obj is None or access(request).cluster_role(binding.namespace) is None:
         raise errors.not_found(f"clusterRoleTemplateBinding {request.match_info['id']} not found")
     return obj
@@ -92,7 +91,7 @@ def visible(request: web.Request) -> Obj:
 
 @routes.get(v3("clusterroletemplatebindings"))
 async def list_bindings(request: web.Request) -> web.Response:
-    allowed, stores = access(request), request.app[STORES]
+    allowed, stores = access(request), request.app[DEPS].stores
     cluster = request.query.get("clusterId")
     objs = stores.cluster_bindings.by_index("cluster", cluster) if cluster else (
         stores.cluster_bindings.all()
@@ -123,7 +122,7 @@ async def create_binding(request: web.Request) -> web.Response:
         raise errors.invalid("type", "type must be clusterRoleTemplateBinding")
     cluster = either(body, ("clusterId", "clusterName"), 63)
     referenced(lambda: visible_cluster(request, cluster), "clusterId", f"cluster {cluster}")
-    existing = request.app[STORES].cluster_bindings.by_index("cluster", cluster)
+    existing = request.app[DEPS].stores.cluster_bindings.by_index("cluster", cluster)
     new = bindings.grant(request, body, roles.CLUSTER_ROLES, existing, f"cluster {cluster}")
     owned_cluster(request, cluster, "grant roles in it")
     created = await bindings.bind_in_cluster(request, cluster, new)

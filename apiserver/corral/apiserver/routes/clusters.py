@@ -15,7 +15,8 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import Principal, principal
-from corral.apiserver.auth.authz import access, require_admin
+from corral.apiserver.auth.authz import require_admin
+from corral.apiserver.deps import DEPS, access, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import (
     AUTH_LIMIT,
@@ -30,8 +31,7 @@ from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_fields, object_stamp
 from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import CONNECTIONS, CORRAL_CA, KUBE, STORES
+from corral.apiserver.http.urls import v3
 from corral.apiserver.services import clusters, etcdbackups, importing, owned, rotation, tokens
 from corral.apiserver.services import upgrade as upgrading
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
@@ -245,7 +245,7 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
 @routes.get(v3("clusters"))
 async def list_clusters(request: web.Request) -> web.Response:
     who = principal(request)
-    objs = request.app[STORES].clusters.all()
+    objs = request.app[DEPS].stores.clusters.all()
     # Passes over every cluster that cannot leave one out are skipped: a page should cost the
     # page, and administrators see every cluster.
     if not who.is_admin:
@@ -293,7 +293,7 @@ async def create_cluster(request: web.Request) -> web.Response:
             flavour,
             body.get(flavour.config_field),
             spec.get("kubernetesVersion"),
-            request.app[STORES].catalog(),
+            request.app[DEPS].stores.catalog(),
         )
         spec["kubernetesVersion"] = admitted.version
         spec[flavour.config_field] = admitted.config
@@ -308,8 +308,10 @@ async def create_cluster(request: web.Request) -> web.Response:
     else:
         name = ids.generate("c") if driver == "imported" else f"c-m-{ids.random_suffix(8)}"
         meta = ObjectMeta(name=name, labels=labels)
-        created = as_dict(await request.app[KUBE].create(kinds.Cluster(metadata=meta, spec=spec)))
-    request.app[STORES].clusters.put(created)
+        created = as_dict(
+            await request.app[DEPS].kube.create(kinds.Cluster(metadata=meta, spec=spec))
+        )
+    request.app[DEPS].stores.clusters.put(created)
     return web.json_response(render(request, created), status=201)
 
 
@@ -466,7 +468,7 @@ async def update_cluster(request: web.Request) -> web.Response:
         obj = await upgrading.change_version(request, obj, flavour, version)
     if kubeconfig is not None:
         obj = await importing.import_into(request, kubeconfig, obj)
-        request.app[STORES].clusters.put(obj)
+        request.app[DEPS].stores.clusters.put(obj)
     merge: dict[str, Any] = {"spec": {**patch}}
     for name in CUSTOMIZATIONS:
         # A customization given replaces the stored one whole, not merged into it.
@@ -476,11 +478,11 @@ async def update_cluster(request: web.Request) -> web.Response:
         merge["metadata"] = {"labels": labels}
     if patch or labels is not None:
         obj = as_dict(
-            await request.app[KUBE].patch(
+            await request.app[DEPS].kube.patch(
                 kinds.Cluster, obj["metadata"]["name"], merge, patch_type=PatchType.MERGE
             )
         )
-        request.app[STORES].clusters.put(obj)
+        request.app[DEPS].stores.clusters.put(obj)
     return web.json_response(render(request, obj))
 
 
@@ -500,7 +502,7 @@ def awaits_import(request: web.Request, obj: Obj) -> bool:
     imported by the first PUT that gives a kubeconfig."""
     name = obj["metadata"]["name"]
     return (obj.get("spec") or {}).get("driver") == "imported" and (
-        request.app[CONNECTIONS].credential(name) is None
+        request.app[DEPS].connections.credential(name) is None
     )
 
 
@@ -550,7 +552,7 @@ async def generate_kubeconfig(request: web.Request, who: Principal, obj: Obj) ->
     config = kubeconfig.build(
         cluster_id,
         f"{base_url(request)}/k8s/clusters/{cluster_id}",
-        request.app[CORRAL_CA],
+        request.app[DEPS].corral_ca,
         kubeconfig.Credentials(token=issued.value),
     )
     endpoint = (obj.get("spec") or {}).get("localClusterAuthEndpoint") or {}

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from corral.apiserver.auth.authz import access
+from corral.apiserver.deps import DEPS, access, base_url
 from corral.apiserver.http import envelope
-from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.http.urls import v3
 from corral.apiserver.services.etcdbackups import RESTORE_INPUT as RESTORE_INPUT
 from corral.apiserver.services.etcdbackups import SCHEMA as SCHEMA
 from corral.apiserver.services.etcdbackups import backup_id, fields, render
@@ -30,7 +29,7 @@ async def found(request: web.Request, change: str | None = None) -> Obj:
     """The backup the path names, for the cluster's members (404 for anyone else, whether it
     exists or not); with `change`, the caller must own the cluster (403)."""
     bid = ScopedId.parse_or_none(request.match_info["id"])
-    obj = request.app[STORES].etcdbackups.get(bid.key) if bid else None
+    obj = request.app[DEPS].stores.etcdbackups.get(bid.key) if bid else None
     if bid is None or obj is None or access(request).cluster_role(bid.namespace) is None:
         raise errors.not_found(f"etcd backup {request.match_info['id']} not found")
     if change is not None:
@@ -42,7 +41,7 @@ async def found(request: web.Request, change: str | None = None) -> Obj:
 async def list_backups(request: web.Request) -> web.Response:
     allowed = access(request)
     cluster = request.query.get("clusterId")
-    stores = request.app[STORES]
+    stores = request.app[DEPS].stores
     objs = stores.etcdbackups.by_index("cluster", cluster) if cluster else stores.etcdbackups.all()
     body = envelope.collection(
         base_url(request), SCHEMA,
@@ -62,6 +61,8 @@ async def get_backup(request: web.Request) -> web.Response:
 async def delete_backup(request: web.Request) -> web.Response:
     obj = await found(request, "delete its etcd backups")
     meta = obj["metadata"]
-    await delete_if_present(request.app[KUBE], kinds.EtcdBackup, meta["name"], meta["namespace"])
-    request.app[STORES].etcdbackups.forget(key_of(obj))
+    await delete_if_present(
+        request.app[DEPS].kube, kinds.EtcdBackup, meta["name"], meta["namespace"]
+    )
+    request.app[DEPS].stores.etcdbackups.forget(key_of(obj))
     return web.Response(status=204)

@@ -9,13 +9,13 @@ from lightkube.models.meta_v1 import ObjectMeta
 
 from corral.apiserver.auth.authn import Principal, principal
 from corral.apiserver.auth.authz import require_admin
+from corral.apiserver.deps import DEPS, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import meta_fields, name_of
 from corral.apiserver.http.schemas import Field, Schema
-from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.http.urls import v3
 from corral.core import errors
 from corral.core.api import ids
 from corral.core.kube import kinds
@@ -50,7 +50,7 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
 
 def visible(request: web.Request, who: Principal) -> Obj:
     name = request.match_info["id"]
-    obj = request.app[STORES].bindings.get(name)
+    obj = request.app[DEPS].stores.bindings.get(name)
     if obj is None or (not who.is_admin and obj["spec"].get("userName") != who.user_id):
         raise errors.not_found(f"globalRoleBinding {name} not found")
     return obj
@@ -59,7 +59,7 @@ def visible(request: web.Request, who: Principal) -> Obj:
 @routes.get(v3("globalrolebindings"))
 async def list_bindings(request: web.Request) -> web.Response:
     who = principal(request)
-    stores = request.app[STORES]
+    stores = request.app[DEPS].stores
     objs = stores.bindings.all() if who.is_admin else stores.bindings.by_index("user", who.user_id)
     body = envelope.collection(base_url(request), SCHEMA, objs, name_of, fields,
                                lambda o: render(request, o), request.query, request.path,
@@ -82,10 +82,10 @@ async def create_binding(request: web.Request) -> web.Response:
         raise errors.invalid("globalRoleId", f"globalRoleId must be one of {', '.join(ROLES)}",
                              code="InvalidOption")  # fmt: skip
     user_id = text(body, "userId", max_length=253, required=True)
-    stores = request.app[STORES]
+    stores = request.app[DEPS].stores
     if stores.user_active(user_id) is None:
         raise errors.invalid("userId", f"user {user_id} not found", code="InvalidReference")
-    binding = await request.app[KUBE].create(kinds.GlobalRoleBinding(
+    binding = await request.app[DEPS].kube.create(kinds.GlobalRoleBinding(
         metadata=ObjectMeta(name=ids.generate("grb")),
         spec={"globalRoleName": role, "userName": user_id},
     ))  # fmt: skip
@@ -103,6 +103,6 @@ async def delete_binding(request: web.Request) -> web.Response:
     if spec.get("userName") == who.user_id and spec.get("globalRoleName") == "admin":
         raise ApiError(422, "InvalidAction", "You cannot revoke your own admin role")
     name = obj["metadata"]["name"]
-    await delete_if_present(request.app[KUBE], kinds.GlobalRoleBinding, name)
-    request.app[STORES].bindings.forget(name)
+    await delete_if_present(request.app[DEPS].kube, kinds.GlobalRoleBinding, name)
+    request.app[DEPS].stores.bindings.forget(name)
     return web.Response(status=204)

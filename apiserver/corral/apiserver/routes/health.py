@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from corral.apiserver.keys import READINESS
+from corral.apiserver.deps import DEPS
 
 routes = web.RouteTableDef()
 
@@ -16,7 +16,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 @routes.get("/readyz")
 async def readyz(request: web.Request) -> web.Response:
-    readiness = request.app[READINESS]
+    readiness = request.app[DEPS].readiness
     if readiness.ready:
         return web.json_response({"status": "ok"})
     return web.json_response({"status": "waiting", "pending": readiness.pending}, status=503)

@@ -7,9 +7,9 @@ import time
 from aiohttp import web
 
 from corral.apiserver.auth.throttle import throttled
+from corral.apiserver.deps import DEPS
 from corral.apiserver.http.body import AUTH_LIMIT, description_text, read_json
 from corral.apiserver.http.errors import ApiError
-from corral.apiserver.keys import KUBE, STORES, THROTTLE
 from corral.apiserver.services import sessions, tokens
 from corral.core import errors
 from corral.core.kube import password_secrets
@@ -35,7 +35,7 @@ async def login(request: web.Request) -> web.Response:
         raise errors.invalid("responseType", "responseType must be json or cookie")
     description = description_text(body)
 
-    stores = request.app[STORES]
+    stores = request.app[DEPS].stores
     user = stores.user_by_username(username)
     user_id = user["metadata"]["name"] if user else None
     if not await verify(request, username, user_id, password):
@@ -51,11 +51,11 @@ async def login(request: web.Request) -> web.Response:
 async def verify(request: web.Request, username: str, user_id: str | None, password: str) -> bool:
     """Checks the password under the throttle: the attempt is counted before the awaited hash,
     so concurrent attempts cannot all pass the check while the count still reads zero."""
-    throttle, address = request.app[THROTTLE], request.remote or ""
+    throttle, address = request.app[DEPS].throttle, request.remote or ""
     if wait := throttle.reserve(username, address, time.monotonic()):
         raise throttled(wait)
     try:
-        verified = await password_secrets.verify(request.app[KUBE], user_id, password)
+        verified = await password_secrets.verify(request.app[DEPS].kube, user_id, password)
     except Exception:
         throttle.release(username, address)
         raise

@@ -20,10 +20,9 @@ from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Secret
 
 from corral.apiserver.auth.authn import principal
+from corral.apiserver.deps import DEPS, base_url
 from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.schemas import Schema
-from corral.apiserver.http.urls import base_url
-from corral.apiserver.keys import CONNECTIONS
 from corral.apiserver.services import secrets as shared
 from corral.apiserver.services.visibility import visible_project
 from corral.apiserver.state.downstream import downstream_namespaces
@@ -65,7 +64,7 @@ def _render(request: web.Request, pid: str, obj: Obj) -> dict[str, Any]:
 async def _members(request: web.Request, project: Obj) -> set[str]:
     """The project's namespaces that are not being deleted."""
     cluster, pid = project["metadata"]["namespace"], _pid(project)
-    cache = await downstream_namespaces(request.app[CONNECTIONS], cluster)
+    cache = await downstream_namespaces(request.app[DEPS].connections, cluster)
     return {
         n["metadata"]["name"]
         for n in cache.by_index("project", pid)
@@ -80,13 +79,13 @@ def _pid(project: Obj) -> str:
 async def _reader(request: web.Request, project: Obj) -> AsyncClient:
     """corral's own client: read-only members see a secret's keys, which their `view` role
     downstream does not, and never its data, which corral leaves out."""
-    return await request.app[CONNECTIONS].client(project["metadata"]["namespace"])
+    return await request.app[DEPS].connections.client(project["metadata"]["namespace"])
 
 
 async def _writer(request: web.Request, project: Obj) -> AsyncClient:
     """A client that acts as the caller: their write is judged by the cluster as theirs."""
     cluster = project["metadata"]["namespace"]
-    return await request.app[CONNECTIONS].client_as(cluster, principal(request).downstream())
+    return await request.app[DEPS].connections.client_as(cluster, principal(request).downstream())
 
 
 async def _find(request: web.Request, project: Obj) -> Obj:

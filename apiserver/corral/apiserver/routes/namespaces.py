@@ -21,13 +21,11 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
-from corral.apiserver.auth.authz import access
+from corral.apiserver.deps import DEPS, access, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.objects import name_of
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url
-from corral.apiserver.keys import CONNECTIONS, STORES
 from corral.apiserver.services import podsecurity as pod_security
 from corral.apiserver.services.admission import admitted
 from corral.apiserver.services.visibility import visible_cluster
@@ -113,7 +111,7 @@ def target_project(request: web.Request, cluster: str, value: Any) -> str | None
     pid = ScopedId.parse_or_none(value)
     if pid is None or pid.namespace != cluster:
         raise errors.invalid("projectId", f"projectId must be a project of cluster {cluster}")
-    project = request.app[STORES].projects.get(pid.key)
+    project = request.app[DEPS].stores.projects.get(pid.key)
     if project is None or access(request).project_role(value) is None:
         raise errors.invalid("projectId", f"project {value} not found", "InvalidReference")
     if project["metadata"].get("deletionTimestamp"):
@@ -134,7 +132,7 @@ async def find(request: web.Request) -> tuple[str, Obj]:
     cluster = request.match_info["cluster"]
     visible_cluster(request, cluster)
     name = request.match_info["namespace"]
-    obj = (await downstream_namespaces(request.app[CONNECTIONS], cluster)).get(name)
+    obj = (await downstream_namespaces(request.app[DEPS].connections, cluster)).get(name)
     if obj is None or not may_see(request, cluster, obj):
         raise errors.not_found(f"namespace {name} not found in cluster {cluster}")
     return cluster, obj
@@ -144,7 +142,7 @@ async def find(request: web.Request) -> tuple[str, Obj]:
 async def list_namespaces(request: web.Request) -> web.Response:
     cluster = request.match_info["cluster"]
     visible_cluster(request, cluster)
-    cache = await downstream_namespaces(request.app[CONNECTIONS], cluster)
+    cache = await downstream_namespaces(request.app[DEPS].connections, cluster)
     project = request.query.get("projectId")
     objs = cache.by_index("project", project) if project else cache.all()
     can_create = access(request).cluster_role(cluster) is not None or bool(project)
@@ -186,7 +184,7 @@ async def create_namespace(request: web.Request) -> web.Response:
         raise errors.forbidden(
             f"you may not create namespaces in {project or f'cluster {cluster} outside projects'}"
         )
-    connections = request.app[CONNECTIONS]
+    connections = request.app[DEPS].connections
     cache = await downstream_namespaces(connections, cluster)
     if cache.get(name) is not None:
         raise errors.conflict(f"namespace {name} already exists in cluster {cluster}")
@@ -222,7 +220,7 @@ async def move_namespace(request: web.Request) -> web.Response:
                 f"you may not move namespaces {'out of' if side == current else 'into'} "
                 f"{side or f'cluster {cluster} outside projects'}"
             )
-    connections = request.app[CONNECTIONS]
+    connections = request.app[DEPS].connections
     client = await connections.client(cluster)
     membership = _membership(cluster, project)
     membership["labels"] |= pod_security.labels_for(request, project)
@@ -245,6 +243,6 @@ async def delete_namespace(request: web.Request) -> web.Response:
     project = (obj["metadata"].get("annotations") or {}).get(names.ANNOTATION_PROJECT)
     if not may_change(request, cluster, project):
         raise errors.forbidden(f"you may not delete namespaces of {project or cluster}")
-    client = await request.app[CONNECTIONS].client(cluster)
+    client = await request.app[DEPS].connections.client(cluster)
     await delete_if_present(client, Namespace, obj["metadata"]["name"])
     return web.Response(status=204)

@@ -20,14 +20,14 @@ from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import Principal, principal
 from corral.apiserver.auth.authz import require_admin
+from corral.apiserver.deps import DEPS, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import description_text, flag, name_text, read_json, text
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_fields, object_stamp
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import DRIVER_FILES, KUBE, STORES
+from corral.apiserver.http.urls import v3
 from corral.core import errors
 from corral.core.drivers import source
 from corral.core.drivers import status as driver_status
@@ -115,7 +115,7 @@ def render(request: web.Request, obj: Obj, who: Principal) -> dict[str, Any]:
 
 def found(request: web.Request) -> Obj:
     name = request.match_info["id"]
-    obj = request.app[STORES].nodedrivers.get(name)
+    obj = request.app[DEPS].stores.nodedrivers.get(name)
     if obj is None:
         raise errors.not_found(f"nodeDriver {name} not found")
     return obj
@@ -125,7 +125,7 @@ def found(request: web.Request) -> Obj:
 async def list_drivers(request: web.Request) -> web.Response:
     who = principal(request)
     # Shown before filtering, so that no filter matches on what the caller may not see.
-    drivers = [shown(o, who) for o in request.app[STORES].nodedrivers.all()]
+    drivers = [shown(o, who) for o in request.app[DEPS].stores.nodedrivers.all()]
     body = envelope.collection(base_url(request), SCHEMA, drivers, name_of, fields,
                                lambda o: render(request, o, who), request.query, request.path,
                                can_create=who.is_admin)  # fmt: skip
@@ -149,14 +149,14 @@ async def create_driver(request: web.Request) -> web.Response:
     if raw.get("builtin") is True:
         raise errors.invalid("builtin", "builtin drivers are corral's own", code="InvalidOption")
     body = SCHEMA.writable(raw, creating=True)
-    spec = updatable_spec(body, request.app[DRIVER_FILES])
+    spec = updatable_spec(body, request.app[DEPS].driver_files)
     for required in ("url", "active"):
         if required not in spec:
             raise errors.missing(required)
     name = name_for(body, spec)
     driver = kinds.NodeDriver(metadata=ObjectMeta(name=name), spec={"builtin": False, **spec})
-    created = as_dict(await request.app[KUBE].create(driver))
-    request.app[STORES].nodedrivers.put(created)
+    created = as_dict(await request.app[DEPS].kube.create(driver))
+    request.app[DEPS].stores.nodedrivers.put(created)
     return web.json_response(render(request, created, who), status=201)
 
 
@@ -212,7 +212,7 @@ async def update_driver(request: web.Request) -> web.Response:
     obj = found(request)
     require_admin(who, "change node drivers")
     body = SCHEMA.writable(await read_json(request), creating=False)
-    spec = updatable_spec(body, request.app[DRIVER_FILES])
+    spec = updatable_spec(body, request.app[DEPS].driver_files)
     current = obj.get("spec") or {}
     if current.get("builtin"):
         for field in ("url", "checksum"):
@@ -225,10 +225,10 @@ async def update_driver(request: web.Request) -> web.Response:
 async def _patch(request: web.Request, obj: Obj, spec: dict[str, Any]) -> Obj:
     if not spec:
         return obj
-    patched = as_dict(await request.app[KUBE].patch(
+    patched = as_dict(await request.app[DEPS].kube.patch(
         kinds.NodeDriver, name_of(obj), {"spec": spec}, patch_type=PatchType.MERGE
     ))  # fmt: skip
-    request.app[STORES].nodedrivers.put(patched)
+    request.app[DEPS].stores.nodedrivers.put(patched)
     return patched
 
 
@@ -255,11 +255,11 @@ async def delete_driver(request: web.Request) -> web.Response:
         message = f"the builtin driver {name_of(obj)} cannot be deleted; deactivate it"
         raise ApiError(405, "MethodNotAllowed", message)
     used = sorted(
-        name_of(t) for t in request.app[STORES].nodetemplates.by_index("driver", name_of(obj))
+        name_of(t) for t in request.app[DEPS].stores.nodetemplates.by_index("driver", name_of(obj))
     )
     if used:
         message = f"node driver {name_of(obj)} is used by node templates {', '.join(used)}"
         raise ApiError(409, "Conflict", message)
-    await delete_if_present(request.app[KUBE], kinds.NodeDriver, name_of(obj))
-    request.app[STORES].nodedrivers.forget(name_of(obj))
+    await delete_if_present(request.app[DEPS].kube, kinds.NodeDriver, name_of(obj))
+    request.app[DEPS].stores.nodedrivers.forget(name_of(obj))
     return web.Response(status=204)

@@ -16,14 +16,13 @@ from aiohttp import web
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
-from corral.apiserver.auth.authz import access
+from corral.apiserver.deps import DEPS, access, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import either, name_text, or_empty, read_json, referenced
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.http.urls import v3
 from corral.apiserver.services import owned
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core import errors
@@ -128,7 +127,7 @@ def found(request: web.Request, change: str | None = None) -> Obj:
     """The pool the path names, for the cluster's members (404 for anyone else, whether it
     exists or not); with `change`, the caller must own the cluster (403)."""
     pid = ScopedId.parse_or_none(request.match_info["id"])
-    obj = request.app[STORES].nodepools.get(pid.key) if pid else None
+    obj = request.app[DEPS].stores.nodepools.get(pid.key) if pid else None
     if pid is None or obj is None or access(request).cluster_role(pid.namespace) is None:
         raise errors.not_found(f"node pool {request.match_info['id']} not found")
     if change is not None:
@@ -138,7 +137,7 @@ def found(request: web.Request, change: str | None = None) -> Obj:
 
 @routes.get(v3("nodepools"))
 async def list_pools(request: web.Request) -> web.Response:
-    allowed, pools = access(request), request.app[STORES].nodepools
+    allowed, pools = access(request), request.app[DEPS].stores.nodepools
     cluster = request.query.get("clusterId")
     objs = pools.by_index("cluster", cluster) if cluster else pools.all()
     body = envelope.collection(
@@ -179,8 +178,10 @@ async def create_pool(request: web.Request) -> web.Response:
         **changeable(body),
     }
     metadata = ObjectMeta(name=ids.generate("np"), namespace=cluster_id)
-    created = as_dict(await request.app[KUBE].create(kinds.NodePool(metadata=metadata, spec=spec)))
-    request.app[STORES].nodepools.put(created)
+    created = as_dict(
+        await request.app[DEPS].kube.create(kinds.NodePool(metadata=metadata, spec=spec))
+    )
+    request.app[DEPS].stores.nodepools.put(created)
     return web.json_response(render(request, created), status=201)
 
 
@@ -229,11 +230,11 @@ async def update_pool(request: web.Request) -> web.Response:
         return web.json_response(render(request, obj))
     meta = obj["metadata"]
     patch = [{"op": "add", "path": f"/spec/{k}", "value": v} for k, v in spec.items()]
-    patched = as_dict(await request.app[KUBE].patch(
+    patched = as_dict(await request.app[DEPS].kube.patch(
         kinds.NodePool, meta["name"], patch, namespace=meta["namespace"],
         patch_type=PatchType.JSON,
     ))  # fmt: skip
-    request.app[STORES].nodepools.put(patched)
+    request.app[DEPS].stores.nodepools.put(patched)
     return web.json_response(render(request, patched))
 
 
@@ -243,5 +244,5 @@ async def delete_pool(request: web.Request) -> web.Response:
     the pool goes."""
     obj = found(request, "delete its node pools")
     meta = obj["metadata"]
-    await delete_if_present(request.app[KUBE], kinds.NodePool, meta["name"], meta["namespace"])
+    await delete_if_present(request.app[DEPS].kube, kinds.NodePool, meta["name"], meta["namespace"])
     return web.Response(status=204)

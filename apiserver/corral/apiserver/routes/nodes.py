@@ -16,15 +16,13 @@ from lightkube.resources.core_v1 import Node as DownstreamNode
 from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.auth.authz import access
+from corral.apiserver.deps import DEPS, access, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import description_text, name_text, read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url
-from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core import errors
 from corral.core.api import condition_types as ct
@@ -146,7 +144,7 @@ def cluster_nodes(request: web.Request) -> tuple[str, list[Obj]]:
     visible_cluster(request, cluster)
     if access(request).cluster_role(cluster) is None:
         raise errors.forbidden(f"only members of cluster {cluster} may see its nodes")
-    return cluster, request.app[STORES].nodes.by_index("cluster", cluster)
+    return cluster, request.app[DEPS].stores.nodes.by_index("cluster", cluster)
 
 
 def find_node(request: web.Request, change: str | None = None) -> Obj:
@@ -157,7 +155,7 @@ def find_node(request: web.Request, change: str | None = None) -> Obj:
     given = request.match_info["node"]
     # By its id (`<cluster>:<name>`) or by its bare name.
     node = ScopedId.parse_or_none(given) if ":" in given else ScopedId(cluster, given)
-    obj = request.app[STORES].nodes.get(f"{cluster}/{node.name}") if node else None
+    obj = request.app[DEPS].stores.nodes.get(f"{cluster}/{node.name}") if node else None
     if obj is None:
         raise errors.not_found(f"node {request.match_info['node']} not found in cluster {cluster}")
     return obj
@@ -216,7 +214,7 @@ async def patch_spec(request: web.Request, obj: Obj, patch: dict[str, Any]) -> O
         return obj
     meta = obj["metadata"]
     updated = as_dict(
-        await request.app[KUBE].patch(
+        await request.app[DEPS].kube.patch(
             kinds.Node,
             meta["name"],
             {"spec": patch},
@@ -224,7 +222,7 @@ async def patch_spec(request: web.Request, obj: Obj, patch: dict[str, Any]) -> O
             patch_type=PatchType.MERGE,
         )
     )
-    request.app[STORES].nodes.put(updated)
+    request.app[DEPS].stores.nodes.put(updated)
     return updated
 
 
@@ -236,9 +234,11 @@ async def delete_node(request: web.Request) -> web.Response:
     obj = find_node(request, "delete its nodes")
     cluster = obj["metadata"]["namespace"]
     if obj["spec"].get("nodePoolName"):
-        await delete_if_present(request.app[KUBE], kinds.Node, obj["metadata"]["name"], cluster)
+        await delete_if_present(
+            request.app[DEPS].kube, kinds.Node, obj["metadata"]["name"], cluster
+        )
         return web.Response(status=204)
-    connections = request.app[CONNECTIONS]
+    connections = request.app[DEPS].connections
     if connections.credential(cluster) is None:
         # Not a conflict (409 is for what already exists): the cluster cannot be reached
         # until it is imported, so the node cannot be deleted there yet.

@@ -16,14 +16,13 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.auth.authz import access
+from corral.apiserver.deps import DEPS, access, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import or_empty, read_json, text
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import name_of, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.http.urls import v3
 from corral.apiserver.services import owned
 from corral.core import errors
 from corral.core.api import ids
@@ -88,14 +87,14 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
 
 def found(request: web.Request) -> Obj:
     return owned.visible(
-        request, request.app[STORES].nodetemplates, request.match_info["id"], "nodeTemplate"
+        request, request.app[DEPS].stores.nodetemplates, request.match_info["id"], "nodeTemplate"
     )
 
 
 @routes.get(v3("nodetemplates"))
 async def list_templates(request: web.Request) -> web.Response:
     body = envelope.collection(
-        base_url(request), SCHEMA, owned.listed(request, request.app[STORES].nodetemplates),
+        base_url(request), SCHEMA, owned.listed(request, request.app[DEPS].stores.nodetemplates),
         name_of, fields, lambda o: render(request, o), request.query, request.path,
         can_create=True,
     )  # fmt: skip
@@ -128,8 +127,8 @@ async def create_template(request: web.Request) -> web.Response:
         spec["cloudCredentialName"] = credential
     metadata = ObjectMeta(name=ids.generate("nt"), **owned.ownership_metadata(request))
     template = kinds.NodeTemplate(metadata=metadata, spec=spec)
-    created = as_dict(await request.app[KUBE].create(template))
-    request.app[STORES].nodetemplates.put(created)
+    created = as_dict(await request.app[DEPS].kube.create(template))
+    request.app[DEPS].stores.nodetemplates.put(created)
     return web.json_response(render(request, created), status=201)
 
 
@@ -162,7 +161,7 @@ def check_credential(
             message = f"driver {driver} needs a cloud credential setting {', '.join(needed)}"
             raise errors.invalid("cloudCredentialName", message, "MissingRequired")
         return
-    credential = request.app[STORES].cloudcredentials.get(name)
+    credential = request.app[DEPS].stores.cloudcredentials.get(name)
     if credential is None or ownership.owner_of(credential) != owner:
         raise errors.invalid("cloudCredentialName", f"cloud credential {name} not found",
                              "InvalidReference")  # fmt: skip
@@ -200,25 +199,25 @@ async def update_template(request: web.Request) -> web.Response:
         return web.json_response(render(request, obj))
     # `add` replaces a member that is there: config is replaced whole, not merged.
     patch = [{"op": "add", "path": f"/spec/{k}", "value": v} for k, v in spec.items()]
-    patched = as_dict(await request.app[KUBE].patch(
+    patched = as_dict(await request.app[DEPS].kube.patch(
         kinds.NodeTemplate, name_of(obj), patch, patch_type=PatchType.JSON
     ))  # fmt: skip
-    request.app[STORES].nodetemplates.put(patched)
+    request.app[DEPS].stores.nodetemplates.put(patched)
     return web.json_response(render(request, patched))
 
 
 @routes.delete(v3("nodetemplates", "/{id}"))
 async def delete_template(request: web.Request) -> web.Response:
     obj = found(request)
-    if pools := request.app[STORES].nodepools.by_index("template", name_of(obj)):
+    if pools := request.app[DEPS].stores.nodepools.by_index("template", name_of(obj)):
         raise ApiError(409, "Conflict", in_use(request, name_of(obj), pools))
     # A pool that moved to another template keeps machines made from this one: removing them
     # needs its driver config and credential.
-    if machines := request.app[STORES].nodes.by_index("template", name_of(obj)):
+    if machines := request.app[DEPS].stores.nodes.by_index("template", name_of(obj)):
         raise ApiError(409, "Conflict", f"node template {name_of(obj)} is still used by "
                                         f"{len(machines)} machine(s) of node pools")  # fmt: skip
-    await delete_if_present(request.app[KUBE], kinds.NodeTemplate, name_of(obj))
-    request.app[STORES].nodetemplates.forget(name_of(obj))
+    await delete_if_present(request.app[DEPS].kube, kinds.NodeTemplate, name_of(obj))
+    request.app[DEPS].stores.nodetemplates.forget(name_of(obj))
     return web.Response(status=204)
 
 

@@ -18,13 +18,12 @@ import aiohttp
 from aiohttp import web
 
 from corral.apiserver.auth.authn import principal
+from corral.apiserver.deps import DEPS, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url
-from corral.apiserver.keys import CONNECTIONS
 from corral.apiserver.services import workloads
 from corral.apiserver.services.workloads import Scope
 from corral.apiserver.state import downstream
@@ -144,7 +143,7 @@ async def jobs_of(request: web.Request, where: Scope) -> Informer:
 @routes.get(PODS)
 async def list_pods(request: web.Request) -> web.Response:
     where = workloads.scope(request)
-    pods = await downstream.downstream_pods(request.app[CONNECTIONS], where.cluster)
+    pods = await downstream.downstream_pods(request.app[DEPS].connections, where.cluster)
     jobs = await jobs_of(request, where)
     members = await workloads.namespaces(request, where)
     body = envelope.collection(
@@ -222,7 +221,7 @@ async def pod_logs(request: web.Request) -> web.StreamResponse:
     where = workloads.scope(request)
     obj = await workloads.find_pod(request, where, request.match_info["pod"])
     params = log_options(request.query, obj)
-    connection = await request.app[CONNECTIONS].connection(where.cluster)
+    connection = await request.app[DEPS].connections.connection(where.cluster)
     meta = obj["metadata"]
     url = connection.credential.url(
         "api", "v1", "namespaces", meta["namespace"], "pods", meta["name"], "log"
@@ -294,7 +293,7 @@ async def pod_action(request: web.Request) -> web.Response:
         container,
         where.cluster,
     )
-    connection = await request.app[CONNECTIONS].connection(where.cluster)
+    connection = await request.app[DEPS].connections.connection(where.cluster)
     result = await podexec.execute(
         connection,
         meta["namespace"],

@@ -14,12 +14,11 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.auth.authz import access
+from corral.apiserver.deps import DEPS, access, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import either, read_json, referenced
 from corral.apiserver.http.schemas import Field, Schema
-from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import STORES
+from corral.apiserver.http.urls import v3
 from corral.apiserver.services import bindings
 from corral.apiserver.services.visibility import owned_project, visible_project
 from corral.core import errors
@@ -84,7 +83,7 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
 
 def visible(request: web.Request) -> Obj:
     binding = ScopedId.parse_or_none(request.match_info["id"])
-    obj = request.app[STORES].project_bindings.get(binding.key) if binding else None
+    obj = request.app[DEPS].stores.project_bindings.get(binding.key) if binding else None
     project = ((obj or {}).get("spec") or {}).get("projectName", "")
     if obj is None or access(request).project_role(project) is None:
         raise errors.not_found(f"projectRoleTemplateBinding {request.match_info['id']} not found")
@@ -93,7 +92,7 @@ def visible(request: web.Request) -> Obj:
 
 @routes.get(v3("projectroletemplatebindings"))
 async def list_bindings(request: web.Request) -> web.Response:
-    allowed, stores = access(request), request.app[STORES]
+    allowed, stores = access(request), request.app[DEPS].stores
     project = request.query.get("projectId")
     objs = stores.project_bindings.by_index("project", project) if project else (
         stores.project_bindings.all()
@@ -128,7 +127,7 @@ async def create_binding(request: web.Request) -> web.Response:
         raise errors.invalid("type", "type must be projectRoleTemplateBinding")
     project_id = either(body, ("projectId", "projectName"), 127)
     referenced(lambda: visible_project(request, project_id), "projectId", f"project {project_id}")
-    existing = request.app[STORES].project_bindings.by_index("project", project_id)
+    existing = request.app[DEPS].stores.project_bindings.by_index("project", project_id)
     new = bindings.grant(request, body, roles.PROJECT_ROLES, existing, f"project {project_id}")
     owned_project(request, project_id, "grant roles in it")
     created = await bindings.bind_in_project(request, project_id, new)

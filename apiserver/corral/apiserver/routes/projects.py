@@ -19,7 +19,7 @@ from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Event
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.auth.authz import access
+from corral.apiserver.deps import DEPS, access, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import (
     description_text,
@@ -32,8 +32,7 @@ from corral.apiserver.http.body import (
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
+from corral.apiserver.http.urls import v3
 from corral.apiserver.services import admission, projects
 from corral.apiserver.services import podsecurity as pod_security
 from corral.apiserver.services.admission import default_of, limit_of, project_id
@@ -173,7 +172,7 @@ def quota_spec(body: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
 
 @routes.get(v3("projects"))
 async def list_projects(request: web.Request) -> web.Response:
-    allowed, stores = access(request), request.app[STORES]
+    allowed, stores = access(request), request.app[DEPS].stores
     cluster = request.query.get("clusterId")
     objs = stores.projects.by_index("cluster", cluster) if cluster else stores.projects.all()
     body = envelope.collection(
@@ -266,7 +265,7 @@ async def delete_project(request: web.Request) -> web.Response:
     if role:
         raise ApiError(422, "InvalidAction", f"the {role} project of a cluster cannot be deleted")
     meta = obj["metadata"]
-    await delete_if_present(request.app[KUBE], kinds.Project, meta["name"], meta["namespace"])
+    await delete_if_present(request.app[DEPS].kube, kinds.Project, meta["name"], meta["namespace"])
     return web.Response(status=204)
 
 
@@ -279,16 +278,18 @@ async def project_events(request: web.Request) -> web.Response:
     namespaces (its cluster), newest first."""
     obj = visible_project(request, request.match_info["id"])
     cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
-    own = request.app[KUBE].list(Event, namespace=cluster, fields={"involvedObject.name": name})
+    own = request.app[DEPS].kube.list(
+        Event, namespace=cluster, fields={"involvedObject.name": name}
+    )
     items = [event_fields(as_dict(e), "project") async for e in own]
     members = {
         n["metadata"]["name"]
-        for n in (await downstream_namespaces(request.app[CONNECTIONS], cluster)).by_index(
+        for n in (await downstream_namespaces(request.app[DEPS].connections, cluster)).by_index(
             "project", project_id(obj)
         )
     }
     if members:
-        client: AsyncClient = await request.app[CONNECTIONS].client(cluster)
+        client: AsyncClient = await request.app[DEPS].connections.client(cluster)
         try:
             async for event in client.list(Event, namespace="*"):
                 data = as_dict(event)

@@ -10,9 +10,9 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.auth.authn import principal
+from corral.apiserver.deps import base_url
 from corral.apiserver.http import steve
 from corral.apiserver.http.body import read_json
-from corral.apiserver.http.urls import base_url
 from corral.apiserver.services import provisioning
 from corral.core import errors
 from corral.core.kube.informer import Obj

@@ -37,9 +37,9 @@ from aiohttp import web
 from yarl import URL
 
 from corral.apiserver.auth.authn import PROXY_PATH, Principal, principal
+from corral.apiserver.deps import DEPS
 from corral.apiserver.http import websockets
 from corral.apiserver.http.errors import ApiError
-from corral.apiserver.keys import CONNECTIONS, EXTERNAL_URL
 from corral.apiserver.services.visibility import visible_cluster
 from corral.core.clusters.credential import Credential
 from corral.core.kube.credential import REFUSAL_LIMIT, UpgradeRefused, read_at_most
@@ -117,7 +117,7 @@ async def proxy(request: web.Request) -> web.StreamResponse:
     websocket = upgrade is not None and upgrade.lower() == "websocket"
     if websocket:
         check_websocket(request, who)
-    connection = await request.app[CONNECTIONS].connection(cluster)
+    connection = await request.app[DEPS].connections.connection(cluster)
     url = upstream_url(request, connection.credential)
     session = connection.session()
     if websocket:
@@ -173,7 +173,7 @@ def check_websocket(request: web.Request, who: Principal) -> None:
         # A browser always sends one; a cookie without it is no page of corral's.
         raise ApiError(403, "PermissionDenied", "a WebSocket opened with the session cookie "
                        "must carry corral's Origin")  # fmt: skip
-    if not same_origin(origin, request.app[EXTERNAL_URL]):
+    if not same_origin(origin, request.app[DEPS].external_url):
         raise ApiError(403, "PermissionDenied", f"WebSocket from a foreign origin: {origin}")
 
 

@@ -6,10 +6,9 @@ from typing import Any
 
 from aiohttp import web
 
+from corral.apiserver.deps import DEPS, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.schemas import Field, Schema
-from corral.apiserver.http.urls import base_url
-from corral.apiserver.keys import SCHEMAS
 from corral.core import errors
 
 SCHEMA = Schema(
@@ -32,7 +31,7 @@ async def list_schemas(request: web.Request) -> web.Response:
     body = envelope.collection(
         base,
         SCHEMA,
-        request.app[SCHEMAS].all(),
+        request.app[DEPS].schemas.all(),
         lambda schema: schema.id,
         fields,
         lambda schema: schema.document(base),
@@ -45,7 +44,7 @@ async def list_schemas(request: web.Request) -> web.Response:
 
 @routes.get("/v3/schemas/{id}")
 async def get_schema(request: web.Request) -> web.Response:
-    schema = request.app[SCHEMAS].get(request.match_info["id"])
+    schema = request.app[DEPS].schemas.get(request.match_info["id"])
     if schema is None:
         raise errors.not_found("no such schema")
     return web.json_response(schema.document(base_url(request)))

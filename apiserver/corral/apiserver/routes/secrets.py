@@ -20,10 +20,9 @@ from aiohttp import web
 from lightkube import ApiError as KubeApiError
 from lightkube.resources.core_v1 import Secret
 
+from corral.apiserver.deps import DEPS, base_url
 from corral.apiserver.http.body import read_json
 from corral.apiserver.http.schemas import Schema
-from corral.apiserver.http.urls import base_url
-from corral.apiserver.keys import KUBE
 from corral.apiserver.services import secrets as shared
 from corral.apiserver.services.visibility import visible_project
 from corral.core import errors
@@ -85,7 +84,9 @@ async def _find(request: web.Request, project: Obj) -> Obj:
         raise missing
     stored = secrets.stored_name(cluster, name, wanted.name)
     try:
-        obj = as_dict(await request.app[KUBE].get(Secret, stored, namespace=names.SYSTEM_NAMESPACE))
+        obj = as_dict(
+            await request.app[DEPS].kube.get(Secret, stored, namespace=names.SYSTEM_NAMESPACE)
+        )
     except KubeApiError as exc:
         if exc.status.code == 404:
             raise missing from None
@@ -99,7 +100,7 @@ async def _find(request: web.Request, project: Obj) -> Obj:
 async def list_secrets(request: web.Request) -> web.Response:
     project = visible_project(request, request.match_info["project"])
     pid, cluster, name = _where(project)
-    listing = request.app[KUBE].list(
+    listing = request.app[DEPS].kube.list(
         Secret,
         namespace=names.SYSTEM_NAMESPACE,
         labels={**secrets.project_secret_labels(cluster, name)},
@@ -139,7 +140,7 @@ async def create_secret(request: web.Request) -> web.Response:
         cluster, name, secret_name, spec, shared.creator_annotation(request)
     )
     taken = f"a secret {secret_name} already exists in the project"
-    created = await shared.create(request.app[KUBE], manifest, taken)
+    created = await shared.create(request.app[DEPS].kube, manifest, taken)
     return web.json_response(_render(request, pid, created), status=201)
 
 
@@ -152,7 +153,9 @@ async def update_secret(request: web.Request) -> web.Response:
     body = await read_json(request)
     shared.check_type(body, SCHEMA)
     spec = shared.updated_spec(body, current, secrets.name_of(current), None)
-    replaced = await request.app[KUBE].replace(shared.as_secret(shared.replacement(current, spec)))
+    replaced = await request.app[DEPS].kube.replace(
+        shared.as_secret(shared.replacement(current, spec))
+    )
     return web.json_response(_render(request, _where(project)[0], as_dict(replaced)))
 
 
@@ -162,5 +165,5 @@ async def delete_secret(request: web.Request) -> web.Response:
     project = shared.writable_project(request, request.match_info["project"])
     obj = await _find(request, project)
     meta = obj["metadata"]
-    await delete_if_present(request.app[KUBE], Secret, meta["name"], meta["namespace"])
+    await delete_if_present(request.app[DEPS].kube, Secret, meta["name"], meta["namespace"])
     return web.Response(status=204)

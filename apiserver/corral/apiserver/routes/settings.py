@@ -9,11 +9,11 @@ from lightkube.models.meta_v1 import ObjectMeta
 
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import require_admin
+from corral.apiserver.deps import DEPS, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.http.urls import v3
 from corral.core import errors
 from corral.core.api import settings
 from corral.core.kube import kinds
@@ -43,7 +43,7 @@ routes = web.RouteTableDef()
 
 def fields(request: web.Request, name: str) -> dict[str, Any]:
     """All of the resource's fields: each is small, so collections filter and sort by them."""
-    stored = request.app[STORES].settings.get(name) or {}
+    stored = request.app[DEPS].stores.settings.get(name) or {}
     definition = settings.CATALOG.get(name)
     default = stored.get("default") or (definition.default if definition else "")
     value = stored.get("value", "")
@@ -57,7 +57,7 @@ def render(request: web.Request, name: str) -> dict[str, Any]:
 
 
 def names(request: web.Request) -> list[str]:
-    stored = {o["metadata"]["name"] for o in request.app[STORES].settings.all()}
+    stored = {o["metadata"]["name"] for o in request.app[DEPS].stores.settings.all()}
     return sorted(stored | set(settings.CATALOG))
 
 
@@ -93,6 +93,6 @@ async def update_setting(request: web.Request) -> web.Response:
     definition = settings.CATALOG.get(name)
     obj = kinds.Setting(metadata=ObjectMeta(name=name), value=value,
                             default=definition.default if definition else "")  # fmt: skip
-    applied = await request.app[KUBE].apply(obj, force=True)
-    request.app[STORES].settings.put(as_dict(applied))
+    applied = await request.app[DEPS].kube.apply(obj, force=True)
+    request.app[DEPS].stores.settings.put(as_dict(applied))
     return web.json_response(render(request, name))

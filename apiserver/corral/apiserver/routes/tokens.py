@@ -8,12 +8,12 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.auth.authn import CSRF_COOKIE, SESSION_COOKIE, Principal, principal
+from corral.apiserver.deps import DEPS, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import AUTH_LIMIT, description_text, or_empty, read_json, referenced
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import STORES
+from corral.apiserver.http.urls import v3
 from corral.apiserver.services import tokens
 from corral.apiserver.services.visibility import visible_cluster
 from corral.core import errors
@@ -78,7 +78,7 @@ def render(base: str, record: TokenRecord, current: str, now: datetime.datetime)
 def own_token(request: web.Request, who: Principal, name: str) -> TokenRecord:
     """The caller's token by name; another user's token, and a system token (whoever holds
     it, administrators included), are indistinguishable from none."""
-    obj = request.app[STORES].tokens.get(name)
+    obj = request.app[DEPS].stores.tokens.get(name)
     if obj is None:
         raise errors.not_found(MSG_NOT_FOUND)
     record = TokenRecord.from_object(obj)
@@ -94,7 +94,7 @@ async def list_tokens(request: web.Request) -> web.Response:
     current = who.token.name
     records = [
         record
-        for obj in request.app[STORES].tokens.by_index("user", who.user_id)
+        for obj in request.app[DEPS].stores.tokens.by_index("user", who.user_id)
         if not (record := TokenRecord.from_object(obj)).is_system
     ]
     body = envelope.collection(

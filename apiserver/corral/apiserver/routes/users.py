@@ -12,6 +12,7 @@ from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import Principal, principal
 from corral.apiserver.auth.authz import require_admin
+from corral.apiserver.deps import DEPS, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import (
     AUTH_LIMIT,
@@ -25,8 +26,7 @@ from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.objects import meta_fields, name_of
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url, v3
-from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.http.urls import v3
 from corral.apiserver.services import users
 from corral.core import errors
 from corral.core.kube import kinds, password_secrets
@@ -86,7 +86,7 @@ def render(request: web.Request, obj: Obj, who: Principal) -> dict[str, Any]:
 
 def visible_user(request: web.Request, who: Principal) -> Obj:
     user_id = request.match_info["id"]
-    obj = request.app[STORES].users.get(user_id)
+    obj = request.app[DEPS].stores.users.get(user_id)
     if obj is None or (user_id != who.user_id and not who.is_admin):
         raise errors.not_found(f"user {user_id} not found")
     return obj
@@ -95,7 +95,7 @@ def visible_user(request: web.Request, who: Principal) -> Obj:
 @routes.get(v3("users"))
 async def list_users(request: web.Request) -> web.Response:
     who = principal(request)
-    users = request.app[STORES].users.all()
+    users = request.app[DEPS].stores.users.all()
     visible = [u for u in users if who.is_admin or u["metadata"]["name"] == who.user_id]
     body = envelope.collection(base_url(request), SCHEMA, visible, name_of,
                                lambda u: fields(u, who), lambda u: render(request, u, who),
@@ -146,12 +146,12 @@ async def update_user(request: web.Request) -> web.Response:
     if "mustChangePassword" in body:
         patch["mustChangePassword"] = flag(body, "mustChangePassword", False)
     if patch:
-        updated = await request.app[KUBE].patch(
+        updated = await request.app[DEPS].kube.patch(
             kinds.User, obj["metadata"]["name"], {"spec": patch},
             patch_type=PatchType.MERGE,
         )  # fmt: skip
         obj = as_dict(updated)
-        request.app[STORES].users.put(obj)
+        request.app[DEPS].stores.users.put(obj)
     return web.json_response(render(request, obj, who))
 
 
@@ -164,8 +164,8 @@ async def delete_user(request: web.Request) -> web.Response:
     user_id = obj["metadata"]["name"]
     if user_id == who.user_id:
         raise ApiError(422, "InvalidAction", "You cannot delete yourself")
-    await delete_if_present(request.app[KUBE], kinds.User, user_id)
-    request.app[STORES].users.forget(user_id)
+    await delete_if_present(request.app[DEPS].kube, kinds.User, user_id)
+    request.app[DEPS].stores.users.forget(user_id)
     return web.Response(status=204)
 
 
@@ -190,10 +190,10 @@ async def change_password(request: web.Request) -> web.Response:
     body = await read_json(request, AUTH_LIMIT)
     current = text(body, "currentPassword", max_length=1024, required=True)
     new = text(body, "newPassword", max_length=1024, required=True)
-    obj = request.app[STORES].users.get(who.user_id)
+    obj = request.app[DEPS].stores.users.get(who.user_id)
     if obj is None:
         raise errors.not_found("user not found")
-    if not await password_secrets.verify(request.app[KUBE], who.user_id, current):
+    if not await password_secrets.verify(request.app[DEPS].kube, who.user_id, current):
         raise errors.invalid("currentPassword", "current password is wrong",
                              code="InvalidBodyContent")  # fmt: skip
     await users.set_password(request, obj, new, keep=who.token.name)

@@ -12,13 +12,12 @@ from typing import Any
 from aiohttp import web
 from lightkube.resources.apps_v1 import ReplicaSet
 
+from corral.apiserver.deps import DEPS, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url
-from corral.apiserver.keys import CONNECTIONS
 from corral.apiserver.services import workloads
 from corral.apiserver.services.workloads import Neighbours, Scope
 from corral.core import errors
@@ -302,7 +301,7 @@ def _revision_fields(rs: Obj, current: str | None) -> dict[str, Any]:
 async def _revisions(request: web.Request, where: Scope, deployment: Obj) -> list[Obj]:
     """The Deployment's ReplicaSets, read from the cluster (a rollback needs the current
     list, and few requests ask for it)."""
-    client = await request.app[CONNECTIONS].client(where.cluster)
+    client = await request.app[DEPS].connections.client(where.cluster)
     meta = deployment["metadata"]
     selector = (deployment["spec"].get("selector") or {}).get("matchLabels") or {}
     found = [

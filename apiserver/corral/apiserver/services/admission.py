@@ -28,7 +28,7 @@ from lightkube import ApiError as KubeApiError
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
-from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
+from corral.apiserver.deps import DEPS
 from corral.apiserver.state.downstream import downstream_namespaces, downstream_quotas
 from corral.core import errors, jsonpatch
 from corral.core.api import names
@@ -66,26 +66,26 @@ async def update(request: web.Request, obj: Obj, change: Change) -> Obj:
     meta = obj["metadata"]
     try:
         patched = await guarded.patch(
-            request.app[KUBE], kinds.Project, meta["name"], change, READS,
+            request.app[DEPS].kube, kinds.Project, meta["name"], change, READS,
             namespace=meta["namespace"], current=obj,
         )  # fmt: skip
     except NotFound:
         raise errors.not_found(f"project {project_id(obj)} not found") from None
-    request.app[STORES].projects.put(patched)
+    request.app[DEPS].stores.projects.put(patched)
     return patched
 
 
 async def current(request: web.Request, obj: Obj) -> Obj:
     """The Project as stored now, not as this replica's watch last saw it."""
     meta = obj["metadata"]
-    kube = request.app[KUBE]
+    kube = request.app[DEPS].kube
     try:
         fresh = as_dict(await kube.get(kinds.Project, meta["name"], namespace=meta["namespace"]))
     except KubeApiError as exc:
         if exc.status.code == 404:
             raise errors.not_found(f"project {project_id(obj)} not found") from None
         raise
-    request.app[STORES].projects.put(fresh)
+    request.app[DEPS].stores.projects.put(fresh)
     return fresh
 
 
@@ -94,7 +94,7 @@ async def members(request: web.Request, obj: Obj) -> set[str]:
     replica's watch knows by annotation (set by hand, the label not yet fixed), and those
     reserved."""
     cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
-    connections = request.app[CONNECTIONS]
+    connections = request.app[DEPS].connections
     watched = (await downstream_namespaces(connections, cluster)).by_index(
         "project", project_id(obj)
     )
@@ -142,7 +142,7 @@ async def admitted(
         yield
         return
     pid = ScopedId.parse_or_none(project)
-    obj = request.app[STORES].projects.get(pid.key) if pid else None
+    obj = request.app[DEPS].stores.projects.get(pid.key) if pid else None
     if obj is None:
         raise errors.invalid("projectId", f"project {project} not found", "InvalidReference")
     await reserve(request, obj, namespace)
@@ -157,14 +157,14 @@ async def release(request: web.Request, obj: Obj, namespace: str) -> None:
     reservation expires)."""
     meta = obj["metadata"]
     try:
-        patched = await request.app[KUBE].patch(
+        patched = await request.app[DEPS].kube.patch(
             kinds.Project, meta["name"],
             {"metadata": {"annotations": {quota.reservation_key(namespace): None}}},
             namespace=meta["namespace"], patch_type=PatchType.MERGE,
         )  # fmt: skip
     except KubeApiError:
         return
-    request.app[STORES].projects.put(as_dict(patched))
+    request.app[DEPS].stores.projects.put(as_dict(patched))
 
 
 async def check_quota_change(request: web.Request, obj: Obj, spec: dict[str, Any]) -> None:
@@ -189,7 +189,9 @@ async def check_quota_change(request: web.Request, obj: Obj, spec: dict[str, Any
 async def project_quotas(request: web.Request, obj: Obj) -> list[Obj]:
     """The ResourceQuotas corral keeps in the project's namespaces, with their status."""
     cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
-    quotas = (await downstream_quotas(request.app[CONNECTIONS], cluster)).by_index("project", name)
+    quotas = (await downstream_quotas(request.app[DEPS].connections, cluster)).by_index(
+        "project", name
+    )
     return [q for q in quotas if q["metadata"]["name"] == downstream.QUOTA_NAME]
 
 
@@ -197,7 +199,7 @@ async def usage(request: web.Request, obj: Obj) -> dict[str, Any]:
     """The project's namespaces, its limit, and what its namespaces use and may use."""
     totals = quota.usage(await project_quotas(request, obj))
     namespaces = (
-        await downstream_namespaces(request.app[CONNECTIONS], obj["metadata"]["namespace"])
+        await downstream_namespaces(request.app[DEPS].connections, obj["metadata"]["namespace"])
     ).by_index("project", project_id(obj))
     return {
         "namespaces": len(namespaces),

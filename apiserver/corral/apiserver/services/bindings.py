@@ -17,8 +17,8 @@ from aiohttp import web
 from lightkube import ApiError as KubeApiError
 from lightkube.models.meta_v1 import ObjectMeta
 
+from corral.apiserver.deps import DEPS
 from corral.apiserver.http.body import either, text
-from corral.apiserver.keys import KUBE, STORES
 from corral.core import errors
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
@@ -67,7 +67,7 @@ def grant(
                              "InvalidBodyContent")  # fmt: skip
     if group:
         principals.check_group_principal(group)
-    elif request.app[STORES].user_active(user) is None:
+    elif request.app[DEPS].stores.user_active(user) is None:
         raise errors.invalid("userId", f"user {user} not found", "InvalidReference")
     role = either(body, ("roleTemplateId", "roleTemplateName"), 64)
     if role not in catalog:
@@ -83,7 +83,7 @@ def grant(
 
 async def bind_in_cluster(request: web.Request, cluster: str, new: Grant) -> Obj:
     """The cluster role binding of a checked grant, in the cluster's namespace."""
-    await ensure_namespace(request.app[KUBE], cluster, {names.LABEL_CLUSTER: cluster})
+    await ensure_namespace(request.app[DEPS].kube, cluster, {names.LABEL_CLUSTER: cluster})
     name = roles.cluster_binding_name(new.subject, new.role)
     binding = kinds.ClusterRoleTemplateBinding(
         metadata=ObjectMeta(name=name, namespace=cluster),
@@ -92,7 +92,7 @@ async def bind_in_cluster(request: web.Request, cluster: str, new: Grant) -> Obj
     created = await _create_once(
         request, binding, f"{new.subject} already has {new.role} in cluster {cluster}"
     )
-    request.app[STORES].cluster_bindings.put(created)
+    request.app[DEPS].stores.cluster_bindings.put(created)
     return created
 
 
@@ -101,7 +101,7 @@ async def bind_in_project(request: web.Request, project_id: str, new: Grant) -> 
     project = ScopedId.parse(project_id, "projectId")
     namespace = names.backing_namespace(project.namespace, project.name)
     labels = names.backing_namespace_labels(project.namespace, project.name)
-    await ensure_namespace(request.app[KUBE], namespace, labels)
+    await ensure_namespace(request.app[DEPS].kube, namespace, labels)
     binding = kinds.ProjectRoleTemplateBinding(
         metadata=ObjectMeta(name=roles.project_binding_name(new.subject, new.role),
                             namespace=namespace),
@@ -110,24 +110,24 @@ async def bind_in_project(request: web.Request, project_id: str, new: Grant) -> 
     created = await _create_once(
         request, binding, f"{new.subject} already has {new.role} in {project_id}"
     )
-    request.app[STORES].project_bindings.put(created)
+    request.app[DEPS].stores.project_bindings.put(created)
     return created
 
 
 async def unbind_cluster(request: web.Request, binding: Obj) -> None:
     meta = binding["metadata"]
     await delete_if_present(
-        request.app[KUBE], kinds.ClusterRoleTemplateBinding, meta["name"], meta["namespace"]
+        request.app[DEPS].kube, kinds.ClusterRoleTemplateBinding, meta["name"], meta["namespace"]
     )
-    request.app[STORES].cluster_bindings.forget(f"{meta['namespace']}/{meta['name']}")
+    request.app[DEPS].stores.cluster_bindings.forget(f"{meta['namespace']}/{meta['name']}")
 
 
 async def unbind_project(request: web.Request, binding: Obj) -> None:
     meta = binding["metadata"]
     await delete_if_present(
-        request.app[KUBE], kinds.ProjectRoleTemplateBinding, meta["name"], meta["namespace"]
+        request.app[DEPS].kube, kinds.ProjectRoleTemplateBinding, meta["name"], meta["namespace"]
     )
-    request.app[STORES].project_bindings.forget(f"{meta['namespace']}/{meta['name']}")
+    request.app[DEPS].stores.project_bindings.forget(f"{meta['namespace']}/{meta['name']}")
 
 
 async def bind_creator(request: web.Request, project: Obj, user_id: str) -> None:
@@ -142,7 +142,7 @@ async def bind_creator(request: web.Request, project: Obj, user_id: str) -> None
         metadata=ObjectMeta(name=binding_name, namespace=namespace),
         spec={"projectName": pid, "userName": user_id, "roleTemplateName": roles.PROJECT_OWNER},
     )
-    kube = request.app[KUBE]
+    kube = request.app[DEPS].kube
     try:
         created = await kube.create(binding)
     except KubeApiError as exc:
@@ -152,14 +152,14 @@ async def bind_creator(request: web.Request, project: Obj, user_id: str) -> None
         created = await kube.get(
             kinds.ProjectRoleTemplateBinding, binding_name, namespace=namespace
         )
-    request.app[STORES].project_bindings.put(as_dict(created))
+    request.app[DEPS].stores.project_bindings.put(as_dict(created))
 
 
 async def _create_once(request: web.Request, binding: Any, taken: str) -> Obj:
     """Create a binding under its derived name: of two identical grants sent at once,
     Kubernetes refuses the second, which a look at the cache before could not."""
     try:
-        return as_dict(await request.app[KUBE].create(binding))
+        return as_dict(await request.app[DEPS].kube.create(binding))
     except KubeApiError as exc:
         if exc.status.code == 409:
             raise errors.conflict(taken) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from corral.apiserver.keys import KUBE
+from corral.apiserver.deps import DEPS
 from corral.core import errors
 from corral.core.api import names
 from corral.core.kube import kinds
@@ -18,4 +18,4 @@ async def delete(request: web.Request, obj: Obj) -> None:
     namespace (`management.clusters.forget_cluster`). The caller has checked ownership."""
     if obj["metadata"]["name"] == names.LOCAL_CLUSTER:
         raise errors.Unsupported("the local cluster cannot be deleted")
-    await delete_if_present(request.app[KUBE], kinds.Cluster, obj["metadata"]["name"])
+    await delete_if_present(request.app[DEPS].kube, kinds.Cluster, obj["metadata"]["name"])

@@ -13,11 +13,10 @@ from aiohttp import web
 from lightkube import ApiError as KubeError
 from lightkube.models.meta_v1 import ObjectMeta
 
+from corral.apiserver.deps import DEPS, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url
-from corral.apiserver.keys import KUBE, STORES
 from corral.core import errors, jsonpatch
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
@@ -158,8 +157,8 @@ async def backup(request: web.Request, cluster: Obj) -> web.Response:
         spec={"clusterId": name, "manual": True},
     )
     try:
-        created = as_dict(await request.app[KUBE].create(obj))
-        request.app[STORES].etcdbackups.put(created)
+        created = as_dict(await request.app[DEPS].kube.create(obj))
+        request.app[DEPS].stores.etcdbackups.put(created)
     except KubeError as exc:
         if exc.status.code == 409:
             raise errors.conflict("a backup was taken this second; ask again") from None
@@ -180,12 +179,12 @@ async def restore(request: web.Request, cluster: Obj, body: dict[str, Any]) -> O
             raise errors.invalid(
                 asked.field, f"a restore of cluster {name} is under way", code="InvalidAction"
             )
-        found = request.app[STORES].etcdbackups.get(f"{name}/{asked.name}")
+        found = request.app[DEPS].stores.etcdbackups.get(f"{name}/{asked.name}")
         backups.check_backup(name, asked, found)
         assert found is not None
         spec = cluster.get("spec") or {}
         restored = backups.restored_spec(
-            spec["driver"], asked.mode, found, request.app[STORES].catalog()
+            spec["driver"], asked.mode, found, request.app[DEPS].stores.catalog()
         )
         previous = rs.requested(spec)
         generation = max(previous.generation if previous else 0, rs.record(
@@ -204,7 +203,7 @@ async def restore(request: web.Request, cluster: Obj, body: dict[str, Any]) -> O
     # still so (its spec, and the last restore done): two restores asked at once get two
     # generations, a restore under way is seen, and the operator's other status writes do
     # not stand in the way.
-    kube = request.app[KUBE]
+    kube = request.app[DEPS].kube
     written = await guarded.patch(kube, kinds.Cluster, name, decide, rs.READS)
-    request.app[STORES].clusters.put(written)
+    request.app[DEPS].stores.clusters.put(written)
     return written

@@ -15,7 +15,7 @@ from aiohttp import web
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
-from corral.apiserver.keys import CONNECTIONS, KUBE
+from corral.apiserver.deps import DEPS
 from corral.apiserver.services import claims
 from corral.core.api import ids
 from corral.core.clusters import importing
@@ -31,7 +31,7 @@ async def import_cluster(
     """The Cluster of the base64 kubeconfig `encoded`, whatever the body gave as that;
     422 for whatever the kubeconfig or its server gets wrong, 409 for a cluster corral has
     already."""
-    kube = request.app[KUBE]
+    kube = request.app[DEPS].kube
     # Up to 256 KiB of YAML: parsed off the event loop.
     user = await asyncio.to_thread(importing.parse_kubeconfig, encoded)
     identity = await agent.identify(user)
@@ -51,7 +51,7 @@ async def import_into(request: web.Request, encoded: Any, cluster: Obj) -> Obj:
     """Imports the cluster of the base64 kubeconfig `encoded` into a Cluster made without
     one (waiting, Pending, for an import), as `import_cluster` does; nothing is stored when
     the kubeconfig or its server fails, and the Cluster stays as it was."""
-    kube = request.app[KUBE]
+    kube = request.app[DEPS].kube
     user = await asyncio.to_thread(importing.parse_kubeconfig, encoded)
     identity = await agent.identify(user)
     name = cluster["metadata"]["name"]
@@ -71,11 +71,13 @@ async def _store_credential(
 ) -> None:
     secret = cluster_secrets.credential_secret(cluster, imported.credential)
     try:
-        stored = await request.app[KUBE].create(secret)
+        stored = await request.app[DEPS].kube.create(secret)
     except Exception:
         # Never leave a cluster behind that has no way in (one that waited for its import
         # goes on waiting).
         if not keep_cluster:
-            await delete_if_present(request.app[KUBE], kinds.Cluster, cluster["metadata"]["name"])
+            await delete_if_present(
+                request.app[DEPS].kube, kinds.Cluster, cluster["metadata"]["name"]
+            )
         raise
-    request.app[CONNECTIONS].credentials.put(as_dict(stored))
+    request.app[DEPS].connections.credentials.put(as_dict(stored))

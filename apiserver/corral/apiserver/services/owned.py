@@ -11,8 +11,8 @@ from aiohttp import web
 from lightkube.models.meta_v1 import OwnerReference
 
 from corral.apiserver.auth.authn import principal
+from corral.apiserver.deps import DEPS
 from corral.apiserver.http.body import description_text, name_text, referenced
-from corral.apiserver.keys import STORES
 from corral.core import errors
 from corral.core.api import names, settings
 from corral.core.auth import ownership
@@ -43,11 +43,11 @@ def usable_template(request: web.Request, name: Any, field: str = "nodeTemplateN
     if not isinstance(name, str) or not name:
         raise errors.missing(field)
     template = referenced(
-        lambda: visible(request, request.app[STORES].nodetemplates, name, "nodeTemplate"),
+        lambda: visible(request, request.app[DEPS].stores.nodetemplates, name, "nodeTemplate"),
         field, f"node template {name}",
     )  # fmt: skip
     driver = (template.get("spec") or {}).get("driver", "")
-    found_driver = request.app[STORES].nodedrivers.get(driver)
+    found_driver = request.app[DEPS].stores.nodedrivers.get(driver)
     if found_driver is None or not driver_status.usable(found_driver):
         raise errors.invalid(field, f"node driver {driver} of template {name} is not active "
                              "and ready: no machine can be made with it",
@@ -62,10 +62,10 @@ def check_s3_target(request: web.Request, config: dict[str, Any], config_field: 
     target = s3.target(config, config_field)
     if target is None:
         return
-    allowed = request.app[STORES].enabled(settings.LINK_LOCAL_SETTING)
+    allowed = request.app[DEPS].stores.enabled(settings.LINK_LOCAL_SETTING)
     s3.check_endpoint(target, f"{config_field}.etcd.s3", allowed)
     who = principal(request)
-    credential = request.app[STORES].cloudcredentials.get(target.credential)
+    credential = request.app[DEPS].stores.cloudcredentials.get(target.credential)
     if credential is not None and not ownership.sees(credential, who.user_id, who.is_admin):
         credential = None
     s3.check_credential(credential, target, f"{config_field}.etcd.s3")
@@ -76,7 +76,7 @@ def ownership_metadata(request: web.Request) -> dict[str, Any]:
     as its owner, so that deleting the user removes it."""
     user_id = principal(request).user_id
     meta: dict[str, Any] = {"annotations": {names.ANNOTATION_CREATOR: user_id}}
-    user = request.app[STORES].users.get(user_id)
+    user = request.app[DEPS].stores.users.get(user_id)
     if user is not None:
         meta["ownerReferences"] = [owner_reference(names.USER.kind, user)]
     return meta
@@ -95,7 +95,7 @@ def driver_schema(request: web.Request, driver: str, field: str, active: bool) -
     credential of etcd backups (`s3credentialConfig`) is corral's own, with no driver."""
     if driver == s3.CREDENTIAL_DRIVER:
         return s3.CREDENTIAL_SCHEMA
-    obj = request.app[STORES].nodedrivers.get(driver)
+    obj = request.app[DEPS].stores.nodedrivers.get(driver)
     if obj is None:
         raise errors.invalid(field, f"node driver {driver} not found", "InvalidReference")
     if active and not driver_status.usable(obj):

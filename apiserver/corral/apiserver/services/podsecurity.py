@@ -8,7 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.keys import STORES
+from corral.apiserver.deps import DEPS
 from corral.core import errors
 from corral.core.api.ids import ScopedId
 from corral.core.kube.informer import Obj
@@ -17,7 +17,7 @@ from corral.core.projects.podsecurity import CLUSTER_FIELD, PROJECT_FIELD
 
 
 def cluster_level(request: web.Request, cluster: str) -> str:
-    obj = request.app[STORES].clusters.get(cluster) or {}
+    obj = request.app[DEPS].stores.clusters.get(cluster) or {}
     return podsecurity.cluster_level((obj.get("spec") or {}).get(CLUSTER_FIELD))
 
 
@@ -31,7 +31,7 @@ def labels_for(request: web.Request, project_id: str | None) -> dict[str, str]:
     if not project_id:
         return {}
     pid = ScopedId.parse(project_id)
-    project = request.app[STORES].projects.get(pid.key)
+    project = request.app[DEPS].stores.projects.get(pid.key)
     if project is None:
         return {}
     return podsecurity.labels(project_level(request, project))

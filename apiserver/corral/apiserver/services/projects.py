@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 from lightkube.models.meta_v1 import ObjectMeta
 
-from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.deps import DEPS
 from corral.apiserver.services import bindings
 from corral.core.api import ids, names
 from corral.core.kube import kinds
@@ -21,7 +21,7 @@ async def create_project(
     """The Project in its cluster's namespace, with its backing namespace (where its role
     bindings live) and the creator bound as its owner, so the creator sees it at once."""
     name = ids.generate("p")
-    kube = request.app[KUBE]
+    kube = request.app[DEPS].kube
     await ensure_namespace(kube, cluster, {names.LABEL_CLUSTER: cluster})
     metadata = ObjectMeta(
         name=name, namespace=cluster, annotations={names.ANNOTATION_CREATOR: creator}
@@ -32,6 +32,6 @@ async def create_project(
         names.backing_namespace(cluster, name),
         names.backing_namespace_labels(cluster, name),
     )
-    request.app[STORES].projects.put(created)
+    request.app[DEPS].stores.projects.put(created)
     await bindings.bind_creator(request, created, creator)
     return created

@@ -27,8 +27,8 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.auth.authz import access, require_admin
-from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.auth.authz import require_admin
+from corral.apiserver.deps import DEPS, access
 from corral.apiserver.services import clusters, owned
 from corral.apiserver.services import upgrade as upgrading
 from corral.apiserver.services.visibility import owned_cluster
@@ -60,7 +60,7 @@ def listed(request: web.Request, namespace: str | None) -> list[Obj]:
     allowed = access(request)
     return [
         c
-        for c in request.app[STORES].clusters.all()
+        for c in request.app[DEPS].stores.clusters.all()
         if (c.get("spec") or {}).get("driver") in FLAVOURS
         and (namespace is None or v1.name_of(c)[0] == namespace)
         and allowed.sees_cluster(c["metadata"]["name"])
@@ -77,7 +77,7 @@ def revision(request: web.Request, shown: list[Obj]) -> str:
 def found(request: web.Request, namespace: str, name: str) -> Obj:
     """The view's cluster, for those who see it; 404 for anyone else, whether it exists or
     not."""
-    matches = request.app[STORES].clusters.by_index("v1", v1.key(namespace, name))
+    matches = request.app[DEPS].stores.clusters.by_index("v1", v1.key(namespace, name))
     if len(matches) != 1 or not access(request).sees_cluster(matches[0]["metadata"]["name"]):
         raise errors.not_found(f"{v1.SCHEMA_ID} {namespace}/{name} not found")
     return matches[0]
@@ -95,7 +95,7 @@ async def create(request: web.Request, namespace: str | None, body: dict[str, An
     if given.name is None:
         raise errors.missing("metadata.name")
     name = given.name
-    if request.app[STORES].clusters.by_index("v1", v1.key(namespace, name)):
+    if request.app[DEPS].stores.clusters.by_index("v1", v1.key(namespace, name)):
         raise errors.conflict(f"{v1.SCHEMA_ID} {namespace}/{name} already exists")
     flavour = FLAVOURS[v1.flavour_of(given)]
     config = dict(given.config or {})
@@ -111,7 +111,9 @@ async def create(request: web.Request, namespace: str | None, body: dict[str, An
             )
         config["networking"] = given.networking
     with _under("spec.", renamed):
-        admitted = admission.admit(flavour, config, given.version, request.app[STORES].catalog())
+        admitted = admission.admit(
+            flavour, config, given.version, request.app[DEPS].stores.catalog()
+        )
         owned.check_s3_target(request, admitted.config, flavour.config_field)
     pools = given.pools or []
     _check_templates(request, [(i, p) for i, p in enumerate(pools)])
@@ -128,7 +130,7 @@ async def create(request: web.Request, namespace: str | None, body: dict[str, An
         "kubernetesVersion": admitted.version,
         flavour.config_field: admitted.config,
     }
-    kube = request.app[KUBE]
+    kube = request.app[DEPS].kube
     try:
         created = as_dict(await kube.create(kinds.Cluster(metadata=meta, spec=spec)))
     except KubeApiError as exc:
@@ -137,7 +139,7 @@ async def create(request: web.Request, namespace: str | None, body: dict[str, An
                 f"{v1.SCHEMA_ID} {namespace}/{name} already exists, or is still being deleted"
             ) from None
         raise
-    request.app[STORES].clusters.put(created)
+    request.app[DEPS].stores.clusters.put(created)
     try:
         # The operator makes the namespace too; the pools cannot wait for it.
         await ensure_namespace(kube, cluster_id, {names.LABEL_CLUSTER: cluster_id})
@@ -197,9 +199,9 @@ async def update(request: web.Request, cluster: Obj, body: dict[str, Any]) -> Ob
     # unconditional one fail.
     reads = v1.VERSION_READS + (upgrade.READS if given.version is not None else ())
     cluster = await guarded.patch(
-        request.app[KUBE], kinds.Cluster, cluster_id, decide, dict.fromkeys(reads)
+        request.app[DEPS].kube, kinds.Cluster, cluster_id, decide, dict.fromkeys(reads)
     )
-    request.app[STORES].clusters.put(cluster)
+    request.app[DEPS].stores.clusters.put(cluster)
     if plan is not None:
         await _apply(request, cluster_id, name, plan)
     return cluster
@@ -215,7 +217,7 @@ def _pools(request: web.Request, cluster: Obj) -> list[Obj]:
     """The cluster's NodePools that are machine pools of its view."""
     return [
         p
-        for p in request.app[STORES].nodepools.by_index("cluster", cluster["metadata"]["name"])
+        for p in request.app[DEPS].stores.nodepools.by_index("cluster", cluster["metadata"]["name"])
         if (p.get("spec") or {}).get("machinePoolName")
     ]
 
@@ -223,7 +225,7 @@ def _pools(request: web.Request, cluster: Obj) -> list[Obj]:
 async def _fresh_pools(request: web.Request, cluster_id: str) -> list[Obj]:
     """The machine pools' NodePools as stored now, not as this replica's watch last saw them:
     a pool another replica just made is not made twice."""
-    listed = request.app[KUBE].list(kinds.NodePool, namespace=cluster_id)
+    listed = request.app[DEPS].kube.list(kinds.NodePool, namespace=cluster_id)
     pools = [as_dict(p) async for p in listed]
     return [p for p in pools if (p.get("spec") or {}).get("machinePoolName")]
 
@@ -275,7 +277,7 @@ def _check_templates(request: web.Request, pools: list[tuple[int, MachinePool]])
 
 
 async def _apply(request: web.Request, cluster_id: str, name: str, plan: machinepools.Plan) -> None:
-    kube, store = request.app[KUBE], request.app[STORES].nodepools
+    kube, store = request.app[DEPS].kube, request.app[DEPS].stores.nodepools
     for pool in plan.create:
         await _create_pool(request, cluster_id, name, pool)
     for obj, pool in plan.update:
@@ -296,8 +298,8 @@ async def _apply(request: web.Request, cluster_id: str, name: str, plan: machine
 async def _create_pool(request: web.Request, cluster_id: str, name: str, pool: MachinePool) -> None:
     spec = machinepools.nodepool_spec(pool, cluster_id, name)
     meta = ObjectMeta(name=ids.generate("np"), namespace=cluster_id)
-    created = await request.app[KUBE].create(kinds.NodePool(metadata=meta, spec=spec))
-    request.app[STORES].nodepools.put(as_dict(created))
+    created = await request.app[DEPS].kube.create(kinds.NodePool(metadata=meta, spec=spec))
+    request.app[DEPS].stores.nodepools.put(as_dict(created))
 
 
 def _stale(namespace: str, name: str) -> errors.Conflict:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from corral.apiserver.deps import DEPS
 from corral.apiserver.http.body import flag, read_json
-from corral.apiserver.keys import CONNECTIONS, KUBE, STORES
 from corral.core import errors, jsonpatch
 from corral.core.kube import guarded, kinds
 from corral.core.kube.guarded import GENERATION
@@ -23,7 +23,7 @@ async def rotate(request: web.Request, obj: Obj) -> web.Response:
     except ValueError as exc:
         raise errors.invalid("services", str(exc), code="InvalidOption") from exc
     name = obj["metadata"]["name"]
-    if request.app[CONNECTIONS].credential(name) is None:
+    if request.app[DEPS].connections.credential(name) is None:
         raise errors.Invalid(
             f"{rotation.ACTION} needs the cluster provisioned first; it is still being provisioned",
             code="InvalidAction",
@@ -38,8 +38,8 @@ async def rotate(request: web.Request, obj: Obj) -> web.Response:
     # Decided on the cluster as stored now and written on condition that its spec is still
     # that one: two rotations asked at once get two generations, never one for both, and the
     # operator's status writes do not stand in the way.
-    stored = await guarded.patch(request.app[KUBE], kinds.Cluster, name, decide, [GENERATION])
+    stored = await guarded.patch(request.app[DEPS].kube, kinds.Cluster, name, decide, [GENERATION])
     wanted = rotation.Request.from_spec(stored["spec"])
     assert wanted is not None  # just written
-    request.app[STORES].clusters.put(stored)
+    request.app[DEPS].stores.clusters.put(stored)
     return web.json_response({"type": rotation.OUTPUT_TYPE, "message": rotation.message(wanted)})

@@ -17,10 +17,9 @@ from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Secret
 
-from corral.apiserver.auth.authz import access
+from corral.apiserver.deps import access, base_url
 from corral.apiserver.http import envelope
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.http.urls import base_url
 from corral.apiserver.services.visibility import visible_project
 from corral.core import errors
 from corral.core.api import names

@@ -17,7 +17,7 @@ from aiohttp import web
 from lightkube import ApiError as KubeApiError
 from lightkube.models.meta_v1 import ObjectMeta
 
-from corral.apiserver.keys import KUBE, PROVIDERS, STORES
+from corral.apiserver.deps import DEPS
 from corral.core import errors
 from corral.core.api import ids, names
 from corral.core.auth import principals
@@ -33,21 +33,21 @@ log = logging.getLogger(__name__)
 async def enabled_provider(request: web.Request) -> Provider:
     """The provider, when an administrator enabled it; 404 otherwise, as for a provider that
     does not exist."""
-    config = OidcConfig.from_object(request.app[STORES].authconfigs.get(principals.OIDC))
+    config = OidcConfig.from_object(request.app[DEPS].stores.authconfigs.get(principals.OIDC))
     if not config.enabled:
         raise errors.not_found("authProvider oidc not found")
-    secret = await oidc_secrets.read_client_secret(request.app[KUBE])
+    secret = await oidc_secrets.read_client_secret(request.app[DEPS].kube)
     if secret is None:
         raise errors.Unavailable(
             "the oidc provider has no client secret", code="ProviderUnavailable"
         )
-    return request.app[PROVIDERS].get(config, secret)
+    return request.app[DEPS].providers.get(config, secret)
 
 
 async def user_for(request: web.Request, identity: Identity) -> Obj:
     """The user the identity is, made at their first sign-in; refreshed groups and refresh
     token recorded. 403 for a disabled user, as local sign-in answers."""
-    kube, stores = request.app[KUBE], request.app[STORES]
+    kube, stores = request.app[DEPS].kube, request.app[DEPS].stores
     principal = principals.user_principal(principals.OIDC, identity.subject)
     user = stores.user_by_principal(principal) or await _make_user(request, principal, identity)
     user_id, uid = user["metadata"]["name"], user["metadata"]["uid"]
@@ -68,7 +68,7 @@ async def user_for(request: web.Request, identity: Identity) -> Obj:
 
 
 async def _make_user(request: web.Request, principal: str, identity: Identity) -> Obj:
-    kube, stores = request.app[KUBE], request.app[STORES]
+    kube, stores = request.app[DEPS].kube, request.app[DEPS].stores
     user_id = ids.derived("u", principal, length=10)
     user = kinds.User(
         metadata=ObjectMeta(name=user_id, labels={names.LABEL_AUTH_PROVIDER: principals.OIDC}),

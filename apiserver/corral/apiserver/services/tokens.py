@@ -14,7 +14,7 @@ from lightkube import ApiError as KubeApiError
 from lightkube.models.meta_v1 import ObjectMeta
 
 from corral.apiserver.auth.authn import Principal
-from corral.apiserver.keys import ACTIVITY, FEATURES, KUBE, STORES
+from corral.apiserver.deps import DEPS
 from corral.core.api import ids, names
 from corral.core.auth import hashing, ttl
 from corral.core.auth.tokens import TokenRecord, kubeconfig_token_name
@@ -45,8 +45,8 @@ class Issued:
 
 
 async def issue(request: web.Request, new: NewToken) -> Issued:
-    kube, stores = request.app[KUBE], request.app[STORES]
-    hashed = request.app[FEATURES]["TokenHashing"]
+    kube, stores = request.app[DEPS].kube, request.app[DEPS].stores
+    hashed = request.app[DEPS].features["TokenHashing"]
     key = hashing.new_key()
     stored = hashing.hash_key(key) if hashed else key
     user = stores.users.get(new.user_id) or {}
@@ -97,7 +97,7 @@ async def issue_session(
     principal: str = "",
 ) -> Issued:
     """A login session of `auth-user-session-ttl-minutes`, whichever provider signed in."""
-    stores = request.app[STORES]
+    stores = request.app[DEPS].stores
     session_ttl = ttl.minutes_to_ms(stores.number("auth-user-session-ttl-minutes"))
     new = NewToken(
         user_id=user_id,
@@ -132,7 +132,7 @@ async def issue_kubeconfig_token(
     issuing it again replaces it (the key of the old one is not kept, so it cannot be handed
     out again). `ttl_ms` None takes `kubeconfig-default-token-ttl-minutes`; either way the
     lifetime is clamped by `auth-token-max-ttl-minutes`."""
-    stores = request.app[STORES]
+    stores = request.app[DEPS].stores
     username = (stores.users.get(who.user_id) or {}).get("spec", {}).get("username", "")
     token_name = kubeconfig_token_name(username, who.user_id, cluster_id)
     if ttl_ms is None:
@@ -161,25 +161,25 @@ async def issue_kubeconfig_token(
 
 async def revoke(request: web.Request, name: str) -> None:
     """Deletes the token; this replica stops accepting it at once."""
-    await delete_if_present(request.app[KUBE], kinds.Token, name)
-    request.app[STORES].tokens.forget(name)
-    request.app[ACTIVITY].forget(name)
+    await delete_if_present(request.app[DEPS].kube, kinds.Token, name)
+    request.app[DEPS].stores.tokens.forget(name)
+    request.app[DEPS].activity.forget(name)
 
 
 async def revoke_all(request: web.Request, user_id: str) -> None:
     """Every token of the user but system tokens."""
-    for obj in request.app[STORES].tokens.by_index("user", user_id):
+    for obj in request.app[DEPS].stores.tokens.by_index("user", user_id):
         if not TokenRecord.from_object(obj).is_system:
             await revoke(request, obj["metadata"]["name"])
 
 
 async def end_sessions(request: web.Request, user_id: str, keep: str) -> None:
     """A new password ends the user's other login sessions; API tokens stay valid."""
-    for obj in request.app[STORES].tokens.by_index("user", user_id):
+    for obj in request.app[DEPS].stores.tokens.by_index("user", user_id):
         record = TokenRecord.from_object(obj)
         if record.is_session and record.name != keep:
             await revoke(request, record.name)
 
 
 def _max_ttl(request: web.Request) -> int:
-    return ttl.minutes_to_ms(request.app[STORES].number("auth-token-max-ttl-minutes"))
+    return ttl.minutes_to_ms(request.app[DEPS].stores.number("auth-token-max-ttl-minutes"))

@@ -10,7 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.deps import DEPS
 from corral.core import jsonpatch
 from corral.core.kube import guarded, kinds
 from corral.core.kube.informer import Obj
@@ -25,7 +25,7 @@ def operations(
     Invalid or Conflict (`upgrade.admit`) when the change is refused."""
     spec = current.get("spec") or {}
     provisioning = (current.get("status") or {}).get("provisioning")
-    wanted = upgrade.admit(flavour, spec, provisioning, given, request.app[STORES].catalog())
+    wanted = upgrade.admit(flavour, spec, provisioning, given, request.app[DEPS].stores.catalog())
     if wanted is None:
         return []
     moved = [jsonpatch.add(current, ("spec", upgrade.FIELD), wanted)]
@@ -42,9 +42,9 @@ async def change_version(request: web.Request, obj: Obj, flavour: Flavour, given
     async def decide(current: Obj) -> list[jsonpatch.Operation]:
         return operations(request, current, flavour, given)
 
-    kube = request.app[KUBE]
+    kube = request.app[DEPS].kube
     stored = await guarded.patch(
         kube, kinds.Cluster, obj["metadata"]["name"], decide, upgrade.READS
     )
-    request.app[STORES].clusters.put(stored)
+    request.app[DEPS].stores.clusters.put(stored)
     return stored

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from aiohttp import web
 from lightkube.models.meta_v1 import ObjectMeta
 
-from corral.apiserver.keys import KUBE, STORES
+from corral.apiserver.deps import DEPS
 from corral.apiserver.services import tokens
 from corral.core.api import ids
 from corral.core.auth import passwords
@@ -36,7 +36,7 @@ class NewUser:
 async def create_user(request: web.Request, new: NewUser) -> Obj:
     """For a free username and a password that meets the policy: the username's claim (before
     the User), the User, its password Secret and its `user` global role binding."""
-    kube, stores = request.app[KUBE], request.app[STORES]
+    kube, stores = request.app[DEPS].kube, request.app[DEPS].stores
     if stores.user_by_username(new.username) is not None:
         raise usernames.UsernameTaken
     passwords.check_policy(new.username, new.password)
@@ -68,5 +68,5 @@ async def set_password(request: web.Request, user: Obj, password: str, keep: str
     """A password that meets the policy; it ends the user's login sessions but `keep`."""
     passwords.check_policy(user["spec"]["username"], password)
     meta = user["metadata"]
-    await password_secrets.store(request.app[KUBE], meta["name"], meta["uid"], password)
+    await password_secrets.store(request.app[DEPS].kube, meta["name"], meta["uid"], password)
     await tokens.end_sessions(request, meta["name"], keep)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from corral.apiserver.auth.authz import access
-from corral.apiserver.keys import STORES
+from corral.apiserver.deps import DEPS, access
 from corral.core import errors
 from corral.core.api.ids import ScopedId
 from corral.core.kube.informer import Obj
@@ -18,7 +17,7 @@ from corral.core.projects import roles
 
 def visible_cluster(request: web.Request, cluster_id: str) -> Obj:
     """A cluster the caller is bound to (or any, for administrators); else 404."""
-    obj = request.app[STORES].clusters.get(cluster_id)
+    obj = request.app[DEPS].stores.clusters.get(cluster_id)
     if obj is None or not access(request).sees_cluster(cluster_id):
         raise errors.not_found(f"cluster {cluster_id} not found")
     return obj
@@ -35,7 +34,7 @@ def owned_cluster(request: web.Request, cluster_id: str, what: str) -> Obj:
 def visible_project(request: web.Request, pid: str) -> Obj:
     """A project the caller has a role in; else 404, whether it exists or not."""
     project = ScopedId.parse_or_none(pid)
-    obj = request.app[STORES].projects.get(project.key) if project else None
+    obj = request.app[DEPS].stores.projects.get(project.key) if project else None
     if obj is None or access(request).project_role(pid) is None:
         raise errors.not_found(f"project {pid} not found")
     return obj

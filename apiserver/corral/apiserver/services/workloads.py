@@ -25,8 +25,7 @@ from lightkube import AsyncClient
 from lightkube.types import CascadeType
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.auth.authz import access
-from corral.apiserver.keys import CONNECTIONS, STORES
+from corral.apiserver.deps import DEPS, access
 from corral.apiserver.services import trialpods
 from corral.apiserver.services.visibility import visible_project
 from corral.apiserver.state import downstream
@@ -77,17 +76,17 @@ def scope(request: web.Request) -> Scope:
 
 async def acting(request: web.Request, where: Scope) -> AsyncClient:
     """A client of the project's cluster that acts as the caller."""
-    return await request.app[CONNECTIONS].client_as(where.cluster, where.who)
+    return await request.app[DEPS].connections.client_as(where.cluster, where.who)
 
 
 async def namespaces(request: web.Request, where: Scope) -> set[str]:
     """The names of the project's namespaces."""
-    cache = await downstream.downstream_namespaces(request.app[CONNECTIONS], where.cluster)
+    cache = await downstream.downstream_namespaces(request.app[DEPS].connections, where.cluster)
     return {ns["metadata"]["name"] for ns in cache.by_index("project", where.project_id)}
 
 
 async def cache_of(request: web.Request, where: Scope, kind: Kind) -> Informer:
-    return await downstream.downstream_workloads(request.app[CONNECTIONS], where.cluster, kind)
+    return await downstream.downstream_workloads(request.app[DEPS].connections, where.cluster, kind)
 
 
 async def listed(request: web.Request, where: Scope) -> list[tuple[Kind, Obj]]:
@@ -207,7 +206,7 @@ class Neighbours:
 
 
 async def neighbours(request: web.Request, where: Scope) -> Neighbours:
-    connections = request.app[CONNECTIONS]
+    connections = request.app[DEPS].connections
     return Neighbours(
         await downstream.downstream_services(connections, where.cluster),
         await downstream.downstream_ingresses(connections, where.cluster),
@@ -236,7 +235,7 @@ def public_endpoints(kind: Kind, obj: Obj, near: Neighbours) -> list[dict[str, A
 
 def check_bounds(request: web.Request, kind: Kind, obj: Obj) -> None:
     """422 for more pods than the setting `workload-max-scale` allows, or pods too large."""
-    max_scale = int(request.app[STORES].number(settings.WORKLOAD_MAX_SCALE_SETTING))
+    max_scale = int(request.app[DEPS].stores.number(settings.WORKLOAD_MAX_SCALE_SETTING))
     spec.check_bounds(kind, obj, max_scale)
 
 
@@ -253,14 +252,14 @@ async def admit(
     it and fills in the container defaults (and refuses a pod that alone does not fit); that
     pod, times the pods the workload asks for, less what its pods take now, must fit in what
     the quota has left."""
-    connections = request.app[CONNECTIONS]
+    connections = request.app[DEPS].connections
     admitted = await trialpods.admitted(await acting(request, where), kind, obj, where.project_id)
     namespace = obj["metadata"]["namespace"]
     quotas = await downstream.downstream_quotas(connections, where.cluster)
     found = quotas.get(f"{namespace}/{QUOTA_NAME}")
     if found is None:
         return
-    nodes = len(request.app[STORES].nodes.by_index("cluster", where.cluster))
+    nodes = len(request.app[DEPS].stores.nodes.by_index("cluster", where.cluster))
     count = usage.pods_wanted(kind, obj, nodes)
     releasing: dict[str, Decimal] = {}
     if current is not None:
@@ -281,7 +280,7 @@ async def admit(
 async def pods_of(request: web.Request, where: Scope, kind: Kind, obj: Obj) -> list[Obj]:
     """The pods the workload runs now."""
     wid = str(WorkloadId.of(kind, obj))
-    pods = await downstream.downstream_pods(request.app[CONNECTIONS], where.cluster)
+    pods = await downstream.downstream_pods(request.app[DEPS].connections, where.cluster)
     candidates = pods.by_index("namespace", obj["metadata"]["namespace"])
     jobs = await cache_of(request, where, KINDS["job"])
     return [p for p in candidates if workload_of(p, jobs) == wid]
@@ -318,7 +317,7 @@ async def find_pod(request: web.Request, where: Scope, text: str) -> Obj:
     pid = ScopedId.parse_or_none(text)
     obj = None
     if pid is not None and pid.namespace in await namespaces(request, where):
-        pods = await downstream.downstream_pods(request.app[CONNECTIONS], where.cluster)
+        pods = await downstream.downstream_pods(request.app[DEPS].connections, where.cluster)
         obj = pods.get(pid.key)
     if obj is None:
         raise errors.not_found(f"pod {text} not found in project {where.project_id}")
