@@ -13,9 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from multidict import MultiDict
 
+from corral.apiserver.auth.access import Access
+from corral.apiserver.auth.authn import Principal
+from corral.apiserver.auth.authz import Caller
+from corral.apiserver.deps import DEPS
 from corral.apiserver.http import envelope
 from corral.apiserver.http.objects import name_of, shown_status
 from corral.apiserver.http.schemas import Field, Schema
+from corral.apiserver.resources.family import Ask
 from corral.apiserver.routes import (
     clusterroletemplatebindings,
     clusters,
@@ -24,6 +29,7 @@ from corral.apiserver.routes import (
     projectroletemplatebindings,
     projects,
 )
+from corral.core.auth.tokens import TokenRecord
 from corral.core.kube.informer import Obj
 from tests.unit.held import holding
 
@@ -278,12 +284,25 @@ SAMPLES = [
 def test_ids_and_fields_are_what_the_rendered_resource_shows(
     route: ModuleType, route_ident: Callable[[Obj], str], obj: Obj
 ) -> None:
-    app = holding(web.Application(), external_url=BASE)
-    rendered = route.render(make_mocked_request("GET", "/", app=app), obj)
-    values = route.fields(obj)
     names = [name for name in route.SCHEMA.filters() if name not in ("id", "type")]
+    if hasattr(route, "FAMILY"):
+        asked = admin_ask()
+        rendered = route.FAMILY.render(asked, obj)
+        values = route.FAMILY.all_fields(asked, obj)
+    else:
+        app = holding(web.Application(), external_url=BASE)
+        rendered = route.render(make_mocked_request("GET", "/", app=app), obj)
+        values = route.fields(obj)
     assert route_ident(obj) == rendered["id"]
     assert {n: values.get(n) for n in names} == {n: rendered.get(n) for n in names}
+
+
+def admin_ask() -> Ask:
+    """An administrator's request, as the families' renderings see it."""
+    token = TokenRecord.from_object({"metadata": {"name": "t", **STAMP}, "spec": {"userId": "u-1"}})
+    who = Caller(Principal("u-1", token, False, True), Access("u-1", True, {}, {}))
+    deps = holding(web.Application(), external_url=BASE)[DEPS]
+    return Ask(deps, who, BASE, {}, MultiDict())
 
 
 def test_conditions_show_sorted_by_type_whatever_order_they_were_stored_in() -> None:

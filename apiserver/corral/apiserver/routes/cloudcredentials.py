@@ -19,7 +19,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Secret
 from lightkube.types import PatchType
 
-from corral.apiserver.deps import DEPS, base_url
+from corral.apiserver.deps import DEPS, base_url, caller, deps
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import or_empty, read_json
 from corral.apiserver.http.errors import ApiError
@@ -81,7 +81,7 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
 
 def found(request: web.Request) -> Obj:
     return owned.visible(
-        request,
+        caller(request),
         request.app[DEPS].stores.cloudcredentials,
         request.match_info["id"],
         "cloudCredential",
@@ -90,8 +90,9 @@ def found(request: web.Request) -> Obj:
 
 @routes.get(v3("cloudcredentials"))
 async def list_credentials(request: web.Request) -> web.Response:
+    mine = owned.listed(caller(request), request.app[DEPS].stores.cloudcredentials)
     body = envelope.collection(
-        base_url(request), SCHEMA, owned.listed(request, request.app[DEPS].stores.cloudcredentials),
+        base_url(request), SCHEMA, mine,
         name_of, fields, lambda o: render(request, o), request.query, request.path,
         can_create=True,
     )  # fmt: skip
@@ -117,14 +118,16 @@ async def create_credential(request: web.Request) -> web.Response:
                              "<driver>credentialConfig, e.g. kwokcredentialConfig",
                              "MissingRequired")  # fmt: skip
     field = templates.credential_field(driver)
-    schema = owned.driver_schema(request, driver, field, active=True)
+    schema = owned.driver_schema(deps(request), driver, field, active=True)
     values = templates.check_credential(schema, or_empty(body[field], {}), field, {})
     if driver == s3.CREDENTIAL_DRIVER and (lacking := templates.missing(schema, values)):
         # No template checks it later: a cluster's S3 target needs both keys.
         raise errors.missing(f"{field}.{lacking[0]}")
     spec = {"driver": driver, "fields": sorted(values), **owned.described(body)}
     kube = request.app[DEPS].kube
-    metadata = ObjectMeta(name=ids.generate("cc"), **owned.ownership_metadata(request))
+    metadata = ObjectMeta(
+        name=ids.generate("cc"), **owned.ownership_metadata(deps(request), caller(request))
+    )
     created = as_dict(await kube.create(kinds.CloudCredential(metadata=metadata, spec=spec)))
     try:
         await kube.create(secret_of(created, values))
@@ -166,7 +169,7 @@ async def update_credential(request: web.Request) -> web.Response:
     field = templates.credential_field(driver)
     kube = request.app[DEPS].kube
     if field in body:
-        schema = owned.driver_schema(request, driver, field, active=False)
+        schema = owned.driver_schema(deps(request), driver, field, active=False)
         stored = await stored_secret(request, obj)
         current = templates.decode(stored.data if stored else None)
         values = templates.check_credential(schema, or_empty(body[field], {}), field, current)

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.deps import DEPS, access, base_url
+from corral.apiserver.deps import DEPS, access, base_url, caller, deps
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import either, read_json, referenced
 from corral.apiserver.http.schemas import Field, Schema
@@ -121,10 +121,14 @@ async def create_binding(request: web.Request) -> web.Response:
     if body.get("type", "clusterRoleTemplateBinding") != "clusterRoleTemplateBinding":
         raise errors.invalid("type", "type must be clusterRoleTemplateBinding")
     cluster = either(body, ("clusterId", "clusterName"), 63)
-    referenced(lambda: visible_cluster(request, cluster), "clusterId", f"cluster {cluster}")
+    referenced(
+        lambda: visible_cluster(deps(request), caller(request), cluster),
+        "clusterId",
+        f"cluster {cluster}",
+    )
     existing = request.app[DEPS].stores.cluster_bindings.by_index("cluster", cluster)
     new = bindings.grant(request, body, roles.CLUSTER_ROLES, existing, f"cluster {cluster}")
-    owned_cluster(request, cluster, "grant roles in it")
+    owned_cluster(deps(request), caller(request), cluster, "grant roles in it")
     created = await bindings.bind_in_cluster(request, cluster, new)
     return web.json_response(render(request, created), status=201)
 
@@ -132,6 +136,8 @@ async def create_binding(request: web.Request) -> web.Response:
 @routes.delete(v3("clusterroletemplatebindings", "/{id}"))
 async def delete_binding(request: web.Request) -> web.Response:
     obj = visible(request)
-    owned_cluster(request, obj["metadata"]["namespace"], "revoke roles in it")
+    owned_cluster(
+        deps(request), caller(request), obj["metadata"]["namespace"], "revoke roles in it"
+    )
     await bindings.unbind_cluster(request, obj)
     return web.Response(status=204)

@@ -16,7 +16,7 @@ from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import Principal, principal
 from corral.apiserver.auth.authz import require_admin
-from corral.apiserver.deps import DEPS, access, base_url
+from corral.apiserver.deps import DEPS, access, base_url, caller, deps
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import (
     AUTH_LIMIT,
@@ -270,7 +270,9 @@ async def list_clusters(request: web.Request) -> web.Response:
 
 @routes.get(v3("clusters", "/{id}"))
 async def get_cluster(request: web.Request) -> web.Response:
-    return web.json_response(render(request, visible_cluster(request, request.match_info["id"])))
+    return web.json_response(
+        render(request, visible_cluster(deps(request), caller(request), request.match_info["id"]))
+    )
 
 
 @routes.post(v3("clusters"))
@@ -297,7 +299,7 @@ async def create_cluster(request: web.Request) -> web.Response:
         )
         spec["kubernetesVersion"] = admitted.version
         spec[flavour.config_field] = admitted.config
-        owned.check_s3_target(request, admitted.config, flavour.config_field)
+        owned.check_s3_target(deps(request), caller(request), admitted.config, flavour.config_field)
     for config, config_driver in CONFIG_DRIVERS.items():
         # A driver given alone (spec 2.3: every configuration is optional) stores none.
         if config_driver == driver and config not in spec and body.get(config) is not None:
@@ -437,7 +439,7 @@ def labels_of(body: dict[str, Any], current: dict[str, str] | None = None) -> di
 
 @routes.put(v3("clusters", "/{id}"))
 async def update_cluster(request: web.Request) -> web.Response:
-    obj = owned_cluster(request, request.match_info["id"], "change it")
+    obj = owned_cluster(deps(request), caller(request), request.match_info["id"], "change it")
     body = await read_json(request)
     spec = obj.get("spec") or {}
     kubeconfig = given_kubeconfig(body) if awaits_import(request, obj) else None
@@ -508,7 +510,7 @@ def awaits_import(request: web.Request, obj: Obj) -> bool:
 
 @routes.delete(v3("clusters", "/{id}"))
 async def delete_cluster(request: web.Request) -> web.Response:
-    obj = owned_cluster(request, request.match_info["id"], "delete it")
+    obj = owned_cluster(deps(request), caller(request), request.match_info["id"], "delete it")
     await clusters.delete(request, obj)
     return web.Response(status=204)
 
@@ -516,13 +518,13 @@ async def delete_cluster(request: web.Request) -> web.Response:
 @routes.post(v3("clusters", "/{id}"))
 async def cluster_action(request: web.Request) -> web.Response:
     who = principal(request)
-    obj = visible_cluster(request, request.match_info["id"])
+    obj = visible_cluster(deps(request), caller(request), request.match_info["id"])
     name = action(request, set(ACTIONS))
     if name is None:
         raise ApiError(405, "MethodNotAllowed", "POST on a cluster needs ?action=<name>")
     if name == "generateKubeconfig":
         return await generate_kubeconfig(request, who, obj)
-    owned_cluster(request, obj["metadata"]["name"], name)
+    owned_cluster(deps(request), caller(request), obj["metadata"]["name"], name)
     if name == "backupEtcd":
         return await etcdbackups.backup(request, obj)
     if name == "restoreFromEtcdBackup":

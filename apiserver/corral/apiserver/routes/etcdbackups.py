@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from corral.apiserver.deps import DEPS, access, base_url
+from corral.apiserver.deps import DEPS, access, base_url, caller, deps
 from corral.apiserver.http import envelope
 from corral.apiserver.http.urls import v3
 from corral.apiserver.services.etcdbackups import RESTORE_INPUT as RESTORE_INPUT
@@ -33,7 +33,7 @@ async def found(request: web.Request, change: str | None = None) -> Obj:
     if bid is None or obj is None or access(request).cluster_role(bid.namespace) is None:
         raise errors.not_found(f"etcd backup {request.match_info['id']} not found")
     if change is not None:
-        owned_cluster(request, bid.namespace, change)
+        owned_cluster(deps(request), caller(request), bid.namespace, change)
     return obj
 
 

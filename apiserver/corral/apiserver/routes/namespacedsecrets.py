@@ -20,7 +20,7 @@ from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Secret
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.deps import DEPS, base_url
+from corral.apiserver.deps import DEPS, base_url, caller, deps
 from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.schemas import Schema
 from corral.apiserver.services import secrets as shared
@@ -108,7 +108,7 @@ async def _find(request: web.Request, project: Obj) -> Obj:
 
 @routes.get(SECRETS)
 async def list_secrets(request: web.Request) -> web.Response:
-    project = visible_project(request, request.match_info["project"])
+    project = visible_project(deps(request), caller(request), request.match_info["project"])
     pid = _pid(project)
     members = await _members(request, project)
     if wanted := request.query.get("namespaceId"):
@@ -132,7 +132,7 @@ async def list_secrets(request: web.Request) -> web.Response:
 
 @routes.get(SECRETS + "/{id}")
 async def get_secret(request: web.Request) -> web.Response:
-    project = visible_project(request, request.match_info["project"])
+    project = visible_project(deps(request), caller(request), request.match_info["project"])
     obj = await _find(request, project)
     return web.json_response(_render(request, _pid(project), obj))
 

@@ -21,7 +21,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
-from corral.apiserver.deps import DEPS, access, base_url
+from corral.apiserver.deps import DEPS, access, base_url, caller, deps
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.objects import name_of
@@ -130,7 +130,7 @@ def _membership(cluster: str, project: str | None) -> dict[str, Any]:
 
 async def find(request: web.Request) -> tuple[str, Obj]:
     cluster = request.match_info["cluster"]
-    visible_cluster(request, cluster)
+    visible_cluster(deps(request), caller(request), cluster)
     name = request.match_info["namespace"]
     obj = (await downstream_namespaces(request.app[DEPS].connections, cluster)).get(name)
     if obj is None or not may_see(request, cluster, obj):
@@ -141,7 +141,7 @@ async def find(request: web.Request) -> tuple[str, Obj]:
 @routes.get(NAMESPACES)
 async def list_namespaces(request: web.Request) -> web.Response:
     cluster = request.match_info["cluster"]
-    visible_cluster(request, cluster)
+    visible_cluster(deps(request), caller(request), cluster)
     cache = await downstream_namespaces(request.app[DEPS].connections, cluster)
     project = request.query.get("projectId")
     objs = cache.by_index("project", project) if project else cache.all()
@@ -169,7 +169,7 @@ async def get_namespace(request: web.Request) -> web.Response:
 @routes.post(NAMESPACES)
 async def create_namespace(request: web.Request) -> web.Response:
     cluster = request.match_info["cluster"]
-    visible_cluster(request, cluster)
+    visible_cluster(deps(request), caller(request), cluster)
     body = await read_json(request)
     if body.get("type", "namespace") != "namespace":
         raise errors.invalid("type", "type must be namespace")

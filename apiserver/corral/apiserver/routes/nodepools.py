@@ -16,7 +16,7 @@ from aiohttp import web
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
-from corral.apiserver.deps import DEPS, access, base_url
+from corral.apiserver.deps import DEPS, access, base_url, caller, deps
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import either, name_text, or_empty, read_json, referenced
 from corral.apiserver.http.errors import ApiError
@@ -131,7 +131,7 @@ def found(request: web.Request, change: str | None = None) -> Obj:
     if pid is None or obj is None or access(request).cluster_role(pid.namespace) is None:
         raise errors.not_found(f"node pool {request.match_info['id']} not found")
     if change is not None:
-        owned_cluster(request, pid.namespace, change)
+        owned_cluster(deps(request), caller(request), pid.namespace, change)
     return obj
 
 
@@ -160,9 +160,10 @@ async def create_pool(request: web.Request) -> web.Response:
     if body.get("type", SCHEMA.id) != SCHEMA.id:
         raise errors.invalid("type", f"type must be {SCHEMA.id}")
     cluster_id = either(body, ("clusterId", "clusterName"), ids.MAX_LABEL)
-    cluster = referenced(lambda: visible_cluster(request, cluster_id), "clusterId",
+    held, who = deps(request), caller(request)
+    cluster = referenced(lambda: visible_cluster(held, who, cluster_id), "clusterId",
                          f"cluster {cluster_id}")  # fmt: skip
-    owned_cluster(request, cluster_id, "add node pools to it")
+    owned_cluster(deps(request), caller(request), cluster_id, "add node pools to it")
     if cluster_id == names.LOCAL_CLUSTER:
         # The operator is granted no writes to the management cluster's nodes (chart RBAC).
         raise errors.invalid("clusterId", "the management cluster has no node pools",
@@ -174,7 +175,9 @@ async def create_pool(request: web.Request) -> web.Response:
         "hostnamePrefix": pool_spec.hostname_prefix(body.get("hostnamePrefix")),
         "quantity": pool_spec.quantity(body.get("quantity", 1)),
         **{role: pool_spec.flag(body.get(role, False), role) for role in pool_spec.ROLES},
-        "nodeTemplateName": owned.usable_template(request, body.get("nodeTemplateName")),
+        "nodeTemplateName": owned.usable_template(
+            deps(request), caller(request), body.get("nodeTemplateName")
+        ),
         **changeable(body),
     }
     metadata = ObjectMeta(name=ids.generate("np"), namespace=cluster_id)
@@ -220,12 +223,12 @@ async def update_pool(request: web.Request) -> web.Response:
     template = current.get("nodeTemplateName", "")
     if "nodeTemplateName" in body and body["nodeTemplateName"] != template:
         template = spec["nodeTemplateName"] = owned.usable_template(
-            request, body["nodeTemplateName"]
+            deps(request), caller(request), body["nodeTemplateName"]
         )
     if "quantity" in body:
         spec["quantity"] = pool_spec.quantity(body["quantity"])
         if spec["quantity"] > current.get("quantity", 1) and "nodeTemplateName" not in spec:
-            owned.usable_template(request, template)
+            owned.usable_template(deps(request), caller(request), template)
     if not spec:
         return web.json_response(render(request, obj))
     meta = obj["metadata"]

@@ -16,7 +16,7 @@ from lightkube.resources.core_v1 import Node as DownstreamNode
 from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.deps import DEPS, access, base_url
+from corral.apiserver.deps import DEPS, access, base_url, caller, deps
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import description_text, name_text, read_json
 from corral.apiserver.http.errors import ApiError
@@ -141,7 +141,7 @@ def cluster_nodes(request: web.Request) -> tuple[str, list[Obj]]:
     """Nodes are for the cluster's members and owners; a user bound only to one of its
     projects sees the cluster, not its machines."""
     cluster = request.match_info["cluster"]
-    visible_cluster(request, cluster)
+    visible_cluster(deps(request), caller(request), cluster)
     if access(request).cluster_role(cluster) is None:
         raise errors.forbidden(f"only members of cluster {cluster} may see its nodes")
     return cluster, request.app[DEPS].stores.nodes.by_index("cluster", cluster)
@@ -151,7 +151,7 @@ def find_node(request: web.Request, change: str | None = None) -> Obj:
     """The node the path names; with `change`, the caller must own the cluster."""
     cluster, _ = cluster_nodes(request)
     if change is not None:
-        owned_cluster(request, cluster, change)
+        owned_cluster(deps(request), caller(request), cluster, change)
     given = request.match_info["node"]
     # By its id (`<cluster>:<name>`) or by its bare name.
     node = ScopedId.parse_or_none(given) if ":" in given else ScopedId(cluster, given)

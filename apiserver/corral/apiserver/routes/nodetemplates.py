@@ -16,7 +16,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.deps import DEPS, access, base_url
+from corral.apiserver.deps import DEPS, access, base_url, caller, deps
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import or_empty, read_json, text
 from corral.apiserver.http.errors import ApiError
@@ -87,14 +87,18 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
 
 def found(request: web.Request) -> Obj:
     return owned.visible(
-        request, request.app[DEPS].stores.nodetemplates, request.match_info["id"], "nodeTemplate"
+        caller(request),
+        request.app[DEPS].stores.nodetemplates,
+        request.match_info["id"],
+        "nodeTemplate",
     )
 
 
 @routes.get(v3("nodetemplates"))
 async def list_templates(request: web.Request) -> web.Response:
+    mine = owned.listed(caller(request), request.app[DEPS].stores.nodetemplates)
     body = envelope.collection(
-        base_url(request), SCHEMA, owned.listed(request, request.app[DEPS].stores.nodetemplates),
+        base_url(request), SCHEMA, mine,
         name_of, fields, lambda o: render(request, o), request.query, request.path,
         can_create=True,
     )  # fmt: skip
@@ -112,7 +116,7 @@ async def create_template(request: web.Request) -> web.Response:
     if body.get("type", SCHEMA.id) != SCHEMA.id:
         raise errors.invalid("type", f"type must be {SCHEMA.id}")
     driver = driver_of(body, current=None)
-    schema = owned.driver_schema(request, driver, "driver", active=True)
+    schema = owned.driver_schema(deps(request), driver, "driver", active=True)
     field = templates.config_field(driver)
     spec: dict[str, Any] = {
         "driver": driver,
@@ -125,7 +129,9 @@ async def create_template(request: web.Request) -> web.Response:
     check_credential(request, schema, driver, principal(request).user_id, credential)
     if credential:
         spec["cloudCredentialName"] = credential
-    metadata = ObjectMeta(name=ids.generate("nt"), **owned.ownership_metadata(request))
+    metadata = ObjectMeta(
+        name=ids.generate("nt"), **owned.ownership_metadata(deps(request), caller(request))
+    )
     template = kinds.NodeTemplate(metadata=metadata, spec=spec)
     created = as_dict(await request.app[DEPS].kube.create(template))
     request.app[DEPS].stores.nodetemplates.put(created)
@@ -188,7 +194,7 @@ async def update_template(request: web.Request) -> web.Response:
         spec["nodeTaints"] = taints.parse(or_empty(body["nodeTaints"], []), "nodeTaints")
     changes_credential = "cloudCredentialName" in body
     if field in body or changes_credential:
-        schema = owned.driver_schema(request, driver, "driver", active=field in body)
+        schema = owned.driver_schema(deps(request), driver, "driver", active=field in body)
         if field in body:
             spec["config"] = templates.check_config(schema, or_empty(body[field], {}), field)
         if changes_credential:

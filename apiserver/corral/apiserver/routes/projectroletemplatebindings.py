@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.deps import DEPS, access, base_url
+from corral.apiserver.deps import DEPS, access, base_url, caller, deps
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import either, read_json, referenced
 from corral.apiserver.http.schemas import Field, Schema
@@ -126,10 +126,14 @@ async def create_binding(request: web.Request) -> web.Response:
     if body.get("type", "projectRoleTemplateBinding") != "projectRoleTemplateBinding":
         raise errors.invalid("type", "type must be projectRoleTemplateBinding")
     project_id = either(body, ("projectId", "projectName"), 127)
-    referenced(lambda: visible_project(request, project_id), "projectId", f"project {project_id}")
+    referenced(
+        lambda: visible_project(deps(request), caller(request), project_id),
+        "projectId",
+        f"project {project_id}",
+    )
     existing = request.app[DEPS].stores.project_bindings.by_index("project", project_id)
     new = bindings.grant(request, body, roles.PROJECT_ROLES, existing, f"project {project_id}")
-    owned_project(request, project_id, "grant roles in it")
+    owned_project(deps(request), caller(request), project_id, "grant roles in it")
     created = await bindings.bind_in_project(request, project_id, new)
     return web.json_response(render(request, created), status=201)
 
@@ -137,6 +141,6 @@ async def create_binding(request: web.Request) -> web.Response:
 @routes.delete(v3("projectroletemplatebindings", "/{id}"))
 async def delete_binding(request: web.Request) -> web.Response:
     obj = visible(request)
-    owned_project(request, obj["spec"]["projectName"], "revoke roles in it")
+    owned_project(deps(request), caller(request), obj["spec"]["projectName"], "revoke roles in it")
     await bindings.unbind_project(request, obj)
     return web.Response(status=204)

@@ -19,7 +19,7 @@ from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Event
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.deps import DEPS, access, base_url
+from corral.apiserver.deps import DEPS, access, base_url, caller, deps
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import (
     description_text,
@@ -191,7 +191,7 @@ async def list_projects(request: web.Request) -> web.Response:
 
 @routes.get(v3("projects", "/{id}"))
 async def get_project(request: web.Request) -> web.Response:
-    obj = visible_project(request, request.match_info["id"])
+    obj = visible_project(deps(request), caller(request), request.match_info["id"])
     usage = None
     if "usage" in request.query.getall("include", []):
         usage = await admission.usage(request, obj)
@@ -208,7 +208,11 @@ async def create_project(request: web.Request) -> web.Response:
     if not display:
         raise errors.missing("displayName")
     cluster = either(body, ("clusterId", "clusterName"), 63)
-    referenced(lambda: visible_cluster(request, cluster), "clusterId", f"cluster {cluster}")
+    referenced(
+        lambda: visible_cluster(deps(request), caller(request), cluster),
+        "clusterId",
+        f"cluster {cluster}",
+    )
     if allowed.cluster_role(cluster) is None:
         raise errors.forbidden(f"only members of cluster {cluster} may create projects in it")
     spec: dict[str, Any] = {
@@ -228,7 +232,7 @@ async def update_project(request: web.Request) -> web.Response:
     """Changes are checked against, and written on condition of, one version of the Project:
     two PUTs at once both land (the second is checked and merged again) or one gets 409."""
     pid = request.match_info["id"]
-    obj = owned_project(request, pid, "change it")
+    obj = owned_project(deps(request), caller(request), pid, "change it")
     body = await read_json(request)
     spec = obj.get("spec") or {}
     for field in ("clusterId", "clusterName"):
@@ -260,7 +264,7 @@ async def update_project(request: web.Request) -> web.Response:
 @routes.delete(v3("projects", "/{id}"))
 async def delete_project(request: web.Request) -> web.Response:
     pid = request.match_info["id"]
-    obj = owned_project(request, pid, "delete it")
+    obj = owned_project(deps(request), caller(request), pid, "delete it")
     role = (obj["metadata"].get("labels") or {}).get(defaults.LABEL_ROLE)
     if role:
         raise ApiError(422, "InvalidAction", f"the {role} project of a cluster cannot be deleted")
@@ -276,7 +280,7 @@ async def delete_project(request: web.Request) -> web.Response:
 async def project_events(request: web.Request) -> web.Response:
     """The events of the Project itself (management cluster) and of everything in its
     namespaces (its cluster), newest first."""
-    obj = visible_project(request, request.match_info["id"])
+    obj = visible_project(deps(request), caller(request), request.match_info["id"])
     cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
     own = request.app[DEPS].kube.list(
         Event, namespace=cluster, fields={"involvedObject.name": name}

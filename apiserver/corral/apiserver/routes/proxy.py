@@ -37,7 +37,7 @@ from aiohttp import web
 from yarl import URL
 
 from corral.apiserver.auth.authn import PROXY_PATH, Principal, principal
-from corral.apiserver.deps import DEPS
+from corral.apiserver.deps import DEPS, caller, deps
 from corral.apiserver.http import websockets
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.services.visibility import visible_cluster
@@ -112,7 +112,7 @@ def forwarded_headers(
 async def proxy(request: web.Request) -> web.StreamResponse:
     who = principal(request)
     cluster = request.match_info["cluster"]
-    visible_cluster(request, cluster)
+    visible_cluster(deps(request), caller(request), cluster)
     upgrade = request.headers.get("Upgrade")
     websocket = upgrade is not None and upgrade.lower() == "websocket"
     if websocket:

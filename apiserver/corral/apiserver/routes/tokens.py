@@ -8,7 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.auth.authn import CSRF_COOKIE, SESSION_COOKIE, Principal, principal
-from corral.apiserver.deps import DEPS, base_url
+from corral.apiserver.deps import DEPS, base_url, caller, deps
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import AUTH_LIMIT, description_text, or_empty, read_json, referenced
 from corral.apiserver.http.errors import ApiError
@@ -132,7 +132,9 @@ async def create_token(request: web.Request) -> web.Response:
     if not isinstance(cluster, str):
         raise errors.invalid("clusterId", "clusterId must be a cluster id")
     if cluster:
-        referenced(lambda: visible_cluster(request, cluster), "clusterId", "cluster")
+        referenced(
+            lambda: visible_cluster(deps(request), caller(request), cluster), "clusterId", "cluster"
+        )
     issued = await tokens.issue_api_token(request, who, requested, description, cluster)
     now = datetime.datetime.now(datetime.UTC)
     rendered = render(base_url(request), TokenRecord.from_object(issued.obj), "", now)

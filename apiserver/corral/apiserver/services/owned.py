@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiohttp import web
 from lightkube.models.meta_v1 import OwnerReference
 
-from corral.apiserver.auth.authn import principal
-from corral.apiserver.deps import DEPS
+from corral.apiserver.auth.authz import Caller
+from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import description_text, name_text, referenced
 from corral.core import errors
 from corral.core.api import names, settings
@@ -23,31 +22,29 @@ from corral.core.provisioning import s3
 MAX_DISPLAY_NAME = 256
 
 
-def visible(request: web.Request, cache: Informer, obj_id: str, what: str) -> Obj:
-    who = principal(request)
+def visible(who: Caller, cache: Informer, obj_id: str, what: str) -> Obj:
     obj = cache.get(obj_id)
     if obj is None or not ownership.sees(obj, who.user_id, who.is_admin):
         raise errors.not_found(f"{what} {obj_id} not found")
     return obj
 
 
-def listed(request: web.Request, cache: Informer) -> list[Obj]:
-    who = principal(request)
+def listed(who: Caller, cache: Informer) -> list[Obj]:
     return cache.all() if who.is_admin else cache.by_index("owner", who.user_id)
 
 
-def usable_template(request: web.Request, name: Any, field: str = "nodeTemplateName") -> str:
+def usable_template(deps: Deps, who: Caller, name: Any, field: str = "nodeTemplateName") -> str:
     """A node template the caller may use whose driver may make machines now; 422 naming
     `field` otherwise, the same for a template they cannot see as for one that does not exist.
     """
     if not isinstance(name, str) or not name:
         raise errors.missing(field)
     template = referenced(
-        lambda: visible(request, request.app[DEPS].stores.nodetemplates, name, "nodeTemplate"),
+        lambda: visible(who, deps.stores.nodetemplates, name, "nodeTemplate"),
         field, f"node template {name}",
     )  # fmt: skip
     driver = (template.get("spec") or {}).get("driver", "")
-    found_driver = request.app[DEPS].stores.nodedrivers.get(driver)
+    found_driver = deps.stores.nodedrivers.get(driver)
     if found_driver is None or not driver_status.usable(found_driver):
         raise errors.invalid(field, f"node driver {driver} of template {name} is not active "
                              "and ready: no machine can be made with it",
@@ -55,28 +52,27 @@ def usable_template(request: web.Request, name: Any, field: str = "nodeTemplateN
     return name
 
 
-def check_s3_target(request: web.Request, config: dict[str, Any], config_field: str) -> None:
+def check_s3_target(deps: Deps, who: Caller, config: dict[str, Any], config_field: str) -> None:
     """The cloud credential an admitted configuration's `etcd.s3` names is one the caller may
     use and of the S3 kind; 422 naming `<config>.etcd.s3.cloudCredentialName` otherwise (one
     they cannot see is as one that does not exist)."""
     target = s3.target(config, config_field)
     if target is None:
         return
-    allowed = request.app[DEPS].stores.enabled(settings.LINK_LOCAL_SETTING)
+    allowed = deps.stores.enabled(settings.LINK_LOCAL_SETTING)
     s3.check_endpoint(target, f"{config_field}.etcd.s3", allowed)
-    who = principal(request)
-    credential = request.app[DEPS].stores.cloudcredentials.get(target.credential)
+    credential = deps.stores.cloudcredentials.get(target.credential)
     if credential is not None and not ownership.sees(credential, who.user_id, who.is_admin):
         credential = None
     s3.check_credential(credential, target, f"{config_field}.etcd.s3")
 
 
-def ownership_metadata(request: web.Request) -> dict[str, Any]:
+def ownership_metadata(deps: Deps, who: Caller) -> dict[str, Any]:
     """The metadata of a new object of the caller's: their id as its creator, and their User
     as its owner, so that deleting the user removes it."""
-    user_id = principal(request).user_id
+    user_id = who.user_id
     meta: dict[str, Any] = {"annotations": {names.ANNOTATION_CREATOR: user_id}}
-    user = request.app[DEPS].stores.users.get(user_id)
+    user = deps.stores.users.get(user_id)
     if user is not None:
         meta["ownerReferences"] = [owner_reference(names.USER.kind, user)]
     return meta
@@ -89,13 +85,13 @@ def owner_reference(kind: str, obj: Obj) -> OwnerReference:
                           uid=meta["uid"])  # fmt: skip
 
 
-def driver_schema(request: web.Request, driver: str, field: str, active: bool) -> dict[str, Any]:
+def driver_schema(deps: Deps, driver: str, field: str, active: bool) -> dict[str, Any]:
     """The schema `driver` declared; 422 naming `field` when there is no such driver, or,
     with `active`, when it is not active and ready (no new template may name it). The S3
     credential of etcd backups (`s3credentialConfig`) is corral's own, with no driver."""
     if driver == s3.CREDENTIAL_DRIVER:
         return s3.CREDENTIAL_SCHEMA
-    obj = request.app[DEPS].stores.nodedrivers.get(driver)
+    obj = deps.stores.nodedrivers.get(driver)
     if obj is None:
         raise errors.invalid(field, f"node driver {driver} not found", "InvalidReference")
     if active and not driver_status.usable(obj):

@@ -28,7 +28,7 @@ from lightkube.types import PatchType
 
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import require_admin
-from corral.apiserver.deps import DEPS, access
+from corral.apiserver.deps import DEPS, access, caller, deps
 from corral.apiserver.services import clusters, owned
 from corral.apiserver.services import upgrade as upgrading
 from corral.apiserver.services.visibility import owned_cluster
@@ -114,7 +114,7 @@ async def create(request: web.Request, namespace: str | None, body: dict[str, An
         admitted = admission.admit(
             flavour, config, given.version, request.app[DEPS].stores.catalog()
         )
-        owned.check_s3_target(request, admitted.config, flavour.config_field)
+        owned.check_s3_target(deps(request), caller(request), admitted.config, flavour.config_field)
     pools = given.pools or []
     _check_templates(request, [(i, p) for i, p in enumerate(pools)])
 
@@ -156,7 +156,7 @@ async def update(request: web.Request, cluster: Obj, body: dict[str, Any]) -> Ob
     """The view as `body` gives it: machine pools added, changed and removed; the version
     through the cluster's admission; the configuration as it is. Owners only."""
     cluster_id = cluster["metadata"]["name"]
-    owned_cluster(request, cluster_id, "change it")
+    owned_cluster(deps(request), caller(request), cluster_id, "change it")
     namespace, name = v1.name_of(cluster)
     given = v1.parse(body, name)
     for field, value, expected in (
@@ -209,7 +209,7 @@ async def update(request: web.Request, cluster: Obj, body: dict[str, Any]) -> Ob
 
 async def delete(request: web.Request, cluster: Obj) -> None:
     """Deletes the cluster exactly as DELETE /v3/clusters/{id} does."""
-    owned_cluster(request, cluster["metadata"]["name"], "delete it")
+    owned_cluster(deps(request), caller(request), cluster["metadata"]["name"], "delete it")
     await clusters.delete(request, cluster)
 
 
@@ -273,7 +273,9 @@ def _check_plan(request: web.Request, plan: machinepools.Plan, desired: list[Mac
 
 def _check_templates(request: web.Request, pools: list[tuple[int, MachinePool]]) -> None:
     for i, pool in pools:
-        owned.usable_template(request, pool.template, f"{v1.POOLS}[{i}].machineConfigRef.name")
+        owned.usable_template(
+            deps(request), caller(request), pool.template, f"{v1.POOLS}[{i}].machineConfigRef.name"
+        )
 
 
 async def _apply(request: web.Request, cluster_id: str, name: str, plan: machinepools.Plan) -> None:

@@ -17,7 +17,7 @@ from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Secret
 
-from corral.apiserver.deps import access, base_url
+from corral.apiserver.deps import access, base_url, caller, deps
 from corral.apiserver.http import envelope
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.services.visibility import visible_project
@@ -73,7 +73,7 @@ def schema_fields(namespaced: bool) -> dict[str, Field]:
 def writable_project(request: web.Request, pid: str) -> Obj:
     """The project, when the caller may write its secrets: 404 without a role, 403 for
     read-only."""
-    project = visible_project(request, pid)
+    project = visible_project(deps(request), caller(request), pid)
     if not may_write(request, pid):
         raise errors.forbidden(f"read-only users may not change the secrets of project {pid}")
     return project

@@ -6,43 +6,42 @@ what they see but may not change.
 
 from __future__ import annotations
 
-from aiohttp import web
-
-from corral.apiserver.deps import DEPS, access
+from corral.apiserver.auth.authz import Caller
+from corral.apiserver.deps import Deps
 from corral.core import errors
 from corral.core.api.ids import ScopedId
 from corral.core.kube.informer import Obj
 from corral.core.projects import roles
 
 
-def visible_cluster(request: web.Request, cluster_id: str) -> Obj:
+def visible_cluster(deps: Deps, who: Caller, cluster_id: str) -> Obj:
     """A cluster the caller is bound to (or any, for administrators); else 404."""
-    obj = request.app[DEPS].stores.clusters.get(cluster_id)
-    if obj is None or not access(request).sees_cluster(cluster_id):
+    obj = deps.stores.clusters.get(cluster_id)
+    if obj is None or not who.access.sees_cluster(cluster_id):
         raise errors.not_found(f"cluster {cluster_id} not found")
     return obj
 
 
-def owned_cluster(request: web.Request, cluster_id: str, what: str) -> Obj:
+def owned_cluster(deps: Deps, who: Caller, cluster_id: str, what: str) -> Obj:
     """A cluster the caller may administer; 403 for one they only see."""
-    obj = visible_cluster(request, cluster_id)
-    if access(request).cluster_role(cluster_id) != roles.CLUSTER_OWNER:
+    obj = visible_cluster(deps, who, cluster_id)
+    if who.access.cluster_role(cluster_id) != roles.CLUSTER_OWNER:
         raise errors.forbidden(f"only owners of cluster {cluster_id} may {what}")
     return obj
 
 
-def visible_project(request: web.Request, pid: str) -> Obj:
+def visible_project(deps: Deps, who: Caller, pid: str) -> Obj:
     """A project the caller has a role in; else 404, whether it exists or not."""
     project = ScopedId.parse_or_none(pid)
-    obj = request.app[DEPS].stores.projects.get(project.key) if project else None
-    if obj is None or access(request).project_role(pid) is None:
+    obj = deps.stores.projects.get(project.key) if project else None
+    if obj is None or who.access.project_role(pid) is None:
         raise errors.not_found(f"project {pid} not found")
     return obj
 
 
-def owned_project(request: web.Request, pid: str, what: str) -> Obj:
+def owned_project(deps: Deps, who: Caller, pid: str, what: str) -> Obj:
     """A project the caller may administer; 403 for one they only see."""
-    obj = visible_project(request, pid)
-    if not roles.may_manage_project(access(request).project_role(pid)):
+    obj = visible_project(deps, who, pid)
+    if not roles.may_manage_project(who.access.project_role(pid)):
         raise errors.forbidden(f"only owners of project {pid} may {what}")
     return obj

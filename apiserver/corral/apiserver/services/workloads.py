@@ -25,7 +25,7 @@ from lightkube import AsyncClient
 from lightkube.types import CascadeType
 
 from corral.apiserver.auth.authn import principal
-from corral.apiserver.deps import DEPS, access
+from corral.apiserver.deps import DEPS, access, caller, deps
 from corral.apiserver.services import trialpods
 from corral.apiserver.services.visibility import visible_project
 from corral.apiserver.state import downstream
@@ -69,7 +69,7 @@ class Scope:
 def scope(request: web.Request) -> Scope:
     """The project of the path; 404 when the caller has no role in it."""
     pid = request.match_info["project"]
-    visible_project(request, pid)
+    visible_project(deps(request), caller(request), pid)
     role = access(request).project_role(pid)
     return Scope(pid, ScopedId.parse(pid).namespace, role, principal(request).downstream())
 

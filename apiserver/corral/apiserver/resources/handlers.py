@@ -1,0 +1,86 @@
+"""The handlers every family shares: list, get, create, update and delete, from its `Family`.
+
+The only aiohttp in a family's life: each handler turns the request into an `Ask`, calls the
+family, and answers with its rendering (201 for a creation, 204 for a removal).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from corral.apiserver.deps import caller, deps
+from corral.apiserver.http.body import read_json
+from corral.apiserver.resources.family import Ask, Family
+from corral.core import errors
+
+
+def ask(request: web.Request) -> Ask:
+    held = deps(request)
+    return Ask(held, caller(request), held.external_url, request.match_info, request.query)
+
+
+def found(family: Family[Any], request: web.Request) -> tuple[Ask, Any]:
+    """The request's Ask and the resource its path names; 404 for one the caller may not see."""
+    asked = ask(request)
+    resource_id = request.match_info["id"]
+    obj = family.find(asked, resource_id)
+    if obj is None:
+        raise errors.not_found(family.not_found(resource_id))
+    return asked, obj
+
+
+def routes(family: Family[Any]) -> web.RouteTableDef:
+    """The routes of the methods the family's schema declares."""
+    table = web.RouteTableDef()
+    collection, item = family.collection_route, family.collection_route + "/{id}"
+    schema = family.schema
+
+    if "GET" in schema.collection_methods:
+
+        @table.get(collection)
+        async def list_all(request: web.Request) -> web.Response:
+            return web.json_response(family.page(ask(request), request.path))
+
+    if "GET" in schema.resource_methods:
+
+        @table.get(item)
+        async def get_one(request: web.Request) -> web.Response:
+            asked, obj = found(family, request)
+            return web.json_response(family.render(asked, obj))
+
+    if family.create is not None:
+        create = family.create
+
+        @table.post(collection)
+        async def create_one(request: web.Request) -> web.Response:
+            asked = ask(request)
+            if family.before_create is not None:
+                family.before_create(asked)
+            body = await read_json(request, family.body_limit)
+            obj = await create(asked, schema.writable(body, creating=True))
+            return web.json_response(family.render(asked, obj), status=201)
+
+    if family.update is not None:
+        update = family.update
+
+        @table.put(item)
+        async def update_one(request: web.Request) -> web.Response:
+            asked, obj = found(family, request)
+            if family.before_update is not None:
+                family.before_update(asked, obj)
+            body = await read_json(request, family.body_limit)
+            changed = await update(asked, obj, schema.writable(body, creating=False))
+            return web.json_response(family.render(asked, changed))
+
+    if family.delete is not None:
+        delete = family.delete
+
+        @table.delete(item)
+        async def delete_one(request: web.Request) -> web.Response:
+            asked, obj = found(family, request)
+            await delete(asked, obj)
+            return web.Response(status=204)
+
+    return table
