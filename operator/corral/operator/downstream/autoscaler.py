@@ -28,7 +28,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Event
 from lightkube.types import PatchType
 
-from corral.core import jsonpatch
+from corral.core import jsonpatch, times
 from corral.core.api import names, settings
 from corral.core.api.ids import ScopedId
 from corral.core.kube import kinds
@@ -288,7 +288,7 @@ class Autoscaler:
         remove another machine."""
         pool = seen.pools[name]
         by_host = {r["spec"]["requestedHostname"]: r for r in seen.records[name]}
-        stamp = seen.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = times.format_time(seen.now)
         for hostname in hostnames:
             await self._annotate(by_host[hostname], stamp)
             self.since.pop(hostname, None)

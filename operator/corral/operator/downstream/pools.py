@@ -31,7 +31,6 @@ from lightkube.types import PatchType
 from corral.core.api import condition_types as ct
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
-from corral.core.auth.ttl import format_time, parse_time
 from corral.core.clusters import observe
 from corral.core.conditions import Condition
 from corral.core.drivers import machines
@@ -45,6 +44,7 @@ from corral.core.kube.status import StatusWriter
 from corral.core.kube.templates import machine_inputs
 from corral.core.nodepools import plan as pool_plan
 from corral.core.nodepools import status as pool_status
+from corral.core.times import format_time, parse_time
 from corral.operator.downstream.nodes import describe
 from corral.operator.drivers.contract import JoinConfig, Machine, MachineRequest, NodeDriver, Phase
 from corral.operator.drivers.registry import Drivers
