@@ -24,8 +24,8 @@ from corral.apiserver.auth.throttle import (
     LoginThrottle,
 )
 from corral.apiserver.routes.tokens import render
+from corral.core import settings as corral_settings
 from corral.core import times
-from corral.core.api import settings as corral_settings
 from corral.core.auth import ttl
 from corral.core.auth.tokens import TokenRecord
 from corral.operator.management.tokens import expired, expiry_status, interval_seconds, purge

@@ -14,7 +14,7 @@ from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import base_url, v3
 from corral.apiserver.keys import KUBE, STORES
-from corral.core.api import settings
+from corral.core import settings
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
 

@@ -14,7 +14,8 @@ from corral.apiserver.auth.authn import principal
 from corral.apiserver.http import errors
 from corral.apiserver.http.body import description_text, name_text, referenced
 from corral.apiserver.keys import STORES
-from corral.core.api import names, settings
+from corral.core import settings
+from corral.core.api import names
 from corral.core.auth import ownership
 from corral.core.drivers import status as driver_status
 from corral.core.kube.informer import Informer, Obj

@@ -28,8 +28,8 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Event
 from lightkube.types import PatchType
 
-from corral.core import jsonpatch, times
-from corral.core.api import names, settings
+from corral.core import jsonpatch, settings, times
+from corral.core.api import names
 from corral.core.api.ids import ScopedId
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict

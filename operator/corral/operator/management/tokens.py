@@ -14,8 +14,8 @@ from typing import Any
 import kopf
 from lightkube import ApiError, AsyncClient
 
-from corral.core import times
-from corral.core.api import names, settings
+from corral.core import settings, times
+from corral.core.api import names
 from corral.core.auth import ttl
 from corral.core.auth.tokens import is_system_name
 from corral.core.kube import kinds
