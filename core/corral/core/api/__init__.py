@@ -1,2 +1,2 @@
-"""The vocabulary: names, ids, condition types and reasons. Pure, and standing on
+"""The vocabulary: names, ids, labels, condition types and reasons. Pure, and standing on
 nothing else of core but its errors."""
