@@ -29,10 +29,10 @@ from corral.operator.controlplane.pods import PodRuntime
 from corral.operator.controlplane.provisioner import Provisioner
 from corral.operator.downstream import pools
 from corral.operator.downstream.agent import Agent
-from corral.operator.downstream.wakeups import Wake
 from corral.operator.drivers.registry import Drivers
 from corral.operator.management.projects import ProjectKeeper
 from corral.operator.state import State
+from corral.operator.wakeups import Wake
 
 log = logging.getLogger(__name__)
 
