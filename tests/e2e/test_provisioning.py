@@ -247,25 +247,6 @@ def create_cluster(
     return str(created.body["id"])
 
 
-def provision(
-    api: Api, driver: str, version: str, config: dict[str, Any] | None = None
-) -> tuple[dict[str, Any], set[str], float]:
-    """A cluster made through /v3 (with `config`'s fields in its configuration) and awaited
-    until Ready: its body, the Pending messages seen on the way, and the seconds it took."""
-    began = time.monotonic()
-    cluster_id = create_cluster(api, f"hosted-{driver}", driver, version, config)
-    pending: set[str] = set()
-
-    def ready() -> dict[str, Any] | None:
-        body = api.get(f"/v3/clusters/{cluster_id}").body
-        if message := condition(body, "Pending").get("message"):
-            pending.add(message)
-        return body if condition(body, "Ready").get("status") == "True" else None
-
-    body = wait_for(f"cluster {cluster_id} Ready", ready, PROVISION_TIMEOUT)
-    return body, pending, time.monotonic() - began
-
-
 def kubeconfig_through_corral(api: Api, cluster_id: str, ca: Path, path: Path) -> Client:
     """kubectl's view of the cluster: a kubeconfig from generateKubeconfig, through corral's
     proxy, trusting corral's CA as CORRAL_CA tells a client to."""
@@ -284,17 +265,20 @@ class Flavour(NamedTuple):
     config: dict[str, Any] | None = None  # the rest of its configuration
 
 
-# The clusters the module's tests share, by the name of the fixture that hands each out, in
-# the order the tests first take them.
-FLAVOURS = ("k3s_cluster", "rke2_cluster", "previous_rke2_cluster", "s3_rke2_cluster")
+# The module's clusters, by the name of the fixture that hands each out, in the order the
+# tests first take them. Two rke2 clusters of one version: autoscaling and deletion, and a
+# restore, each need one that nothing else changed.
+FLAVOURS = ("autoscaled_rke2_cluster", "k3s_cluster", "rke2_cluster", "previous_rke2_cluster",
+            "s3_rke2_cluster")  # fmt: skip
 
 
 class Fleet:
-    """The module's shared provisioned clusters. Provisioning one is mostly waiting (images,
-    pods, probes), so every cluster the selected tests need is asked for at once when the
-    module starts, and each is awaited when a test first takes it; a test that deletes one
-    says so, and a later test gets a new one. Those left are deleted together when the module
-    ends, and awaited: their volumes must go before the environment does."""
+    """The module's provisioned clusters. Provisioning one is mostly waiting (images, pods,
+    probes), so every cluster the selected tests need is asked for at once when the module
+    starts, watched on a thread until Ready (the Pending messages it shows on the way, and how
+    long it took), and awaited when a test first takes it; a test that deletes one says so,
+    and a later test gets a new one. Those left are deleted together when the module ends,
+    and awaited: their volumes must go before the environment does."""
 
     def __init__(self, api: Api, management: Client, flavours: dict[str, Flavour]) -> None:
         self.api = api
@@ -302,23 +286,43 @@ class Fleet:
         self.flavours = flavours
         self.ordered: dict[str, str] = {}  # flavour -> cluster id
         self.deleted: list[str] = []
+        self.pending: dict[str, set[str]] = {}  # cluster id -> Pending messages seen
+        self.ready_after: dict[str, float] = {}  # cluster id -> seconds from create to Ready
+        self.provisioning: dict[str, float] = {}  # cluster id -> monotonic time of its create
+        self.closing = threading.Event()
+        self.watcher = threading.Thread(target=self._watch, daemon=True)
+        self.watcher.start()
 
     def order(self, flavour: str) -> None:
         driver, version, config = self.flavours[flavour]
         name = f"hosted-{flavour.removesuffix('_cluster').replace('_', '-')}"
-        self.ordered[flavour] = create_cluster(self.api, name, driver, version, config)
+        began = time.monotonic()
+        cluster_id = create_cluster(self.api, name, driver, version, config)
+        self.pending[cluster_id] = set()
+        self.provisioning[cluster_id] = began
+        self.ordered[flavour] = cluster_id
+
+    def _watch(self) -> None:
+        while not self.closing.wait(0.2):
+            for cluster_id, began in list(self.provisioning.items()):
+                try:
+                    body = self.api.get(f"/v3/clusters/{cluster_id}").body
+                except OSError:
+                    continue  # the API server restarting: look again
+                if message := condition(body, "Pending").get("message"):
+                    self.pending[cluster_id].add(message)
+                if condition(body, "Ready").get("status") == "True":
+                    self.ready_after[cluster_id] = time.monotonic() - began
+                    del self.provisioning[cluster_id]
 
     def take(self, flavour: str) -> dict[str, Any]:
         """The flavour's cluster, awaited until Ready: its /v3 body."""
         if flavour not in self.ordered:
             self.order(flavour)
         cluster_id = self.ordered[flavour]
-
-        def ready() -> dict[str, Any] | None:
-            body = self.api.get(f"/v3/clusters/{cluster_id}").body
-            return body if condition(body, "Ready").get("status") == "True" else None
-
-        return dict(wait_for(f"cluster {cluster_id} Ready", ready, PROVISION_TIMEOUT))
+        wait_for(f"cluster {cluster_id} Ready", lambda: cluster_id in self.ready_after,
+                 PROVISION_TIMEOUT, interval=0.2)  # fmt: skip
+        return dict(self.api.get(f"/v3/clusters/{cluster_id}").body)
 
     def delete(self, cluster_id: str) -> None:
         """DELETE one of the fleet's clusters; the module's end awaits it."""
@@ -327,6 +331,8 @@ class Fleet:
         self.deleted.append(cluster_id)
 
     def close(self) -> None:
+        self.closing.set()
+        self.watcher.join()
         for cluster_id in list(self.ordered.values()):
             self.delete(cluster_id)
 
@@ -345,6 +351,7 @@ def fleet(request: pytest.FixtureRequest, hosted: Environment, hosted_api: Api) 
     assert hosted.previous_controlplane_image is not None
     previous = hosted.previous_controlplane_image.version
     flavours = {
+        "autoscaled_rke2_cluster": Flavour("rke2", "v1.36.3+rke2r1"),
         "rke2_cluster": Flavour("rke2", "v1.36.3+rke2r1"),
         "k3s_cluster": Flavour("k3s", "v1.36.3+k3s1"),
         "previous_rke2_cluster": Flavour("rke2", f"{previous}+rke2r1"),
@@ -359,6 +366,11 @@ def fleet(request: pytest.FixtureRequest, hosted: Environment, hosted_api: Api) 
         fleet.order(flavour)
     yield fleet
     fleet.close()
+
+
+@pytest.fixture
+def autoscaled_rke2_cluster(fleet: Fleet) -> dict[str, Any]:
+    return fleet.take("autoscaled_rke2_cluster")
 
 
 @pytest.fixture
@@ -382,11 +394,13 @@ def s3_rke2_cluster(fleet: Fleet) -> dict[str, Any]:
 
 
 def test_an_rke2_cluster_is_provisioned_autoscales_its_pool_workers_and_goes_whole(
-    hosted: Environment, hosted_api: Api, tmp_path: Path
-) -> None:
+    hosted: Environment, hosted_api: Api, fleet: Fleet, autoscaled_rke2_cluster: dict[str, Any],
+    tmp_path: Path,
+) -> None:  # fmt: skip
     management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
-    cluster, pending, seconds = provision(hosted_api, "rke2", "v1.36.3+rke2r1")
+    cluster = autoscaled_rke2_cluster
     cluster_id = cluster["id"]
+    pending, seconds = fleet.pending[cluster_id], fleet.ready_after[cluster_id]
     print(f"\nrke2 cluster {cluster_id}: create to Ready in {seconds:.1f}s")
     assert any(m.startswith("waiting for") for m in pending), pending
     assert condition(cluster, "Provisioned")["reason"] == "Provisioned"
@@ -449,7 +463,7 @@ def test_an_rke2_cluster_is_provisioned_autoscales_its_pool_workers_and_goes_who
         if pv.spec.claimRef and pv.spec.claimRef.namespace == cluster_id
     ]  # fmt: skip
     assert volumes, "etcd's data lives on a volume"
-    assert hosted_api.delete(f"/v3/clusters/{cluster_id}").status == 204
+    fleet.delete(cluster_id)
     wait_for(
         "the cluster gone",
         lambda: hosted_api.get(f"/v3/clusters/{cluster_id}").status == 404,
