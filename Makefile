@@ -22,7 +22,7 @@ test-unit: $(STAMP) devkube ## Unit tests only (no cluster; under a minute; helm
 
 .PHONY: test-e2e
 test-e2e: $(STAMP) devkube node-deps keycloak s3server ## End-to-end tests (starts its own control planes)
-	$(PY) -m pytest tests/e2e
+	$(PY) -m pytest tests/e2e --durations=15
 
 .PHONY: lint
 lint: $(STAMP) lint-imports ## ruff (lint and format check), mypy and the layering contracts

@@ -91,6 +91,7 @@ class Environment:
         self.driver_files = self.root / "driver-files"
         self._lock: int | None = None
         self._corral_env: dict[str, str] = {}
+        self._replicas: dict[str, Process] = {}  # by URL, those add_apiserver_replica() started
         self.cluster_ids: list[str] = []
         self.controlplane_image: images.ControlPlaneImage | None = None
         self.previous_controlplane_image: images.ControlPlaneImage | None = None
@@ -322,6 +323,13 @@ class Environment:
         plane.wait_ready()
         return plane
 
+    def remove_downstream(self, plane: ControlPlane) -> None:
+        """Stop a cluster add_downstream() started, controllers before their apiserver; its
+        objects stay in etcd, which nothing reads again."""
+        stop_all(plane.controllers)
+        stop_all(plane.apiserver)
+        self.downstreams.remove(plane)
+
     def crash_operator(self) -> None:
         """KILL the operator, with no chance to finish what it is doing, and start it again,
         as a crash and its Deployment's restart would."""
@@ -335,7 +343,15 @@ class Environment:
 
     def add_apiserver_replica(self) -> str:
         """Start one more API server replica on a free port and return its URL."""
-        return self._start_apiserver(free_port())
+        url = self._start_apiserver(free_port())
+        self._replicas[url] = self.corral[-1]
+        return url
+
+    def remove_apiserver_replica(self, url: str) -> None:
+        """Stop a replica add_apiserver_replica() started, by the URL it returned."""
+        replica = self._replicas.pop(url)
+        replica.stop()
+        self.corral.remove(replica)
 
     def _start_apiserver(self, port: int) -> str:
         replicas = sum(p.name.startswith("apiserver") for p in self.corral)
