@@ -157,3 +157,15 @@ async def test_setpassword_is_an_admins_action(admin: Person, user: Person) -> N
     own = f"/v3/users/{user.id}?action=setpassword"
     error(await user.api.post(own, {"newPassword": "another long password"}), 403,
           "PermissionDenied")  # fmt: skip
+
+
+async def test_the_bootstrapped_admin_signs_in(anonymous: Api, admin_password: str) -> None:
+    login = await anonymous.post("/v3-public/localProviders/local?action=login",
+                                 {"username": "admin", "password": admin_password})  # fmt: skip
+    assert login.status == 201, login.body
+    assert login.body["type"] == "token" and login.body["token"].startswith(login.body["id"])
+    me = await anonymous.as_token(login.body["token"]).get("/v3/users?me=true")
+    assert [u["username"] for u in me.body["data"]] == ["admin"]
+    wrong = await anonymous.post("/v3-public/localProviders/local?action=login",
+                                 {"username": "admin", "password": "not it at all"})  # fmt: skip
+    error(wrong, 401, "Unauthorized")
