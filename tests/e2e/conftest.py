@@ -25,20 +25,12 @@ from corral.devenv.waiting import wait_for
 from .api import Api
 
 ROOT = Path(__file__).resolve().parents[2]
-DEVKUBE = ROOT / "tools" / "devkube" / "bin" / "devkube"
 PREVIOUS_DEVKUBE = ROOT / "tools" / "devkube" / "bin" / "devkube-v1.35"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         item.add_marker(pytest.mark.e2e)
-
-
-@pytest.fixture(scope="session")
-def devkube() -> Path:
-    # A no-op when the cached binary matches the sources; builds it otherwise.
-    subprocess.run([str(ROOT / "tools" / "devkube" / "build.sh")], check=True)
-    return DEVKUBE
 
 
 @pytest.fixture(scope="session")

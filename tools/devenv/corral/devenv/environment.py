@@ -62,8 +62,14 @@ class Options:
     # The slim devkube of the previous Kubernetes minor (tools/devkube/v1.35): with hosted
     # control planes, its image and a second catalog version, to upgrade clusters from.
     previous_devkube: Path | None = None
+    # False: the management plane is etcd and kube-apiserver alone, for callers that need
+    # only its API (the contract tests); nothing then schedules, collects garbage or runs nodes.
+    controllers: bool = True
 
     def __post_init__(self) -> None:
+        if not self.controllers and (self.real_nodes or self.downstream_clusters):
+            raise ValueError("nodes need the controllers: controllers=False takes no real "
+                             "nodes and no downstream clusters")  # fmt: skip
         if self.hosted_control_planes and self.real_nodes < 1:
             raise ValueError(
                 "hosted control planes need at least one real node to run their pods "
@@ -158,13 +164,15 @@ class Environment:
             plane.start()
         for plane in planes:
             plane.wait_apiserver()
-        for plane in planes:
-            plane.start_controllers()
+        if options.controllers:
+            for plane in planes:
+                plane.start_controllers()
         if options.apply_crds:
             self.apply_crds()
         self._start_real_nodes()
-        for plane in planes:
-            plane.wait_ready()
+        if options.controllers:
+            for plane in planes:
+                plane.wait_ready()
         if options.hosted_control_planes:
             self._prepare_hosted_control_planes()
         self._publish_kubeconfigs()
