@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 from kubernetes import client as k8s
 
-from corral.core.api import names, settings
+from corral.core import settings
+from corral.core.api import names
 
 from .client import error
 from .conftest import EXTERNAL_URL, Person
