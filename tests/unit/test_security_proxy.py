@@ -29,7 +29,7 @@ def decoded_parts(url: URL, server: str) -> list[bytes]:
     return [unquote_to_bytes(p) for p in url.raw_parts[prefix:]]
 
 
-@settings(max_examples=300, deadline=200)
+@settings(max_examples=300, deadline=None)
 @given(server=st.sampled_from(SERVERS), segments=SEGMENTS)
 def test_each_segment_stays_one_segment_on_the_server(
     server: str, segments: list[bytes | str]
@@ -47,7 +47,7 @@ def test_each_segment_stays_one_segment_on_the_server(
     assert not url.query_string and not url.fragment
 
 
-@settings(max_examples=300, deadline=200)
+@settings(max_examples=300, deadline=None)
 @given(server=st.sampled_from(SERVERS), rest=RAW_PATH)
 def test_no_proxied_path_leaves_the_clusters_server(server: str, rest: str) -> None:
     try:
