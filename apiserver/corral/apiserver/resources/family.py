@@ -68,6 +68,10 @@ class Family(Generic[T]):
     # inside `create` or `update` could only after.
     before_create: Callable[[Ask], None] | None = None
     before_update: Callable[[Ask, T], None] | None = None
+    # The body as sent to `create` and `update`, for families whose fields are named by what
+    # the body says (a driver's `<driver>Config`), which no schema lists; the schema's
+    # changeable fields otherwise.
+    raw_body: bool = False
     create: Callable[[Ask, dict[str, Any]], Awaitable[T]] | None = None
     update: Callable[[Ask, T, dict[str, Any]], Awaitable[T]] | None = None
     delete: Callable[[Ask, T], Awaitable[None]] | None = None

@@ -44,6 +44,9 @@ def routes(
     collection, item = family.collection_route, family.collection_route + "/{id}"
     schema = family.schema
 
+    def given(body: dict[str, Any], creating: bool) -> dict[str, Any]:
+        return body if family.raw_body else schema.writable(body, creating)
+
     if "GET" in schema.collection_methods:
 
         @table.get(collection)
@@ -71,7 +74,7 @@ def routes(
             if family.before_create is not None:
                 family.before_create(asked)
             body = await read_json(request, family.body_limit)
-            obj = await create(asked, schema.writable(body, creating=True))
+            obj = await create(asked, given(body, creating=True))
             return web.json_response(family.render(asked, obj), status=201)
 
     if family.update is not None:
@@ -83,7 +86,7 @@ def routes(
             if family.before_update is not None:
                 family.before_update(asked, obj)
             body = await read_json(request, family.update_limit or family.body_limit)
-            changed = await update(asked, obj, schema.writable(body, creating=False))
+            changed = await update(asked, obj, given(body, creating=False))
             return web.json_response(family.render(asked, changed))
 
     if family.delete is not None:
