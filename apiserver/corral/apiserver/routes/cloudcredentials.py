@@ -7,12 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.apiserver.http.objects import name_of, object_stamp
+from corral.apiserver.http.objects import name_of
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
 from corral.apiserver.services import cloudcredentials, owned
-from corral.core.auth import ownership
 from corral.core.kube.informer import Obj
 from corral.core.provisioning import s3
 
@@ -37,16 +36,7 @@ SCHEMA = Schema(
 
 def fields(ask: Ask, obj: Obj) -> dict[str, Any]:
     spec = obj.get("spec") or {}
-    return {
-        "id": name_of(obj),
-        "name": spec.get("displayName", ""),
-        "description": spec.get("description", ""),
-        "driver": spec.get("driver", ""),
-        "credentialFields": sorted(spec.get("fields") or []),
-        "creatorId": ownership.owner_of(obj),
-        "state": owned.state(obj),
-        **object_stamp(obj),
-    }
+    return {**owned.fields(obj), "credentialFields": sorted(spec.get("fields") or [])}
 
 
 def links(ask: Ask, obj: Obj) -> dict[str, str]:

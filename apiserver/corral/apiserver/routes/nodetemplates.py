@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.apiserver.http.objects import name_of, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
 from corral.apiserver.services import nodetemplates, owned
-from corral.core.auth import ownership
 from corral.core.drivers import templates
 from corral.core.kube.informer import Obj
 
@@ -39,20 +37,13 @@ SCHEMA = Schema(
 
 def fields(ask: Ask, obj: Obj) -> dict[str, Any]:
     spec = obj.get("spec") or {}
-    driver = spec.get("driver", "")
     return {
-        "id": name_of(obj),
-        "name": spec.get("displayName", ""),
+        **owned.fields(obj),
         "displayName": spec.get("displayName", ""),
-        "description": spec.get("description", ""),
-        "driver": driver,
         "cloudCredentialName": spec.get("cloudCredentialName", ""),
         "nodeTaints": spec.get("nodeTaints") or [],
-        templates.config_field(driver): spec.get("config") or {},
-        "creatorId": ownership.owner_of(obj),
-        "state": owned.state(obj),
+        templates.config_field(spec.get("driver", "")): spec.get("config") or {},
         "transitioning": "no",
-        **object_stamp(obj),
     }
 
 

@@ -14,7 +14,7 @@ from lightkube.types import PatchType
 from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import description_text, name_text
-from corral.apiserver.http.objects import name_of
+from corral.apiserver.http.objects import name_of, object_stamp
 from corral.core import errors
 from corral.core.api import ids, names, settings
 from corral.core.auth import ownership
@@ -118,9 +118,19 @@ def described(body: dict[str, Any]) -> dict[str, str]:
     return spec
 
 
-def state(obj: Obj) -> str:
-    """What an owned object is doing: nothing is asked of the operator but its removal."""
-    return "removing" if obj["metadata"].get("deletionTimestamp") else "active"
+def fields(obj: Obj) -> dict[str, Any]:
+    """What every owned object shows: its id, display name, description, driver, creator,
+    state (nothing is asked of the operator but its removal) and stamp."""
+    spec = obj.get("spec") or {}
+    return {
+        "id": name_of(obj),
+        "name": spec.get("displayName", ""),
+        "description": spec.get("description", ""),
+        "driver": spec.get("driver", ""),
+        "creatorId": ownership.owner_of(obj),
+        "state": "removing" if obj["metadata"].get("deletionTimestamp") else "active",
+        **object_stamp(obj),
+    }
 
 
 def check_type(body: dict[str, Any], type_id: str) -> None:
