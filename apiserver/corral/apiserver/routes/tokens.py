@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.auth import sessions
+from corral.apiserver.auth.authn import principal
 from corral.apiserver.deps import caller, deps
 from corral.apiserver.http.body import AUTH_LIMIT
 from corral.apiserver.http.errors import ApiError
@@ -108,7 +109,7 @@ FAMILY = Family[Shown](
 
 async def logout(request: web.Request) -> web.Response:
     """Ends the session this request belongs to; an API token is not a session."""
-    token = caller(request).principal.token
+    token = principal(request).token
     if not token.is_session:
         message = "logout ends a session; delete an API token with DELETE instead"
         raise ApiError(400, "InvalidAction", message)
