@@ -8,7 +8,7 @@ OpenID Connect provider.
 2. The provider sends the browser back to `GET /v3-public/oidcProviders/oidc/callback`,
    which checks `state` against the cookie, exchanges the code with the verifier, validates
    the ID token (JWKS signature, issuer, audience, expiry, nonce), finds or makes the user,
-   and answers exactly as a local login does (`services.sessions`).
+   and answers exactly as a local login does (`auth.sessions`).
 
 The redirect URI to register with the provider is `<CORRAL_EXTERNAL_URL>` plus the callback
 path: never derived from the request's Host.
