@@ -12,7 +12,6 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.auth.authz import require_admin
 from corral.apiserver.http.body import read_json
 from corral.apiserver.http.objects import name_of, object_fields, object_stamp
 from corral.apiserver.http.query import action
@@ -96,7 +95,7 @@ FAMILY = Family[Obj](
     methods=lambda ask, obj: SCHEMA.resource_methods if ask.who.is_admin else ("GET",),
     may_create=lambda ask: ask.who.is_admin,
     before_create=lambda ask: nodedrivers.check_create(ask.who, "action" in ask.query),
-    before_update=lambda ask, obj: require_admin(ask.who, "change node drivers"),
+    before_update=lambda ask, obj: nodedrivers.may_change(ask.who),
     create=create,
     update=lambda ask, obj, body: nodedrivers.update(
         ask.deps, ask.who, obj, SCHEMA.writable(body, creating=False)
@@ -113,7 +112,7 @@ async def driver_action(request: web.Request) -> web.Response:
     name = action(request, set(ACTIONS))
     if name is None:
         raise errors.Unsupported("POST on a node driver needs ?action=<name>")
-    require_admin(asked.who, f"{name} node drivers")
+    nodedrivers.may_activate(asked.who, name)
     await read_json(request)
     return web.json_response(
         FAMILY.render(asked, await nodedrivers.activate(asked.deps, asked.who, obj, name))

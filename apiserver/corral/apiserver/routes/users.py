@@ -9,7 +9,6 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.auth.authz import require_admin
 from corral.apiserver.deps import caller, deps
 from corral.apiserver.http.body import AUTH_LIMIT, DEFAULT_LIMIT, read_json
 from corral.apiserver.http.objects import meta_fields
@@ -73,8 +72,8 @@ FAMILY = Family[Obj](
     fields=fields,
     actions=lambda ask, obj: ["setpassword"] if ask.who.is_admin else [],
     may_create=lambda ask: ask.who.is_admin,
-    before_create=lambda ask: require_admin(ask.who, "create users"),
-    before_update=lambda ask, obj: require_admin(ask.who, "change users"),
+    before_create=lambda ask: users.may_create(ask.who),
+    before_update=lambda ask, obj: users.may_change(ask.who),
     create=lambda ask, body: users.create(ask.deps, ask.who, body),
     update=lambda ask, obj, body: users.update(ask.deps, ask.who, obj, body),
     delete=lambda ask, obj: users.delete(ask.deps, ask.who, obj),

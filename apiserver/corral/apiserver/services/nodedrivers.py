@@ -79,9 +79,13 @@ async def create(deps: Deps, who: Caller, body: dict[str, Any]) -> Obj:
     return created
 
 
+def may_change(who: Caller) -> None:
+    require_admin(who, "change node drivers")
+
+
 async def update(deps: Deps, who: Caller, obj: Obj, body: dict[str, Any]) -> Obj:
     """`body` holds the schema's changeable fields only; a builtin driver keeps its file."""
-    require_admin(who, "change node drivers")
+    may_change(who)
     spec = updatable_spec(body, deps.driver_files)
     current = obj.get("spec") or {}
     if current.get("builtin"):
@@ -92,9 +96,13 @@ async def update(deps: Deps, who: Caller, obj: Obj, body: dict[str, Any]) -> Obj
     return await _patch(deps, obj, spec)
 
 
+def may_activate(who: Caller, action: str) -> None:
+    require_admin(who, f"{action} node drivers")
+
+
 async def activate(deps: Deps, who: Caller, obj: Obj, action: str) -> Obj:
     """`activate` or `deactivate`."""
-    require_admin(who, f"{action} node drivers")
+    may_activate(who, action)
     return await _patch(deps, obj, {"active": action == "activate"})
 
 

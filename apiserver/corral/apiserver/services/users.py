@@ -40,10 +40,18 @@ def find(deps: Deps, who: Caller, user_id: str) -> Obj | None:
     return deps.stores.users.get(user_id)
 
 
+def may_create(who: Caller) -> None:
+    require_admin(who, "create users")
+
+
+def may_change(who: Caller) -> None:
+    require_admin(who, "change users")
+
+
 async def create(deps: Deps, who: Caller, body: dict[str, Any]) -> Obj:
     """For a free username and a password that meets the policy: the username's claim (before
     the User), the User, its password Secret and its `user` global role binding."""
-    require_admin(who, "create users")
+    may_create(who)
     username = name_text(body, "username", max_length=63, required=True)
     password = text(body, "password", max_length=MAX_PASSWORD, required=True)
     spec = {"username": username, "displayName": name_text(body, "name"),
@@ -75,7 +83,7 @@ async def create(deps: Deps, who: Caller, body: dict[str, Any]) -> Obj:
 async def update(deps: Deps, who: Caller, user: Obj, body: dict[str, Any]) -> Obj:
     """The display name, description, whether the user is enabled and must change their
     password; an administrator cannot disable themselves."""
-    require_admin(who, "change users")
+    may_change(who)
     patch: dict[str, Any] = {}
     if "name" in body:
         patch["displayName"] = name_text(body, "name")
