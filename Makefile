@@ -14,15 +14,19 @@ run: $(STAMP) devkube ## Start management + downstream clusters, operator and AP
 	$(PY) -m corral.devenv run
 
 .PHONY: test
-test: lint-imports test-unit test-e2e ## Layering contracts, unit tests, then end-to-end tests on a real control plane
+test: lint-imports test-unit test-contract test-e2e ## Layering contracts, unit, contract, then end-to-end tests
 
 .PHONY: test-unit
 test-unit: $(STAMP) devkube ## Unit tests only (no cluster; under a minute; helm from devkube lints the chart)
 	$(PY) -m pytest tests/unit
 
+.PHONY: test-contract
+test-contract: $(STAMP) devkube ## The API in-process against a real kube-apiserver, no operator (seconds per family)
+	$(PY) -m pytest tests/contract
+
 .PHONY: test-e2e
 test-e2e: $(STAMP) devkube node-deps keycloak s3server ## End-to-end tests (starts its own control planes)
-	$(PY) -m pytest tests/e2e
+	$(PY) -m pytest tests/e2e --durations=15
 
 .PHONY: lint
 lint: $(STAMP) lint-imports ## ruff (lint and format check), mypy and the layering contracts

@@ -17,26 +17,20 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from corral.core.kube.claims import ANNOTATION_IDENTITY
+from corral.devenv.controlplane import ControlPlane
 from corral.devenv.environment import Environment, Options
 from corral.devenv.waiting import wait_for
 
 from .api import Api
 
 ROOT = Path(__file__).resolve().parents[2]
-DEVKUBE = ROOT / "tools" / "devkube" / "bin" / "devkube"
 PREVIOUS_DEVKUBE = ROOT / "tools" / "devkube" / "bin" / "devkube-v1.35"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         item.add_marker(pytest.mark.e2e)
-
-
-@pytest.fixture(scope="session")
-def devkube() -> Path:
-    # A no-op when the cached binary matches the sources; builds it otherwise.
-    subprocess.run([str(ROOT / "tools" / "devkube" / "build.sh")], check=True)
-    return DEVKUBE
 
 
 @pytest.fixture(scope="session")
@@ -100,6 +94,47 @@ def api(stack: Environment, corral_tls: ssl.SSLContext) -> Api:
 @pytest.fixture(scope="session")
 def crs(management: k8s.ApiClient) -> k8s.CustomObjectsApi:
     return k8s.CustomObjectsApi(management)
+
+
+@pytest.fixture
+def add_downstream(
+    stack: Environment, crs: k8s.CustomObjectsApi
+) -> Iterator[Callable[..., ControlPlane]]:
+    """Starts simulated clusters for one test (`stack.add_downstream`) and stops them when the
+    test ends, so that they do not run through every later module."""
+    planes: list[ControlPlane] = []
+
+    def add(name: str, nodes: int = 2) -> ControlPlane:
+        plane = stack.add_downstream(name, nodes)
+        planes.append(plane)
+        return plane
+
+    yield add
+    for plane in planes:
+        remove_downstream(stack, crs, plane)
+
+
+def remove_downstream(stack: Environment, crs: k8s.CustomObjectsApi, plane: ControlPlane) -> None:
+    """Stops a cluster stack.add_downstream() started, once no Cluster of corral's is made of it:
+    a deleted Cluster goes only after its clean-up reached the cluster, which must still run."""
+    core = k8s.CoreV1Api(k8s_config.new_client_from_config(str(plane.kubeconfig_path)))
+    identity = core.read_namespace("kube-system").metadata.uid
+
+    def unmanaged() -> bool:
+        clusters = crs.list_cluster_custom_object("management.svc.io", "v3", "clusters")["items"]
+        return all((c["metadata"].get("annotations") or {}).get(ANNOTATION_IDENTITY) != identity
+                   for c in clusters)  # fmt: skip
+
+    wait_for(f"no Cluster of {plane.name} left in corral", unmanaged, 90)
+    stack.remove_downstream(plane)
+
+
+@pytest.fixture(scope="module")
+def replica(stack: Environment, api: Api) -> Iterator[Api]:
+    """A second API server replica for one module, stopped when the module ends."""
+    url = stack.add_apiserver_replica()
+    yield Api(url, api.context, api.token)
+    stack.remove_apiserver_replica(url)
 
 
 @dataclass

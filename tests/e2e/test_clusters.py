@@ -21,6 +21,7 @@ from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
 
 from .api import Api
+from .conftest import remove_downstream
 
 GROUP, VERSION = "management.svc.io", "v3"
 
@@ -553,7 +554,9 @@ def test_the_proxy_streams_watches(api: Api, demo: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def spare(stack: Environment, api: Api) -> Iterator[tuple[ControlPlane, str]]:
+def spare(
+    stack: Environment, api: Api, crs: k8s.CustomObjectsApi
+) -> Iterator[tuple[ControlPlane, str]]:
     plane = stack.add_downstream("spare", nodes=1)
     imported = {"kubeConfig": encoded(plane.kubeconfig_path)}
     created = api.post("/v3/clusters", {"name": "spare", "importedConfig": imported})
@@ -563,6 +566,7 @@ def spare(stack: Environment, api: Api) -> Iterator[tuple[ControlPlane, str]]:
         "spare active", lambda: api.get(f"/v3/clusters/{cluster_id}").body["state"] == "active", 60
     )
     yield plane, cluster_id
+    remove_downstream(stack, crs, plane)
 
 
 def test_deleting_a_node_removes_it_downstream_and_its_record(

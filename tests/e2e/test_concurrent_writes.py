@@ -104,8 +104,10 @@ def versions(setting: Callable[[str, str], None]) -> None:
     setting("kubernetes-version-catalog", VERSIONS)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def template(api: Api) -> Iterator[str]:
+    """One template for the module's pools: it can go only once their clusters have, which is
+    awaited once, at the module's end, rather than after every test."""
     made = api.post("/v3/nodetemplates", {"name": "rmw", "kwokConfig": {"cpu": "2"}})
     assert made.status == 201, made.body
     yield made.body["id"]

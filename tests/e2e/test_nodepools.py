@@ -22,6 +22,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node, Pod
 
 from corral.core.api import names
+from corral.devenv.controlplane import ControlPlane
 from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
 
@@ -504,10 +505,10 @@ def test_a_pool_of_a_served_driver_makes_its_machines_through_it(
 
 
 def test_deleting_a_cluster_removes_the_machines_of_its_pools(
-    api: Api, stack: Environment, template: str, served: ServedDriver,
-    crs: k8s.CustomObjectsApi,
+    api: Api, template: str, served: ServedDriver, crs: k8s.CustomObjectsApi,
+    add_downstream: Callable[..., ControlPlane],
 ) -> None:  # fmt: skip
-    plane = stack.add_downstream("pools-spare", nodes=1)
+    plane = add_downstream("pools-spare", nodes=1)
     imported = {"kubeConfig": base64.b64encode(plane.kubeconfig_path.read_bytes()).decode()}
     created = api.post("/v3/clusters", {"name": "pools-spare", "importedConfig": imported})
     assert created.status == 201, created.body

@@ -274,11 +274,11 @@ def test_a_group_binding_grants_a_project_until_the_provider_drops_the_group(
 
 
 def test_a_sign_in_begun_on_one_replica_finishes_on_another(
-    stack: Environment, oidc: str, corral_tls: ssl.SSLContext
+    stack: Environment, oidc: str, corral_tls: ssl.SSLContext, replica: Api
 ) -> None:
     """Nothing of a sign-in is in one replica's memory: the state is in the browser's sealed
     cookie, its key in a Secret every replica reads."""
-    other = stack.add_apiserver_replica()
+    other = replica.base
     browser = Browser(corral_tls)
     back = urllib.parse.urlsplit(browser.redirect_of(*login_form(stack.api_url, browser, "bob")))
     assert back.path == CALLBACK

@@ -50,8 +50,8 @@ from lightkube.resources.core_v1 import (
     Secret,
 )
 
-from corral.core import pki
-from corral.core.api import names, settings
+from corral.core import pki, settings
+from corral.core.api import names
 from corral.core.kube import claims, kinds
 from corral.core.kube.claims import ANNOTATION_IDENTITY
 from corral.core.kube.client import as_dict
@@ -66,6 +66,9 @@ from corral.devenv.waiting import wait_for
 
 from .api import Api
 from .conftest import set_setting, stack_options
+
+# Every cluster the selected tests share is asked for when the module starts (see Fleet).
+pytestmark = pytest.mark.usefixtures("fleet")
 
 
 def _hostpath_entries() -> set[Path] | None:
@@ -231,29 +234,17 @@ def condition(cluster: dict[str, Any], kind: str) -> dict[str, Any]:
     return found[0] if found else {}
 
 
-def provision(
-    api: Api, driver: str, version: str, config: dict[str, Any] | None = None
-) -> tuple[dict[str, Any], set[str], float]:
-    """A cluster made through /v3 (with `config`'s fields in its configuration) and awaited
-    until Ready: its body, the Pending messages seen on the way, and the seconds it took."""
-    began = time.monotonic()
+def create_cluster(
+    api: Api, name: str, driver: str, version: str, config: dict[str, Any] | None = None
+) -> str:
+    """A cluster made through /v3, with `config`'s fields in its configuration: its id."""
     created = api.post(
         "/v3/clusters",
-        {"type": "cluster", "name": f"hosted-{driver}", f"{driver}Config": {
+        {"type": "cluster", "name": name, f"{driver}Config": {
             "kubernetesVersion": version, **(config or {})}},
     )  # fmt: skip
     assert created.status == 201, created.body
-    cluster_id = created.body["id"]
-    pending: set[str] = set()
-
-    def ready() -> dict[str, Any] | None:
-        body = api.get(f"/v3/clusters/{cluster_id}").body
-        if message := condition(body, "Pending").get("message"):
-            pending.add(message)
-        return body if condition(body, "Ready").get("status") == "True" else None
-
-    body = wait_for(f"cluster {cluster_id} Ready", ready, PROVISION_TIMEOUT)
-    return body, pending, time.monotonic() - began
+    return str(created.body["id"])
 
 
 def kubeconfig_through_corral(api: Api, cluster_id: str, ca: Path, path: Path) -> Client:
@@ -268,12 +259,148 @@ def kubeconfig_through_corral(api: Api, cluster_id: str, ca: Path, path: Path) -
     return Client(KubeConfig.from_file(path))
 
 
+class Flavour(NamedTuple):
+    driver: str
+    version: str
+    config: dict[str, Any] | None = None  # the rest of its configuration
+
+
+# The module's clusters, by the name of the fixture that hands each out, in the order the
+# tests first take them. Two rke2 clusters of one version: autoscaling and deletion, and a
+# restore, each need one that nothing else changed.
+FLAVOURS = ("autoscaled_rke2_cluster", "k3s_cluster", "rke2_cluster", "previous_rke2_cluster",
+            "s3_rke2_cluster")  # fmt: skip
+
+
+class Fleet:
+    """The module's provisioned clusters. Provisioning one is mostly waiting (images, pods,
+    probes), so every cluster the selected tests need is asked for at once when the module
+    starts, watched on a thread until Ready (the Pending messages it shows on the way, and how
+    long it took), and awaited when a test first takes it; a test that deletes one says so,
+    and a later test gets a new one. Those left are deleted together when the module ends,
+    and awaited: their volumes must go before the environment does."""
+
+    def __init__(self, api: Api, management: Client, flavours: dict[str, Flavour]) -> None:
+        self.api = api
+        self.management = management
+        self.flavours = flavours
+        self.ordered: dict[str, str] = {}  # flavour -> cluster id
+        self.deleted: list[str] = []
+        self.pending: dict[str, set[str]] = {}  # cluster id -> Pending messages seen
+        self.ready_after: dict[str, float] = {}  # cluster id -> seconds from create to Ready
+        self.provisioning: dict[str, float] = {}  # cluster id -> monotonic time of its create
+        self.closing = threading.Event()
+        self.watcher = threading.Thread(target=self._watch, daemon=True)
+        self.watcher.start()
+
+    def order(self, flavour: str) -> None:
+        driver, version, config = self.flavours[flavour]
+        name = f"hosted-{flavour.removesuffix('_cluster').replace('_', '-')}"
+        began = time.monotonic()
+        cluster_id = create_cluster(self.api, name, driver, version, config)
+        self.pending[cluster_id] = set()
+        self.provisioning[cluster_id] = began
+        self.ordered[flavour] = cluster_id
+
+    def _watch(self) -> None:
+        while not self.closing.wait(0.2):
+            for cluster_id, began in list(self.provisioning.items()):
+                try:
+                    body = self.api.get(f"/v3/clusters/{cluster_id}").body
+                except OSError:
+                    continue  # the API server restarting: look again
+                if message := condition(body, "Pending").get("message"):
+                    self.pending[cluster_id].add(message)
+                if condition(body, "Ready").get("status") == "True":
+                    self.ready_after[cluster_id] = time.monotonic() - began
+                    del self.provisioning[cluster_id]
+
+    def take(self, flavour: str) -> dict[str, Any]:
+        """The flavour's cluster, awaited until Ready: its /v3 body."""
+        if flavour not in self.ordered:
+            self.order(flavour)
+        cluster_id = self.ordered[flavour]
+        wait_for(f"cluster {cluster_id} Ready", lambda: cluster_id in self.ready_after,
+                 PROVISION_TIMEOUT, interval=0.2)  # fmt: skip
+        return dict(self.api.get(f"/v3/clusters/{cluster_id}").body)
+
+    def delete(self, cluster_id: str) -> None:
+        """DELETE one of the fleet's clusters; the module's end awaits it."""
+        assert self.api.delete(f"/v3/clusters/{cluster_id}").status == 204
+        self.ordered = {f: c for f, c in self.ordered.items() if c != cluster_id}
+        self.deleted.append(cluster_id)
+
+    def close(self) -> None:
+        self.closing.set()
+        self.watcher.join()
+        for cluster_id in list(self.ordered.values()):
+            self.delete(cluster_id)
+
+        def gone(cluster_id: str) -> bool:
+            return self.api.get(f"/v3/clusters/{cluster_id}").status == 404 and absent(
+                self.management, Namespace, cluster_id)  # fmt: skip
+
+        wait_for(f"clusters {', '.join(self.deleted)} gone",
+                 lambda: all(gone(c) for c in self.deleted), PROVISION_TIMEOUT)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def fleet(request: pytest.FixtureRequest, hosted: Environment, hosted_api: Api) -> Iterator[Fleet]:
+    wanted = {name for item in request.session.items if item.module is request.module
+              for name in getattr(item, "fixturenames", ()) if name in FLAVOURS}  # fmt: skip
+    assert hosted.previous_controlplane_image is not None
+    previous = hosted.previous_controlplane_image.version
+    flavours = {
+        "autoscaled_rke2_cluster": Flavour("rke2", "v1.36.3+rke2r1"),
+        "rke2_cluster": Flavour("rke2", "v1.36.3+rke2r1"),
+        "k3s_cluster": Flavour("k3s", "v1.36.3+k3s1"),
+        "previous_rke2_cluster": Flavour("rke2", f"{previous}+rke2r1"),
+    }
+    if "s3_rke2_cluster" in wanted:  # its etcd backs up to the module's S3 server
+        target: S3Target = request.getfixturevalue("s3_target")
+        flavours["s3_rke2_cluster"] = Flavour("rke2", "v1.36.3+rke2r1",
+                                              {"etcd": {"s3": target.config}})  # fmt: skip
+    fleet = Fleet(hosted_api, Client(KubeConfig.from_file(hosted.management_kubeconfig)),
+                  flavours)  # fmt: skip
+    for flavour in (f for f in FLAVOURS if f in wanted):
+        fleet.order(flavour)
+    yield fleet
+    fleet.close()
+
+
+@pytest.fixture
+def autoscaled_rke2_cluster(fleet: Fleet) -> dict[str, Any]:
+    return fleet.take("autoscaled_rke2_cluster")
+
+
+@pytest.fixture
+def rke2_cluster(fleet: Fleet) -> dict[str, Any]:
+    return fleet.take("rke2_cluster")
+
+
+@pytest.fixture
+def k3s_cluster(fleet: Fleet) -> dict[str, Any]:
+    return fleet.take("k3s_cluster")
+
+
+@pytest.fixture
+def previous_rke2_cluster(fleet: Fleet) -> dict[str, Any]:
+    return fleet.take("previous_rke2_cluster")
+
+
+@pytest.fixture
+def s3_rke2_cluster(fleet: Fleet) -> dict[str, Any]:
+    return fleet.take("s3_rke2_cluster")
+
+
 def test_an_rke2_cluster_is_provisioned_autoscales_its_pool_workers_and_goes_whole(
-    hosted: Environment, hosted_api: Api, tmp_path: Path
-) -> None:
+    hosted: Environment, hosted_api: Api, fleet: Fleet, autoscaled_rke2_cluster: dict[str, Any],
+    tmp_path: Path,
+) -> None:  # fmt: skip
     management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
-    cluster, pending, seconds = provision(hosted_api, "rke2", "v1.36.3+rke2r1")
+    cluster = autoscaled_rke2_cluster
     cluster_id = cluster["id"]
+    pending, seconds = fleet.pending[cluster_id], fleet.ready_after[cluster_id]
     print(f"\nrke2 cluster {cluster_id}: create to Ready in {seconds:.1f}s")
     assert any(m.startswith("waiting for") for m in pending), pending
     assert condition(cluster, "Provisioned")["reason"] == "Provisioned"
@@ -336,7 +463,7 @@ def test_an_rke2_cluster_is_provisioned_autoscales_its_pool_workers_and_goes_who
         if pv.spec.claimRef and pv.spec.claimRef.namespace == cluster_id
     ]  # fmt: skip
     assert volumes, "etcd's data lives on a volume"
-    assert hosted_api.delete(f"/v3/clusters/{cluster_id}").status == 204
+    fleet.delete(cluster_id)
     wait_for(
         "the cluster gone",
         lambda: hosted_api.get(f"/v3/clusters/{cluster_id}").status == 404,
@@ -362,10 +489,10 @@ ROTATION_TIMEOUT = 180.0
 
 
 def test_certificate_rotation_renews_serving_certificates_and_the_ca_while_corral_keeps_working(
-    hosted: Environment, hosted_api: Api, tmp_path: Path
+    hosted: Environment, hosted_api: Api, k3s_cluster: dict[str, Any], tmp_path: Path
 ) -> None:
     management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
-    cluster, _, _ = provision(hosted_api, "k3s", "v1.36.3+k3s1")
+    cluster = k3s_cluster
     cluster_id = cluster["id"]
     endpoint = cluster["status"]["apiEndpoint"]
     old_ca = base64.b64decode(cluster["status"]["caCert"])
@@ -417,14 +544,6 @@ def test_certificate_rotation_renews_serving_certificates_and_the_ca_while_corra
     assert namespaces_as(admin, new_ca) == 401
     assert {"default", "kube-system"} <= {n.metadata.name for n in before.list(Namespace)}
     assert hosted_api.get(f"/k8s/clusters/{cluster_id}/readyz").status == 200
-
-    assert hosted_api.delete(f"/v3/clusters/{cluster_id}").status == 204
-    wait_for(
-        "the cluster gone",
-        lambda: hosted_api.get(f"/v3/clusters/{cluster_id}").status == 404,
-        PROVISION_TIMEOUT,
-    )
-    wait_for("its namespace gone", lambda: absent(management, Namespace, cluster_id), 120)
 
 
 def rotate(api: Api, cluster_id: str, body: dict[str, Any], generation: int,
@@ -626,11 +745,11 @@ def config_map(name: str) -> ConfigMap:
 
 
 def test_an_rke2_cluster_is_restored_from_its_etcd_backup_and_refuses_anothers(
-    hosted: Environment, hosted_api: Api, tmp_path: Path
-) -> None:
+    hosted: Environment, hosted_api: Api, fleet: Fleet, rke2_cluster: dict[str, Any],
+    k3s_cluster: dict[str, Any], tmp_path: Path,
+) -> None:  # fmt: skip
     management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
-    cluster, _, _ = provision(hosted_api, "rke2", "v1.36.3+rke2r1")
-    other, _, _ = provision(hosted_api, "k3s", "v1.36.3")
+    cluster, other = rke2_cluster, k3s_cluster
     cluster_id, other_id = cluster["id"], other["id"]
     downstream = kubeconfig_through_corral(hosted_api, cluster_id, hosted.ca_path, tmp_path / "kc")
     downstream.create(config_map("before-backup"))
@@ -719,7 +838,7 @@ def test_an_rke2_cluster_is_restored_from_its_etcd_backup_and_refuses_anothers(
 
     # Deleting both clusters leaves nothing: backups, claims, Jobs, pods.
     for gone in (cluster_id, other_id):
-        assert hosted_api.delete(f"/v3/clusters/{gone}").status == 204
+        fleet.delete(gone)
     for gone in (cluster_id, other_id):
         wait_for(f"namespace {gone} gone", lambda g=gone: absent(management, Namespace, g),
                  PROVISION_TIMEOUT)  # fmt: skip
@@ -739,13 +858,14 @@ UPGRADE_TIMEOUT = 300.0
 
 
 def test_a_version_change_rolls_the_control_plane_to_the_next_minor_while_corral_keeps_working(
-    hosted: Environment, hosted_api: Api, tmp_path: Path
-) -> None:
+    hosted: Environment, hosted_api: Api, fleet: Fleet, previous_rke2_cluster: dict[str, Any],
+    tmp_path: Path,
+) -> None:  # fmt: skip
     assert hosted.controlplane_image is not None and hosted.previous_controlplane_image is not None
     old, new = hosted.previous_controlplane_image.version, hosted.controlplane_image.version
     assert (old[:6], new) == ("v1.35.", "v1.36.3")
     management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
-    cluster, _, _ = provision(hosted_api, "rke2", f"{old}+rke2r1")
+    cluster = previous_rke2_cluster
     cluster_id = cluster["id"]
     assert cluster["status"]["version"]["gitVersion"] == old
     assert cluster["status"]["provisioning"]["appliedVersion"] == old
@@ -830,14 +950,7 @@ def test_a_version_change_rolls_the_control_plane_to_the_next_minor_while_corral
     down = hosted_api.put(f"/v3/clusters/{cluster_id}", {"kubernetesVersion": old})
     assert down.status == 422 and "cannot go down" in down.body["message"], down.body
     assert management_cluster(management, cluster_id)["spec"]["kubernetesVersion"] == new
-
-    assert hosted_api.delete(f"/v3/clusters/{cluster_id}").status == 204
-    wait_for(
-        "the cluster gone",
-        lambda: hosted_api.get(f"/v3/clusters/{cluster_id}").status == 404,
-        PROVISION_TIMEOUT,
-    )
-    wait_for("its namespace gone", lambda: absent(management, Namespace, cluster_id), 120)
+    fleet.delete(cluster_id)
 
 
 # -- etcd backups to an S3-compatible target ---------------------------------------------------
@@ -849,12 +962,27 @@ S3_FOLDER = "corral/e2e"
 class S3Target(NamedTuple):
     server: S3Server
     ca: Path  # the PEM of the CA of its serving certificate
+    credential: str  # the id of a cloud credential of the server's keys
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """A cluster's `etcd.s3` naming the target."""
+        return {
+            "endpoint": self.server.endpoint,
+            "bucket": S3_BUCKET,
+            "folder": S3_FOLDER,
+            "endpointCA": self.ca.read_text(),
+            "cloudCredentialName": self.credential,
+        }
 
 
 @pytest.fixture(scope="module")
-def s3_target(hosted: Environment, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Target]:
+def s3_target(
+    hosted: Environment, hosted_api: Api, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[S3Target]:
     """moto's S3 on the host's bridge address, which the node's pods dial, over HTTPS with a
-    certificate of a CA of the test's own (the target's endpointCA)."""
+    certificate of a CA of the test's own (the target's endpointCA), and a credential of its
+    keys."""
     folder = tmp_path_factory.mktemp("s3")
     ca = pki.CertificateAuthority.create("s3-test-ca")
     serving = ca.issue_server("s3", [network.HOST_ADDRESS])
@@ -863,7 +991,7 @@ def s3_target(hosted: Environment, tmp_path_factory: pytest.TempPathFactory) -> 
     (folder / "tls.key").write_bytes(serving.key)
     server = S3Server(network.HOST_ADDRESS, free_port(), folder / "tls.crt", folder / "tls.key",
                       S3_BUCKET, folder / "moto.log")  # fmt: skip
-    yield S3Target(server, folder / "ca.crt")
+    yield S3Target(server, folder / "ca.crt", s3_credential(hosted_api, server.keys))
     server.stop()
 
 
@@ -893,13 +1021,12 @@ def fetch_object(devkube: Path, server: S3Server, ca: Path, key: str, folder: Pa
 
 
 def test_an_rke2_cluster_backs_up_to_s3_and_is_restored_from_there(
-    hosted: Environment, hosted_api: Api, s3_target: S3Target, devkube: Path, tmp_path: Path
-) -> None:
+    hosted: Environment, hosted_api: Api, fleet: Fleet, s3_target: S3Target,
+    s3_rke2_cluster: dict[str, Any], devkube: Path, tmp_path: Path,
+) -> None:  # fmt: skip
     management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
-    s3_server, ca = s3_target
-    credential = s3_credential(hosted_api, s3_server.keys)
-    target = {"endpoint": s3_server.endpoint, "bucket": S3_BUCKET, "folder": S3_FOLDER,
-              "endpointCA": ca.read_text(), "cloudCredentialName": credential}  # fmt: skip
+    s3_server, ca, credential = s3_target
+    target = s3_target.config
 
     # Refusals name the field and make nothing.
     for bad, field in (
@@ -913,7 +1040,7 @@ def test_an_rke2_cluster_backs_up_to_s3_and_is_restored_from_there(
         assert refused.status == 422, refused.body
         assert refused.body["fieldName"] == f"rke2Config.etcd.s3.{field}"
 
-    cluster, _, _ = provision(hosted_api, "rke2", "v1.36.3+rke2r1", {"etcd": {"s3": target}})
+    cluster = s3_rke2_cluster
     cluster_id = cluster["id"]
     downstream = kubeconfig_through_corral(hosted_api, cluster_id, hosted.ca_path, tmp_path / "kc")
     downstream.create(config_map("before-backup"))
@@ -990,6 +1117,4 @@ def test_an_rke2_cluster_backs_up_to_s3_and_is_restored_from_there(
             if log.is_file():
                 assert secret not in log.read_text(errors="replace"), log
 
-    assert hosted_api.delete(f"/v3/clusters/{cluster_id}").status == 204
-    wait_for(f"namespace {cluster_id} gone", lambda: absent(management, Namespace, cluster_id),
-             PROVISION_TIMEOUT)  # fmt: skip
+    fleet.delete(cluster_id)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import pytest
 from kubernetes import client as k8s
 
 from corral.devenv.environment import Environment
@@ -14,11 +13,6 @@ from corral.devenv.waiting import wait_for
 
 from .api import Api
 from .conftest import Person, set_setting
-
-
-@pytest.fixture(scope="module")
-def replica(stack: Environment, api: Api) -> Api:
-    return Api(stack.add_apiserver_replica(), api.context, api.token)
 
 
 def test_a_token_made_on_one_replica_works_on_another(

@@ -20,6 +20,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from corral.core import pki
+from corral.devenv.controlplane import ControlPlane
 from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
 
@@ -404,9 +405,10 @@ def test_importing_the_management_cluster_is_409(
 
 
 def test_concurrent_imports_of_one_cluster_make_one_cluster(
-    stack: Environment, api: Api, crs: k8s.CustomObjectsApi, management: k8s.ApiClient
-) -> None:
-    plane = stack.add_downstream("twin", nodes=1)
+    stack: Environment, api: Api, crs: k8s.CustomObjectsApi, management: k8s.ApiClient,
+    add_downstream: Callable[..., ControlPlane],
+) -> None:  # fmt: skip
+    plane = add_downstream("twin", nodes=1)
     twin = k8s.CoreV1Api(k8s_config.new_client_from_config(str(plane.kubeconfig_path)))
     identity = twin.read_namespace("kube-system").metadata.uid
     body = import_body(plane.kubeconfig_path, "twin")

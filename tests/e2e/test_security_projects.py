@@ -37,12 +37,6 @@ def cluster(stack: Environment) -> str:
 
 
 @pytest.fixture(scope="module")
-def replica(stack: Environment, api: Api) -> Api:
-    """A second API server replica: concurrent requests are served by different processes."""
-    return Api(stack.add_apiserver_replica(), api.context, api.token)
-
-
-@pytest.fixture(scope="module")
 def core(downstream: k8s.ApiClient) -> k8s.CoreV1Api:
     return k8s.CoreV1Api(downstream)
 

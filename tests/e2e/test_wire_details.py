@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from corral.devenv.controlplane import ControlPlane
 from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
 
@@ -87,8 +88,9 @@ def test_bindings_show_the_create_fields_of_the_spec(
 
 
 def test_a_cluster_of_only_a_name_waits_for_an_import_and_takes_it_by_put(
-    api: Api, stack: Environment, crs: k8s.CustomObjectsApi, management: k8s.ApiClient
-) -> None:
+    api: Api, stack: Environment, crs: k8s.CustomObjectsApi, management: k8s.ApiClient,
+    add_downstream: Callable[..., ControlPlane],
+) -> None:  # fmt: skip
     cluster = waiting_cluster(api)
     cluster_id = cluster["id"]
     assert cluster_id.startswith("c-") and not cluster_id.startswith("c-m-")
@@ -123,7 +125,7 @@ def test_a_cluster_of_only_a_name_waits_for_an_import_and_takes_it_by_put(
     assert (itself.status, itself.body["code"]) == (409, "AlreadyExists"), itself.body
     assert api.get(f"/v3/clusters/{cluster_id}").body["state"] == "pending"
 
-    plane = stack.add_downstream("awaited", nodes=1)
+    plane = add_downstream("awaited", nodes=1)
     kubeconfig = {"kubeConfig": encoded(plane.kubeconfig_path)}
     # The rest of the body is checked before anything is imported.
     for body, field in (({"importedConfig": kubeconfig, "agentEnvVars": "X=1"}, "agentEnvVars"),

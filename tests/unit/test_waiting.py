@@ -38,3 +38,15 @@ def test_a_watched_process_that_exits_fails_at_once_with_its_log(tmp_path: Path)
 def test_empty_results_are_not_yet() -> None:
     results = iter([{}, [], "", 0, {"ready": True}])
     assert wait_for("probe", lambda: next(results), timeout=5, interval=0) == {"ready": True}
+
+
+def test_a_failed_assertion_in_the_probe_fails_at_once() -> None:
+    calls = itertools.count()
+
+    def probe() -> None:
+        next(calls)
+        raise AssertionError("the backup says active, not failed")
+
+    with pytest.raises(AssertionError, match="not failed"):
+        wait_for("the thing", probe, timeout=5, interval=0.01)
+    assert next(calls) == 1

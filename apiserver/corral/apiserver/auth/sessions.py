@@ -9,13 +9,14 @@ import secrets
 from aiohttp import web
 
 from corral.apiserver.auth.authn import CSRF_COOKIE, SESSION_COOKIE
+from corral.core import times
 from corral.core.auth import ttl
 from corral.core.kube.informer import Obj
 
 
 def signed_in(request: web.Request, token: Obj, value: str, response_type: str) -> web.Response:
     """The answer to a sign-in that issued `token`, whose `<name>:<key>` is `value`."""
-    expiry = ttl.expires_at(ttl.parse_time(token["metadata"]["creationTimestamp"]),
+    expiry = ttl.expires_at(times.parse_time(token["metadata"]["creationTimestamp"]),
                             token["spec"]["ttlMillis"])  # fmt: skip
     name = token["metadata"]["name"]
     if response_type == "cookie":
@@ -25,7 +26,7 @@ def signed_in(request: web.Request, token: Obj, value: str, response_type: str) 
     else:
         response = web.json_response({
             "type": "token", "baseType": "token", "id": name, "token": value,
-            "expiresAt": ttl.format_time(expiry) if expiry else "",
+            "expiresAt": times.format_time(expiry) if expiry else "",
         }, status=201)  # fmt: skip
     # Readable by scripts (not HttpOnly): a browser echoes it in X-API-CSRF.
     response.set_cookie(CSRF_COOKIE, secrets.token_hex(16), path="/", secure=request.secure,

@@ -8,7 +8,7 @@ from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
 from corral.apiserver.services import settings as stored_settings
-from corral.core.api import settings
+from corral.core import settings
 
 SCHEMA = Schema(
     id="setting",

@@ -18,7 +18,7 @@ from corral.apiserver.http.urls import v3
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
 from corral.apiserver.services import tokens
-from corral.core.auth import ttl
+from corral.core import times
 from corral.core.auth.tokens import MSG_NOT_FOUND, TokenRecord
 
 SCHEMA = Schema(
@@ -69,11 +69,11 @@ def fields(record: TokenRecord, current: str, now: datetime.datetime) -> dict[st
         "current": record.name == current,
         "enabled": record.enabled,
         "expired": record.expired(now),
-        "expiresAt": ttl.format_time(expiry) if expiry else "",
+        "expiresAt": times.format_time(expiry) if expiry else "",
         "ttl": record.ttl_ms,
         "clusterName": record.cluster_name,
         "clusterId": record.cluster_name,
-        "created": ttl.format_time(record.created),
+        "created": times.format_time(record.created),
         "uuid": record.uid,
     }
 

@@ -10,8 +10,7 @@ from typing import Any
 from lightkube.models.meta_v1 import ObjectMeta
 
 from corral.apiserver.deps import Deps
-from corral.core import errors
-from corral.core.api import settings
+from corral.core import errors, settings
 from corral.core.auth import oidc_config, principals
 from corral.core.auth.oidc_config import OidcConfig
 from corral.core.kube import kinds, oidc_secrets

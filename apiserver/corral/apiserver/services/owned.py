@@ -15,8 +15,8 @@ from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import description_text, name_text
 from corral.apiserver.http.objects import name_of, object_stamp
-from corral.core import errors
-from corral.core.api import ids, names, settings
+from corral.core import errors, settings
+from corral.core.api import ids, names
 from corral.core.auth import ownership
 from corral.core.drivers import status as driver_status
 from corral.core.kube.client import as_dict, delete_if_present

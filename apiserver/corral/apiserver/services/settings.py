@@ -10,8 +10,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from corral.apiserver.auth.authz import Caller, require_admin
 from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import text
-from corral.core import errors
-from corral.core.api import settings
+from corral.core import errors, settings
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
 

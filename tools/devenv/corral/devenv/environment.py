@@ -62,8 +62,14 @@ class Options:
     # The slim devkube of the previous Kubernetes minor (tools/devkube/v1.35): with hosted
     # control planes, its image and a second catalog version, to upgrade clusters from.
     previous_devkube: Path | None = None
+    # False: the management plane is etcd and kube-apiserver alone, for callers that need
+    # only its API (the contract tests); nothing then schedules, collects garbage or runs nodes.
+    controllers: bool = True
 
     def __post_init__(self) -> None:
+        if not self.controllers and (self.real_nodes or self.downstream_clusters):
+            raise ValueError("nodes need the controllers: controllers=False takes no real "
+                             "nodes and no downstream clusters")  # fmt: skip
         if self.hosted_control_planes and self.real_nodes < 1:
             raise ValueError(
                 "hosted control planes need at least one real node to run their pods "
@@ -91,6 +97,7 @@ class Environment:
         self.driver_files = self.root / "driver-files"
         self._lock: int | None = None
         self._corral_env: dict[str, str] = {}
+        self._replicas: dict[str, Process] = {}  # by URL, those add_apiserver_replica() started
         self.cluster_ids: list[str] = []
         self.controlplane_image: images.ControlPlaneImage | None = None
         self.previous_controlplane_image: images.ControlPlaneImage | None = None
@@ -157,13 +164,15 @@ class Environment:
             plane.start()
         for plane in planes:
             plane.wait_apiserver()
-        for plane in planes:
-            plane.start_controllers()
+        if options.controllers:
+            for plane in planes:
+                plane.start_controllers()
         if options.apply_crds:
             self.apply_crds()
         self._start_real_nodes()
-        for plane in planes:
-            plane.wait_ready()
+        if options.controllers:
+            for plane in planes:
+                plane.wait_ready()
         if options.hosted_control_planes:
             self._prepare_hosted_control_planes()
         self._publish_kubeconfigs()
@@ -322,6 +331,13 @@ class Environment:
         plane.wait_ready()
         return plane
 
+    def remove_downstream(self, plane: ControlPlane) -> None:
+        """Stop a cluster add_downstream() started, controllers before their apiserver; its
+        objects stay in etcd, which nothing reads again."""
+        stop_all(plane.controllers)
+        stop_all(plane.apiserver)
+        self.downstreams.remove(plane)
+
     def crash_operator(self) -> None:
         """KILL the operator, with no chance to finish what it is doing, and start it again,
         as a crash and its Deployment's restart would."""
@@ -335,7 +351,15 @@ class Environment:
 
     def add_apiserver_replica(self) -> str:
         """Start one more API server replica on a free port and return its URL."""
-        return self._start_apiserver(free_port())
+        url = self._start_apiserver(free_port())
+        self._replicas[url] = self.corral[-1]
+        return url
+
+    def remove_apiserver_replica(self, url: str) -> None:
+        """Stop a replica add_apiserver_replica() started, by the URL it returned."""
+        replica = self._replicas.pop(url)
+        replica.stop()
+        self.corral.remove(replica)
 
     def _start_apiserver(self, port: int) -> str:
         replicas = sum(p.name.startswith("apiserver") for p in self.corral)

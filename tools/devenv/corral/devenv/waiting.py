@@ -24,8 +24,10 @@ def wait_for(
 ) -> T:
     """Call `probe` until it returns something truthy, and return that.
 
-    Exceptions from the probe count as "not yet". If a watched process exits meanwhile, its log
-    tail is raised at once rather than after the timeout.
+    Exceptions from the probe count as "not yet" (a server not listening, a 404 before a
+    create lands), except an AssertionError: a probe asserts what must hold while it waits, so a
+    failed assertion is the test's failure and is raised at once rather than after the timeout.
+    If a watched process exits meanwhile, its log tail is raised at once too.
     """
     deadline = time.monotonic() + timeout
     watched = list(watch)
@@ -35,6 +37,8 @@ def wait_for(
             process.check()
         try:
             result = probe()
+        except AssertionError:
+            raise
         except Exception as exc:  # noqa: BLE001 - any failure of a probe means "not ready yet"
             last_error, result = exc, None
         if result:

@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corral.devenv.environment import Options
+
+
+def test_a_plane_without_controllers_takes_no_nodes(tmp_path: Path) -> None:
+    for nodes in ({"real_nodes": 1, "downstream_clusters": 0}, {"downstream_clusters": 1}):
+        with pytest.raises(ValueError, match="nodes need the controllers"):
+            Options(tmp_path, tmp_path / "devkube", tmp_path, controllers=False, **nodes)
+    Options(tmp_path, tmp_path / "devkube", tmp_path, downstream_clusters=0, controllers=False)
