@@ -22,12 +22,17 @@ from corral.apiserver.http.objects import name_of, shown_status
 from corral.apiserver.http.schemas import Field, Schema
 from corral.apiserver.resources.family import Ask
 from corral.apiserver.routes import (
+    cloudcredentials,
     clusterroletemplatebindings,
     clusters,
     globalrolebindings,
+    nodedrivers,
     nodes,
+    nodetemplates,
     projectroletemplatebindings,
     projects,
+    tokens,
+    users,
 )
 from corral.core.auth.tokens import TokenRecord
 from corral.core.kube.informer import Obj
@@ -275,6 +280,27 @@ SAMPLES = [
     (clusterroletemplatebindings, clusterroletemplatebindings.binding_id, BINDING),
     (projectroletemplatebindings, projectroletemplatebindings.binding_id, BINDING),
     (globalrolebindings, name_of, BINDING),
+    (users, name_of, {
+        "metadata": {"name": "u-1", **STAMP},
+        "spec": {"username": "one", "displayName": "One", "enabled": True},
+    }),
+    (tokens, lambda shown: shown.record.name, tokens.Shown(TokenRecord.from_object({
+        "metadata": {"name": "token-1", **STAMP},
+        "spec": {"userId": "u-1", "ttlMillis": 60000, "clusterName": "c-1"},
+    }))),
+    (nodedrivers, name_of, {
+        "metadata": {"name": "kwok", **STAMP},
+        "spec": {"url": "https://drivers/kwok", "active": True, "builtin": True},
+        "status": {"conditions": CONDITIONS},
+    }),
+    (nodetemplates, name_of, {
+        "metadata": {"name": "nt-1", "annotations": {"field.svc.io/creatorId": "u-1"}, **STAMP},
+        "spec": {"driver": "kwok", "config": {"cpu": "2"}, "cloudCredentialName": "cc-1"},
+    }),
+    (cloudcredentials, name_of, {
+        "metadata": {"name": "cc-1", "deletionTimestamp": "2026-11-22T11:00:00Z", **STAMP},
+        "spec": {"driver": "kwok", "fields": ["token"], "displayName": "key"},
+    }),
 ]  # fmt: skip
 
 

@@ -8,7 +8,7 @@ the calls into its services. Actions and sub-resources stay routes of the family
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -60,11 +60,18 @@ class Family(Generic[T]):
     detail: Callable[[Ask, T], dict[str, Any]] | None = None
     links: Callable[[Ask, T], dict[str, str]] | None = None
     actions: Callable[[Ask, T], Iterable[str]] | None = None
+    # Which of the schema's resource methods this caller may use on this object: the links of
+    # the others (`update` for PUT, `remove` for DELETE) are left out. All of them when None.
+    methods: Callable[[Ask, T], Collection[str]] | None = None
     may_create: Callable[[Ask], bool] = lambda ask: True
     # Refuse (403) what the caller may not do before their body is even read, as a check
     # inside `create` or `update` could only after.
     before_create: Callable[[Ask], None] | None = None
     before_update: Callable[[Ask, T], None] | None = None
+    # The body as sent to `create` and `update`, for families whose fields are named by what
+    # the body says (a driver's `<driver>Config`), which no schema lists; the schema's
+    # changeable fields otherwise.
+    raw_body: bool = False
     create: Callable[[Ask, dict[str, Any]], Awaitable[T]] | None = None
     update: Callable[[Ask, T, dict[str, Any]], Awaitable[T]] | None = None
     delete: Callable[[Ask, T], Awaitable[None]] | None = None
@@ -72,7 +79,10 @@ class Family(Generic[T]):
     # `/v3/<plural>` otherwise.
     collection: str = ""
     noun: str = ""  # what a 404 calls one resource; the schema's id by default
+    # The whole 404 message, for a family whose answer must not echo the id it was asked.
+    missing: str = ""
     body_limit: int = DEFAULT_LIMIT
+    update_limit: int | None = None  # a PUT's body limit when it is not `body_limit`
     default_sort: str = "id"
     newest_first: bool = False
 
@@ -81,7 +91,7 @@ class Family(Generic[T]):
         return self.collection or v3(self.schema.plural)
 
     def not_found(self, resource_id: str) -> str:
-        return f"{self.noun or self.schema.id} {resource_id} not found"
+        return self.missing or f"{self.noun or self.schema.id} {resource_id} not found"
 
     def all_fields(self, ask: Ask, obj: T) -> dict[str, Any]:
         shown = self.fields(ask, obj)
@@ -95,13 +105,19 @@ class Family(Generic[T]):
         body = self.all_fields(ask, obj)
         if self.detail is not None:
             body |= self.detail(ask, obj)
-        return envelope.resource(
+        rendered = envelope.resource(
             ask.base,
             self.schema,
             body,
             actions=self.actions(ask, obj) if self.actions else (),
             links=self.links(ask, obj) if self.links else None,
         )
+        if self.methods is not None:
+            allowed = self.methods(ask, obj)
+            for method, link in (("PUT", "update"), ("DELETE", "remove")):
+                if method not in allowed:
+                    rendered["links"].pop(link, None)
+        return rendered
 
     def page(self, ask: Ask, path: str) -> dict[str, Any]:
         """The collection for this caller: filtered, sorted and paged by the query."""

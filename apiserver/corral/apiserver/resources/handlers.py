@@ -6,6 +6,7 @@ family, and answers with its rendering (201 for a creation, 204 for a removal).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -14,6 +15,8 @@ from corral.apiserver.deps import caller, deps
 from corral.apiserver.http.body import read_json
 from corral.apiserver.resources.family import Ask, Family
 from corral.core import errors
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def ask(request: web.Request) -> Ask:
@@ -31,11 +34,18 @@ def found(family: Family[Any], request: web.Request) -> tuple[Ask, Any]:
     return asked, obj
 
 
-def routes(family: Family[Any]) -> web.RouteTableDef:
-    """The routes of the methods the family's schema declares."""
+def routes(
+    family: Family[Any], collection_actions: Mapping[str, Handler] | None = None
+) -> web.RouteTableDef:
+    """The routes of the methods the family's schema declares. A POST on the collection with
+    `?action=` goes to the family's handler of that collection action (422 for another name),
+    as it shares the create's route."""
     table = web.RouteTableDef()
     collection, item = family.collection_route, family.collection_route + "/{id}"
     schema = family.schema
+
+    def given(body: dict[str, Any], creating: bool) -> dict[str, Any]:
+        return body if family.raw_body else schema.writable(body, creating)
 
     if "GET" in schema.collection_methods:
 
@@ -54,12 +64,17 @@ def routes(family: Family[Any]) -> web.RouteTableDef:
         create = family.create
 
         @table.post(collection)
-        async def create_one(request: web.Request) -> web.Response:
+        async def create_one(request: web.Request) -> web.StreamResponse:
+            name = request.query.get("action")
+            if collection_actions is not None and name is not None:
+                if name not in collection_actions:
+                    raise errors.Invalid(f"Invalid action: {name}", code="InvalidAction")
+                return await collection_actions[name](request)
             asked = ask(request)
             if family.before_create is not None:
                 family.before_create(asked)
             body = await read_json(request, family.body_limit)
-            obj = await create(asked, schema.writable(body, creating=True))
+            obj = await create(asked, given(body, creating=True))
             return web.json_response(family.render(asked, obj), status=201)
 
     if family.update is not None:
@@ -70,8 +85,8 @@ def routes(family: Family[Any]) -> web.RouteTableDef:
             asked, obj = found(family, request)
             if family.before_update is not None:
                 family.before_update(asked, obj)
-            body = await read_json(request, family.body_limit)
-            changed = await update(asked, obj, schema.writable(body, creating=False))
+            body = await read_json(request, family.update_limit or family.body_limit)
+            changed = await update(asked, obj, given(body, creating=False))
             return web.json_response(family.render(asked, changed))
 
     if family.delete is not None:

@@ -8,7 +8,7 @@ OpenID Connect provider.
 2. The provider sends the browser back to `GET /v3-public/oidcProviders/oidc/callback`,
    which checks `state` against the cookie, exchanges the code with the verifier, validates
    the ID token (JWKS signature, issuer, audience, expiry, nonce), finds or makes the user,
-   and answers exactly as a local login does (`services.sessions`).
+   and answers exactly as a local login does (`auth.sessions`).
 
 The redirect URI to register with the provider is `<CORRAL_EXTERNAL_URL>` plus the callback
 path: never derived from the request's Host.
@@ -23,10 +23,11 @@ from typing import Any
 
 from aiohttp import web
 
+from corral.apiserver.auth import sessions
 from corral.apiserver.auth.throttle import throttled
-from corral.apiserver.deps import DEPS
+from corral.apiserver.deps import deps
 from corral.apiserver.http.errors import ApiError
-from corral.apiserver.services import sessions, signin, tokens
+from corral.apiserver.services import signin, tokens
 from corral.core import errors
 from corral.core.auth import id_tokens, loginstate, principals
 from corral.core.auth.oidc_config import CALLBACK_PATH, LOGIN_PATH, OidcConfig
@@ -43,11 +44,11 @@ _ERROR_CODE = re.compile(r"[\x20-\x21\x23-\x5b\x5d-\x7e]{1,64}")
 
 
 def _providers(request: web.Request) -> list[dict[str, Any]]:
-    base = request.app[DEPS].external_url
+    base = deps(request).external_url
     local = f"{base}/v3-public/localProviders/local"
     found = [{"id": "local", "type": "localProvider", "baseType": "authProvider",
               "links": {"self": local}, "actions": {"login": f"{local}?action=login"}}]  # fmt: skip
-    config = OidcConfig.from_object(request.app[DEPS].stores.authconfigs.get(principals.OIDC))
+    config = OidcConfig.from_object(deps(request).stores.authconfigs.get(principals.OIDC))
     if config.enabled:
         found.append({
             "id": "oidc", "type": "oidcProvider", "baseType": "authProvider",
@@ -62,7 +63,7 @@ async def list_providers(request: web.Request) -> web.Response:
     data = _providers(request)
     return web.json_response({
         "type": "collection", "resourceType": "authProvider", "data": data,
-        "links": {"self": request.app[DEPS].external_url + request.path}, "actions": {},
+        "links": {"self": deps(request).external_url + request.path}, "actions": {},
         "pagination": {"limit": len(data), "total": len(data)},
     })  # fmt: skip
 
@@ -80,12 +81,13 @@ async def begin(request: web.Request) -> web.Response:
     response_type = request.query.get("responseType", "cookie")
     if response_type not in loginstate.RESPONSE_TYPES:
         raise errors.invalid("responseType", "responseType must be cookie or json")
-    provider = await signin.enabled_provider(request)
+    held = deps(request)
+    provider = await signin.enabled_provider(held)
     try:
         url, login = await provider.begin(_callback(request), response_type)
     except ProviderError as exc:
         raise _unavailable(exc) from None
-    key = await request.app[DEPS].login_state_key.get(request.app[DEPS].kube)
+    key = await held.login_state_key.get(held.kube)
     response = web.Response(status=302, headers={"Location": url})
     response.set_cookie(STATE_COOKIE, loginstate.seal(key, login), path=STATE_COOKIE_PATH,
                         max_age=loginstate.MAX_AGE_SECONDS, httponly=True,
@@ -95,11 +97,12 @@ async def begin(request: web.Request) -> web.Response:
 
 @routes.get("/v3-public/{plural:(?i:oidcproviders)}/oidc/callback")
 async def finish(request: web.Request) -> web.Response:
-    provider = await signin.enabled_provider(request)
-    sealed, keys = request.cookies.get(STATE_COOKIE, ""), request.app[DEPS].login_state_key
-    login = loginstate.unseal(await keys.get(request.app[DEPS].kube), sealed)
+    held = deps(request)
+    provider = await signin.enabled_provider(held)
+    sealed, keys = request.cookies.get(STATE_COOKIE, ""), held.login_state_key
+    login = loginstate.unseal(await keys.get(held.kube), sealed)
     if login is None and sealed:
-        login = loginstate.unseal(await keys.get(request.app[DEPS].kube, reread=True), sealed)
+        login = loginstate.unseal(await keys.get(held.kube, reread=True), sealed)
     state = request.query.get("state", "")
     if login is None or not state or state != login.state:
         raise _refused("the sign-in's state is missing, expired or not this browser's")
@@ -111,7 +114,7 @@ async def finish(request: web.Request) -> web.Response:
         raise _refused("the provider sent no authorization code")
     # Each code is sent on to the provider: refused ones are counted as failed logins are,
     # per sign-in and per address, so a replayed state cannot make corral hammer it.
-    throttle, address, attempt = request.app[DEPS].throttle, request.remote or "", f"oidc:{state}"
+    throttle, address, attempt = held.throttle, request.remote or "", f"oidc:{state}"
     if wait := throttle.reserve(attempt, address, time.monotonic()):
         raise throttled(wait)
     try:
@@ -123,17 +126,17 @@ async def finish(request: web.Request) -> web.Response:
         throttle.release(attempt, address)
         raise _unavailable(exc) from None
     throttle.succeeded(attempt, address)
-    user = await signin.user_for(request, identity)
+    user = await signin.user_for(held, identity)
     principal = principals.user_principal(principals.OIDC, identity.subject)
-    issued = await tokens.issue_session(request, user["metadata"]["name"], "oidc sign-in",
+    issued = await tokens.issue_session(held, user["metadata"]["name"], "oidc sign-in",
                                         principals.OIDC, principal)  # fmt: skip
-    response = sessions.respond(request, issued, login.response_type)
+    response = sessions.signed_in(request, issued.obj, issued.value, login.response_type)
     response.del_cookie(STATE_COOKIE, path=STATE_COOKIE_PATH)  # one sign-in per state
     return response
 
 
 def _callback(request: web.Request) -> str:
-    return request.app[DEPS].external_url + CALLBACK_PATH
+    return deps(request).external_url + CALLBACK_PATH
 
 
 def _refused(reason: str) -> ApiError:

@@ -14,7 +14,7 @@ from aiohttp import web
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
-from corral.apiserver.auth.authn import Principal, principal
+from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import require_admin
 from corral.apiserver.deps import DEPS, access, base_url, caller, deps
 from corral.apiserver.http import envelope
@@ -517,13 +517,12 @@ async def delete_cluster(request: web.Request) -> web.Response:
 
 @routes.post(v3("clusters", "/{id}"))
 async def cluster_action(request: web.Request) -> web.Response:
-    who = principal(request)
     obj = visible_cluster(deps(request), caller(request), request.match_info["id"])
     name = action(request, set(ACTIONS))
     if name is None:
         raise ApiError(405, "MethodNotAllowed", "POST on a cluster needs ?action=<name>")
     if name == "generateKubeconfig":
-        return await generate_kubeconfig(request, who, obj)
+        return await generate_kubeconfig(request, obj)
     owned_cluster(deps(request), caller(request), obj["metadata"]["name"], name)
     if name == "backupEtcd":
         return await etcdbackups.backup(request, obj)
@@ -541,7 +540,7 @@ async def cluster_action(request: web.Request) -> web.Response:
     )
 
 
-async def generate_kubeconfig(request: web.Request, who: Principal, obj: Obj) -> web.Response:
+async def generate_kubeconfig(request: web.Request, obj: Obj) -> web.Response:
     """A kubeconfig for kubectl through corral's proxy, with a kubeconfig token for this user
     and cluster; generating again replaces the token. `ttl` (ms, alias `ttlMillis`) chooses
     its lifetime, `kubeconfig-default-token-ttl-minutes` when not given."""
@@ -549,7 +548,7 @@ async def generate_kubeconfig(request: web.Request, who: Principal, obj: Obj) ->
     given = body.get("ttlMillis", body.get("ttl"))
     cluster_id = obj["metadata"]["name"]
     issued = await tokens.issue_kubeconfig_token(
-        request, who, cluster_id, None if given is None else ttl.requested(given)
+        deps(request), caller(request), cluster_id, None if given is None else ttl.requested(given)
     )
     config = kubeconfig.build(
         cluster_id,

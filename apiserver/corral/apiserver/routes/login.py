@@ -6,11 +6,12 @@ import time
 
 from aiohttp import web
 
+from corral.apiserver.auth import sessions
 from corral.apiserver.auth.throttle import throttled
-from corral.apiserver.deps import DEPS
+from corral.apiserver.deps import deps
 from corral.apiserver.http.body import AUTH_LIMIT, description_text, read_json
 from corral.apiserver.http.errors import ApiError
-from corral.apiserver.services import sessions, tokens
+from corral.apiserver.services import tokens
 from corral.core import errors
 from corral.core.kube import password_secrets
 
@@ -35,7 +36,8 @@ async def login(request: web.Request) -> web.Response:
         raise errors.invalid("responseType", "responseType must be json or cookie")
     description = description_text(body)
 
-    stores = request.app[DEPS].stores
+    held = deps(request)
+    stores = held.stores
     user = stores.user_by_username(username)
     user_id = user["metadata"]["name"] if user else None
     if not await verify(request, username, user_id, password):
@@ -44,18 +46,19 @@ async def login(request: web.Request) -> web.Response:
     if stores.user_active(user_id) is not True:
         raise errors.forbidden("user is disabled")
 
-    issued = await tokens.issue_session(request, user_id, description)
-    return sessions.respond(request, issued, response_type)
+    issued = await tokens.issue_session(held, user_id, description)
+    return sessions.signed_in(request, issued.obj, issued.value, response_type)
 
 
 async def verify(request: web.Request, username: str, user_id: str | None, password: str) -> bool:
     """Checks the password under the throttle: the attempt is counted before the awaited hash,
     so concurrent attempts cannot all pass the check while the count still reads zero."""
-    throttle, address = request.app[DEPS].throttle, request.remote or ""
+    held, address = deps(request), request.remote or ""
+    throttle = held.throttle
     if wait := throttle.reserve(username, address, time.monotonic()):
         raise throttled(wait)
     try:
-        verified = await password_secrets.verify(request.app[DEPS].kube, user_id, password)
+        verified = await password_secrets.verify(held.kube, user_id, password)
     except Exception:
         throttle.release(username, address)
         raise

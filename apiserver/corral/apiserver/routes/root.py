@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from corral.apiserver.deps import DEPS, base_url
+from corral.apiserver.deps import base_url, deps
 
 API_VERSION = {"group": "management.svc.io", "path": "/v3", "version": "v3"}
 
@@ -16,7 +16,7 @@ routes = web.RouteTableDef()
 async def api_root(request: web.Request) -> web.Response:
     base = f"{base_url(request)}/v3"
     links = {"root": base, "self": base, "schemas": f"{base}/schemas"}
-    for schema in request.app[DEPS].schemas.collections():
+    for schema in deps(request).schemas.collections():
         links[schema.plural] = f"{base}/{schema.plural.lower()}"
     body = {"type": "apiRoot", "baseType": "apiRoot", "apiVersion": API_VERSION, "links": links}
     return web.json_response(body, headers={"X-Api-Schemas": f"{base}/schemas"})

@@ -6,7 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.deps import DEPS, base_url
+from corral.apiserver.deps import base_url, deps
 from corral.apiserver.http import envelope
 from corral.apiserver.http.schemas import Field, Schema
 from corral.core import errors
@@ -31,7 +31,7 @@ async def list_schemas(request: web.Request) -> web.Response:
     body = envelope.collection(
         base,
         SCHEMA,
-        request.app[DEPS].schemas.all(),
+        deps(request).schemas.all(),
         lambda schema: schema.id,
         fields,
         lambda schema: schema.document(base),
@@ -44,7 +44,7 @@ async def list_schemas(request: web.Request) -> web.Response:
 
 @routes.get("/v3/schemas/{id}")
 async def get_schema(request: web.Request) -> web.Response:
-    schema = request.app[DEPS].schemas.get(request.match_info["id"])
+    schema = deps(request).schemas.get(request.match_info["id"])
     if schema is None:
         raise errors.not_found("no such schema")
     return web.json_response(schema.document(base_url(request)))

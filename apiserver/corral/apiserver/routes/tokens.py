@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import datetime
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.auth.authn import CSRF_COOKIE, SESSION_COOKIE, Principal, principal
-from corral.apiserver.deps import DEPS, base_url, caller, deps
-from corral.apiserver.http import envelope
-from corral.apiserver.http.body import AUTH_LIMIT, description_text, or_empty, read_json, referenced
+from corral.apiserver.auth import sessions
+from corral.apiserver.auth.authn import principal
+from corral.apiserver.deps import caller, deps
+from corral.apiserver.http.body import AUTH_LIMIT
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import v3
+from corral.apiserver.resources import handlers
+from corral.apiserver.resources.family import Ask, Family
 from corral.apiserver.services import tokens
-from corral.apiserver.services.visibility import visible_cluster
-from corral.core import errors, times
-from corral.core.auth import ttl
-from corral.core.auth.tokens import MSG_NOT_FOUND, TokenRecord, is_system_name
+from corral.core import times
+from corral.core.auth.tokens import MSG_NOT_FOUND, TokenRecord
 
 SCHEMA = Schema(
     id="token",
@@ -46,7 +47,13 @@ SCHEMA = Schema(
 
 CANNOT_DELETE_SESSION = "Cannot delete token for current session (use logout instead)"
 
-routes = web.RouteTableDef()
+
+@dataclass(frozen=True)
+class Shown:
+    """A token as a response shows it: its `<name>:<key>` only in the answer to its creation."""
+
+    record: TokenRecord
+    value: str = ""
 
 
 def fields(record: TokenRecord, current: str, now: datetime.datetime) -> dict[str, Any]:
@@ -71,121 +78,61 @@ def fields(record: TokenRecord, current: str, now: datetime.datetime) -> dict[st
     }
 
 
-def render(base: str, record: TokenRecord, current: str, now: datetime.datetime) -> dict[str, Any]:
-    return envelope.resource(base, SCHEMA, fields(record, current, now))
-
-
-def own_token(request: web.Request, who: Principal, name: str) -> TokenRecord:
-    """The caller's token by name; another user's token, and a system token (whoever holds
-    it, administrators included), are indistinguishable from none."""
-    obj = request.app[DEPS].stores.tokens.get(name)
-    if obj is None:
-        raise errors.not_found(MSG_NOT_FOUND)
-    record = TokenRecord.from_object(obj)
-    if record.user_id != who.user_id or record.is_system:
-        raise errors.not_found(MSG_NOT_FOUND)
-    return record
-
-
-@routes.get(v3("tokens|token"))
-async def list_tokens(request: web.Request) -> web.Response:
-    who, now = principal(request), datetime.datetime.now(datetime.UTC)
-    base = base_url(request)
-    current = who.token.name
-    records = [
-        record
-        for obj in request.app[DEPS].stores.tokens.by_index("user", who.user_id)
-        if not (record := TokenRecord.from_object(obj)).is_system
-    ]
-    body = envelope.collection(
-        base,
-        SCHEMA,
-        records,
-        lambda record: record.name,
-        lambda record: fields(record, current, now),
-        lambda record: render(base, record, current, now),
-        request.query,
-        request.path,
-        can_create=True,
-    )
-    return web.json_response(body)
-
-
-@routes.post(v3("tokens|token"))
-async def create_or_act(request: web.Request) -> web.StreamResponse:
-    action = request.query.get("action")
-    if action == "logout":
-        return await logout(request)
-    if action == "logoutAll":
-        return await logout_all(request)
-    if action is not None:
-        raise ApiError(422, "InvalidAction", f"Invalid action: {action}")
-    return await create_token(request)
-
-
-async def create_token(request: web.Request) -> web.Response:
-    who = principal(request)
-    body = SCHEMA.writable(await read_json(request, AUTH_LIMIT), creating=True)
-    requested = ttl.requested(body.get("ttlMillis", body.get("ttl", 0)))
-    description = description_text(body)
-    cluster = or_empty(body.get("clusterId"), "")
-    if not isinstance(cluster, str):
-        raise errors.invalid("clusterId", "clusterId must be a cluster id")
-    if cluster:
-        referenced(
-            lambda: visible_cluster(deps(request), caller(request), cluster), "clusterId", "cluster"
-        )
-    issued = await tokens.issue_api_token(request, who, requested, description, cluster)
+def shown_fields(ask: Ask, shown: Shown) -> dict[str, Any]:
     now = datetime.datetime.now(datetime.UTC)
-    rendered = render(base_url(request), TokenRecord.from_object(issued.obj), "", now)
-    return web.json_response({**rendered, "token": issued.value}, status=201)
+    return fields(shown.record, ask.who.principal.token.name, now)
 
 
-@routes.get(v3("tokens|token", "/{name}"))
-async def get_token(request: web.Request) -> web.Response:
-    who = principal(request)
-    record = own_token(request, who, request.match_info["name"])
-    now = datetime.datetime.now(datetime.UTC)
-    return web.json_response(render(base_url(request), record, who.token.name, now))
+def find(ask: Ask, name: str) -> Shown | None:
+    record = tokens.own(ask.deps, ask.who, name)
+    return None if record is None else Shown(record)
 
 
-@routes.delete(v3("tokens|token", "/{name}"))
-async def delete_token(request: web.Request) -> web.Response:
-    who = principal(request)
-    name = request.match_info["name"]
-    # By name, before any lookup: the names are fixed and documented, so the answer tells
-    # nobody whether one exists.
-    if is_system_name(name):
-        raise errors.forbidden(f"{name} is a system token: it cannot be deleted through the API")
-    record = own_token(request, who, name)
-    if record.name == who.token.name and record.is_session:
-        raise ApiError(400, "InvalidAction", CANNOT_DELETE_SESSION)
-    await tokens.revoke(request, record.name)
-    return web.Response(status=204)
+async def create(ask: Ask, body: dict[str, Any]) -> Shown:
+    issued = await tokens.create(ask.deps, ask.who, body)
+    return Shown(TokenRecord.from_object(issued.obj), issued.value)
 
 
-def clear_cookies(response: web.StreamResponse, secure: bool) -> None:
-    for cookie in (SESSION_COOKIE, CSRF_COOKIE):
-        response.set_cookie(cookie, "", max_age=0, path="/", secure=secure,
-                            httponly=cookie == SESSION_COOKIE, samesite="Lax")  # fmt: skip
+FAMILY = Family[Shown](
+    schema=SCHEMA,
+    listed=lambda ask: [Shown(record) for record in tokens.listed(ask.deps, ask.who)],
+    find=find,
+    fields=shown_fields,
+    ident=lambda shown: shown.record.name,
+    detail=lambda ask, shown: {"token": shown.value} if shown.value else {},
+    create=create,
+    collection=v3("tokens|token"),
+    missing=MSG_NOT_FOUND,
+    body_limit=AUTH_LIMIT,
+)
 
 
 async def logout(request: web.Request) -> web.Response:
     """Ends the session this request belongs to; an API token is not a session."""
-    who = principal(request)
-    if not who.token.is_session:
+    token = principal(request).token
+    if not token.is_session:
         message = "logout ends a session; delete an API token with DELETE instead"
         raise ApiError(400, "InvalidAction", message)
-    await tokens.revoke(request, who.token.name)
-    response = web.Response(status=200)
-    clear_cookies(response, request.secure)
-    return response
+    await tokens.revoke(deps(request), token.name)
+    return sessions.signed_out(request)
 
 
 async def logout_all(request: web.Request) -> web.Response:
     """Deletes every token of the caller, this one included (system tokens excepted)."""
-    who = principal(request)
-    await tokens.revoke_all(request, who.user_id)
-    response = web.Response(status=200)
-    clear_cookies(response, request.secure)
-    return response
+    await tokens.revoke_all(deps(request), caller(request))
+    return sessions.signed_out(request)
+
+
+routes = handlers.routes(FAMILY, {"logout": logout, "logoutAll": logout_all})
+
+
+@routes.delete(v3("tokens|token", "/{id}"))
+async def delete_token(request: web.Request) -> web.Response:
+    """A system token is refused (403) before any lookup, by its documented name; the token
+    of this session only by logout (400)."""
+    tokens.refuse_system(request.match_info["id"])
+    asked, shown = handlers.found(FAMILY, request)
+    if shown.record.name == asked.who.principal.token.name and shown.record.is_session:
+        raise ApiError(400, "InvalidAction", CANNOT_DELETE_SESSION)
+    await tokens.revoke(asked.deps, shown.record.name)
+    return web.Response(status=204)

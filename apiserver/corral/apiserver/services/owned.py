@@ -1,32 +1,35 @@
 """What node templates and cloud credentials share through `/v3`: they belong to their
 creator (`corral.core.auth.ownership`), who alone sees them besides administrators (another
-user's are 404, whether they exist or not), and they are checked against the schema their
-driver declared."""
+user's are 404, whether they exist or not), they are checked against the schema their driver
+declared, and they are made, changed and removed alike."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from lightkube.models.meta_v1 import OwnerReference
+from lightkube.generic_resource import GenericGlobalResource
+from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
+from lightkube.types import PatchType
 
 from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
-from corral.apiserver.http.body import description_text, name_text, referenced
+from corral.apiserver.http.body import description_text, name_text
+from corral.apiserver.http.objects import name_of, object_stamp
 from corral.core import errors, settings
-from corral.core.api import names
+from corral.core.api import ids, names
 from corral.core.auth import ownership
 from corral.core.drivers import status as driver_status
+from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Informer, Obj
 from corral.core.provisioning import s3
 
 MAX_DISPLAY_NAME = 256
 
 
-def visible(who: Caller, cache: Informer, obj_id: str, what: str) -> Obj:
+def find(who: Caller, cache: Informer, obj_id: str) -> Obj | None:
+    """The object, when it exists and the caller may see it."""
     obj = cache.get(obj_id)
-    if obj is None or not ownership.sees(obj, who.user_id, who.is_admin):
-        raise errors.not_found(f"{what} {obj_id} not found")
-    return obj
+    return obj if obj is not None and ownership.sees(obj, who.user_id, who.is_admin) else None
 
 
 def listed(who: Caller, cache: Informer) -> list[Obj]:
@@ -39,10 +42,9 @@ def usable_template(deps: Deps, who: Caller, name: Any, field: str = "nodeTempla
     """
     if not isinstance(name, str) or not name:
         raise errors.missing(field)
-    template = referenced(
-        lambda: visible(who, deps.stores.nodetemplates, name, "nodeTemplate"),
-        field, f"node template {name}",
-    )  # fmt: skip
+    template = find(who, deps.stores.nodetemplates, name)
+    if template is None:
+        raise errors.invalid(field, f"node template {name} not found", "InvalidReference")
     driver = (template.get("spec") or {}).get("driver", "")
     found_driver = deps.stores.nodedrivers.get(driver)
     if found_driver is None or not driver_status.usable(found_driver):
@@ -114,3 +116,49 @@ def described(body: dict[str, Any]) -> dict[str, str]:
     if "description" in body:
         spec["description"] = description_text(body)
     return spec
+
+
+def fields(obj: Obj) -> dict[str, Any]:
+    """What every owned object shows: its id, display name, description, driver, creator,
+    state (nothing is asked of the operator but its removal) and stamp."""
+    spec = obj.get("spec") or {}
+    return {
+        "id": name_of(obj),
+        "name": spec.get("displayName", ""),
+        "description": spec.get("description", ""),
+        "driver": spec.get("driver", ""),
+        "creatorId": ownership.owner_of(obj),
+        "state": "removing" if obj["metadata"].get("deletionTimestamp") else "active",
+        **object_stamp(obj),
+    }
+
+
+def check_type(body: dict[str, Any], type_id: str) -> None:
+    if body.get("type", type_id) != type_id:
+        raise errors.invalid("type", f"type must be {type_id}")
+
+
+async def create(
+    deps: Deps, who: Caller, kind: type[GenericGlobalResource], prefix: str, spec: dict[str, Any]
+) -> Obj:
+    """A new object of the caller's, named `<prefix>-<random>`; not yet in the cache."""
+    metadata = ObjectMeta(name=ids.generate(prefix), **ownership_metadata(deps, who))
+    return as_dict(await deps.kube.create(kind(metadata=metadata, spec=spec)))
+
+
+async def change(
+    deps: Deps, kind: type[GenericGlobalResource], cache: Informer, obj: Obj, spec: dict[str, Any]
+) -> Obj:
+    """The spec fields given, each replaced whole (`add` replaces a member that is there: a
+    config is replaced, not merged)."""
+    if not spec:
+        return obj
+    patch = [{"op": "add", "path": f"/spec/{k}", "value": v} for k, v in spec.items()]
+    patched = as_dict(await deps.kube.patch(kind, name_of(obj), patch, patch_type=PatchType.JSON))
+    cache.put(patched)
+    return patched
+
+
+async def remove(deps: Deps, kind: type[GenericGlobalResource], cache: Informer, obj: Obj) -> None:
+    await delete_if_present(deps.kube, kind, name_of(obj))
+    cache.forget(name_of(obj))

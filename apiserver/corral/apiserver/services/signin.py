@@ -13,11 +13,10 @@ from __future__ import annotations
 import datetime
 import logging
 
-from aiohttp import web
 from lightkube import ApiError as KubeApiError
 from lightkube.models.meta_v1 import ObjectMeta
 
-from corral.apiserver.deps import DEPS
+from corral.apiserver.deps import Deps
 from corral.core import errors
 from corral.core.api import ids, names
 from corral.core.auth import principals
@@ -30,26 +29,26 @@ from corral.core.oidc.provider import Identity, Provider
 log = logging.getLogger(__name__)
 
 
-async def enabled_provider(request: web.Request) -> Provider:
+async def enabled_provider(deps: Deps) -> Provider:
     """The provider, when an administrator enabled it; 404 otherwise, as for a provider that
     does not exist."""
-    config = OidcConfig.from_object(request.app[DEPS].stores.authconfigs.get(principals.OIDC))
+    config = OidcConfig.from_object(deps.stores.authconfigs.get(principals.OIDC))
     if not config.enabled:
         raise errors.not_found("authProvider oidc not found")
-    secret = await oidc_secrets.read_client_secret(request.app[DEPS].kube)
+    secret = await oidc_secrets.read_client_secret(deps.kube)
     if secret is None:
         raise errors.Unavailable(
             "the oidc provider has no client secret", code="ProviderUnavailable"
         )
-    return request.app[DEPS].providers.get(config, secret)
+    return deps.providers.get(config, secret)
 
 
-async def user_for(request: web.Request, identity: Identity) -> Obj:
+async def user_for(deps: Deps, identity: Identity) -> Obj:
     """The user the identity is, made at their first sign-in; refreshed groups and refresh
     token recorded. 403 for a disabled user, as local sign-in answers."""
-    kube, stores = request.app[DEPS].kube, request.app[DEPS].stores
+    kube, stores = deps.kube, deps.stores
     principal = principals.user_principal(principals.OIDC, identity.subject)
-    user = stores.user_by_principal(principal) or await _make_user(request, principal, identity)
+    user = stores.user_by_principal(principal) or await _make_user(deps, principal, identity)
     user_id, uid = user["metadata"]["name"], user["metadata"]["uid"]
     active = stores.user_active(user_id)
     if active is None:
@@ -67,8 +66,8 @@ async def user_for(request: web.Request, identity: Identity) -> Obj:
     return user
 
 
-async def _make_user(request: web.Request, principal: str, identity: Identity) -> Obj:
-    kube, stores = request.app[DEPS].kube, request.app[DEPS].stores
+async def _make_user(deps: Deps, principal: str, identity: Identity) -> Obj:
+    kube, stores = deps.kube, deps.stores
     user_id = ids.derived("u", principal, length=10)
     user = kinds.User(
         metadata=ObjectMeta(name=user_id, labels={names.LABEL_AUTH_PROVIDER: principals.OIDC}),

@@ -1,4 +1,5 @@
-"""Issuing tokens (login sessions, derived API tokens, kubeconfig tokens) and revoking them.
+"""Issuing tokens (login sessions, derived API tokens, kubeconfig tokens), a user's own tokens
+through `/v3/tokens`, and revoking them.
 
 Lifetimes come from the settings and are clamped to `auth-token-max-ttl-minutes`; whether the
 key is stored hashed, from the `TokenHashing` feature.
@@ -9,15 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import web
 from lightkube import ApiError as KubeApiError
 from lightkube.models.meta_v1 import ObjectMeta
 
-from corral.apiserver.auth.authn import Principal
-from corral.apiserver.deps import DEPS
+from corral.apiserver.auth.authz import Caller
+from corral.apiserver.deps import Deps
+from corral.apiserver.http.body import description_text, or_empty, referenced
+from corral.apiserver.services.visibility import visible_cluster
+from corral.core import errors
 from corral.core.api import ids, names
 from corral.core.auth import hashing, ttl
-from corral.core.auth.tokens import TokenRecord, kubeconfig_token_name
+from corral.core.auth.tokens import TokenRecord, is_system_name, kubeconfig_token_name
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
@@ -44,9 +47,47 @@ class Issued:
     value: str  # `<name>:<key>`: shown once, never stored
 
 
-async def issue(request: web.Request, new: NewToken) -> Issued:
-    kube, stores = request.app[DEPS].kube, request.app[DEPS].stores
-    hashed = request.app[DEPS].features["TokenHashing"]
+def listed(deps: Deps, who: Caller) -> list[TokenRecord]:
+    """The caller's tokens but system tokens, which no user manages through the API."""
+    return [
+        record
+        for obj in deps.stores.tokens.by_index("user", who.user_id)
+        if not (record := TokenRecord.from_object(obj)).is_system
+    ]
+
+
+def own(deps: Deps, who: Caller, name: str) -> TokenRecord | None:
+    """The caller's token by name; another user's token, and a system token (whoever holds
+    it, administrators included), are indistinguishable from none."""
+    obj = deps.stores.tokens.get(name)
+    if obj is None:
+        return None
+    record = TokenRecord.from_object(obj)
+    return None if record.user_id != who.user_id or record.is_system else record
+
+
+def refuse_system(name: str) -> None:
+    """By name, before any lookup: the names are fixed and documented, so the answer tells
+    nobody whether one exists."""
+    if is_system_name(name):
+        raise errors.forbidden(f"{name} is a system token: it cannot be deleted through the API")
+
+
+async def create(deps: Deps, who: Caller, body: dict[str, Any]) -> Issued:
+    """An API token the caller derives from theirs, from a `/v3/tokens` body."""
+    requested = ttl.requested(body.get("ttlMillis", body.get("ttl", 0)))
+    description = description_text(body)
+    cluster = or_empty(body.get("clusterId"), "")
+    if not isinstance(cluster, str):
+        raise errors.invalid("clusterId", "clusterId must be a cluster id")
+    if cluster:
+        referenced(lambda: visible_cluster(deps, who, cluster), "clusterId", "cluster")
+    return await issue_api_token(deps, who, requested, description, cluster)
+
+
+async def issue(deps: Deps, new: NewToken) -> Issued:
+    kube, stores = deps.kube, deps.stores
+    hashed = deps.features["TokenHashing"]
     key = hashing.new_key()
     stored = hashing.hash_key(key) if hashed else key
     user = stores.users.get(new.user_id) or {}
@@ -90,49 +131,48 @@ async def issue(request: web.Request, new: NewToken) -> Issued:
 
 
 async def issue_session(
-    request: web.Request,
+    deps: Deps,
     user_id: str,
     description: str,
     auth_provider: str = "local",
     principal: str = "",
 ) -> Issued:
     """A login session of `auth-user-session-ttl-minutes`, whichever provider signed in."""
-    stores = request.app[DEPS].stores
-    session_ttl = ttl.minutes_to_ms(stores.number("auth-user-session-ttl-minutes"))
+    session_ttl = ttl.minutes_to_ms(deps.stores.number("auth-user-session-ttl-minutes"))
     new = NewToken(
         user_id=user_id,
         kind=names.KIND_SESSION,
-        ttl_ms=ttl.clamp(session_ttl, _max_ttl(request)),
+        ttl_ms=ttl.clamp(session_ttl, _max_ttl(deps)),
         description=description,
         auth_provider=auth_provider,
         principal=principal,
     )
-    return await issue(request, new)
+    return await issue(deps, new)
 
 
 async def issue_api_token(
-    request: web.Request, who: Principal, ttl_ms: int, description: str, cluster: str
+    deps: Deps, who: Caller, ttl_ms: int, description: str, cluster: str
 ) -> Issued:
     """A token derived by the caller, scoped to `cluster` unless that is empty."""
     new = NewToken(
         user_id=who.user_id,
         kind="",
-        ttl_ms=ttl.clamp(ttl_ms, _max_ttl(request)),
+        ttl_ms=ttl.clamp(ttl_ms, _max_ttl(deps)),
         description=description,
         cluster_name=cluster,
-        auth_provider=who.token.auth_provider or "local",
+        auth_provider=who.principal.token.auth_provider or "local",
     )
-    return await issue(request, new)
+    return await issue(deps, new)
 
 
 async def issue_kubeconfig_token(
-    request: web.Request, who: Principal, cluster_id: str, ttl_ms: int | None
+    deps: Deps, who: Caller, cluster_id: str, ttl_ms: int | None
 ) -> Issued:
     """The caller's one kubeconfig token for the cluster, `kubeconfig-<username>.<cluster>`:
     issuing it again replaces it (the key of the old one is not kept, so it cannot be handed
     out again). `ttl_ms` None takes `kubeconfig-default-token-ttl-minutes`; either way the
     lifetime is clamped by `auth-token-max-ttl-minutes`."""
-    stores = request.app[DEPS].stores
+    stores = deps.stores
     username = (stores.users.get(who.user_id) or {}).get("spec", {}).get("username", "")
     token_name = kubeconfig_token_name(username, who.user_id, cluster_id)
     if ttl_ms is None:
@@ -140,17 +180,17 @@ async def issue_kubeconfig_token(
     new = NewToken(
         user_id=who.user_id,
         kind=names.KIND_KUBECONFIG,
-        ttl_ms=ttl.clamp(ttl_ms, _max_ttl(request)),
+        ttl_ms=ttl.clamp(ttl_ms, _max_ttl(deps)),
         description=f"kubeconfig for cluster {cluster_id}",
         cluster_name=cluster_id,
-        auth_provider=who.token.auth_provider or "local",
+        auth_provider=who.principal.token.auth_provider or "local",
         name=token_name,
         labels={names.LABEL_KUBECONFIG_ID: f"{who.user_id}.{cluster_id}"},
     )
     for _ in range(NAME_ATTEMPTS):
-        await revoke(request, token_name)
+        await revoke(deps, token_name)
         try:
-            return await issue(request, new)
+            return await issue(deps, new)
         except KubeApiError as exc:
             # Another generation for the same user and cluster made it in between: the
             # latest one wins, as it would had they come one after the other.
@@ -159,27 +199,26 @@ async def issue_kubeconfig_token(
     raise RuntimeError(f"could not replace the token {token_name}")
 
 
-async def revoke(request: web.Request, name: str) -> None:
+async def revoke(deps: Deps, name: str) -> None:
     """Deletes the token; this replica stops accepting it at once."""
-    await delete_if_present(request.app[DEPS].kube, kinds.Token, name)
-    request.app[DEPS].stores.tokens.forget(name)
-    request.app[DEPS].activity.forget(name)
+    await delete_if_present(deps.kube, kinds.Token, name)
+    deps.stores.tokens.forget(name)
+    deps.activity.forget(name)
 
 
-async def revoke_all(request: web.Request, user_id: str) -> None:
-    """Every token of the user but system tokens."""
-    for obj in request.app[DEPS].stores.tokens.by_index("user", user_id):
-        if not TokenRecord.from_object(obj).is_system:
-            await revoke(request, obj["metadata"]["name"])
+async def revoke_all(deps: Deps, who: Caller) -> None:
+    """Every token of the caller but system tokens."""
+    for record in listed(deps, who):
+        await revoke(deps, record.name)
 
 
-async def end_sessions(request: web.Request, user_id: str, keep: str) -> None:
+async def end_sessions(deps: Deps, user_id: str, keep: str) -> None:
     """A new password ends the user's other login sessions; API tokens stay valid."""
-    for obj in request.app[DEPS].stores.tokens.by_index("user", user_id):
+    for obj in deps.stores.tokens.by_index("user", user_id):
         record = TokenRecord.from_object(obj)
         if record.is_session and record.name != keep:
-            await revoke(request, record.name)
+            await revoke(deps, record.name)
 
 
-def _max_ttl(request: web.Request) -> int:
-    return ttl.minutes_to_ms(request.app[DEPS].stores.number("auth-token-max-ttl-minutes"))
+def _max_ttl(deps: Deps) -> int:
+    return ttl.minutes_to_ms(deps.stores.number("auth-token-max-ttl-minutes"))

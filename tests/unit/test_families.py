@@ -1,0 +1,156 @@
+"""The generic handlers serve what a family declares: collection actions beside the create,
+the family's own 404 message, the body as sent or filtered by the schema, a PUT's own body
+limit, and links only for the methods the caller may use."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from corral.apiserver.auth.access import Access
+from corral.apiserver.auth.authn import PRINCIPAL, Principal
+from corral.apiserver.http.errors import error_middleware
+from corral.apiserver.http.schemas import Field, Schema
+from corral.apiserver.resources import handlers
+from corral.apiserver.resources.family import Ask, Family
+from corral.core.auth.tokens import TokenRecord
+from tests.unit.held import holding
+
+BASE = "https://corral.example.com"
+SCHEMA = Schema(
+    id="thing",
+    plural="things",
+    fields={"color": Field("string", create=True, update=True)},
+    resource_methods=("GET", "PUT", "DELETE"),
+    collection_methods=("GET", "POST"),
+)
+
+TOKEN = TokenRecord.from_object({
+    "metadata": {"name": "token-1", "creationTimestamp": "2026-11-22T10:00:00Z"},
+    "spec": {"userId": "u-1"},
+})  # fmt: skip
+
+
+class Memo:
+    """Access as the middleware would find it: this test's caller reaches nothing."""
+
+    def get(self, user_id: str, is_admin: bool, stores: object) -> Access:
+        return Access(user_id, is_admin, {}, {})
+
+
+def family(**overrides: Any) -> tuple[Family[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """A family over a dict; what create and update were given is kept under `given`."""
+    things: dict[str, dict[str, Any]] = {"t-1": {"id": "t-1", "color": "red"}}
+
+    async def create(ask: Ask, body: dict[str, Any]) -> dict[str, Any]:
+        things["t-2"] = {"id": "t-2", "color": body.get("color", ""), "given": body}
+        return things["t-2"]
+
+    async def update(ask: Ask, obj: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        obj.update(given=body)
+        return obj
+
+    declared: dict[str, Any] = {
+        "schema": SCHEMA,
+        "listed": lambda ask: things.values(),
+        "find": lambda ask, thing_id: things.get(thing_id),
+        "fields": lambda ask, obj: {"id": obj["id"], "color": obj["color"]},
+        "ident": lambda obj: obj["id"],
+        "create": create,
+        "update": update,
+    }
+    return Family[dict[str, Any]](**(declared | overrides)), things
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Any]:
+    clients: list[TestClient[web.Request, web.Application]] = []
+
+    async def start(routes: web.RouteTableDef) -> TestClient[web.Request, web.Application]:
+        @web.middleware
+        async def as_user(request: web.Request, handler: handlers.Handler) -> web.StreamResponse:
+            request[PRINCIPAL] = Principal("u-1", TOKEN, False, False)
+            return await handler(request)
+
+        app = holding(web.Application(middlewares=[error_middleware, as_user]),
+                      external_url=BASE, access=Memo())  # fmt: skip
+        app.add_routes(routes)
+        client = TestClient(TestServer(app))
+        await client.start_server()
+        clients.append(client)
+        return client
+
+    yield start
+    for client in clients:
+        await client.close()
+
+
+async def test_a_collection_action_is_served_beside_the_create_and_another_is_refused(
+    serve: Any,
+) -> None:
+    async def wave(request: web.Request) -> web.Response:
+        return web.json_response({"waved": True})
+
+    declared, things = family()
+    client = await serve(handlers.routes(declared, {"wave": wave}))
+    assert await (await client.post("/v3/things?action=wave")).json() == {"waved": True}
+    refused = await client.post("/v3/things?action=jump", json={})
+    assert refused.status == 422
+    assert (await refused.json())["code"] == "InvalidAction"
+    assert (await client.post("/v3/things", json={"color": "blue"})).status == 201
+    assert things["t-2"]["color"] == "blue"
+
+
+async def test_without_collection_actions_an_action_query_does_not_stop_a_create(
+    serve: Any,
+) -> None:
+    declared, _ = family()
+    client = await serve(handlers.routes(declared))
+    assert (await client.post("/v3/things?action=wave", json={})).status == 201
+
+
+async def test_a_family_may_answer_404_without_echoing_the_id(serve: Any) -> None:
+    plain, _ = family()
+    fixed, _ = family(missing="thing not found")
+    assert (await (await (await serve(handlers.routes(plain))).get("/v3/things/t-9")).json())[
+        "message"
+    ] == "thing t-9 not found"
+    answer = await (await serve(handlers.routes(fixed))).get("/v3/things/t-9")
+    assert (answer.status, (await answer.json())["message"]) == (404, "thing not found")
+
+
+async def test_the_schema_filters_the_body_unless_the_family_takes_it_raw(serve: Any) -> None:
+    body = {"color": "blue", "blueConfig": {"size": 1}}
+    filtered, things = family()
+    await (await serve(handlers.routes(filtered))).post("/v3/things", json=body)
+    assert things["t-2"]["given"] == {"color": "blue"}
+    raw, raw_things = family(raw_body=True)
+    client = await serve(handlers.routes(raw))
+    await client.post("/v3/things", json=body)
+    assert raw_things["t-2"]["given"] == body
+    await client.put("/v3/things/t-1", json=body)
+    assert raw_things["t-1"]["given"] == body
+
+
+async def test_a_put_has_its_own_body_limit_when_the_family_gives_one(serve: Any) -> None:
+    declared, _ = family(body_limit=64, update_limit=4096)
+    client = await serve(handlers.routes(declared))
+    padded = {"color": "x" * 200}
+    assert (await client.post("/v3/things", json=padded)).status == 413
+    assert (await client.put("/v3/things/t-1", json=padded)).status == 200
+
+
+async def test_links_are_only_those_of_the_methods_the_caller_may_use(serve: Any) -> None:
+    declared, _ = family(methods=lambda ask, obj: ("GET",) if obj["id"] == "t-1" else ("PUT",))
+    client = await serve(handlers.routes(declared))
+    await client.post("/v3/things", json={"color": "blue"})
+    links = {
+        item["id"]: item["links"]
+        for item in (await (await client.get("/v3/things")).json())["data"]
+    }
+    assert set(links["t-1"]) == {"self"}
+    assert set(links["t-2"]) == {"self", "update"}
