@@ -8,9 +8,10 @@ the calls into its services. Actions and sub-resources stay routes of the family
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+import inspect
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
 from multidict import MultiMapping
 
@@ -20,9 +21,14 @@ from corral.apiserver.http import envelope
 from corral.apiserver.http.body import DEFAULT_LIMIT
 from corral.apiserver.http.schemas import Schema
 from corral.apiserver.http.urls import v3
+from corral.core import errors
 from corral.core.kube.informer import Obj
 
 T = TypeVar("T")
+V = TypeVar("V")
+# What a family's lookups give: at once from a cache of the management cluster, or awaited
+# from a downstream cluster's (started on first use) or from the cluster itself.
+Maybe: TypeAlias = V | Awaitable[V]
 # A resource's state as Rancher's clients read it: state, transitioning (yes, no, error) and
 # transitioningMessage.
 State = tuple[str, str, str]
@@ -50,8 +56,8 @@ class Family(Generic[T]):
     schema: Schema
     # What a collection holds for this caller (before filters and paging), and one resource by
     # id; None when it does not exist or the caller may not see it: both are 404.
-    listed: Callable[[Ask], Iterable[T]]
-    find: Callable[[Ask, str], T | None]
+    listed: Callable[[Ask], Maybe[Iterable[T]]]
+    find: Callable[[Ask, str], Maybe[T | None]]
     # The resource's filterable and sortable fields, exactly as it shows them.
     fields: Callable[[Ask, T], dict[str, Any]]
     ident: Callable[[T], str] = _by_name  # type: ignore[assignment]
@@ -60,7 +66,17 @@ class Family(Generic[T]):
     detail: Callable[[Ask, T], dict[str, Any]] | None = None
     links: Callable[[Ask, T], dict[str, str]] | None = None
     actions: Callable[[Ask, T], Iterable[str]] | None = None
+    # Where a resource of a nested family is (its self, update, remove and action links).
+    url: Callable[[Ask, T], str] | None = None
+    # The schema's methods this caller may use on the resource, when not all of them: the
+    # update and remove links of the others are left out.
+    methods: Callable[[Ask, T], Collection[str]] | None = None
+    # What a GET of one resource adds when its query asks (`?include=`): costly, so never in
+    # a collection.
+    include: Callable[[Ask, T], Awaitable[dict[str, Any]]] | None = None
     may_create: Callable[[Ask], bool] = lambda ask: True
+    # Where a collection's `createTypes` sends a client, when not to `/v3/<plural>`.
+    create_url: Callable[[Ask], str] | None = None
     # Refuse (403) what the caller may not do before their body is even read, as a check
     # inside `create` or `update` could only after.
     before_create: Callable[[Ask], None] | None = None
@@ -73,6 +89,9 @@ class Family(Generic[T]):
     collection: str = ""
     noun: str = ""  # what a 404 calls one resource; the schema's id by default
     body_limit: int = DEFAULT_LIMIT
+    # Give create and update the body as sent, not only the schema's writable fields: for
+    # families that check `type`, aliases and the fields that cannot change themselves.
+    body_as_sent: bool = False
     default_sort: str = "id"
     newest_first: bool = False
 
@@ -82,6 +101,18 @@ class Family(Generic[T]):
 
     def not_found(self, resource_id: str) -> str:
         return f"{self.noun or self.schema.id} {resource_id} not found"
+
+    async def found(self, ask: Ask, resource_id: str) -> T:
+        """The resource `resource_id` names; 404 when it is missing or the caller may not
+        see it."""
+        obj = await settled(self.find(ask, resource_id))
+        if obj is None:
+            raise errors.not_found(self.not_found(resource_id))
+        return obj
+
+    def given(self, body: dict[str, Any], creating: bool) -> dict[str, Any]:
+        """What of a request's body a create or an update is given."""
+        return body if self.body_as_sent else self.schema.writable(body, creating)
 
     def all_fields(self, ask: Ask, obj: T) -> dict[str, Any]:
         shown = self.fields(ask, obj)
@@ -101,14 +132,16 @@ class Family(Generic[T]):
             body,
             actions=self.actions(ask, obj) if self.actions else (),
             links=self.links(ask, obj) if self.links else None,
+            url=self.url(ask, obj) if self.url else None,
+            methods=self.methods(ask, obj) if self.methods else None,
         )
 
-    def page(self, ask: Ask, path: str) -> dict[str, Any]:
+    async def page(self, ask: Ask, path: str) -> dict[str, Any]:
         """The collection for this caller: filtered, sorted and paged by the query."""
         return envelope.collection(
             ask.base,
             self.schema,
-            self.listed(ask),
+            await settled(self.listed(ask)),
             self.ident,
             lambda obj: self.all_fields(ask, obj),
             lambda obj: self.render(ask, obj),
@@ -117,4 +150,11 @@ class Family(Generic[T]):
             can_create="POST" in self.schema.collection_methods and self.may_create(ask),
             default_sort=self.default_sort,
             newest_first=self.newest_first,
+            create_url=self.create_url(ask) if self.create_url else None,
         )
+
+
+async def settled(value: Maybe[V]) -> V:
+    if inspect.isawaitable(value):
+        return await value
+    return value

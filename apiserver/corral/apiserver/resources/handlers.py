@@ -13,7 +13,6 @@ from aiohttp import web
 from corral.apiserver.deps import caller, deps
 from corral.apiserver.http.body import read_json
 from corral.apiserver.resources.family import Ask, Family
-from corral.core import errors
 
 
 def ask(request: web.Request) -> Ask:
@@ -21,14 +20,10 @@ def ask(request: web.Request) -> Ask:
     return Ask(held, caller(request), held.external_url, request.match_info, request.query)
 
 
-def found(family: Family[Any], request: web.Request) -> tuple[Ask, Any]:
+async def found(family: Family[Any], request: web.Request) -> tuple[Ask, Any]:
     """The request's Ask and the resource its path names; 404 for one the caller may not see."""
     asked = ask(request)
-    resource_id = request.match_info["id"]
-    obj = family.find(asked, resource_id)
-    if obj is None:
-        raise errors.not_found(family.not_found(resource_id))
-    return asked, obj
+    return asked, await family.found(asked, request.match_info["id"])
 
 
 def routes(family: Family[Any]) -> web.RouteTableDef:
@@ -41,14 +36,17 @@ def routes(family: Family[Any]) -> web.RouteTableDef:
 
         @table.get(collection)
         async def list_all(request: web.Request) -> web.Response:
-            return web.json_response(family.page(ask(request), request.path))
+            return web.json_response(await family.page(ask(request), request.path))
 
     if "GET" in schema.resource_methods:
 
         @table.get(item)
         async def get_one(request: web.Request) -> web.Response:
-            asked, obj = found(family, request)
-            return web.json_response(family.render(asked, obj))
+            asked, obj = await found(family, request)
+            body = family.render(asked, obj)
+            if family.include is not None:
+                body |= await family.include(asked, obj)
+            return web.json_response(body)
 
     if family.create is not None:
         create = family.create
@@ -59,7 +57,7 @@ def routes(family: Family[Any]) -> web.RouteTableDef:
             if family.before_create is not None:
                 family.before_create(asked)
             body = await read_json(request, family.body_limit)
-            obj = await create(asked, schema.writable(body, creating=True))
+            obj = await create(asked, family.given(body, creating=True))
             return web.json_response(family.render(asked, obj), status=201)
 
     if family.update is not None:
@@ -67,11 +65,11 @@ def routes(family: Family[Any]) -> web.RouteTableDef:
 
         @table.put(item)
         async def update_one(request: web.Request) -> web.Response:
-            asked, obj = found(family, request)
+            asked, obj = await found(family, request)
             if family.before_update is not None:
                 family.before_update(asked, obj)
             body = await read_json(request, family.body_limit)
-            changed = await update(asked, obj, schema.writable(body, creating=False))
+            changed = await update(asked, obj, family.given(body, creating=False))
             return web.json_response(family.render(asked, changed))
 
     if family.delete is not None:
@@ -79,7 +77,7 @@ def routes(family: Family[Any]) -> web.RouteTableDef:
 
         @table.delete(item)
         async def delete_one(request: web.Request) -> web.Response:
-            asked, obj = found(family, request)
+            asked, obj = await found(family, request)
             await delete(asked, obj)
             return web.Response(status=204)
 
