@@ -272,8 +272,8 @@ SAMPLES = [
         "spec": {"displayName": "one", "resourceQuota": {"limit": {"pods": "4"}}},
         "status": {"conditions": CONDITIONS},
     }),
-    (clusterroletemplatebindings, clusterroletemplatebindings.binding_id, BINDING),
-    (projectroletemplatebindings, projectroletemplatebindings.binding_id, BINDING),
+    (clusterroletemplatebindings, clusterroletemplatebindings.FAMILY.ident, BINDING),
+    (projectroletemplatebindings, projectroletemplatebindings.FAMILY.ident, BINDING),
     (globalrolebindings, name_of, BINDING),
 ]  # fmt: skip
 

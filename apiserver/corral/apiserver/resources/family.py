@@ -55,7 +55,8 @@ def _by_name(obj: Obj) -> str:
 class Family(Generic[T]):
     schema: Schema
     # What a collection holds for this caller (before filters and paging), and one resource by
-    # id; None when it does not exist or the caller may not see it: both are 404.
+    # id; None when it does not exist or the caller may not see it: both are 404. A nested
+    # family's lookups raise the parent's own 404 (a cluster the caller cannot see).
     listed: Callable[[Ask], Maybe[Iterable[T]]]
     find: Callable[[Ask, str], Maybe[T | None]]
     # The resource's filterable and sortable fields, exactly as it shows them.
@@ -79,8 +80,8 @@ class Family(Generic[T]):
     create_url: Callable[[Ask], str] | None = None
     # Refuse (403) what the caller may not do before their body is even read, as a check
     # inside `create` or `update` could only after.
-    before_create: Callable[[Ask], None] | None = None
-    before_update: Callable[[Ask, T], None] | None = None
+    before_create: Callable[[Ask], object] | None = None
+    before_update: Callable[[Ask, T], object] | None = None
     create: Callable[[Ask, dict[str, Any]], Awaitable[T]] | None = None
     update: Callable[[Ask, T, dict[str, Any]], Awaitable[T]] | None = None
     delete: Callable[[Ask, T], Awaitable[None]] | None = None
@@ -88,6 +89,8 @@ class Family(Generic[T]):
     # `/v3/<plural>` otherwise.
     collection: str = ""
     noun: str = ""  # what a 404 calls one resource; the schema's id by default
+    # Where a nested family's resource was looked for, as a 404 says it (`project c-1:p-1`).
+    within: Callable[[Ask], str] | None = None
     body_limit: int = DEFAULT_LIMIT
     # Give create and update the body as sent, not only the schema's writable fields: for
     # families that check `type`, aliases and the fields that cannot change themselves.
@@ -99,15 +102,16 @@ class Family(Generic[T]):
     def collection_route(self) -> str:
         return self.collection or v3(self.schema.plural)
 
-    def not_found(self, resource_id: str) -> str:
-        return f"{self.noun or self.schema.id} {resource_id} not found"
+    def not_found(self, ask: Ask, resource_id: str) -> str:
+        missing = f"{self.noun or self.schema.id} {resource_id} not found"
+        return f"{missing} in {self.within(ask)}" if self.within else missing
 
     async def found(self, ask: Ask, resource_id: str) -> T:
         """The resource `resource_id` names; 404 when it is missing or the caller may not
-        see it."""
+        see it (or when `find` refuses the parent it is looked for in)."""
         obj = await settled(self.find(ask, resource_id))
         if obj is None:
-            raise errors.not_found(self.not_found(resource_id))
+            raise errors.not_found(self.not_found(ask, resource_id))
         return obj
 
     def given(self, body: dict[str, Any], creating: bool) -> dict[str, Any]:
