@@ -37,13 +37,17 @@ State = tuple[str, str, str]
 @dataclass(frozen=True)
 class Ask:
     """One request as a family sees it: who asks, with what the application holds, where
-    links start, the path's parameters (a nested family's parent) and the query."""
+    links start, the path's parameters (a nested family's parent), the query, and whether
+    it writes."""
 
     deps: Deps
     who: Caller
     base: str
     path: Mapping[str, str]
     query: MultiMapping[str]
+    # Whether the request changes something: a family whose parent is checked for writing
+    # before the resource is looked for (403 before 404) asks.
+    writing: bool = False
 
 
 def _by_name(obj: Obj) -> str:

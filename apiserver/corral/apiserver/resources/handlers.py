@@ -17,7 +17,8 @@ from corral.apiserver.resources.family import Ask, Family
 
 def ask(request: web.Request) -> Ask:
     held = deps(request)
-    return Ask(held, caller(request), held.external_url, request.match_info, request.query)
+    writing = request.method not in ("GET", "HEAD")
+    return Ask(held, caller(request), held.external_url, request.match_info, request.query, writing)
 
 
 async def found(family: Family[Any], request: web.Request) -> tuple[Ask, Any]:
