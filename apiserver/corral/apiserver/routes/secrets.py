@@ -14,54 +14,9 @@ API on each request: no API server keeps secret data in memory between requests
 
 from __future__ import annotations
 
-from typing import Any
-
-from corral.apiserver.http.schemas import Schema
-from corral.apiserver.resources import handlers
-from corral.apiserver.resources.family import Ask, Family
+from corral.apiserver.resources import handlers, secretfamilies
 from corral.apiserver.services import projectsecrets
-from corral.apiserver.services import secrets as shared
-from corral.core.kube.informer import Obj
-from corral.core.projects import secrets
 
-SCHEMA = Schema(
-    id=projectsecrets.TYPE,
-    plural="secrets",
-    fields=shared.schema_fields(namespaced=False),
-    resource_methods=("GET", "PUT", "DELETE"),
-    collection_methods=("GET", "POST"),
-    parent="project",
-)
-SECRETS = "/v3/{projects:(?i:projects)}/{project}/{type:(?i:secrets)}"
-
-
-def collection_url(ask: Ask) -> str:
-    return f"{ask.base}/v3/projects/{ask.path['project']}/{SCHEMA.plural}"
-
-
-def fields(ask: Ask, obj: Obj) -> dict[str, Any]:
-    pid = ask.path["project"]
-    return shared.fields(obj, pid, projectsecrets.secret_id(obj), secrets.name_of(obj), None)
-
-
-FAMILY = Family[Obj](
-    schema=SCHEMA,
-    listed=lambda ask: projectsecrets.visible(ask.deps, ask.who, ask.path["project"]),
-    find=lambda ask, secret_id: projectsecrets.find(
-        ask.deps, ask.who, ask.path["project"], secret_id, ask.writing
-    ),
-    fields=fields,
-    ident=projectsecrets.secret_id,
-    url=lambda ask, obj: f"{collection_url(ask)}/{projectsecrets.secret_id(obj)}",
-    links=lambda ask, obj: {"project": f"{ask.base}/v3/projects/{ask.path['project']}"},
-    may_create=lambda ask: shared.may_write(ask.who, ask.path["project"]),
-    create_url=collection_url,
-    before_create=lambda ask: shared.writable_project(ask.deps, ask.who, ask.path["project"]),
-    create=lambda ask, body: projectsecrets.create(ask.deps, ask.who, ask.path["project"], body),
-    update=lambda ask, obj, body: projectsecrets.update(ask.deps, obj, body),
-    delete=lambda ask, obj: projectsecrets.delete(ask.deps, obj),
-    collection=SECRETS,
-    within=lambda ask: f"project {ask.path['project']}",
-    body_as_sent=True,
-)
+FAMILY = secretfamilies.family(projectsecrets, "secrets", namespaced=False)
+SCHEMA = FAMILY.schema
 routes = handlers.routes(FAMILY)

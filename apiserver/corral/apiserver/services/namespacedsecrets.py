@@ -13,6 +13,7 @@ cluster's secrets in memory. Reads go with corral's credential, writes as the ca
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from lightkube import ApiError as KubeApiError
@@ -33,6 +34,15 @@ from corral.core.projects import secrets
 TYPE = "namespacedSecret"
 # Listings in flight at once to one cluster for one request.
 LIST_CONCURRENCY = 8
+
+
+def secret_id(obj: Obj) -> str:
+    return str(ScopedId.of(obj))
+
+
+def placed(obj: Obj) -> tuple[str, str]:
+    """Its name and namespace."""
+    return obj["metadata"]["name"], obj["metadata"]["namespace"]
 
 
 async def _members(deps: Deps, project: Obj) -> set[str]:
@@ -57,12 +67,12 @@ async def _writer(deps: Deps, who: Caller, project: Obj) -> AsyncClient:
     return await deps.connections.client_as(project["metadata"]["namespace"], who.downstream())
 
 
-async def visible(deps: Deps, who: Caller, pid: str, namespace: str | None) -> list[Obj]:
-    """The secrets of the project's namespaces (of one when `namespace` names it); 404
-    without a role in the project."""
+async def visible(deps: Deps, who: Caller, pid: str, query: Mapping[str, str]) -> list[Obj]:
+    """The secrets of the project's namespaces (of one when the query's `namespaceId` names
+    it, listing only that one); 404 without a role in the project."""
     project = shared.project(deps, who, pid, writing=False)
     members = await _members(deps, project)
-    if namespace:
+    if namespace := query.get("namespaceId"):
         members &= {namespace}
     client = await _reader(deps, project)
     limit = asyncio.Semaphore(LIST_CONCURRENCY)

@@ -11,6 +11,7 @@ server keeps secret data in memory between requests.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from lightkube import ApiError as KubeApiError
@@ -34,13 +35,19 @@ def secret_id(obj: Obj) -> str:
     return str(ScopedId(meta["labels"][names.LABEL_PROJECT_SECRET], secrets.name_of(obj)))
 
 
+def placed(obj: Obj) -> tuple[str, None]:
+    """Its name, and no namespace: a project secret is in every one."""
+    return secrets.name_of(obj), None
+
+
 def _own(project: Obj, obj: Obj) -> bool:
     meta = project["metadata"]
     return secrets.source_project(obj) == (meta["namespace"], meta["name"])
 
 
-async def visible(deps: Deps, who: Caller, pid: str) -> list[Obj]:
-    """The project's secrets; 404 without a role in it."""
+async def visible(deps: Deps, who: Caller, pid: str, query: Mapping[str, str]) -> list[Obj]:
+    """The project's secrets; 404 without a role in it. (Nothing in the query narrows the
+    listing: the collection filters it.)"""
     project = shared.project(deps, who, pid, writing=False)
     meta = project["metadata"]
     listing = deps.kube.list(
@@ -91,15 +98,16 @@ async def create(deps: Deps, who: Caller, pid: str, body: dict[str, Any]) -> Obj
     return await shared.create(deps.kube, manifest, taken)
 
 
-async def update(deps: Deps, current: Obj, body: dict[str, Any]) -> Obj:
+async def update(deps: Deps, who: Caller, pid: str, current: Obj, body: dict[str, Any]) -> Obj:
     """Replaces what the body gives, keeps the rest; written on condition that the Secret is
-    still the version read (409 `Conflict` otherwise, and nothing changes)."""
+    still the version read (409 `Conflict` otherwise, and nothing changes). corral writes it:
+    the caller's right to change it was checked when it was found for writing."""
     shared.check_type(body, TYPE)
     spec = shared.updated_spec(body, current, secrets.name_of(current), None)
     return as_dict(await deps.kube.replace(shared.as_secret(shared.replacement(current, spec))))
 
 
-async def delete(deps: Deps, obj: Obj) -> None:
+async def delete(deps: Deps, who: Caller, pid: str, obj: Obj) -> None:
     """The operator removes every copy once the Secret is gone."""
     meta = obj["metadata"]
     await delete_if_present(deps.kube, Secret, meta["name"], meta["namespace"])
