@@ -23,13 +23,8 @@ from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
-from corral.apiserver.services import workloads
-from corral.apiserver.services.workloads import (
-    DEFAULT_EXEC_TIMEOUT,
-    MAX_EXEC_OUTPUT,
-    Pod,
-    container_of,
-)
+from corral.apiserver.services import pods, workloads
+from corral.apiserver.services.pods import DEFAULT_EXEC_TIMEOUT, MAX_EXEC_OUTPUT, Pod, container_of
 from corral.core import errors
 from corral.core.api.ids import ScopedId
 from corral.core.kube.informer import Obj
@@ -139,8 +134,8 @@ def links(ask: Ask, pod: Pod) -> dict[str, str]:
 
 FAMILY = Family[Pod](
     schema=SCHEMA,
-    listed=lambda ask: workloads.visible_pods(ask.deps, ask.who, ask.path["project"]),
-    find=lambda ask, pid: workloads.find_pod(ask.deps, ask.who, ask.path["project"], pid),
+    listed=lambda ask: pods.visible(ask.deps, ask.who, ask.path["project"]),
+    find=lambda ask, pid: pods.find(ask.deps, ask.who, ask.path["project"], pid),
     fields=fields,
     ident=lambda pod: str(ScopedId.of(pod.obj)),
     url=url,
@@ -237,7 +232,7 @@ async def pod_action(request: web.Request) -> web.Response:
         raise errors.Unsupported("POST on a pod needs ?action=execute")
     pod.where.require_write("run commands in pods")
     body = await read_json(request)
-    result = await workloads.execute(asked.deps, asked.who, pod, body)
+    result = await pods.execute(asked.deps, asked.who, pod, body)
     return web.json_response(
         {
             "type": "podExecOutput",
