@@ -142,6 +142,7 @@ FAMILY = Family[Pod](
     links=links,
     actions=lambda ask, pod: ("execute",) if pod.where.writable else (),
     collection=PODS,
+    within=lambda ask: f"project {ask.path['project']}",
 )
 routes = handlers.routes(FAMILY)
 

@@ -137,6 +137,7 @@ FAMILY = Family[Workload](
     update=lambda ask, found, body: workloads.update(ask.deps, found, body),
     delete=lambda ask, found: workloads.delete(ask.deps, found),
     collection=WORKLOADS,
+    within=lambda ask: f"project {ask.path['project']}",
     body_as_sent=True,
 )
 routes = handlers.routes(FAMILY)

@@ -51,7 +51,7 @@ async def _members(deps: Deps, project: Obj) -> set[str]:
     cache = await downstream_namespaces(deps.connections, cluster)
     return {
         n["metadata"]["name"]
-        for n in cache.by_index("project", shared.project_id(project))
+        for n in cache.by_index("project", str(ScopedId.of(project)))
         if not n["metadata"].get("deletionTimestamp")
     }
 
@@ -109,7 +109,7 @@ async def create(deps: Deps, who: Caller, pid: str, body: dict[str, Any]) -> Obj
     if namespace not in await _members(deps, project):
         raise errors.invalid(
             "namespaceId",
-            f"namespace {namespace} is not in project {shared.project_id(project)}",
+            f"namespace {namespace} is not in project {ScopedId.of(project)}",
             "InvalidReference",
         )
     manifest = secrets.secret_body(name, namespace, spec, {}, shared.creator_annotation(who))

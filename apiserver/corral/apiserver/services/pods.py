@@ -37,18 +37,6 @@ class Pod:
     jobs: Informer
 
 
-async def _find(deps: Deps, where: Scope, text: str) -> Obj:
-    """The pod `<namespace>:<name>` in the project; 404 for a bad id or one outside it."""
-    pid = ScopedId.parse_or_none(text)
-    obj = None
-    if pid is not None and pid.namespace in await namespaces(deps, where):
-        pods = await downstream.downstream_pods(deps.connections, where.cluster)
-        obj = pods.get(pid.key)
-    if obj is None:
-        raise errors.not_found(f"pod {text} not found in project {where.project_id}")
-    return obj
-
-
 async def visible(deps: Deps, who: Caller, pid: str) -> list[Pod]:
     """The pods of the project's namespaces; 404 without a role in it."""
     where = scope(deps, who, pid)
@@ -62,10 +50,15 @@ async def visible(deps: Deps, who: Caller, pid: str) -> list[Pod]:
     ]
 
 
-async def find(deps: Deps, who: Caller, pid: str, text: str) -> Pod:
-    """The pod `<namespace>:<name>` in the project; 404 for a bad id or one outside it."""
+async def find(deps: Deps, who: Caller, pid: str, text: str) -> Pod | None:
+    """The pod `<namespace>:<name>` in the project, if it has one."""
     where = scope(deps, who, pid)
-    obj = await _find(deps, where, text)
+    wanted = ScopedId.parse_or_none(text)
+    if wanted is None or wanted.namespace not in await namespaces(deps, where):
+        return None
+    obj = (await downstream.downstream_pods(deps.connections, where.cluster)).get(wanted.key)
+    if obj is None:
+        return None
     return Pod(where, obj, await cache_of(deps, where, KINDS["job"]))
 
 

@@ -82,7 +82,7 @@ async def create(deps: Deps, who: Caller, pid: str, body: dict[str, Any]) -> Obj
     secret_name, spec = shared.created_spec(body)
     if project["metadata"].get("deletionTimestamp"):
         raise errors.invalid(
-            "projectId", f"project {shared.project_id(project)} is being deleted", "InvalidState"
+            "projectId", f"project {ScopedId.of(project)} is being deleted", "InvalidState"
         )
     if cluster == names.LOCAL_CLUSTER:
         raise errors.invalid(

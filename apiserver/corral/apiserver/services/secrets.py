@@ -88,10 +88,6 @@ def may_write(who: Caller, pid: str) -> bool:
     return roles.may_write_secrets(who.access.project_role(pid))
 
 
-def project_id(project: Obj) -> str:
-    return f"{project['metadata']['namespace']}:{project['metadata']['name']}"
-
-
 def check_type(body: dict[str, Any], type_id: str) -> None:
     if body.get("type", type_id) != type_id:
         raise errors.invalid("type", f"type must be {type_id}")

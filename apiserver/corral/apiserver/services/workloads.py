@@ -114,11 +114,19 @@ async def visible(deps: Deps, who: Caller, pid: str) -> list[Workload]:
     return [Workload(where, kind, obj, near) for kind, obj in await _listed(deps, where)]
 
 
-async def find(deps: Deps, who: Caller, pid: str, text: str) -> Workload:
-    """The workload `text` names in the project; 404 for a bad id or one outside it."""
+async def find(deps: Deps, who: Caller, pid: str, text: str) -> Workload | None:
+    """The workload `text` names in the project, if it has one; 404 for a bad id."""
     where = scope(deps, who, pid)
-    kind, obj = await _find(deps, where, text)
-    return Workload(where, kind, obj, await neighbours(deps, where))
+    try:
+        wid = WorkloadId.parse(text)
+    except Invalid:
+        raise errors.not_found(f"workload {text} not found") from None
+    if wid.namespace not in await namespaces(deps, where):
+        return None
+    obj = (await cache_of(deps, where, wid.kind)).get(wid.key)
+    if obj is None:
+        return None
+    return Workload(where, wid.kind, obj, await neighbours(deps, where))
 
 
 def may_create(deps: Deps, who: Caller, pid: str) -> None:
@@ -263,20 +271,6 @@ async def _listed(deps: Deps, where: Scope) -> list[tuple[Kind, Obj]]:
         for namespace in members:
             found.extend((kind, obj) for obj in cache.by_index("namespace", namespace))
     return found
-
-
-async def _find(deps: Deps, where: Scope, text: str) -> tuple[Kind, Obj]:
-    """The workload `text` names in the project; 404 for a bad id or one outside it."""
-    try:
-        wid = WorkloadId.parse(text)
-    except Invalid:
-        raise errors.not_found(f"workload {text} not found") from None
-    obj = None
-    if wid.namespace in await namespaces(deps, where):
-        obj = (await cache_of(deps, where, wid.kind)).get(wid.key)
-    if obj is None:
-        raise errors.not_found(f"workload {text} not found in project {where.project_id}")
-    return wid.kind, obj
 
 
 async def target_namespace(deps: Deps, where: Scope, value: Any) -> str:
