@@ -54,7 +54,7 @@ class Target:
     noun: str
     catalog: Mapping[str, roles.RoleTemplate]
     max_length: int  # of a target's id
-    kind: Any
+    kind: Any  # the custom resource's lightkube class
     stored: Callable[[Stores], Informer]
     of: Callable[[Obj], str]  # the target a binding is in
     role: Callable[[Access, str], str | None]  # the caller's role in a target
@@ -151,9 +151,9 @@ def find(deps: Deps, who: Caller, target: Target, binding_id: str) -> Obj | None
 async def grant(deps: Deps, who: Caller, target: Target, body: dict[str, Any]) -> Obj:
     """The binding a body asks for: the target referenced, the grant checked (422, and 409
     for a grant the subject has), then 403 unless the caller owns the target."""
-    kind = f"{target.noun}RoleTemplateBinding"
-    if body.get("type", kind) != kind:
-        raise errors.invalid("type", f"type must be {kind}")
+    type_id = f"{target.noun}RoleTemplateBinding"
+    if body.get("type", type_id) != type_id:
+        raise errors.invalid("type", f"type must be {type_id}")
     where = either(body, (target.field, target.stored_field), target.max_length)
     referenced(lambda: target.visible(deps, who, where), target.field, f"{target.noun} {where}")
     existing = target.stored(deps.stores).by_index(target.noun, where)
