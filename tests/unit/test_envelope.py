@@ -277,8 +277,8 @@ SAMPLES = [
         "spec": {"displayName": "one", "resourceQuota": {"limit": {"pods": "4"}}},
         "status": {"conditions": CONDITIONS},
     }),
-    (clusterroletemplatebindings, clusterroletemplatebindings.binding_id, BINDING),
-    (projectroletemplatebindings, projectroletemplatebindings.binding_id, BINDING),
+    (clusterroletemplatebindings, clusterroletemplatebindings.FAMILY.ident, BINDING),
+    (projectroletemplatebindings, projectroletemplatebindings.FAMILY.ident, BINDING),
     (globalrolebindings, name_of, BINDING),
     (users, name_of, {
         "metadata": {"name": "u-1", **STAMP},

@@ -128,7 +128,7 @@ async def test_the_schema_filters_the_body_unless_the_family_takes_it_raw(serve:
     filtered, things = family()
     await (await serve(handlers.routes(filtered))).post("/v3/things", json=body)
     assert things["t-2"]["given"] == {"color": "blue"}
-    raw, raw_things = family(raw_body=True)
+    raw, raw_things = family(body_as_sent=True)
     client = await serve(handlers.routes(raw))
     await client.post("/v3/things", json=body)
     assert raw_things["t-2"]["given"] == body

@@ -8,7 +8,7 @@ methods exist) and `actions`. A collection carries `type: collection`, `resource
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
@@ -35,13 +35,19 @@ def resource(
     body: dict[str, Any],
     actions: Iterable[str] = (),
     links: Mapping[str, str] | None = None,
+    url: str | None = None,
+    methods: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    """Decorate a resource body (which carries `id`) with type, links and actions."""
-    url = resource_url(base, schema, body["id"])
+    """Decorate a resource body (which carries `id`) with type, links and actions.
+
+    `url` is where the resource is when not at `/v3/<plural>/<id>` (a nested family's);
+    `methods` those of the schema's that this caller may use on it, when not all."""
+    url = url or resource_url(base, schema, body["id"])
+    offered = [m for m in schema.resource_methods if methods is None or m in methods]
     all_links = {"self": url}
-    if "PUT" in schema.resource_methods:
+    if "PUT" in offered:
         all_links["update"] = url
-    if "DELETE" in schema.resource_methods:
+    if "DELETE" in offered:
         all_links["remove"] = url
     all_links.update(links or {})
     return {
@@ -65,13 +71,15 @@ def collection(
     can_create: bool,
     default_sort: str = "id",
     newest_first: bool = False,
+    create_url: str | None = None,
 ) -> dict[str, Any]:
     """Filter, sort and page objects into a collection, rendering only the page: a page of a
     long listing costs the page, not the listing.
 
     `ident` gives an object's `id` and `fields` its filterable values, exactly as `render`
     shows them. Without `sort` and `order` in the query, items sort by `default_sort`,
-    descending when `newest_first`."""
+    descending when `newest_first`. `create_url` is where to create one, when not at
+    `/v3/<plural>`."""
     self_url = f"{base}{path}"
     filterable = schema.filters()
     conditions = _conditions(query, filterable)
@@ -132,7 +140,9 @@ def collection(
         "type": "collection",
         "resourceType": schema.id,
         "links": {"self": self_url},
-        "createTypes": {schema.id: f"{base}/v3/{schema.plural.lower()}"} if can_create else {},
+        "createTypes": (
+            {schema.id: create_url or f"{base}/v3/{schema.plural.lower()}"} if can_create else {}
+        ),
         "actions": {},
         "pagination": pagination,
         "sort": sort,

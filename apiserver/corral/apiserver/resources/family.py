@@ -8,9 +8,10 @@ the calls into its services. Actions and sub-resources stay routes of the family
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
 from multidict import MultiMapping
 
@@ -20,9 +21,14 @@ from corral.apiserver.http import envelope
 from corral.apiserver.http.body import DEFAULT_LIMIT
 from corral.apiserver.http.schemas import Schema
 from corral.apiserver.http.urls import v3
+from corral.core import errors
 from corral.core.kube.informer import Obj
 
 T = TypeVar("T")
+V = TypeVar("V")
+# What a family's lookups give: at once from a cache of the management cluster, or awaited
+# from a downstream cluster's (started on first use) or from the cluster itself.
+Maybe: TypeAlias = V | Awaitable[V]
 # A resource's state as Rancher's clients read it: state, transitioning (yes, no, error) and
 # transitioningMessage.
 State = tuple[str, str, str]
@@ -31,13 +37,17 @@ State = tuple[str, str, str]
 @dataclass(frozen=True)
 class Ask:
     """One request as a family sees it: who asks, with what the application holds, where
-    links start, the path's parameters (a nested family's parent) and the query."""
+    links start, the path's parameters (a nested family's parent), the query, and whether
+    it writes."""
 
     deps: Deps
     who: Caller
     base: str
     path: Mapping[str, str]
     query: MultiMapping[str]
+    # Whether the request changes something: a family whose parent is checked for writing
+    # before the resource is looked for (403 before 404) asks.
+    writing: bool = False
 
 
 def _by_name(obj: Obj) -> str:
@@ -49,9 +59,10 @@ def _by_name(obj: Obj) -> str:
 class Family(Generic[T]):
     schema: Schema
     # What a collection holds for this caller (before filters and paging), and one resource by
-    # id; None when it does not exist or the caller may not see it: both are 404.
-    listed: Callable[[Ask], Iterable[T]]
-    find: Callable[[Ask, str], T | None]
+    # id; None when it does not exist or the caller may not see it: both are 404. A nested
+    # family's lookups raise the parent's own 404 (a cluster the caller cannot see).
+    listed: Callable[[Ask], Maybe[Iterable[T]]]
+    find: Callable[[Ask, str], Maybe[T | None]]
     # The resource's filterable and sortable fields, exactly as it shows them.
     fields: Callable[[Ask, T], dict[str, Any]]
     ident: Callable[[T], str] = _by_name  # type: ignore[assignment]
@@ -60,18 +71,21 @@ class Family(Generic[T]):
     detail: Callable[[Ask, T], dict[str, Any]] | None = None
     links: Callable[[Ask, T], dict[str, str]] | None = None
     actions: Callable[[Ask, T], Iterable[str]] | None = None
-    # Which of the schema's resource methods this caller may use on this object: the links of
-    # the others (`update` for PUT, `remove` for DELETE) are left out. All of them when None.
+    # Where a resource of a nested family is (its self, update, remove and action links).
+    url: Callable[[Ask, T], str] | None = None
+    # The schema's methods this caller may use on the resource, when not all of them: the
+    # update and remove links of the others are left out.
     methods: Callable[[Ask, T], Collection[str]] | None = None
+    # What a GET of one resource adds when its query asks (`?include=`): costly, so never in
+    # a collection.
+    include: Callable[[Ask, T], Awaitable[dict[str, Any]]] | None = None
     may_create: Callable[[Ask], bool] = lambda ask: True
+    # Where a collection's `createTypes` sends a client, when not to `/v3/<plural>`.
+    create_url: Callable[[Ask], str] | None = None
     # Refuse (403) what the caller may not do before their body is even read, as a check
     # inside `create` or `update` could only after.
-    before_create: Callable[[Ask], None] | None = None
-    before_update: Callable[[Ask, T], None] | None = None
-    # The body as sent to `create` and `update`, for families whose fields are named by what
-    # the body says (a driver's `<driver>Config`), which no schema lists; the schema's
-    # changeable fields otherwise.
-    raw_body: bool = False
+    before_create: Callable[[Ask], object] | None = None
+    before_update: Callable[[Ask, T], object] | None = None
     create: Callable[[Ask, dict[str, Any]], Awaitable[T]] | None = None
     update: Callable[[Ask, T, dict[str, Any]], Awaitable[T]] | None = None
     delete: Callable[[Ask, T], Awaitable[None]] | None = None
@@ -81,8 +95,14 @@ class Family(Generic[T]):
     noun: str = ""  # what a 404 calls one resource; the schema's id by default
     # The whole 404 message, for a family whose answer must not echo the id it was asked.
     missing: str = ""
+    # Where a nested family's resource was looked for, as a 404 says it (`project c-1:p-1`).
+    within: Callable[[Ask], str] | None = None
     body_limit: int = DEFAULT_LIMIT
     update_limit: int | None = None  # a PUT's body limit when it is not `body_limit`
+    # Give create and update the body as sent, not only the schema's writable fields: for
+    # families that check `type`, aliases and the fields that cannot change themselves, and
+    # those whose fields are named by what the body says (a driver's `<driver>Config`).
+    body_as_sent: bool = False
     default_sort: str = "id"
     newest_first: bool = False
 
@@ -90,8 +110,23 @@ class Family(Generic[T]):
     def collection_route(self) -> str:
         return self.collection or v3(self.schema.plural)
 
-    def not_found(self, resource_id: str) -> str:
-        return self.missing or f"{self.noun or self.schema.id} {resource_id} not found"
+    def not_found(self, ask: Ask, resource_id: str) -> str:
+        if self.missing:
+            return self.missing
+        missing = f"{self.noun or self.schema.id} {resource_id} not found"
+        return f"{missing} in {self.within(ask)}" if self.within else missing
+
+    async def found(self, ask: Ask, resource_id: str) -> T:
+        """The resource `resource_id` names; 404 when it is missing or the caller may not
+        see it (or when `find` refuses the parent it is looked for in)."""
+        obj = await settled(self.find(ask, resource_id))
+        if obj is None:
+            raise errors.not_found(self.not_found(ask, resource_id))
+        return obj
+
+    def given(self, body: dict[str, Any], creating: bool) -> dict[str, Any]:
+        """What of a request's body a create or an update is given."""
+        return body if self.body_as_sent else self.schema.writable(body, creating)
 
     def all_fields(self, ask: Ask, obj: T) -> dict[str, Any]:
         shown = self.fields(ask, obj)
@@ -105,26 +140,22 @@ class Family(Generic[T]):
         body = self.all_fields(ask, obj)
         if self.detail is not None:
             body |= self.detail(ask, obj)
-        rendered = envelope.resource(
+        return envelope.resource(
             ask.base,
             self.schema,
             body,
             actions=self.actions(ask, obj) if self.actions else (),
             links=self.links(ask, obj) if self.links else None,
+            url=self.url(ask, obj) if self.url else None,
+            methods=self.methods(ask, obj) if self.methods else None,
         )
-        if self.methods is not None:
-            allowed = self.methods(ask, obj)
-            for method, link in (("PUT", "update"), ("DELETE", "remove")):
-                if method not in allowed:
-                    rendered["links"].pop(link, None)
-        return rendered
 
-    def page(self, ask: Ask, path: str) -> dict[str, Any]:
+    async def page(self, ask: Ask, path: str) -> dict[str, Any]:
         """The collection for this caller: filtered, sorted and paged by the query."""
         return envelope.collection(
             ask.base,
             self.schema,
-            self.listed(ask),
+            await settled(self.listed(ask)),
             self.ident,
             lambda obj: self.all_fields(ask, obj),
             lambda obj: self.render(ask, obj),
@@ -133,4 +164,11 @@ class Family(Generic[T]):
             can_create="POST" in self.schema.collection_methods and self.may_create(ask),
             default_sort=self.default_sort,
             newest_first=self.newest_first,
+            create_url=self.create_url(ask) if self.create_url else None,
         )
+
+
+async def settled(value: Maybe[V]) -> V:
+    if inspect.isawaitable(value):
+        return await value
+    return value

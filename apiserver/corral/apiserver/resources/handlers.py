@@ -21,17 +21,14 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 def ask(request: web.Request) -> Ask:
     held = deps(request)
-    return Ask(held, caller(request), held.external_url, request.match_info, request.query)
+    writing = request.method not in ("GET", "HEAD")
+    return Ask(held, caller(request), held.external_url, request.match_info, request.query, writing)
 
 
-def found(family: Family[Any], request: web.Request) -> tuple[Ask, Any]:
+async def found(family: Family[Any], request: web.Request) -> tuple[Ask, Any]:
     """The request's Ask and the resource its path names; 404 for one the caller may not see."""
     asked = ask(request)
-    resource_id = request.match_info["id"]
-    obj = family.find(asked, resource_id)
-    if obj is None:
-        raise errors.not_found(family.not_found(resource_id))
-    return asked, obj
+    return asked, await family.found(asked, request.match_info["id"])
 
 
 def routes(
@@ -44,21 +41,21 @@ def routes(
     collection, item = family.collection_route, family.collection_route + "/{id}"
     schema = family.schema
 
-    def given(body: dict[str, Any], creating: bool) -> dict[str, Any]:
-        return body if family.raw_body else schema.writable(body, creating)
-
     if "GET" in schema.collection_methods:
 
         @table.get(collection)
         async def list_all(request: web.Request) -> web.Response:
-            return web.json_response(family.page(ask(request), request.path))
+            return web.json_response(await family.page(ask(request), request.path))
 
     if "GET" in schema.resource_methods:
 
         @table.get(item)
         async def get_one(request: web.Request) -> web.Response:
-            asked, obj = found(family, request)
-            return web.json_response(family.render(asked, obj))
+            asked, obj = await found(family, request)
+            body = family.render(asked, obj)
+            if family.include is not None:
+                body |= await family.include(asked, obj)
+            return web.json_response(body)
 
     if family.create is not None:
         create = family.create
@@ -74,7 +71,7 @@ def routes(
             if family.before_create is not None:
                 family.before_create(asked)
             body = await read_json(request, family.body_limit)
-            obj = await create(asked, given(body, creating=True))
+            obj = await create(asked, family.given(body, creating=True))
             return web.json_response(family.render(asked, obj), status=201)
 
     if family.update is not None:
@@ -82,11 +79,11 @@ def routes(
 
         @table.put(item)
         async def update_one(request: web.Request) -> web.Response:
-            asked, obj = found(family, request)
+            asked, obj = await found(family, request)
             if family.before_update is not None:
                 family.before_update(asked, obj)
             body = await read_json(request, family.update_limit or family.body_limit)
-            changed = await update(asked, obj, given(body, creating=False))
+            changed = await update(asked, obj, family.given(body, creating=False))
             return web.json_response(family.render(asked, changed))
 
     if family.delete is not None:
@@ -94,7 +91,7 @@ def routes(
 
         @table.delete(item)
         async def delete_one(request: web.Request) -> web.Response:
-            asked, obj = found(family, request)
+            asked, obj = await found(family, request)
             await delete(asked, obj)
             return web.Response(status=204)
 

@@ -105,7 +105,7 @@ routes = handlers.routes(FAMILY)
 @routes.post(v3("authconfigs", "/{id}"))
 async def config_action(request: web.Request) -> web.Response:
     name = action(request, ACTIONS)
-    asked, provider = handlers.found(FAMILY, request)
+    asked, provider = await handlers.found(FAMILY, request)
     if provider != principals.OIDC or name is None:
         raise errors.Unsupported("POST on an authConfig needs ?action= of oidc")
     body = await read_json(request, AUTH_LIMIT)

@@ -55,6 +55,6 @@ FAMILY = Family[Obj](
     create=lambda ask, body: cloudcredentials.create(ask.deps, ask.who, body),
     update=lambda ask, obj, body: cloudcredentials.update(ask.deps, obj, body),
     delete=lambda ask, obj: cloudcredentials.delete(ask.deps, obj),
-    raw_body=True,
+    body_as_sent=True,
 )
 routes = handlers.routes(FAMILY)

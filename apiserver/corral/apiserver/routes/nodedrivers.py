@@ -101,14 +101,14 @@ FAMILY = Family[Obj](
         ask.deps, ask.who, obj, SCHEMA.writable(body, creating=False)
     ),
     delete=lambda ask, obj: nodedrivers.delete(ask.deps, ask.who, obj),
-    raw_body=True,
+    body_as_sent=True,
 )
 routes = handlers.routes(FAMILY)
 
 
 @routes.post(v3("nodedrivers", "/{id}"))
 async def driver_action(request: web.Request) -> web.Response:
-    asked, obj = handlers.found(FAMILY, request)
+    asked, obj = await handlers.found(FAMILY, request)
     name = action(request, set(ACTIONS))
     if name is None:
         raise errors.Unsupported("POST on a node driver needs ?action=<name>")

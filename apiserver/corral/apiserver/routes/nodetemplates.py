@@ -63,6 +63,6 @@ FAMILY = Family[Obj](
     create=lambda ask, body: nodetemplates.create(ask.deps, ask.who, body),
     update=lambda ask, obj, body: nodetemplates.update(ask.deps, obj, body),
     delete=lambda ask, obj: nodetemplates.delete(ask.deps, ask.who, obj),
-    raw_body=True,
+    body_as_sent=True,
 )
 routes = handlers.routes(FAMILY)

@@ -17,21 +17,17 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from corral.apiserver.auth.authn import principal
-from corral.apiserver.deps import DEPS, base_url
-from corral.apiserver.http import envelope
 from corral.apiserver.http.body import read_json
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
-from corral.apiserver.services import workloads
-from corral.apiserver.services.workloads import Scope
-from corral.apiserver.state import downstream
-from corral.core import errors, logs
+from corral.apiserver.resources import handlers
+from corral.apiserver.resources.family import Ask, Family
+from corral.apiserver.services import pods, workloads
+from corral.apiserver.services.pods import DEFAULT_EXEC_TIMEOUT, MAX_EXEC_OUTPUT, Pod, container_of
+from corral.core import errors
 from corral.core.api.ids import ScopedId
-from corral.core.kube import podexec
-from corral.core.kube.informer import Informer, Obj
-from corral.core.workloads.kinds import KINDS
+from corral.core.kube.informer import Obj
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +56,9 @@ EXEC_INPUT = Schema(
     fields={
         "command": Field("array[string]", create=True, required=True),
         "container": Field("string", create=True),
-        "timeout": Field("int", create=True, default=60, description="seconds, 1 to 300"),
+        "timeout": Field(
+            "int", create=True, default=DEFAULT_EXEC_TIMEOUT, description="seconds, 1 to 300"
+        ),
     },
     embedded=True,
 )
@@ -71,15 +69,11 @@ EXEC_OUTPUT = Schema(
         "stdout": readonly("string"),
         "stderr": readonly("string"),
         "exitCode": readonly("int"),
-        "truncated": readonly("boolean", f"output beyond {1 << 20} bytes a stream was cut"),
+        "truncated": readonly("boolean", f"output beyond {MAX_EXEC_OUTPUT} bytes a stream was cut"),
     },
     embedded=True,
 )
 PODS = "/v3/{projects:(?i:projects)}/{project}/{type:(?i:pods)}"
-MAX_EXEC_OUTPUT = 1 << 20
-MAX_COMMAND_WORDS = 256
-# The command travels in the exec request's URL, which kube-apiserver bounds.
-MAX_COMMAND_BYTES = 64 * 1024
 # Bounds of the log options (Kubernetes takes larger ones; nobody needs them through /v3).
 MAX_TAIL_LINES = 100_000
 MAX_SINCE_SECONDS = 366 * 24 * 3600
@@ -87,10 +81,9 @@ MAX_LOG_BYTES = 64 << 20
 # What a log that is not followed may take before Kubernetes cuts it.
 DEFAULT_LOG_BYTES = 10 << 20
 
-routes = web.RouteTableDef()
 
-
-def fields(where: Scope, obj: Obj, jobs: Informer) -> dict[str, Any]:
+def fields(ask: Ask, pod: Pod) -> dict[str, Any]:
+    obj = pod.obj
     meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
     statuses = {c["name"]: c for c in status.get("containerStatuses") or []}
     containers = []
@@ -110,8 +103,8 @@ def fields(where: Scope, obj: Obj, jobs: Informer) -> dict[str, Any]:
         "id": str(ScopedId.of(obj)),
         "name": meta["name"],
         "namespaceId": meta["namespace"],
-        "projectId": where.project_id,
-        "workloadId": workloads.workload_of(obj, jobs),
+        "projectId": pod.where.project_id,
+        "workloadId": workloads.workload_of(obj, pod.jobs),
         "nodeId": spec.get("nodeName"),
         "state": "removing" if meta.get("deletionTimestamp") else phase,
         "containers": containers,
@@ -124,57 +117,34 @@ def fields(where: Scope, obj: Obj, jobs: Informer) -> dict[str, Any]:
     }
 
 
-def render(request: web.Request, where: Scope, obj: Obj, jobs: Informer) -> dict[str, Any]:
-    body = fields(where, obj, jobs)
-    project = f"{base_url(request)}/v3/projects/{where.project_id}"
-    url = f"{project}/pods/{body['id']}"
-    rendered = envelope.resource(base_url(request), SCHEMA, body)
-    rendered["links"] = {"self": url, "logs": f"{url}/logs", "project": project}
-    if body["workloadId"]:
-        rendered["links"]["workload"] = f"{project}/workloads/{body['workloadId']}"
-    rendered["actions"] = {"execute": f"{url}?action=execute"} if where.writable else {}
-    return rendered
+def project_url(ask: Ask) -> str:
+    return f"{ask.base}/v3/projects/{ask.path['project']}"
 
 
-async def jobs_of(request: web.Request, where: Scope) -> Informer:
-    return await workloads.cache_of(request, where, KINDS["job"])
+def url(ask: Ask, pod: Pod) -> str:
+    return f"{project_url(ask)}/pods/{ScopedId.of(pod.obj)}"
 
 
-@routes.get(PODS)
-async def list_pods(request: web.Request) -> web.Response:
-    where = workloads.scope(request)
-    pods = await downstream.downstream_pods(request.app[DEPS].connections, where.cluster)
-    jobs = await jobs_of(request, where)
-    members = await workloads.namespaces(request, where)
-    body = envelope.collection(
-        base_url(request),
-        SCHEMA,
-        [p for namespace in members for p in pods.by_index("namespace", namespace)],
-        lambda p: str(ScopedId.of(p)),
-        lambda p: fields(where, p, jobs),
-        lambda p: render(request, where, p, jobs),
-        request.query,
-        request.path,
-        can_create=False,
-    )
-    return web.json_response(body)
+def links(ask: Ask, pod: Pod) -> dict[str, str]:
+    shown = {"logs": f"{url(ask, pod)}/logs", "project": project_url(ask)}
+    if workload := workloads.workload_of(pod.obj, pod.jobs):
+        shown["workload"] = f"{project_url(ask)}/workloads/{workload}"
+    return shown
 
 
-@routes.get(PODS + "/{pod}")
-async def get_pod(request: web.Request) -> web.Response:
-    where = workloads.scope(request)
-    obj = await workloads.find_pod(request, where, request.match_info["pod"])
-    return web.json_response(render(request, where, obj, await jobs_of(request, where)))
-
-
-def container_of(obj: Obj, value: Any) -> str:
-    """The container a request names, or the pod's only one."""
-    names: list[str] = [c["name"] for c in (obj.get("spec") or {}).get("containers") or []]
-    if value in (None, "") and len(names) == 1:
-        return names[0]
-    if value not in names:
-        raise errors.invalid("container", f"container must be one of {', '.join(names)}")
-    return str(value)
+FAMILY = Family[Pod](
+    schema=SCHEMA,
+    listed=lambda ask: pods.visible(ask.deps, ask.who, ask.path["project"]),
+    find=lambda ask, pid: pods.find(ask.deps, ask.who, ask.path["project"], pid),
+    fields=fields,
+    ident=lambda pod: str(ScopedId.of(pod.obj)),
+    url=url,
+    links=links,
+    actions=lambda ask, pod: ("execute",) if pod.where.writable else (),
+    collection=PODS,
+    within=lambda ask: f"project {ask.path['project']}",
+)
+routes = handlers.routes(FAMILY)
 
 
 def _number(query: Any, name: str, low: int, high: int) -> int | None:
@@ -214,14 +184,14 @@ def log_options(query: Any, obj: Obj) -> dict[str, str]:
     return params
 
 
-@routes.get(PODS + "/{pod}/logs")
+@routes.get(PODS + "/{id}/logs")
 async def pod_logs(request: web.Request) -> web.StreamResponse:
     """The container's log as text, streamed; with `follow=true` until the client leaves or
     the container ends."""
-    where = workloads.scope(request)
-    obj = await workloads.find_pod(request, where, request.match_info["pod"])
+    asked, pod = await handlers.found(FAMILY, request)
+    obj, where = pod.obj, pod.where
     params = log_options(request.query, obj)
-    connection = await request.app[DEPS].connections.connection(where.cluster)
+    connection = await asked.deps.connections.connection(where.cluster)
     meta = obj["metadata"]
     url = connection.credential.url(
         "api", "v1", "namespaces", meta["namespace"], "pods", meta["name"], "log"
@@ -229,9 +199,7 @@ async def pod_logs(request: web.Request) -> web.StreamResponse:
     try:
         upstream = await connection.session().get(url, params=params, headers=where.who.headers())
     except (aiohttp.ClientError, OSError) as exc:
-        raise ApiError(
-            503, "ClusterUnavailable", f"cannot reach cluster {where.cluster}: {exc}"
-        ) from None
+        raise errors.Unavailable(f"cannot reach cluster {where.cluster}: {exc}") from None
     async with upstream:
         if upstream.status != 200:
             raise await _refused(upstream, "read the log of", obj)
@@ -258,59 +226,14 @@ async def _refused(upstream: aiohttp.ClientResponse, what: str, obj: Obj) -> Api
     return ApiError(status, code, f"cannot {what} pod {ScopedId.of(obj)}: {message}")
 
 
-@routes.post(PODS + "/{pod}")
+@routes.post(PODS + "/{id}")
 async def pod_action(request: web.Request) -> web.Response:
-    where = workloads.scope(request)
-    obj = await workloads.find_pod(request, where, request.match_info["pod"])
+    asked, pod = await handlers.found(FAMILY, request)
     if action(request, {"execute"}) is None:
-        raise ApiError(405, "MethodNotAllowed", "POST on a pod needs ?action=execute")
-    where.require_write("run commands in pods")
+        raise errors.Unsupported("POST on a pod needs ?action=execute")
+    pod.where.require_write("run commands in pods")
     body = await read_json(request)
-    command = body.get("command")
-    if (
-        not isinstance(command, list)
-        or not 1 <= len(command) <= MAX_COMMAND_WORDS
-        or not all(isinstance(word, str) for word in command)
-        or sum(len(word.encode()) for word in command) > MAX_COMMAND_BYTES
-    ):
-        raise errors.invalid(
-            "command",
-            f"command must be a list of 1 to {MAX_COMMAND_WORDS} words (text), "
-            f"{MAX_COMMAND_BYTES // 1024} KiB in all",
-        )
-    container = container_of(obj, body.get("container"))
-    timeout = body.get("timeout", EXEC_INPUT.fields["timeout"].default)
-    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= 300:
-        raise errors.invalid("timeout", "timeout must be a whole number of seconds, 1 to 300")
-    meta = obj["metadata"]
-    # The audit record: who ran what, where. Never the output, which may hold anything.
-    log.info(
-        "exec: user %s runs %s in pod %s/%s container %s of cluster %s",
-        principal(request).user_id,
-        logs.words(command)[:2048],
-        meta["namespace"],
-        meta["name"],
-        container,
-        where.cluster,
-    )
-    connection = await request.app[DEPS].connections.connection(where.cluster)
-    result = await podexec.execute(
-        connection,
-        meta["namespace"],
-        meta["name"],
-        container,
-        command,
-        timeout=timeout,
-        limit=MAX_EXEC_OUTPUT,
-        who=where.who,
-    )
-    log.info(
-        "exec: user %s in pod %s/%s exited %d",
-        principal(request).user_id,
-        meta["namespace"],
-        meta["name"],
-        result.exit_code,
-    )
+    result = await pods.execute(asked.deps, asked.who, pod, body)
     return web.json_response(
         {
             "type": "podExecOutput",

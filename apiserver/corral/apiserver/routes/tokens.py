@@ -131,7 +131,7 @@ async def delete_token(request: web.Request) -> web.Response:
     """A system token is refused (403) before any lookup, by its documented name; the token
     of this session only by logout (400)."""
     tokens.refuse_system(request.match_info["id"])
-    asked, shown = handlers.found(FAMILY, request)
+    asked, shown = await handlers.found(FAMILY, request)
     if shown.record.name == asked.who.principal.token.name and shown.record.is_session:
         raise ApiError(400, "InvalidAction", CANNOT_DELETE_SESSION)
     await tokens.revoke(asked.deps, shown.record.name)

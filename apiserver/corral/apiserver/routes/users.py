@@ -95,7 +95,7 @@ routes = handlers.routes(FAMILY, {"changepassword": change_password})
 
 @routes.post(v3("users", "/{id}"))
 async def user_action(request: web.Request) -> web.Response:
-    asked, obj = handlers.found(FAMILY, request)
+    asked, obj = await handlers.found(FAMILY, request)
     if action(request, {"setpassword"}) is None:
         raise errors.Unsupported("POST on a user needs ?action=setpassword")
     users.may_set_password(asked.who, obj)

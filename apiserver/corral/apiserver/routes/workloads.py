@@ -10,24 +10,21 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from lightkube.resources.apps_v1 import ReplicaSet
 
-from corral.apiserver.deps import DEPS, base_url
 from corral.apiserver.http import envelope
-from corral.apiserver.http.body import read_json, text
-from corral.apiserver.http.errors import ApiError
+from corral.apiserver.http.body import read_json
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
+from corral.apiserver.resources import handlers
+from corral.apiserver.resources.family import Ask, Family
 from corral.apiserver.services import workloads
-from corral.apiserver.services.workloads import Neighbours, Scope
+from corral.apiserver.services.workloads import ACTIONS, Workload
 from corral.core import errors
 from corral.core.api.ids import ScopedId
-from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
 from corral.core.workloads import render, spec
-from corral.core.workloads.kinds import DEPLOYMENT, KINDS, Kind, WorkloadId, check_name, kind_named
+from corral.core.workloads.kinds import KINDS
 
-ACTIONS = ("pause", "resume", "redeploy", "rollback")
 SCHEMA = Schema(
     id="workload",
     plural="workloads",
@@ -100,184 +97,85 @@ REVISION = Schema(
 WORKLOADS = "/v3/{projects:(?i:projects)}/{project}/{type:(?i:workloads)}"
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 
-routes = web.RouteTableDef()
+
+def project_url(ask: Ask) -> str:
+    return f"{ask.base}/v3/projects/{ask.path['project']}"
 
 
-def project_url(request: web.Request, where: Scope) -> str:
-    return f"{base_url(request)}/v3/projects/{where.project_id}"
+def url(ask: Ask, found: Workload) -> str:
+    return f"{project_url(ask)}/workloads/{found.id}"
 
 
-def render_workload(
-    request: web.Request, where: Scope, kind: Kind, obj: Obj, near: Neighbours
-) -> dict[str, Any]:
-    body = render.fields(kind, obj)
-    body["projectId"] = where.project_id
-    body["publicEndpoints"] = workloads.public_endpoints(kind, obj, near)
-    url = f"{project_url(request, where)}/workloads/{body['id']}"
-    rendered = envelope.resource(base_url(request), SCHEMA, body)
-    rendered["links"] = {
-        "self": url,
-        "revisions": f"{url}/revisions",
-        "project": project_url(request, where),
-    }
-    rendered["actions"] = {}
-    if where.writable:
-        rendered["links"] |= {"update": url, "remove": url}
-        rendered["actions"] = {a: f"{url}?action={a}" for a in applicable(kind)}
-    return rendered
+def fields(ask: Ask, found: Workload) -> dict[str, Any]:
+    return {**render.fields(found.kind, found.obj), "projectId": found.where.project_id}
 
 
-async def shown(request: web.Request, where: Scope, kind: Kind, obj: Obj) -> dict[str, Any]:
-    """One workload, rendered."""
-    return render_workload(request, where, kind, obj, await workloads.neighbours(request, where))
+def detail(ask: Ask, found: Workload) -> dict[str, Any]:
+    return {"publicEndpoints": workloads.public_endpoints(found.kind, found.obj, found.near)}
 
 
-def applicable(kind: Kind) -> tuple[str, ...]:
-    if kind.type == DEPLOYMENT:
-        return ACTIONS
-    return ("redeploy",) if kind.rolls_out else ()
+def links(ask: Ask, found: Workload) -> dict[str, str]:
+    return {"revisions": f"{url(ask, found)}/revisions", "project": project_url(ask)}
 
 
-@routes.get(WORKLOADS)
-async def list_workloads(request: web.Request) -> web.Response:
-    where = workloads.scope(request)
-    near = await workloads.neighbours(request, where)
-
-    def fields(item: tuple[Kind, Obj]) -> dict[str, Any]:
-        return {**render.fields(*item), "projectId": where.project_id}
-
-    body = envelope.collection(
-        base_url(request),
-        SCHEMA,
-        await workloads.listed(request, where),
-        lambda item: str(WorkloadId.of(*item)),
-        fields,
-        lambda item: render_workload(request, where, *item, near),
-        request.query,
-        request.path,
-        can_create=where.writable,
-    )
-    return web.json_response(body)
-
-
-@routes.get(WORKLOADS + "/{workload}")
-async def get_workload(request: web.Request) -> web.Response:
-    where = workloads.scope(request)
-    kind, obj = await workloads.find(request, where, request.match_info["workload"])
-    return web.json_response(await shown(request, where, kind, obj))
+FAMILY = Family[Workload](
+    schema=SCHEMA,
+    listed=lambda ask: workloads.visible(ask.deps, ask.who, ask.path["project"]),
+    find=lambda ask, wid: workloads.find(ask.deps, ask.who, ask.path["project"], wid),
+    fields=fields,
+    ident=lambda found: found.id,
+    detail=detail,
+    url=url,
+    links=links,
+    # Read-only members see a workload as it is: nothing to change, no action to take.
+    methods=lambda ask, found: SCHEMA.resource_methods if found.where.writable else ("GET",),
+    actions=lambda ask, found: found.actions if found.where.writable else (),
+    may_create=lambda ask: workloads.scope(ask.deps, ask.who, ask.path["project"]).writable,
+    before_create=lambda ask: workloads.may_create(ask.deps, ask.who, ask.path["project"]),
+    create=lambda ask, body: workloads.create(ask.deps, ask.who, ask.path["project"], body),
+    before_update=lambda ask, found: found.where.require_write("change workloads"),
+    update=lambda ask, found, body: workloads.update(ask.deps, found, body),
+    delete=lambda ask, found: workloads.delete(ask.deps, found),
+    collection=WORKLOADS,
+    within=lambda ask: f"project {ask.path['project']}",
+    body_as_sent=True,
+)
+routes = handlers.routes(FAMILY)
 
 
-@routes.post(WORKLOADS)
-async def create_workload(request: web.Request) -> web.Response:
-    where = workloads.scope(request)
-    where.require_write("create workloads")
-    body = await read_json(request)
-    if body.get("type", "workload") != "workload":
-        raise errors.invalid("type", "type must be workload")
-    kind = kind_named(text(body, "workloadType", max_length=64) or DEPLOYMENT)
-    name = check_name(body.get("name"), kind)
-    namespace = await workloads.target_namespace(request, where, body.get("namespaceId"))
-    if (await workloads.cache_of(request, where, kind)).get(f"{namespace}/{name}"):
-        raise errors.conflict(f"workload {kind.type}:{namespace}:{name} already exists")
-    obj = spec.build(kind, namespace, name, body)
-    workloads.check_bounds(request, kind, obj)
-    await workloads.admit(request, where, kind, obj, None)
-    created = await workloads.create(request, where, kind, obj)
-    return web.json_response(await shown(request, where, kind, created), status=201)
-
-
-@routes.put(WORKLOADS + "/{workload}")
-async def update_workload(request: web.Request) -> web.Response:
-    where = workloads.scope(request)
-    kind, obj = await workloads.find(request, where, request.match_info["workload"])
-    where.require_write("change workloads")
-    body = await read_json(request)
-    for field, now in (
-        ("name", obj["metadata"]["name"]),
-        ("workloadType", kind.type),
-        ("namespaceId", obj["metadata"]["namespace"]),
-    ):
-        if body.get(field) not in (None, now):
-            raise errors.invalid(field, f"{field} cannot be changed (it is {now})")
-    changed = spec.merge(kind, obj, body)
-    workloads.check_bounds(request, kind, changed)
-    if kind.pod_template(changed) != kind.pod_template(obj) or body.get("scale") is not None:
-        await workloads.admit(request, where, kind, changed, obj)
-    replaced = await workloads.update(
-        request, where, kind, obj, lambda current: spec.merge(kind, current, body)
-    )
-    return web.json_response(await shown(request, where, kind, replaced))
-
-
-@routes.delete(WORKLOADS + "/{workload}")
-async def delete_workload(request: web.Request) -> web.Response:
-    where = workloads.scope(request)
-    kind, obj = await workloads.find(request, where, request.match_info["workload"])
-    where.require_write("delete workloads")
-    await workloads.delete(request, where, kind, obj)
-    return web.Response(status=204)
-
-
-@routes.post(WORKLOADS + "/{workload}")
+@routes.post(WORKLOADS + "/{id}")
 async def workload_action(request: web.Request) -> web.Response:
-    where = workloads.scope(request)
-    kind, obj = await workloads.find(request, where, request.match_info["workload"])
+    asked, found = await handlers.found(FAMILY, request)
     name = action(request, set(ACTIONS))
     if name is None:
-        raise ApiError(405, "MethodNotAllowed", "POST on a workload needs ?action=<name>")
-    where.require_write(f"{name} workloads")
-    if name not in applicable(kind):
-        raise ApiError(422, "InvalidAction", f"{name} does not apply to a {kind.type}")
+        raise errors.Unsupported("POST on a workload needs ?action=<name>")
+    workloads.may_act(found, name)
     body = await read_json(request)
-    template: Obj | None = None
-    if name == "rollback":
-        revision = await _revision(request, where, obj, body.get("replicaSetId"))
-        template = revision["spec"]["template"]
-        template["metadata"].get("labels", {}).pop("pod-template-hash", None)
-
-    def change(current: Obj) -> Obj:
-        changed = spec.merge(kind, current, {})
-        if name in ("pause", "resume"):
-            changed["spec"]["paused"] = name == "pause"
-        elif name == "redeploy":
-            changed = workloads.redeployed(kind, changed)
-        else:
-            changed["spec"]["template"] = template
-        return changed
-
-    if name in ("redeploy", "rollback"):  # new pods, judged as they will be
-        await workloads.admit(request, where, kind, change(obj), obj)
-    replaced = await workloads.update(request, where, kind, obj, change)
-    return web.json_response(await shown(request, where, kind, replaced))
+    return web.json_response(
+        FAMILY.render(asked, await workloads.act(asked.deps, found, name, body))
+    )
 
 
-@routes.get(WORKLOADS + "/{workload}/revisions")
+@routes.get(WORKLOADS + "/{id}/revisions")
 async def list_revisions(request: web.Request) -> web.Response:
-    where = workloads.scope(request)
-    kind, obj = await workloads.find(request, where, request.match_info["workload"])
-    if kind.type != DEPLOYMENT:
-        raise ApiError(422, "InvalidAction", f"a {kind.type} keeps no revisions")
-    revisions = await _revisions(request, where, obj)
-    current = (obj["metadata"].get("annotations") or {}).get(REVISION_ANNOTATION)
-    url = f"{project_url(request, where)}/workloads/{WorkloadId.of(kind, obj)}/revisions"
-
-    def rendered(rs: Obj) -> dict[str, Any]:
-        return envelope.resource(base_url(request), REVISION, _revision_fields(rs, current))
-
+    asked, found = await handlers.found(FAMILY, request)
+    revisions = await workloads.revisions(asked.deps, found)
+    current = (found.obj["metadata"].get("annotations") or {}).get(REVISION_ANNOTATION)
+    revisions_url = f"{url(asked, found)}/revisions"
     body = envelope.collection(
-        base_url(request),
+        asked.base,
         REVISION,
         revisions,
         lambda rs: f"replicaset:{ScopedId.of(rs)}",
         lambda rs: _revision_fields(rs, current),
-        rendered,
+        lambda rs: envelope.resource(asked.base, REVISION, _revision_fields(rs, current)),
         request.query,
-        url,
+        revisions_url,
         can_create=False,
         default_sort="revision",
         newest_first=True,
     )
-    body["links"] = {"self": url}
+    body["links"] = {"self": revisions_url}
     return web.json_response(body)
 
 
@@ -296,34 +194,3 @@ def _revision_fields(rs: Obj, current: str | None) -> dict[str, Any]:
         "created": meta.get("creationTimestamp", ""),
         "uuid": meta.get("uid", ""),
     }
-
-
-async def _revisions(request: web.Request, where: Scope, deployment: Obj) -> list[Obj]:
-    """The Deployment's ReplicaSets, read from the cluster (a rollback needs the current
-    list, and few requests ask for it)."""
-    client = await request.app[DEPS].connections.client(where.cluster)
-    meta = deployment["metadata"]
-    selector = (deployment["spec"].get("selector") or {}).get("matchLabels") or {}
-    found = [
-        as_dict(rs)
-        async for rs in client.list(ReplicaSet, namespace=meta["namespace"], labels=selector)
-    ]
-    return [
-        rs
-        for rs in found
-        if any(o.get("uid") == meta.get("uid") for o in rs["metadata"].get("ownerReferences") or [])
-    ]
-
-
-async def _revision(request: web.Request, where: Scope, deployment: Obj, value: Any) -> Obj:
-    """The ReplicaSet `replicaset:<namespace>:<name>` of this Deployment; 422 otherwise."""
-    prefix, _, rest = value.partition(":") if isinstance(value, str) else ("", "", "")
-    if prefix != "replicaset" or ScopedId.parse_or_none(rest) is None:
-        raise errors.invalid("replicaSetId", "replicaSetId must be replicaset:<namespace>:<name>")
-    wanted = ScopedId.parse(rest)
-    for rs in await _revisions(request, where, deployment):
-        if ScopedId.of(rs) == wanted:
-            return rs
-    raise errors.invalid(
-        "replicaSetId", f"{value} is not a revision of this workload", "InvalidReference"
-    )

@@ -23,12 +23,11 @@ import datetime
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from aiohttp import web
 from lightkube import ApiError as KubeApiError
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
-from corral.apiserver.deps import DEPS
+from corral.apiserver.deps import Deps
 from corral.apiserver.state.downstream import downstream_namespaces, downstream_quotas
 from corral.core import errors, jsonpatch
 from corral.core.api import names
@@ -59,42 +58,42 @@ def default_of(spec: dict[str, Any]) -> dict[str, str]:
     return dict((spec.get("namespaceDefaultResourceQuota") or {}).get("limit") or {})
 
 
-async def update(request: web.Request, obj: Obj, change: Change) -> Obj:
+async def update(deps: Deps, obj: Obj, change: Change) -> Obj:
     """Applies `change(project)` (JSON patch operations, computed and checked against that
     version of the project) if what it was computed from is still so (`READS`); else reads it
     again and computes the change again. 409 Conflict when it kept changing."""
     meta = obj["metadata"]
     try:
         patched = await guarded.patch(
-            request.app[DEPS].kube, kinds.Project, meta["name"], change, READS,
+            deps.kube, kinds.Project, meta["name"], change, READS,
             namespace=meta["namespace"], current=obj,
         )  # fmt: skip
     except NotFound:
         raise errors.not_found(f"project {project_id(obj)} not found") from None
-    request.app[DEPS].stores.projects.put(patched)
+    deps.stores.projects.put(patched)
     return patched
 
 
-async def current(request: web.Request, obj: Obj) -> Obj:
+async def current(deps: Deps, obj: Obj) -> Obj:
     """The Project as stored now, not as this replica's watch last saw it."""
     meta = obj["metadata"]
-    kube = request.app[DEPS].kube
+    kube = deps.kube
     try:
         fresh = as_dict(await kube.get(kinds.Project, meta["name"], namespace=meta["namespace"]))
     except KubeApiError as exc:
         if exc.status.code == 404:
             raise errors.not_found(f"project {project_id(obj)} not found") from None
         raise
-    request.app[DEPS].stores.projects.put(fresh)
+    deps.stores.projects.put(fresh)
     return fresh
 
 
-async def members(request: web.Request, obj: Obj) -> set[str]:
+async def members(deps: Deps, obj: Obj) -> set[str]:
     """The project's namespaces now: a fresh list of those labelled with it, those this
     replica's watch knows by annotation (set by hand, the label not yet fixed), and those
     reserved."""
     cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
-    connections = request.app[DEPS].connections
+    connections = deps.connections
     watched = (await downstream_namespaces(connections, cluster)).by_index(
         "project", project_id(obj)
     )
@@ -112,7 +111,7 @@ async def members(request: web.Request, obj: Obj) -> set[str]:
     return {n["metadata"]["name"] for n in watched} | set(listed) | reserved
 
 
-async def reserve(request: web.Request, obj: Obj, namespace: str) -> None:
+async def reserve(deps: Deps, obj: Obj, namespace: str) -> None:
     """Room for `namespace` in the project, recorded on the Project, or 422 QuotaExceeded."""
 
     async def change(project: Obj) -> list[dict[str, Any]]:
@@ -123,60 +122,58 @@ async def reserve(request: web.Request, obj: Obj, namespace: str) -> None:
         spec = project.get("spec") or {}
         limit, default = limit_of(spec), default_of(spec)
         if limit:
-            count = len(await members(request, project) | {namespace})
+            count = len(await members(deps, project) | {namespace})
             excess = quota.overcommit(limit, default, count)
             if excess:
                 raise quota.QuotaExceeded(project_id(project), excess)
         return _reservation_operations(project, namespace)
 
-    await update(request, obj, change)
+    await update(deps, obj, change)
 
 
 @contextlib.asynccontextmanager
-async def admitted(
-    request: web.Request, project: str | None, namespace: str
-) -> AsyncIterator[None]:
+async def admitted(deps: Deps, project: str | None, namespace: str) -> AsyncIterator[None]:
     """Holds a reservation for `namespace` in `project` (an id, None for no project) while
     the namespace is created or moved in."""
     if not project:
         yield
         return
     pid = ScopedId.parse_or_none(project)
-    obj = request.app[DEPS].stores.projects.get(pid.key) if pid else None
+    obj = deps.stores.projects.get(pid.key) if pid else None
     if obj is None:
         raise errors.invalid("projectId", f"project {project} not found", "InvalidReference")
-    await reserve(request, obj, namespace)
+    await reserve(deps, obj, namespace)
     try:
         yield
     finally:
-        await release(request, obj, namespace)
+        await release(deps, obj, namespace)
 
 
-async def release(request: web.Request, obj: Obj, namespace: str) -> None:
+async def release(deps: Deps, obj: Obj, namespace: str) -> None:
     """Removes the reservation, whatever version the Project is at now (if this fails, the
     reservation expires)."""
     meta = obj["metadata"]
     try:
-        patched = await request.app[DEPS].kube.patch(
+        patched = await deps.kube.patch(
             kinds.Project, meta["name"],
             {"metadata": {"annotations": {quota.reservation_key(namespace): None}}},
             namespace=meta["namespace"], patch_type=PatchType.MERGE,
         )  # fmt: skip
     except KubeApiError:
         return
-    request.app[DEPS].stores.projects.put(as_dict(patched))
+    deps.stores.projects.put(as_dict(patched))
 
 
-async def check_quota_change(request: web.Request, obj: Obj, spec: dict[str, Any]) -> None:
+async def check_quota_change(deps: Deps, obj: Obj, spec: dict[str, Any]) -> None:
     """A new quota must hold what the project's namespaces have and already use."""
     pid = project_id(obj)
     limit, default = limit_of(spec), default_of(spec)
     if not limit:
         return
-    excess = quota.overcommit(limit, default, len(await members(request, obj)))
+    excess = quota.overcommit(limit, default, len(await members(deps, obj)))
     if excess:
         raise quota.QuotaExceeded(pid, excess)
-    quotas = await project_quotas(request, obj)
+    quotas = await project_quotas(deps, obj)
     excess = quota.below_use(limit, quota.usage(quotas)["used"], "the project")
     for each in quotas:
         name = each["metadata"]["namespace"]
@@ -186,20 +183,18 @@ async def check_quota_change(request: web.Request, obj: Obj, spec: dict[str, Any
         raise quota.QuotaExceeded(pid, excess)
 
 
-async def project_quotas(request: web.Request, obj: Obj) -> list[Obj]:
+async def project_quotas(deps: Deps, obj: Obj) -> list[Obj]:
     """The ResourceQuotas corral keeps in the project's namespaces, with their status."""
     cluster, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
-    quotas = (await downstream_quotas(request.app[DEPS].connections, cluster)).by_index(
-        "project", name
-    )
+    quotas = (await downstream_quotas(deps.connections, cluster)).by_index("project", name)
     return [q for q in quotas if q["metadata"]["name"] == downstream.QUOTA_NAME]
 
 
-async def usage(request: web.Request, obj: Obj) -> dict[str, Any]:
+async def usage(deps: Deps, obj: Obj) -> dict[str, Any]:
     """The project's namespaces, its limit, and what its namespaces use and may use."""
-    totals = quota.usage(await project_quotas(request, obj))
+    totals = quota.usage(await project_quotas(deps, obj))
     namespaces = (
-        await downstream_namespaces(request.app[DEPS].connections, obj["metadata"]["namespace"])
+        await downstream_namespaces(deps.connections, obj["metadata"]["namespace"])
     ).by_index("project", project_id(obj))
     return {
         "namespaces": len(namespaces),

@@ -1,37 +1,115 @@
-"""Granting roles in clusters and projects: checking a grant and creating its binding once.
+"""Granting roles in clusters and projects: who sees a grant, checking one, creating its
+binding once, and revoking it.
 
 A grant names a user (`userId`) or a provider's group (`groupPrincipalId`,
 `oidc_group://<name>`), never both (Rancher's rule and message). A binding's name is derived
 from its subject and role (`roles.cluster_binding_name`, `roles.project_binding_name`), so
 Kubernetes refuses a second binding of one grant, on any replica, where a look at the cache
-before creating could race.
+before creating could race. The two kinds differ only in what they are granted in
+(`Target`): `CLUSTER` and `PROJECT`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import web
 from lightkube import ApiError as KubeApiError
 from lightkube.models.meta_v1 import ObjectMeta
 
-from corral.apiserver.deps import DEPS
-from corral.apiserver.http.body import either, text
+from corral.apiserver.auth.access import Access
+from corral.apiserver.auth.authz import Caller
+from corral.apiserver.deps import Deps
+from corral.apiserver.http.body import either, referenced, text
+from corral.apiserver.services.visibility import (
+    owned_cluster,
+    owned_project,
+    visible_cluster,
+    visible_project,
+)
+from corral.apiserver.state.stores import Stores
 from corral.core import errors
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
 from corral.core.auth import principals
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
-from corral.core.kube.informer import Obj
+from corral.core.kube.informer import Informer, Obj
 from corral.core.projects import roles
 
 log = logging.getLogger(__name__)
 
 SUBJECT_RULE = (
     "must target a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId]"
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one kind of binding grants roles in: its wire names come from `noun`
+    (`clusterId`, and the stored name `clusterName`, an alias on the wire)."""
+
+    noun: str
+    catalog: Mapping[str, roles.RoleTemplate]
+    max_length: int  # of a target's id
+    kind: Any  # the custom resource's lightkube class
+    stored: Callable[[Stores], Informer]
+    of: Callable[[Obj], str]  # the target a binding is in
+    role: Callable[[Access, str], str | None]  # the caller's role in a target
+    visible: Callable[[Deps, Caller, str], Obj]
+    owned: Callable[[Deps, Caller, str, str], Obj]
+    # The namespace a target's bindings live in, with its labels.
+    home: Callable[[str], tuple[str, dict[str, str]]]
+    binding_name: Callable[[str, str], str]
+    # How the refusal of a second identical binding names the target.
+    spoken: Callable[[str], str]
+
+    @property
+    def field(self) -> str:
+        return f"{self.noun}Id"
+
+    @property
+    def stored_field(self) -> str:
+        return f"{self.noun}Name"
+
+
+def _project_home(pid: str) -> tuple[str, dict[str, str]]:
+    project = ScopedId.parse(pid, "projectId")
+    return (
+        names.backing_namespace(project.namespace, project.name),
+        names.backing_namespace_labels(project.namespace, project.name),
+    )
+
+
+CLUSTER = Target(
+    noun="cluster",
+    catalog=roles.CLUSTER_ROLES,
+    max_length=63,
+    kind=kinds.ClusterRoleTemplateBinding,
+    stored=lambda stores: stores.cluster_bindings,
+    of=lambda binding: str(binding["metadata"]["namespace"]),
+    role=Access.cluster_role,
+    visible=visible_cluster,
+    owned=owned_cluster,
+    home=lambda cluster: (cluster, {names.LABEL_CLUSTER: cluster}),
+    binding_name=roles.cluster_binding_name,
+    spoken=lambda cluster: f"cluster {cluster}",
+)
+PROJECT = Target(
+    noun="project",
+    catalog=roles.PROJECT_ROLES,
+    max_length=127,
+    kind=kinds.ProjectRoleTemplateBinding,
+    stored=lambda stores: stores.project_bindings,
+    of=lambda binding: str((binding.get("spec") or {}).get("projectName", "")),
+    role=Access.project_role,
+    visible=visible_project,
+    owned=owned_project,
+    home=_project_home,
+    binding_name=roles.project_binding_name,
+    spoken=str,
 )
 
 
@@ -51,10 +129,61 @@ def subject_of(binding: Obj) -> str:
     return str(spec.get("userName") or spec.get("groupPrincipalName") or "")
 
 
-def grant(
-    request: web.Request,
+def sees(who: Caller, target: Target, binding: Obj) -> bool:
+    """Everyone with a role in the cluster or project sees its bindings."""
+    return target.role(who.access, target.of(binding)) is not None
+
+
+def visible(deps: Deps, who: Caller, target: Target, within: str | None) -> list[Obj]:
+    """The bindings the caller sees, of one cluster or project when `within` names one."""
+    store = target.stored(deps.stores)
+    found = store.by_index(target.noun, within) if within else store.all()
+    return [binding for binding in found if sees(who, target, binding)]
+
+
+def find(deps: Deps, who: Caller, target: Target, binding_id: str) -> Obj | None:
+    """The binding `<namespace>:<name>`, if the caller sees it."""
+    wanted = ScopedId.parse_or_none(binding_id)
+    obj = target.stored(deps.stores).get(wanted.key) if wanted else None
+    return obj if obj is not None and sees(who, target, obj) else None
+
+
+async def grant(deps: Deps, who: Caller, target: Target, body: dict[str, Any]) -> Obj:
+    """The binding a body asks for: the target referenced, the grant checked (422, and 409
+    for a grant the subject has), then 403 unless the caller owns the target."""
+    type_id = f"{target.noun}RoleTemplateBinding"
+    if body.get("type", type_id) != type_id:
+        raise errors.invalid("type", f"type must be {type_id}")
+    where = either(body, (target.field, target.stored_field), target.max_length)
+    referenced(lambda: target.visible(deps, who, where), target.field, f"{target.noun} {where}")
+    existing = target.stored(deps.stores).by_index(target.noun, where)
+    new = checked(deps, body, target.catalog, existing, f"{target.noun} {where}")
+    target.owned(deps, who, where, "grant roles in it")
+    namespace, labels = target.home(where)
+    await ensure_namespace(deps.kube, namespace, labels)
+    binding = target.kind(
+        metadata=ObjectMeta(name=target.binding_name(new.subject, new.role), namespace=namespace),
+        spec={target.stored_field: where, **new.spec()},
+    )
+    created = await _create_once(
+        deps, binding, f"{new.subject} already has {new.role} in {target.spoken(where)}"
+    )
+    target.stored(deps.stores).put(created)
+    return created
+
+
+async def revoke(deps: Deps, who: Caller, target: Target, binding: Obj) -> None:
+    """Removes a binding the caller sees: 403 unless they own its cluster or project."""
+    target.owned(deps, who, target.of(binding), "revoke roles in it")
+    meta = binding["metadata"]
+    await delete_if_present(deps.kube, target.kind, meta["name"], meta["namespace"])
+    target.stored(deps.stores).forget(f"{meta['namespace']}/{meta['name']}")
+
+
+def checked(
+    deps: Deps,
     body: dict[str, Any],
-    catalog: dict[str, roles.RoleTemplate],
+    catalog: Mapping[str, roles.RoleTemplate],
     existing: list[Obj],
     where: str,
 ) -> Grant:
@@ -67,7 +196,7 @@ def grant(
                              "InvalidBodyContent")  # fmt: skip
     if group:
         principals.check_group_principal(group)
-    elif request.app[DEPS].stores.user_active(user) is None:
+    elif deps.stores.user_active(user) is None:
         raise errors.invalid("userId", f"user {user} not found", "InvalidReference")
     role = either(body, ("roleTemplateId", "roleTemplateName"), 64)
     if role not in catalog:
@@ -81,56 +210,7 @@ def grant(
     return Grant(subject, bool(group), role)
 
 
-async def bind_in_cluster(request: web.Request, cluster: str, new: Grant) -> Obj:
-    """The cluster role binding of a checked grant, in the cluster's namespace."""
-    await ensure_namespace(request.app[DEPS].kube, cluster, {names.LABEL_CLUSTER: cluster})
-    name = roles.cluster_binding_name(new.subject, new.role)
-    binding = kinds.ClusterRoleTemplateBinding(
-        metadata=ObjectMeta(name=name, namespace=cluster),
-        spec={"clusterName": cluster, **new.spec()},
-    )
-    created = await _create_once(
-        request, binding, f"{new.subject} already has {new.role} in cluster {cluster}"
-    )
-    request.app[DEPS].stores.cluster_bindings.put(created)
-    return created
-
-
-async def bind_in_project(request: web.Request, project_id: str, new: Grant) -> Obj:
-    """The project role binding of a checked grant, in the project's backing namespace."""
-    project = ScopedId.parse(project_id, "projectId")
-    namespace = names.backing_namespace(project.namespace, project.name)
-    labels = names.backing_namespace_labels(project.namespace, project.name)
-    await ensure_namespace(request.app[DEPS].kube, namespace, labels)
-    binding = kinds.ProjectRoleTemplateBinding(
-        metadata=ObjectMeta(name=roles.project_binding_name(new.subject, new.role),
-                            namespace=namespace),
-        spec={"projectName": project_id, **new.spec()},
-    )  # fmt: skip
-    created = await _create_once(
-        request, binding, f"{new.subject} already has {new.role} in {project_id}"
-    )
-    request.app[DEPS].stores.project_bindings.put(created)
-    return created
-
-
-async def unbind_cluster(request: web.Request, binding: Obj) -> None:
-    meta = binding["metadata"]
-    await delete_if_present(
-        request.app[DEPS].kube, kinds.ClusterRoleTemplateBinding, meta["name"], meta["namespace"]
-    )
-    request.app[DEPS].stores.cluster_bindings.forget(f"{meta['namespace']}/{meta['name']}")
-
-
-async def unbind_project(request: web.Request, binding: Obj) -> None:
-    meta = binding["metadata"]
-    await delete_if_present(
-        request.app[DEPS].kube, kinds.ProjectRoleTemplateBinding, meta["name"], meta["namespace"]
-    )
-    request.app[DEPS].stores.project_bindings.forget(f"{meta['namespace']}/{meta['name']}")
-
-
-async def bind_creator(request: web.Request, project: Obj, user_id: str) -> None:
+async def bind_creator(deps: Deps, project: Obj, user_id: str) -> None:
     """The creator owns the project from the first answer on: the API makes the binding the
     operator would make (under the same name, so only one of them can) and reads its own
     write. Should this fail, the operator makes it on its next pass."""
@@ -142,24 +222,23 @@ async def bind_creator(request: web.Request, project: Obj, user_id: str) -> None
         metadata=ObjectMeta(name=binding_name, namespace=namespace),
         spec={"projectName": pid, "userName": user_id, "roleTemplateName": roles.PROJECT_OWNER},
     )
-    kube = request.app[DEPS].kube
     try:
-        created = await kube.create(binding)
+        created = await deps.kube.create(binding)
     except KubeApiError as exc:
         if exc.status.code != 409:
             log.warning("project %s: cannot bind its creator: %s", pid, exc)
             return
-        created = await kube.get(
+        created = await deps.kube.get(
             kinds.ProjectRoleTemplateBinding, binding_name, namespace=namespace
         )
-    request.app[DEPS].stores.project_bindings.put(as_dict(created))
+    deps.stores.project_bindings.put(as_dict(created))
 
 
-async def _create_once(request: web.Request, binding: Any, taken: str) -> Obj:
+async def _create_once(deps: Deps, binding: Any, taken: str) -> Obj:
     """Create a binding under its derived name: of two identical grants sent at once,
     Kubernetes refuses the second, which a look at the cache before could not."""
     try:
-        return as_dict(await request.app[DEPS].kube.create(binding))
+        return as_dict(await deps.kube.create(binding))
     except KubeApiError as exc:
         if exc.status.code == 409:
             raise errors.conflict(taken) from None

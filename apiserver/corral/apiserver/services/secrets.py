@@ -1,6 +1,7 @@
 """What a project's secrets and its namespaces' secrets share through `/v3`: their fields,
 who may write them, the body of a create or an update checked as Kubernetes would
-(`corral.core.projects.secrets`), and what a response shows of a Secret.
+(`corral.core.projects.secrets`), and what a response shows of a Secret. Each family's own
+reads and writes are in `services.projectsecrets` and `services.namespacedsecrets`.
 
 `data` and `stringData` are write-only: no response carries them, not even the one to the
 create that sent them (the client has them). A response shows the keys of `data` (`keys`).
@@ -8,18 +9,16 @@ create that sent them (the client has them). A response shows the keys of `data`
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from aiohttp import web
 from lightkube import ApiError as KubeApiError
 from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Secret
 
-from corral.apiserver.deps import access, base_url, caller, deps
-from corral.apiserver.http import envelope
-from corral.apiserver.http.schemas import Field, Schema, readonly
+from corral.apiserver.auth.authz import Caller
+from corral.apiserver.deps import Deps
+from corral.apiserver.http.schemas import Field, readonly
 from corral.apiserver.services.visibility import visible_project
 from corral.core import errors
 from corral.core.api import names
@@ -71,22 +70,28 @@ def schema_fields(namespaced: bool) -> dict[str, Field]:
     }
 
 
-def writable_project(request: web.Request, pid: str) -> Obj:
+def project(deps: Deps, who: Caller, pid: str, writing: bool) -> Obj:
+    """The project whose secrets are asked for: 404 without a role in it, and for a write
+    403 for read-only members, before any secret is looked for."""
+    return writable_project(deps, who, pid) if writing else visible_project(deps, who, pid)
+
+
+def writable_project(deps: Deps, who: Caller, pid: str) -> Obj:
     """The project, when the caller may write its secrets: 404 without a role, 403 for
     read-only."""
-    project = visible_project(deps(request), caller(request), pid)
-    if not may_write(request, pid):
+    project = visible_project(deps, who, pid)
+    if not may_write(who, pid):
         raise errors.forbidden(f"read-only users may not change the secrets of project {pid}")
     return project
 
 
-def may_write(request: web.Request, pid: str) -> bool:
-    return roles.may_write_secrets(access(request).project_role(pid))
+def may_write(who: Caller, pid: str) -> bool:
+    return roles.may_write_secrets(who.access.project_role(pid))
 
 
-def check_type(body: dict[str, Any], schema: Schema) -> None:
-    if body.get("type", schema.id) != schema.id:
-        raise errors.invalid("type", f"type must be {schema.id}")
+def check_type(body: dict[str, Any], type_id: str) -> None:
+    if body.get("type", type_id) != type_id:
+        raise errors.invalid("type", f"type must be {type_id}")
 
 
 def created_spec(body: dict[str, Any]) -> tuple[str, SecretSpec]:
@@ -162,8 +167,8 @@ async def create(client: AsyncClient, manifest: dict[str, Any], taken: str) -> O
         raise
 
 
-def creator_annotation(request: web.Request) -> dict[str, str]:
-    return {names.ANNOTATION_CREATOR: access(request).user_id}
+def creator_annotation(who: Caller) -> dict[str, str]:
+    return {names.ANNOTATION_CREATOR: who.access.user_id}
 
 
 def fields(obj: Obj, pid: str, secret_id: str, name: str, namespace: str | None) -> dict[str, Any]:
@@ -184,29 +189,3 @@ def fields(obj: Obj, pid: str, secret_id: str, name: str, namespace: str | None)
         "created": meta.get("creationTimestamp", ""),
         "uuid": meta.get("uid", ""),
     }
-
-
-def render(base: str, schema: Schema, body: dict[str, Any], collection_url: str) -> dict[str, Any]:
-    rendered = envelope.resource(base, schema, body)
-    url = f"{collection_url}/{body['id']}"
-    project = f"{base}/v3/projects/{body['projectId']}"
-    rendered["links"] = {"self": url, "update": url, "remove": url, "project": project}
-    return rendered
-
-
-def collection(
-    request: web.Request,
-    schema: Schema,
-    pid: str,
-    objs: list[Obj],
-    id_of: Callable[[Obj], str],
-    fields_of: Callable[[Obj], dict[str, Any]],
-    render_one: Callable[[Obj], dict[str, Any]],
-    collection_url: str,
-) -> dict[str, Any]:
-    """A project's secrets (of either schema) as a collection; creatable by its writers."""
-    can_create = may_write(request, pid)
-    body = envelope.collection(base_url(request), schema, objs, id_of, fields_of, render_one,
-                               request.query, request.path, can_create=can_create)  # fmt: skip
-    body["createTypes"] = {schema.id: collection_url} if can_create else {}
-    return body

@@ -30,11 +30,17 @@ def owned_cluster(deps: Deps, who: Caller, cluster_id: str, what: str) -> Obj:
     return obj
 
 
-def visible_project(deps: Deps, who: Caller, pid: str) -> Obj:
-    """A project the caller has a role in; else 404, whether it exists or not."""
+def seen_project(deps: Deps, who: Caller, pid: str) -> Obj | None:
+    """A project the caller has a role in; None whether it exists or not."""
     project = ScopedId.parse_or_none(pid)
     obj = deps.stores.projects.get(project.key) if project else None
-    if obj is None or who.access.project_role(pid) is None:
+    return obj if obj is not None and who.access.project_role(pid) is not None else None
+
+
+def visible_project(deps: Deps, who: Caller, pid: str) -> Obj:
+    """A project the caller has a role in; else 404, whether it exists or not."""
+    obj = seen_project(deps, who, pid)
+    if obj is None:
         raise errors.not_found(f"project {pid} not found")
     return obj
 

@@ -1,5 +1,6 @@
-"""The rules every workload and pod route shares: which namespaces a project's workloads
-live in, finding one, the quota check, and the writes themselves.
+"""A project's workloads: which namespaces they live in, finding one, the quota check, the
+writes themselves and their revisions; and the scope a project's pods are read in too
+(`services.pods`).
 
 Reads come from the API server's caches of the downstream cluster (`state.downstream`); a
 write goes to the cluster as the caller (`Scope.who`: the cluster's RBAC, quotas and admission
@@ -19,13 +20,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from aiohttp import web
 from lightkube import ApiError as KubeApiError
 from lightkube import AsyncClient
+from lightkube.resources.apps_v1 import ReplicaSet
 from lightkube.types import CascadeType
 
-from corral.apiserver.auth.authn import principal
-from corral.apiserver.deps import DEPS, access, caller, deps
+from corral.apiserver.auth.authz import Caller
+from corral.apiserver.deps import Deps
+from corral.apiserver.http.body import text as body_text
 from corral.apiserver.services import trialpods
 from corral.apiserver.services.visibility import visible_project
 from corral.apiserver.state import downstream
@@ -40,9 +42,19 @@ from corral.core.kube.informer import Informer, Obj
 from corral.core.projects import quota, roles
 from corral.core.projects.downstream import QUOTA_NAME
 from corral.core.workloads import endpoints, spec, usage
-from corral.core.workloads.kinds import KINDS, REDEPLOYED_AT, Kind, WorkloadId
+from corral.core.workloads.kinds import (
+    DEPLOYMENT,
+    KINDS,
+    REDEPLOYED_AT,
+    Kind,
+    WorkloadId,
+    check_name,
+    kind_named,
+)
 
 log = logging.getLogger(__name__)
+
+ACTIONS = ("pause", "resume", "redeploy", "rollback")
 
 
 @dataclass(frozen=True)
@@ -65,59 +77,206 @@ class Scope:
             )
 
 
-def scope(request: web.Request) -> Scope:
-    """The project of the path; 404 when the caller has no role in it."""
-    pid = request.match_info["project"]
-    visible_project(deps(request), caller(request), pid)
-    role = access(request).project_role(pid)
-    return Scope(pid, ScopedId.parse(pid).namespace, role, principal(request).downstream())
+def scope(deps: Deps, who: Caller, pid: str) -> Scope:
+    """The project `pid`; 404 when the caller has no role in it."""
+    visible_project(deps, who, pid)
+    role = who.access.project_role(pid)
+    return Scope(pid, ScopedId.parse(pid).namespace, role, who.downstream())
 
 
-async def acting(request: web.Request, where: Scope) -> AsyncClient:
+@dataclass(frozen=True)
+class Workload:
+    """A workload as `/v3` shows it: its kind and object, in the caller's scope, with what
+    surrounds it (its public endpoints come from there)."""
+
+    where: Scope
+    kind: Kind
+    obj: Obj
+    near: Neighbours
+
+    @property
+    def id(self) -> str:
+        return str(WorkloadId.of(self.kind, self.obj))
+
+    @property
+    def actions(self) -> tuple[str, ...]:
+        """The actions that apply to its kind."""
+        if self.kind.type == DEPLOYMENT:
+            return ACTIONS
+        return ("redeploy",) if self.kind.rolls_out else ()
+
+
+async def visible(deps: Deps, who: Caller, pid: str) -> list[Workload]:
+    """Every workload of the project, of every kind; 404 without a role in it."""
+    where = scope(deps, who, pid)
+    near = await neighbours(deps, where)
+    return [Workload(where, kind, obj, near) for kind, obj in await _listed(deps, where)]
+
+
+async def find(deps: Deps, who: Caller, pid: str, text: str) -> Workload | None:
+    """The workload `text` names in the project, if it has one; 404 for a bad id."""
+    where = scope(deps, who, pid)
+    try:
+        wid = WorkloadId.parse(text)
+    except Invalid:
+        raise errors.not_found(f"workload {text} not found") from None
+    if wid.namespace not in await namespaces(deps, where):
+        return None
+    obj = (await cache_of(deps, where, wid.kind)).get(wid.key)
+    if obj is None:
+        return None
+    return Workload(where, wid.kind, obj, await neighbours(deps, where))
+
+
+def may_create(deps: Deps, who: Caller, pid: str) -> None:
+    scope(deps, who, pid).require_write("create workloads")
+
+
+async def create(deps: Deps, who: Caller, pid: str, body: dict[str, Any]) -> Workload:
+    """The workload a body describes, judged first as its pods will be (`admit`)."""
+    where = scope(deps, who, pid)
+    if body.get("type", "workload") != "workload":
+        raise errors.invalid("type", "type must be workload")
+    kind = kind_named(body_text(body, "workloadType", max_length=64) or DEPLOYMENT)
+    name = check_name(body.get("name"), kind)
+    namespace = await target_namespace(deps, where, body.get("namespaceId"))
+    if (await cache_of(deps, where, kind)).get(f"{namespace}/{name}"):
+        raise errors.conflict(f"workload {kind.type}:{namespace}:{name} already exists")
+    obj = spec.build(kind, namespace, name, body)
+    check_bounds(deps, kind, obj)
+    await admit(deps, where, kind, obj, None)
+    created = await _create(deps, where, kind, obj)
+    return Workload(where, kind, created, await neighbours(deps, where))
+
+
+async def update(deps: Deps, found: Workload, body: dict[str, Any]) -> Workload:
+    """The workload with what the body gives merged in; its name, kind and namespace stay."""
+    where, kind, obj = found.where, found.kind, found.obj
+    for field, now in (
+        ("name", obj["metadata"]["name"]),
+        ("workloadType", kind.type),
+        ("namespaceId", obj["metadata"]["namespace"]),
+    ):
+        if body.get(field) not in (None, now):
+            raise errors.invalid(field, f"{field} cannot be changed (it is {now})")
+    changed = spec.merge(kind, obj, body)
+    check_bounds(deps, kind, changed)
+    if kind.pod_template(changed) != kind.pod_template(obj) or body.get("scale") is not None:
+        await admit(deps, where, kind, changed, obj)
+    replaced = await _replace(
+        deps, where, kind, obj, lambda current: spec.merge(kind, current, body)
+    )
+    return Workload(where, kind, replaced, await neighbours(deps, where))
+
+
+async def delete(deps: Deps, found: Workload) -> None:
+    found.where.require_write("delete workloads")
+    await _delete(deps, found.where, found.kind, found.obj)
+
+
+def may_act(found: Workload, action: str) -> None:
+    """403 for a caller who may not change the workload, 422 for an action of another kind."""
+    found.where.require_write(f"{action} workloads")
+    if action not in found.actions:
+        raise errors.Invalid(
+            f"{action} does not apply to a {found.kind.type}", code="InvalidAction"
+        )
+
+
+async def act(deps: Deps, found: Workload, action: str, body: dict[str, Any]) -> Workload:
+    """Pauses, resumes, redeploys or rolls back (to the body's `replicaSetId`) a workload."""
+    where, kind, obj = found.where, found.kind, found.obj
+    template: Obj | None = None
+    if action == "rollback":
+        revision = await _revision(deps, where, obj, body.get("replicaSetId"))
+        template = revision["spec"]["template"]
+        template["metadata"].get("labels", {}).pop("pod-template-hash", None)
+
+    def change(current: Obj) -> Obj:
+        changed = spec.merge(kind, current, {})
+        if action in ("pause", "resume"):
+            changed["spec"]["paused"] = action == "pause"
+        elif action == "redeploy":
+            changed = _redeployed(kind, changed)
+        else:
+            changed["spec"]["template"] = template
+        return changed
+
+    if action in ("redeploy", "rollback"):  # new pods, judged as they will be
+        await admit(deps, where, kind, change(obj), obj)
+    replaced = await _replace(deps, where, kind, obj, change)
+    return Workload(where, kind, replaced, await neighbours(deps, where))
+
+
+async def revisions(deps: Deps, found: Workload) -> list[Obj]:
+    """A Deployment's ReplicaSets; 422 for a workload of another kind."""
+    if found.kind.type != DEPLOYMENT:
+        raise errors.Invalid(f"a {found.kind.type} keeps no revisions", code="InvalidAction")
+    return await _revisions(deps, found.where, found.obj)
+
+
+async def _revisions(deps: Deps, where: Scope, deployment: Obj) -> list[Obj]:
+    """The Deployment's ReplicaSets, read from the cluster (a rollback needs the current
+    list, and few requests ask for it)."""
+    client = await deps.connections.client(where.cluster)
+    meta = deployment["metadata"]
+    selector = (deployment["spec"].get("selector") or {}).get("matchLabels") or {}
+    found = [
+        as_dict(rs)
+        async for rs in client.list(ReplicaSet, namespace=meta["namespace"], labels=selector)
+    ]
+    return [
+        rs
+        for rs in found
+        if any(o.get("uid") == meta.get("uid") for o in rs["metadata"].get("ownerReferences") or [])
+    ]
+
+
+async def _revision(deps: Deps, where: Scope, deployment: Obj, value: Any) -> Obj:
+    """The ReplicaSet `replicaset:<namespace>:<name>` of this Deployment; 422 otherwise."""
+    prefix, _, rest = value.partition(":") if isinstance(value, str) else ("", "", "")
+    if prefix != "replicaset" or ScopedId.parse_or_none(rest) is None:
+        raise errors.invalid("replicaSetId", "replicaSetId must be replicaset:<namespace>:<name>")
+    wanted = ScopedId.parse(rest)
+    for rs in await _revisions(deps, where, deployment):
+        if ScopedId.of(rs) == wanted:
+            return rs
+    raise errors.invalid(
+        "replicaSetId", f"{value} is not a revision of this workload", "InvalidReference"
+    )
+
+
+async def acting(deps: Deps, where: Scope) -> AsyncClient:
     """A client of the project's cluster that acts as the caller."""
-    return await request.app[DEPS].connections.client_as(where.cluster, where.who)
+    return await deps.connections.client_as(where.cluster, where.who)
 
 
-async def namespaces(request: web.Request, where: Scope) -> set[str]:
+async def namespaces(deps: Deps, where: Scope) -> set[str]:
     """The names of the project's namespaces."""
-    cache = await downstream.downstream_namespaces(request.app[DEPS].connections, where.cluster)
+    cache = await downstream.downstream_namespaces(deps.connections, where.cluster)
     return {ns["metadata"]["name"] for ns in cache.by_index("project", where.project_id)}
 
 
-async def cache_of(request: web.Request, where: Scope, kind: Kind) -> Informer:
-    return await downstream.downstream_workloads(request.app[DEPS].connections, where.cluster, kind)
+async def cache_of(deps: Deps, where: Scope, kind: Kind) -> Informer:
+    return await downstream.downstream_workloads(deps.connections, where.cluster, kind)
 
 
-async def listed(request: web.Request, where: Scope) -> list[tuple[Kind, Obj]]:
+async def _listed(deps: Deps, where: Scope) -> list[tuple[Kind, Obj]]:
     """Every workload of the project, of every kind."""
-    members = await namespaces(request, where)
+    members = await namespaces(deps, where)
     found: list[tuple[Kind, Obj]] = []
     for kind in KINDS.values():
-        cache = await cache_of(request, where, kind)
+        cache = await cache_of(deps, where, kind)
         for namespace in members:
             found.extend((kind, obj) for obj in cache.by_index("namespace", namespace))
     return found
 
 
-async def find(request: web.Request, where: Scope, text: str) -> tuple[Kind, Obj]:
-    """The workload `text` names in the project; 404 for a bad id or one outside it."""
-    try:
-        wid = WorkloadId.parse(text)
-    except Invalid:
-        raise errors.not_found(f"workload {text} not found") from None
-    obj = None
-    if wid.namespace in await namespaces(request, where):
-        obj = (await cache_of(request, where, wid.kind)).get(wid.key)
-    if obj is None:
-        raise errors.not_found(f"workload {text} not found in project {where.project_id}")
-    return wid.kind, obj
-
-
-async def target_namespace(request: web.Request, where: Scope, value: Any) -> str:
+async def target_namespace(deps: Deps, where: Scope, value: Any) -> str:
     """The `namespaceId` of a create: a namespace of this project."""
     if not isinstance(value, str) or not value:
         raise errors.missing("namespaceId")
-    if value not in await namespaces(request, where):
+    if value not in await namespaces(deps, where):
         raise errors.invalid(
             "namespaceId",
             f"namespace {value} is not in project {where.project_id}",
@@ -129,21 +288,21 @@ async def target_namespace(request: web.Request, where: Scope, value: Any) -> st
 # -- writes ---------------------------------------------------------------------------------
 
 
-async def create(request: web.Request, where: Scope, kind: Kind, obj: Obj) -> Obj:
-    client = await acting(request, where)
+async def _create(deps: Deps, where: Scope, kind: Kind, obj: Obj) -> Obj:
+    client = await acting(deps, where)
     resource = resources.RESOURCES[kind.type]
     created = as_dict(await client.create(resource.from_dict(obj)))
-    (await cache_of(request, where, kind)).put(created)
+    (await cache_of(deps, where, kind)).put(created)
     return created
 
 
-async def update(
-    request: web.Request, where: Scope, kind: Kind, obj: Obj, change: Callable[[Obj], Obj]
+async def _replace(
+    deps: Deps, where: Scope, kind: Kind, obj: Obj, change: Callable[[Obj], Obj]
 ) -> Obj:
     """Writes `change(obj)` on condition that the stored object is still `obj`'s version; when
     it moved on (a controller writes status all the time), reads it again and computes the
     change again. 409 when it kept moving."""
-    client = await acting(request, where)
+    client = await acting(deps, where)
     resource = resources.RESOURCES[kind.type]
     meta = obj["metadata"]
     # Until a deadline, not a count: the controllers' status writes come in bursts while a
@@ -161,14 +320,14 @@ async def update(
                 ) from None
             obj = as_dict(await client.get(resource, meta["name"], namespace=meta["namespace"]))
             continue
-        (await cache_of(request, where, kind)).put(written)
+        (await cache_of(deps, where, kind)).put(written)
         return written
 
 
-async def delete(request: web.Request, where: Scope, kind: Kind, obj: Obj) -> None:
+async def _delete(deps: Deps, where: Scope, kind: Kind, obj: Obj) -> None:
     """Deletes the workload and, in the background, what it made (a Job's pods too: the API's
     default for Jobs would leave them behind)."""
-    client = await acting(request, where)
+    client = await acting(deps, where)
     meta = obj["metadata"]
     try:
         await client.delete(
@@ -180,10 +339,10 @@ async def delete(request: web.Request, where: Scope, kind: Kind, obj: Obj) -> No
     except KubeApiError as exc:
         if exc.status.code != 404:
             raise
-    (await cache_of(request, where, kind)).forget(f"{meta['namespace']}/{meta['name']}")
+    (await cache_of(deps, where, kind)).forget(f"{meta['namespace']}/{meta['name']}")
 
 
-def redeployed(kind: Kind, obj: Obj) -> Obj:
+def _redeployed(kind: Kind, obj: Obj) -> Obj:
     """A copy whose pod template is new only by a time stamp: a new rollout of the same."""
     template = kind.pod_template(obj)
     annotations = template.setdefault("metadata", {}).setdefault("annotations", {})
@@ -204,8 +363,8 @@ class Neighbours:
     pods: Informer
 
 
-async def neighbours(request: web.Request, where: Scope) -> Neighbours:
-    connections = request.app[DEPS].connections
+async def neighbours(deps: Deps, where: Scope) -> Neighbours:
+    connections = deps.connections
     return Neighbours(
         await downstream.downstream_services(connections, where.cluster),
         await downstream.downstream_ingresses(connections, where.cluster),
@@ -232,18 +391,16 @@ def public_endpoints(kind: Kind, obj: Obj, near: Neighbours) -> list[dict[str, A
 # -- bounds -----------------------------------------------------------------------------------
 
 
-def check_bounds(request: web.Request, kind: Kind, obj: Obj) -> None:
+def check_bounds(deps: Deps, kind: Kind, obj: Obj) -> None:
     """422 for more pods than the setting `workload-max-scale` allows, or pods too large."""
-    max_scale = int(request.app[DEPS].stores.number(settings.WORKLOAD_MAX_SCALE_SETTING))
+    max_scale = int(deps.stores.number(settings.WORKLOAD_MAX_SCALE_SETTING))
     spec.check_bounds(kind, obj, max_scale)
 
 
 # -- admission --------------------------------------------------------------------------------
 
 
-async def admit(
-    request: web.Request, where: Scope, kind: Kind, obj: Obj, current: Obj | None
-) -> None:
+async def admit(deps: Deps, where: Scope, kind: Kind, obj: Obj, current: Obj | None) -> None:
     """422 when the namespace would refuse the workload's pods: its Pod Security level
     (`services.trialpods`), or its quota (QuotaExceeded).
 
@@ -251,18 +408,18 @@ async def admit(
     it and fills in the container defaults (and refuses a pod that alone does not fit); that
     pod, times the pods the workload asks for, less what its pods take now, must fit in what
     the quota has left."""
-    connections = request.app[DEPS].connections
-    admitted = await trialpods.admitted(await acting(request, where), kind, obj, where.project_id)
+    connections = deps.connections
+    admitted = await trialpods.admitted(await acting(deps, where), kind, obj, where.project_id)
     namespace = obj["metadata"]["namespace"]
     quotas = await downstream.downstream_quotas(connections, where.cluster)
     found = quotas.get(f"{namespace}/{QUOTA_NAME}")
     if found is None:
         return
-    nodes = len(request.app[DEPS].stores.nodes.by_index("cluster", where.cluster))
+    nodes = len(deps.stores.nodes.by_index("cluster", where.cluster))
     count = usage.pods_wanted(kind, obj, nodes)
     releasing: dict[str, Decimal] = {}
     if current is not None:
-        for pod in await pods_of(request, where, kind, current):
+        for pod in await pods_of(deps, where, kind, current):
             for field, value in usage.per_pod(pod).items():
                 releasing[field] = releasing.get(field, Decimal(0)) + value
     totals = quota.usage([found])
@@ -276,12 +433,12 @@ async def admit(
 # -- pods -------------------------------------------------------------------------------------
 
 
-async def pods_of(request: web.Request, where: Scope, kind: Kind, obj: Obj) -> list[Obj]:
+async def pods_of(deps: Deps, where: Scope, kind: Kind, obj: Obj) -> list[Obj]:
     """The pods the workload runs now."""
     wid = str(WorkloadId.of(kind, obj))
-    pods = await downstream.downstream_pods(request.app[DEPS].connections, where.cluster)
+    pods = await downstream.downstream_pods(deps.connections, where.cluster)
     candidates = pods.by_index("namespace", obj["metadata"]["namespace"])
-    jobs = await cache_of(request, where, KINDS["job"])
+    jobs = await cache_of(deps, where, KINDS["job"])
     return [p for p in candidates if workload_of(p, jobs) == wid]
 
 
@@ -309,15 +466,3 @@ def workload_of(pod: Obj, jobs: Informer) -> str | None:
                     return f"cronJob:{namespace}:{job_owner['name']}"
             return f"job:{namespace}:{name}"
     return None
-
-
-async def find_pod(request: web.Request, where: Scope, text: str) -> Obj:
-    """The pod `<namespace>:<name>` in the project; 404 for a bad id or one outside it."""
-    pid = ScopedId.parse_or_none(text)
-    obj = None
-    if pid is not None and pid.namespace in await namespaces(request, where):
-        pods = await downstream.downstream_pods(request.app[DEPS].connections, where.cluster)
-        obj = pods.get(pid.key)
-    if obj is None:
-        raise errors.not_found(f"pod {text} not found in project {where.project_id}")
-    return obj

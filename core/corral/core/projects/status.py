@@ -135,3 +135,16 @@ def _creator(o: Observed, current: Sequence[Mapping[str, Any]]) -> Condition:
 
 def all_true(current: Sequence[Mapping[str, Any]]) -> bool:
     return all(conditions.is_true(current, t) for t in ct.PROJECT_TYPES)
+
+
+def state(project: Mapping[str, Any]) -> tuple[str, str, str]:
+    """The project's `/v3` state, transitioning and transitioningMessage: active once every
+    condition holds, removing while its namespaces are deleted."""
+    if project["metadata"].get("deletionTimestamp"):
+        return "removing", "yes", "deleting the project's namespaces"
+    conds = (project.get("status") or {}).get("conditions") or []
+    if all_true(conds):
+        return "active", "no", ""
+    waiting = [c for c in conds if c.get("status") != "True"]
+    message = "; ".join(f"{c['type']}: {c.get('message', '')}" for c in waiting)
+    return "initializing", "yes", message or "waiting for the operator"
