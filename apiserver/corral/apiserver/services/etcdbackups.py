@@ -18,9 +18,8 @@ from corral.apiserver.http import envelope
 from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.core import errors, jsonpatch
-from corral.core.api import names
+from corral.core.api import drivers, names
 from corral.core.api.ids import ScopedId
-from corral.core.clusters import observe
 from corral.core.kube import guarded, kinds
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
@@ -122,7 +121,7 @@ def render(request: web.Request, obj: Obj) -> dict[str, Any]:
 def _provisioned(obj: Obj, action: str) -> None:
     """422 unless corral runs the cluster's etcd."""
     driver = (obj.get("spec") or {}).get("driver")
-    if driver not in observe.HOSTED_DRIVERS:
+    if driver not in drivers.HOSTED:
         raise errors.Invalid(
             f"{action} needs a cluster that corral provisions (rke2 or k3s); this cluster "
             f"is {driver}, and its etcd and certificates are managed outside corral",
