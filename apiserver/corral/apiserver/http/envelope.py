@@ -35,9 +35,11 @@ def resource(
     body: dict[str, Any],
     actions: Iterable[str] = (),
     links: Mapping[str, str] | None = None,
+    url: str | None = None,
 ) -> dict[str, Any]:
-    """Decorate a resource body (which carries `id`) with type, links and actions."""
-    url = resource_url(base, schema, body["id"])
+    """Decorate a resource body (which carries `id`) with type, links and actions; `url` is
+    the resource's own when it is not under `/v3/<plural>` (a nested resource's)."""
+    url = url or resource_url(base, schema, body["id"])
     all_links = {"self": url}
     if "PUT" in schema.resource_methods:
         all_links["update"] = url

@@ -71,6 +71,15 @@ class Family(Generic[T]):
     # The route of the collection, for a family nested under another (a cluster's nodes);
     # `/v3/<plural>` otherwise.
     collection: str = ""
+    # A nested family's resource URL (its collection's, then the object's name); the id under
+    # `/v3/<plural>` otherwise.
+    url: Callable[[Ask, T], str] | None = None
+    # Whether the resource may be removed now (the local cluster may not): without its
+    # `remove` link otherwise.
+    removable: Callable[[T], bool] | None = None
+    # Create and update get the whole body, not only the schema's writable fields: for a family
+    # whose services refuse a fixed field given (422 naming it) rather than drop it.
+    whole_body: bool = False
     noun: str = ""  # what a 404 calls one resource; the schema's id by default
     body_limit: int = DEFAULT_LIMIT
     default_sort: str = "id"
@@ -95,13 +104,21 @@ class Family(Generic[T]):
         body = self.all_fields(ask, obj)
         if self.detail is not None:
             body |= self.detail(ask, obj)
-        return envelope.resource(
+        rendered = envelope.resource(
             ask.base,
             self.schema,
             body,
             actions=self.actions(ask, obj) if self.actions else (),
             links=self.links(ask, obj) if self.links else None,
+            url=self.url(ask, obj) if self.url else None,
         )
+        if self.removable is not None and not self.removable(obj):
+            rendered["links"].pop("remove", None)
+        return rendered
+
+    def given(self, body: dict[str, Any], creating: bool) -> dict[str, Any]:
+        """What create or update is given of a request's body."""
+        return body if self.whole_body else self.schema.writable(body, creating)
 
     def page(self, ask: Ask, path: str) -> dict[str, Any]:
         """The collection for this caller: filtered, sorted and paged by the query."""

@@ -31,9 +31,15 @@ def found(family: Family[Any], request: web.Request) -> tuple[Ask, Any]:
     return asked, obj
 
 
-def routes(family: Family[Any]) -> web.RouteTableDef:
-    """The routes of the methods the family's schema declares."""
+def routes(*families: Family[Any]) -> web.RouteTableDef:
+    """The routes of the methods each family's schema declares, in one table."""
     table = web.RouteTableDef()
+    for family in families:
+        _add(table, family)
+    return table
+
+
+def _add(table: web.RouteTableDef, family: Family[Any]) -> None:
     collection, item = family.collection_route, family.collection_route + "/{id}"
     schema = family.schema
 
@@ -59,7 +65,7 @@ def routes(family: Family[Any]) -> web.RouteTableDef:
             if family.before_create is not None:
                 family.before_create(asked)
             body = await read_json(request, family.body_limit)
-            obj = await create(asked, schema.writable(body, creating=True))
+            obj = await create(asked, family.given(body, creating=True))
             return web.json_response(family.render(asked, obj), status=201)
 
     if family.update is not None:
@@ -71,7 +77,7 @@ def routes(family: Family[Any]) -> web.RouteTableDef:
             if family.before_update is not None:
                 family.before_update(asked, obj)
             body = await read_json(request, family.body_limit)
-            changed = await update(asked, obj, schema.writable(body, creating=False))
+            changed = await update(asked, obj, family.given(body, creating=False))
             return web.json_response(family.render(asked, changed))
 
     if family.delete is not None:
@@ -82,5 +88,3 @@ def routes(family: Family[Any]) -> web.RouteTableDef:
             asked, obj = found(family, request)
             await delete(asked, obj)
             return web.Response(status=204)
-
-    return table
