@@ -21,10 +21,12 @@ from corral.apiserver.http import envelope
 from corral.apiserver.http.objects import name_of, shown_status
 from corral.apiserver.http.schemas import Field, Schema
 from corral.apiserver.resources.family import Ask
+from corral.apiserver.resources.scoped import scoped_id
 from corral.apiserver.routes import (
     clusterroletemplatebindings,
     clusters,
     globalrolebindings,
+    nodepools,
     nodes,
     projectroletemplatebindings,
     projects,
@@ -266,6 +268,12 @@ SAMPLES = [
         "metadata": {"name": "m-1", "namespace": "c-1", **STAMP},
         "spec": {"requestedHostname": "n1", "worker": True, "desiredNodeTaints": []},
         "status": {"nodeName": "n1", "internalNodeStatus": {"unschedulable": True}},
+    }),
+    (nodepools, scoped_id, {
+        "metadata": {"name": "np-1", "namespace": "c-1", **STAMP},
+        "spec": {"hostnamePrefix": "w-", "quantity": 2, "worker": True,
+                 "nodeTemplateName": "nt-1"},
+        "status": {"requested": 2, "ready": 1, "conditions": CONDITIONS},
     }),
     (projects, projects.project_id, {
         "metadata": {"name": "p-1", "namespace": "c-1", **STAMP},
