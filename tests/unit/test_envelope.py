@@ -264,7 +264,7 @@ SAMPLES = [
         "spec": {"displayName": "one", "driver": "imported", "enableNetworkPolicy": True},
         "status": {"conditions": CONDITIONS},
     }),
-    (nodes, nodes.node_id, {
+    (nodes, scoped_id, {
         "metadata": {"name": "m-1", "namespace": "c-1", **STAMP},
         "spec": {"requestedHostname": "n1", "worker": True, "desiredNodeTaints": []},
         "status": {"nodeName": "n1", "internalNodeStatus": {"unschedulable": True}},
