@@ -14,7 +14,8 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from corral.core.api import names, settings
+from corral.core import settings
+from corral.core.api import names
 from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
 

@@ -50,8 +50,8 @@ from lightkube.resources.core_v1 import (
     Secret,
 )
 
-from corral.core import pki
-from corral.core.api import names, settings
+from corral.core import pki, settings
+from corral.core.api import names
 from corral.core.kube import claims, kinds
 from corral.core.kube.claims import ANNOTATION_IDENTITY
 from corral.core.kube.client import as_dict

@@ -13,8 +13,8 @@ from corral.core.kube.informer import Informer
 from corral.core.kube.status import StatusWriter
 from corral.operator.downstream import drain, nodes
 from corral.operator.downstream.agent import Failures
-from corral.operator.downstream.wakeups import Wake, Wakeups
 from corral.operator.state import BY_CLUSTER, SpecChanges, State
+from corral.operator.wakeups import Wake, Wakeups
 
 NOW = datetime.datetime(2026, 2, 3, 4, 5, 6, tzinfo=datetime.UTC)
 

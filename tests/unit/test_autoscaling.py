@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from corral.core.api import settings
+from corral.core import settings
 from corral.core.nodepools import autoscaling as a
 from corral.core.nodepools import plan
 

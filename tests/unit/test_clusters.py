@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from corral.core import conditions, quantity
+from corral.core.api import names
 from corral.core.clusters import importing, observe
 from corral.core.conditions import Condition
 from corral.operator.downstream.drain import DrainRefused, evictable
@@ -215,8 +216,8 @@ def test_desired_taints_keep_the_ones_kubernetes_owns() -> None:
 
 
 def test_node_records_are_stable_and_roles_come_from_labels() -> None:
-    assert observe.node_cr_name("worker-1") == observe.node_cr_name("worker-1")
-    assert observe.node_cr_name("worker-1").startswith("m-")
+    assert names.node_cr_name("worker-1") == names.node_cr_name("worker-1")
+    assert names.node_cr_name("worker-1").startswith("m-")
     spec = observe.node_spec(node("a"))
     assert spec == {"requestedHostname": "a", "etcd": False, "controlPlane": False, "worker": True}
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.core.api import settings
+from corral.core import settings
 from corral.core.provisioning import catalog
 from corral.devenv import hosted, images
 from corral.devenv.environment import Options
@@ -44,13 +44,13 @@ def test_the_settings_name_the_image_for_every_component_and_the_storage_class()
     values = hosted.settings(IMAGE)
     for name, value in values.items():
         settings.check(name, value)
-    release = catalog.parse(values[settings.CATALOG_SETTING]).release("v1.36.3")
+    release = catalog.parse(values[catalog.SETTING]).release("v1.36.3")
     assert set(release.components) == {*catalog.REQUIRED, *catalog.OPTIONAL}
     assert {c.image for c in release.components.values()} == {IMAGE.reference}
     assert release.component(catalog.KWOK).command == (images.KWOK_COMMAND,)
     assert release.component(catalog.APISERVER).command == ("/usr/local/bin/kube-apiserver",)
     assert values[settings.STORAGE_CLASS_SETTING] == hosted.STORAGE_CLASS
-    assert len(values[settings.CATALOG_SETTING]) <= settings.MAX_VALUE
+    assert len(values[catalog.SETTING]) <= settings.MAX_VALUE
 
 
 def test_the_previous_minors_image_adds_its_version_with_etcd_and_kwok_of_the_main_one() -> None:
@@ -58,8 +58,8 @@ def test_the_previous_minors_image_adds_its_version_with_etcd_and_kwok_of_the_ma
         "localhost/corral-controlplane:v1.35.8-ba9876543210", Path("/cache/previous.tar")
     )
     values = hosted.settings(IMAGE, previous)
-    settings.check(settings.CATALOG_SETTING, values[settings.CATALOG_SETTING])
-    versions = catalog.parse(values[settings.CATALOG_SETTING])
+    settings.check(catalog.SETTING, values[catalog.SETTING])
+    versions = catalog.parse(values[catalog.SETTING])
     assert sorted(versions.releases) == ["v1.35.8", "v1.36.3"]
     old = versions.release("v1.35.8")
     assert {name: c.image for name, c in old.components.items()} == {
@@ -67,9 +67,9 @@ def test_the_previous_minors_image_adds_its_version_with_etcd_and_kwok_of_the_ma
         **dict.fromkeys(images.PREVIOUS_COMMANDS, previous.reference),
     }
     assert versions.release("v1.36.3") == catalog.parse(
-        hosted.settings(IMAGE)[settings.CATALOG_SETTING]
+        hosted.settings(IMAGE)[catalog.SETTING]
     ).release("v1.36.3")
-    assert len(values[settings.CATALOG_SETTING]) <= settings.MAX_VALUE
+    assert len(values[catalog.SETTING]) <= settings.MAX_VALUE
 
 
 def test_every_command_of_the_catalog_is_a_link_in_the_image() -> None:

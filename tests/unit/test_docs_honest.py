@@ -10,8 +10,8 @@ from pathlib import Path
 from aiohttp import web
 
 from corral.apiserver.app import ROUTE_MODULES, SCHEMA_LIST
-from corral.core.api.settings import CATALOG, CATALOG_SETTING
 from corral.core.provisioning import catalog
+from corral.core.settings import CATALOG
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -86,7 +86,7 @@ def upstream_catalog(words: str) -> bool:
     match = re.fullmatch(r"the upstream images of (v[0-9.]+)", words)
     if match is None:
         return False
-    releases = catalog.parse(CATALOG[CATALOG_SETTING].default).releases
+    releases = catalog.parse(CATALOG[catalog.SETTING].default).releases
     images = [c.image for r in releases.values() for c in r.components.values()]
     return set(releases) == {match.group(1)} and all(
         i.startswith("registry.k8s.io/") for i in images
@@ -97,7 +97,7 @@ def documented_default(name: str, shown: str) -> bool:
     """Whether the table's default is the catalog's. Defaults are plain values, but for
     `empty` (the empty string) and the version catalog (a JSON document, said in words)."""
     default = CATALOG[name].default
-    if name == CATALOG_SETTING:
+    if name == catalog.SETTING:
         return upstream_catalog(shown)
     if shown == "empty":
         return default == ""

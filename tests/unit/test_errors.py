@@ -10,7 +10,7 @@ from aiohttp.test_utils import make_mocked_request
 from lightkube import ApiError as KubeApiError
 
 from corral.apiserver.http.errors import error_middleware, from_core, from_kube
-from corral.core.api import settings
+from corral.core import settings
 from corral.core.auth import passwords, ttl
 from corral.core.clusters import importing, taints
 from corral.core.errors import Conflict, CorralError, Forbidden, Invalid, NotFound, Unavailable

@@ -23,6 +23,7 @@ from corral.core.drivers import status as ds
 from corral.core.drivers.status import Observed, Outcome
 from corral.core.drivers.templates import MachineInputs
 from corral.core.errors import Invalid, Unavailable
+from corral.operator.drivers import kwok, registry
 from corral.operator.drivers.cache import Cache
 from corral.operator.drivers.contract import JoinConfig, MachineRequest, Phase
 from corral.operator.drivers.download import DownloadFailed, Limits, fetch
@@ -485,3 +486,14 @@ async def test_a_machine_reaches_its_driver_while_its_file_still_verifies(tmp_pa
     fetched.path.write_bytes(b"changed on disk")
     with pytest.raises(Unavailable):
         await drivers.connect(inputs, "c-x", None)
+
+
+def test_the_registry_knows_a_kwok_machine_s_node_before_it_is_made() -> None:
+    shape = registry.node_shape("kwok", {"cpu": "8"})
+    assert shape is not None
+    assert shape.capacity == {"cpu": "8", "memory": kwok.DEFAULTS["memory"],
+                              "pods": str(kwok.DEFAULTS["pods"])}  # fmt: skip
+    assert shape.labels == kwok.LABELS
+    # An executable's machines are known only once made: its pools annotate their capacity.
+    assert registry.node_shape("d", {"cpu": "8"}) is None
+    assert registry.node_shape(None, {}) is None

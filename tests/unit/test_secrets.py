@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from corral.core.api import names
+from corral.core.api.labels import MAX_ANNOTATIONS_SIZE, user_annotations, user_labels
 from corral.core.errors import Invalid
 from corral.core.projects import downstream, secrets
 from corral.core.projects.downstream import ProjectView
@@ -100,18 +101,18 @@ def test_each_type_has_the_keys_kubernetes_requires() -> None:
 
 
 def test_labels_and_annotations_are_checked_and_corrals_own_refused() -> None:
-    assert secrets.user_labels({"app": "db", "example.com/tier": ""}) == {
+    assert user_labels({"app": "db", "example.com/tier": ""}) == {
         "app": "db",
         "example.com/tier": "",
     }
     for bad in ({"a b": "x"}, {"app": "x" * 64}, {"app": "-x"}, {"app": 1}, ["app"]):
-        refused("labels", secrets.user_labels, bad)
+        refused("labels", user_labels, bad)
     for own in (names.LABEL_PROJECT_SECRET, names.LABEL_SECRET_COPY, names.LABEL_PROJECT):
-        refused("labels", secrets.user_labels, {own: "p-x"})
-        refused("annotations", secrets.user_annotations, {own: "p-x"})
-    assert secrets.user_annotations({"note": "any text: at all"}) == {"note": "any text: at all"}
-    big = {"note": "x" * secrets.MAX_ANNOTATIONS_SIZE}
-    refused("annotations", secrets.user_annotations, big)
+        refused("labels", user_labels, {own: "p-x"})
+        refused("annotations", user_annotations, {own: "p-x"})
+    assert user_annotations({"note": "any text: at all"}) == {"note": "any text: at all"}
+    big = {"note": "x" * MAX_ANNOTATIONS_SIZE}
+    refused("annotations", user_annotations, big)
     refused("description", secrets.check_description, "x" * 1025)
 
 

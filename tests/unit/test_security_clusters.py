@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from corral.apiserver.http.errors import from_core
 from corral.apiserver.services.clusterspec import driver_of
+from corral.core.api import names
 from corral.core.clusters import importing, observe, taints
 from corral.core.clusters.credential import Credential
 from corral.core.errors import CorralError
@@ -348,7 +349,7 @@ class FakeDownstream:
 
 
 def record(node: str, desired: list[dict[str, Any]]) -> dict[str, Any]:
-    name = observe.node_cr_name(node)
+    name = names.node_cr_name(node)
     spec = {"requestedHostname": node, "desiredNodeTaints": desired}
     return {"metadata": {"name": name, "namespace": "c-x", "generation": 1}, "spec": spec}
 
@@ -367,9 +368,9 @@ async def test_one_node_that_fails_is_reported_and_the_others_are_applied() -> N
         name: next(c for c in status["conditions"] if c["type"] == "Updated")
         for name, status in kube.status.items()
     }
-    assert updated[observe.node_cr_name("a")]["reason"] == "ApplyFailed"
-    assert updated[observe.node_cr_name("c")]["reason"] == "ApplyFailed"
-    assert updated[observe.node_cr_name("b")]["reason"] == "Applied"
+    assert updated[names.node_cr_name("a")]["reason"] == "ApplyFailed"
+    assert updated[names.node_cr_name("c")]["reason"] == "ApplyFailed"
+    assert updated[names.node_cr_name("b")]["reason"] == "Applied"
 
 
 def test_failed_syncs_turn_the_clusters_updated_false_and_name_them() -> None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from corral.core import logs
-from corral.core.api import addresses, settings
+from corral.core import logs, settings
+from corral.core.api import addresses
 from corral.core.api import condition_types as ct
 from corral.core.auth import oidc_config
 from corral.core.drivers import status as driver_status

@@ -24,7 +24,8 @@ from corral.apiserver.auth.throttle import (
     LoginThrottle,
 )
 from corral.apiserver.routes.tokens import render
-from corral.core.api import settings as corral_settings
+from corral.core import settings as corral_settings
+from corral.core import times
 from corral.core.auth import ttl
 from corral.core.auth.tokens import TokenRecord
 from corral.operator.management.tokens import expired, expiry_status, interval_seconds, purge
@@ -93,15 +94,15 @@ def test_expiry_never_overflows(created: datetime.datetime, ttl_ms: int) -> None
         assert expiry is None
         return
     assert expiry is not None and created <= expiry <= ttl.END_OF_TIME
-    assert ttl.format_time(expiry)
+    assert times.format_time(expiry)
     ttl.is_expired(created, ttl_ms, NOW)
 
 
 def test_the_largest_allowed_lifetime_fits_and_a_larger_one_saturates() -> None:
-    created = ttl.parse_time(CREATED)
+    created = times.parse_time(CREATED)
     assert ttl.expires_at(created, ttl.MAX_TTL_MS) == created + datetime.timedelta(days=36_525)
     assert ttl.expires_at(created, LARGEST) == ttl.END_OF_TIME
-    assert ttl.format_time(ttl.END_OF_TIME) == "9999-12-31T23:59:59Z"
+    assert times.format_time(ttl.END_OF_TIME) == "9999-12-31T23:59:59Z"
 
 
 def test_a_stored_huge_lifetime_renders_and_never_expires() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from corral.apiserver.state.stores import _token_key
+from corral.core import times
 from corral.core.api import names
 from corral.core.auth import hashing, ttl
 from corral.core.auth.tokens import (
@@ -158,8 +159,8 @@ def test_the_expiry_queue_gives_each_token_once_when_its_time_comes() -> None:
 
 
 def session(name: str, written: datetime.datetime | None, kind: str = "session") -> dict[str, Any]:
-    annotations = {names.ANNOTATION_LAST_ACTIVITY: ttl.format_time(written)} if written else {}
-    meta = {"name": name, "creationTimestamp": ttl.format_time(NOW - 60 * MINUTE),
+    annotations = {names.ANNOTATION_LAST_ACTIVITY: times.format_time(written)} if written else {}
+    meta = {"name": name, "creationTimestamp": times.format_time(NOW - 60 * MINUTE),
             "labels": {names.LABEL_TOKEN_KIND: kind}, "annotations": annotations}  # fmt: skip
     return {"metadata": meta, "spec": {"ttlMillis": 0}}
 
@@ -202,7 +203,7 @@ class FakeKube:
 
 
 def stored_token(name: str, ttl_ms: int) -> dict[str, Any]:
-    meta = {"name": name, "creationTimestamp": ttl.format_time(NOW - 10 * MINUTE)}
+    meta = {"name": name, "creationTimestamp": times.format_time(NOW - 10 * MINUTE)}
     return {"metadata": meta, "spec": {"ttlMillis": ttl_ms}}
 
 
@@ -218,6 +219,6 @@ async def test_marking_writes_expired_only_for_tokens_whose_time_has_come() -> N
     queue.add("token-longer", NOW - 9 * MINUTE)
     assert await mark_expired(state, queue) == 1
     assert kube.patched == [
-        ("token-due", {"expiresAt": ttl.format_time(NOW - 9 * MINUTE), "expired": True})
+        ("token-due", {"expiresAt": times.format_time(NOW - 9 * MINUTE), "expired": True})
     ]
     assert len(queue) == 1 and queue.pop_due(NOW + 50 * MINUTE) == ["token-longer"]

@@ -51,8 +51,8 @@ from corral.apiserver.routes import (
     workloads,
 )
 from corral.apiserver.state.stores import Stores
+from corral.core import times
 from corral.core.api import names
-from corral.core.auth import ttl
 from corral.core.kube import kinds
 from corral.core.kube.connections import Connections
 from corral.core.kube.oidc_secrets import StateKey
@@ -117,7 +117,7 @@ def create_app(
 
 def _activity_writer(kube: AsyncClient):  # type: ignore[no-untyped-def]
     async def write(token: str, seen: datetime.datetime) -> None:
-        annotations = {names.ANNOTATION_LAST_ACTIVITY: ttl.format_time(seen)}
+        annotations = {names.ANNOTATION_LAST_ACTIVITY: times.format_time(seen)}
         await kube.patch(kinds.Token, token, {"metadata": {"annotations": annotations}},
                          patch_type=PatchType.MERGE)  # fmt: skip
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from corral.core.auth.ttl import format_time
+from corral.core.times import format_time
 
 
 @dataclass(frozen=True)

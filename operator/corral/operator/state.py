@@ -27,7 +27,7 @@ from corral.core.kube.informer import ChangeHook, Informer, Obj
 from corral.core.kube.status import Clock
 from corral.core.projects import roles, secrets
 from corral.core.projects.downstream import Binding
-from corral.operator.downstream.wakeups import Wake
+from corral.operator.wakeups import Wake
 
 BY_CLUSTER = "cluster"
 Route = Callable[[Wake], None]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.core.auth import ttl
+from corral.core import times
 from corral.core.kube.informer import Obj
 
 
@@ -19,7 +19,7 @@ def meta_fields(obj: Obj) -> dict[str, Any]:
     meta = obj["metadata"]
     return {
         "id": name_of(obj),
-        "created": ttl.format_time(ttl.parse_time(meta["creationTimestamp"])),
+        "created": times.format_time(times.parse_time(meta["creationTimestamp"])),
         "uuid": meta.get("uid", ""),
     }
 

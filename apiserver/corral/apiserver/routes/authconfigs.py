@@ -33,8 +33,7 @@ from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import v3
-from corral.core import errors
-from corral.core.api import settings
+from corral.core import errors, settings
 from corral.core.auth import oidc_config, principals
 from corral.core.auth.oidc_config import CALLBACK_PATH, LOGIN_PATH, OidcConfig
 from corral.core.kube import kinds, oidc_secrets

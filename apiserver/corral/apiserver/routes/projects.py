@@ -38,8 +38,7 @@ from corral.apiserver.services import podsecurity as pod_security
 from corral.apiserver.services.admission import default_of, limit_of, project_id
 from corral.apiserver.services.visibility import owned_project, visible_cluster, visible_project
 from corral.apiserver.state.downstream import downstream_namespaces
-from corral.core import errors
-from corral.core.auth import ttl
+from corral.core import errors, times
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
@@ -347,4 +346,4 @@ def render_event(request: web.Request, body: dict[str, Any]) -> dict[str, Any]:
 
 def _time(value: Any) -> str:
     """lightkube gives event times as datetimes: the wire has Kubernetes' text form."""
-    return ttl.format_time(value) if isinstance(value, datetime.datetime) else str(value or "")
+    return times.format_time(value) if isinstance(value, datetime.datetime) else str(value or "")

@@ -14,8 +14,7 @@ from corral.apiserver.http import envelope
 from corral.apiserver.http.body import read_json, text
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import v3
-from corral.core import errors
-from corral.core.api import settings
+from corral.core import errors, settings
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
 

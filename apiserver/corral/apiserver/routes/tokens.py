@@ -16,7 +16,7 @@ from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import v3
 from corral.apiserver.services import tokens
 from corral.apiserver.services.visibility import visible_cluster
-from corral.core import errors
+from corral.core import errors, times
 from corral.core.auth import ttl
 from corral.core.auth.tokens import MSG_NOT_FOUND, TokenRecord, is_system_name
 
@@ -62,11 +62,11 @@ def fields(record: TokenRecord, current: str, now: datetime.datetime) -> dict[st
         "current": record.name == current,
         "enabled": record.enabled,
         "expired": record.expired(now),
-        "expiresAt": ttl.format_time(expiry) if expiry else "",
+        "expiresAt": times.format_time(expiry) if expiry else "",
         "ttl": record.ttl_ms,
         "clusterName": record.cluster_name,
         "clusterId": record.cluster_name,
-        "created": ttl.format_time(record.created),
+        "created": times.format_time(record.created),
         "uuid": record.uid,
     }
 

@@ -12,8 +12,8 @@ from lightkube.models.meta_v1 import OwnerReference
 from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import description_text, name_text, referenced
-from corral.core import errors
-from corral.core.api import names, settings
+from corral.core import errors, settings
+from corral.core.api import names
 from corral.core.auth import ownership
 from corral.core.drivers import status as driver_status
 from corral.core.kube.informer import Informer, Obj

@@ -23,6 +23,7 @@ from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.services.visibility import visible_project
 from corral.core import errors
 from corral.core.api import names
+from corral.core.api.labels import user_annotations, user_labels
 from corral.core.errors import Invalid
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
@@ -97,8 +98,8 @@ def created_spec(body: dict[str, Any]) -> tuple[str, SecretSpec]:
     return name, SecretSpec(
         kind=kind,
         data=data,
-        labels=secrets.user_labels(body.get("labels")),
-        annotations=secrets.user_annotations(body.get("annotations")),
+        labels=user_labels(body.get("labels")),
+        annotations=user_annotations(body.get("annotations")),
         description=secrets.check_description(body.get("description")),
     )
 
@@ -122,11 +123,11 @@ def updated_spec(
         kind=kind,
         data=data if data is not None else current.get("data") or {},
         labels=(
-            secrets.user_labels(body["labels"]) if "labels" in body
+            user_labels(body["labels"]) if "labels" in body
             else secrets.shown_labels(current)
         ),
         annotations=(
-            secrets.user_annotations(body["annotations"]) if "annotations" in body
+            user_annotations(body["annotations"]) if "annotations" in body
             else secrets.shown_annotations(current)
         ),
         description=(

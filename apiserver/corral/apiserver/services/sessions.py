@@ -9,11 +9,12 @@ from aiohttp import web
 
 from corral.apiserver.auth.authn import CSRF_COOKIE, SESSION_COOKIE
 from corral.apiserver.services.tokens import Issued
+from corral.core import times
 from corral.core.auth import ttl
 
 
 def respond(request: web.Request, issued: Issued, response_type: str) -> web.Response:
-    expiry = ttl.expires_at(ttl.parse_time(issued.obj["metadata"]["creationTimestamp"]),
+    expiry = ttl.expires_at(times.parse_time(issued.obj["metadata"]["creationTimestamp"]),
                             issued.obj["spec"]["ttlMillis"])  # fmt: skip
     name = issued.obj["metadata"]["name"]
     if response_type == "cookie":
@@ -23,7 +24,7 @@ def respond(request: web.Request, issued: Issued, response_type: str) -> web.Res
     else:
         response = web.json_response({
             "type": "token", "baseType": "token", "id": name, "token": issued.value,
-            "expiresAt": ttl.format_time(expiry) if expiry else "",
+            "expiresAt": times.format_time(expiry) if expiry else "",
         }, status=201)  # fmt: skip
     # Readable by scripts (not HttpOnly): a browser echoes it in X-API-CSRF.
     response.set_cookie(CSRF_COOKIE, secrets.token_hex(16), path="/", secure=request.secure,

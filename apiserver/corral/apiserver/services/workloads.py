@@ -29,8 +29,7 @@ from corral.apiserver.deps import DEPS, access, caller, deps
 from corral.apiserver.services import trialpods
 from corral.apiserver.services.visibility import visible_project
 from corral.apiserver.state import downstream
-from corral.core import errors
-from corral.core.api import settings
+from corral.core import errors, settings
 from corral.core.api.ids import ScopedId
 from corral.core.errors import Invalid
 from corral.core.kube import guarded

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from lightkube import AsyncClient
 
-from corral.core.api import drivers, settings
+from corral.core import settings
+from corral.core.api import drivers
 from corral.core.api.names import INDEX_TOKEN_KEY, LABEL_TOKEN_USER
 from corral.core.auth import hashing, ownership, principals
 from corral.core.auth.oidc_config import OidcConfig
@@ -199,7 +200,7 @@ class Stores:
     def catalog(self) -> catalog.Catalog:
         """The Kubernetes versions rke2 and k3s clusters may run (a bad stored catalog reads
         as the default, as a bad number does)."""
-        name = settings.CATALOG_SETTING
+        name = catalog.SETTING
         return catalog.parse(settings.document(name, self.settings.get(name)))
 
     def user_active(self, user_id: str) -> bool | None:

@@ -1,1 +1,2 @@
-"""The vocabulary: names, ids, condition types and reasons, the settings catalog. Pure."""
+"""The vocabulary: names, ids, labels, condition types and reasons. Pure, and standing on
+nothing else of core but its errors."""

@@ -3,6 +3,7 @@ names it gives the objects it keeps for others."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 GROUP = "management.svc.io"
@@ -138,6 +139,13 @@ def provider_secret_name(user_id: str) -> str:
 
 def password_secret_name(user_id: str) -> str:
     return f"{user_id}-password"
+
+
+def node_cr_name(node_name: str) -> str:
+    """The Node CR of a downstream node: stable, DNS-safe, `m-` like Rancher's machine ids. The
+    node mirror names its records so, and a pool names a machine's record after the hostname it
+    asks for, so the mirror finds that record once the node registers."""
+    return "m-" + hashlib.sha256(node_name.encode()).hexdigest()[:10]
 
 
 def credential_secret_name(cluster_id: str) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from corral.core import times
 from corral.core.api import names
 from corral.core.auth import hashing, ttl
 
@@ -55,14 +56,14 @@ class TokenRecord:
             user_id=spec.get("userId", ""),
             stored=spec.get("token", ""),
             ttl_ms=int(spec.get("ttlMillis", 0)),
-            created=ttl.parse_time(meta["creationTimestamp"]),
+            created=times.parse_time(meta["creationTimestamp"]),
             kind=labels.get(names.LABEL_TOKEN_KIND, ""),
             is_derived=bool(spec.get("isDerived", False)),
             cluster_name=spec.get("clusterName", ""),
             enabled=spec.get("enabled", True) is not False,
             description=spec.get("description", ""),
             auth_provider=spec.get("authProvider", ""),
-            last_activity=ttl.parse_time(activity) if activity else None,
+            last_activity=times.parse_time(activity) if activity else None,
             uid=meta.get("uid", ""),
         )
 

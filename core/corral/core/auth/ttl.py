@@ -104,12 +104,3 @@ def idle_beyond_doubt(
         return False
     grace = activity_write_interval(idle_minutes) + datetime.timedelta(seconds=1)
     return now - written > datetime.timedelta(minutes=idle_minutes) + grace
-
-
-def format_time(moment: datetime.datetime) -> str:
-    """RFC 3339 in UTC with a Z, as Kubernetes writes timestamps."""
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str) -> datetime.datetime:
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))

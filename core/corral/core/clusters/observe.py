@@ -7,7 +7,6 @@ readiness, version) and writes what they return into `status`.
 from __future__ import annotations
 
 import base64
-import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,11 +42,6 @@ _PRESSURES = (
         ct.REASON_NO_MEMORY_PRESSURE,
     ),
 )
-
-
-def node_cr_name(node_name: str) -> str:
-    """The Node CR of a downstream node: stable, DNS-safe, `m-` like Rancher's machine ids."""
-    return "m-" + hashlib.sha256(node_name.encode()).hexdigest()[:10]
 
 
 # -- pods -------------------------------------------------------------------------------------

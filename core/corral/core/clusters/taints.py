@@ -9,20 +9,13 @@ key and effect.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from corral.core.api.ids import MAX_SUBDOMAIN, is_dns_subdomain
+from corral.core.api.labels import NAME_RULE, is_name, key_problem
 from corral.core.errors import Invalid
 
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MAX_TAINTS = 64
-MAX_NAME = 63
-_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", re.ASCII)
-_NAME_RULE = (
-    f"at most {MAX_NAME} characters: letters, digits, '-', '_' or '.', "
-    "starting and ending with a letter or digit"
-)
 
 
 class InvalidTaint(Invalid):
@@ -57,30 +50,11 @@ def _taint(taint: Any, field: str, where: str) -> dict[str, str]:
         raise InvalidTaint(f"{where}.key: {problem}", field)
     if value is not None and not isinstance(value, str):
         raise InvalidTaint(f"{where}.value must be text", field)
-    if value and not _is_name(value):
-        raise InvalidTaint(f"{where}.value must be empty or {_NAME_RULE}", field)
+    if value and not is_name(value):
+        raise InvalidTaint(f"{where}.value must be empty or {NAME_RULE}", field)
     if effect not in EFFECTS:
         raise InvalidTaint(f"{where}.effect must be one of {', '.join(EFFECTS)}", field)
     entry = {"key": key, "effect": str(effect)}
     if value:
         entry["value"] = value
     return entry
-
-
-def key_problem(key: str) -> str | None:
-    """Why `key` is not a qualified name, or None."""
-    prefix, slash, name = key.rpartition("/")
-    if slash and not prefix:
-        return "the prefix before '/' must not be empty"
-    if prefix and not is_dns_subdomain(prefix):
-        return (
-            f"the prefix must be a DNS subdomain of at most {MAX_SUBDOMAIN} characters "
-            "(lower-case letters, digits, '-' and '.')"
-        )
-    if not _is_name(name):
-        return f"the name must be {_NAME_RULE}"
-    return None
-
-
-def _is_name(text: str) -> bool:
-    return len(text) <= MAX_NAME and _NAME.fullmatch(text) is not None

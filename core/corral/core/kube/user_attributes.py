@@ -9,8 +9,8 @@ import datetime
 from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
 
+from corral.core import times
 from corral.core.api import names
-from corral.core.auth import ttl
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
@@ -30,7 +30,7 @@ async def record_groups(
         metadata=ObjectMeta(name=user_id, ownerReferences=[owner]),
         userName=user_id,
         groupPrincipals={provider: groups},
-        lastRefresh=ttl.format_time(now),
+        lastRefresh=times.format_time(now),
     )
     applied = await kube.apply(attribute, field_manager="corral-groups", force=True)
     return as_dict(applied)

@@ -8,8 +8,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from corral.core.auth.ttl import parse_time
 from corral.core.nodepools import naming
+from corral.core.times import parse_time
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
 # Rancher's rule: a machine still failing to provision this long after its creation is

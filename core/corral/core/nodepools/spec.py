@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from corral.core.api.ids import MAX_LABEL
+from corral.core.api.labels import user_annotations, user_labels
 from corral.core.errors import Invalid
-from corral.core.projects import secrets
 
 MAX_QUANTITY = 1000
 MAX_NOT_READY_SECS = 31_540_000
@@ -58,11 +58,11 @@ def flag(value: Any, field: str) -> bool:
 
 
 def node_labels(value: Any) -> dict[str, str]:
-    return _renamed(secrets.user_labels, value, "labels", "nodeLabels")
+    return _renamed(user_labels, value, "labels", "nodeLabels")
 
 
 def node_annotations(value: Any) -> dict[str, str]:
-    return _renamed(secrets.user_annotations, value, "annotations", "nodeAnnotations")
+    return _renamed(user_annotations, value, "annotations", "nodeAnnotations")
 
 
 def _renamed(

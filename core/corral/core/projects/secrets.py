@@ -1,5 +1,5 @@
 """Secrets of projects: what a `/v3` client may write into one, checked as Kubernetes checks a
-Secret (`ValidateSecret`, `IsConfigMapKey`, label and annotation rules), so that no cluster
+Secret (`ValidateSecret`, `IsConfigMapKey`, and `core/api/labels.py`), so that no cluster
 refuses later what corral accepted; what a response may show of one; and the copy of a project
 secret that each namespace of its project gets.
 
@@ -27,7 +27,7 @@ from typing import Any
 from corral.core.api import names
 from corral.core.api import text as characters
 from corral.core.api.ids import MAX_SUBDOMAIN, derived, is_dns_subdomain
-from corral.core.clusters.taints import key_problem
+from corral.core.api.labels import is_reserved, string_map
 from corral.core.errors import Invalid
 
 OPAQUE = "Opaque"
@@ -58,10 +58,8 @@ JSON_KEYS = {
     "kubernetes.io/dockerconfigjson": ".dockerconfigjson",
 }
 BASIC_AUTH_KEYS = ("username", "password")
-# Kubernetes' own bounds: a Secret's keys and values together, all annotations of an object.
+# Kubernetes' own bound: a Secret's keys and values together.
 MAX_SIZE = 1024 * 1024
-MAX_ANNOTATIONS_SIZE = 256 * 1024
-MAX_LABEL_VALUE = 63
 MAX_DESCRIPTION = 1024
 # kubectl apply keeps the whole object it applied, data included, in this annotation.
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -71,7 +69,6 @@ STORED_PREFIX = "project-secret"
 STORED_LENGTH = 16
 
 _KEY = re.compile(r"[-._a-zA-Z0-9]+", re.ASCII)
-_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -110,11 +107,11 @@ def data_of(body: Mapping[str, Any], current: Mapping[str, str] | None) -> dict[
     over it as Kubernetes does. None when the body gives neither."""
     if "data" not in body and "stringData" not in body:
         return None
-    data = dict(current or {}) if "data" not in body else _map(body["data"], "data")
+    data = dict(current or {}) if "data" not in body else string_map(body["data"], "data")
     for key in data:
         _check_key(key, "data")
         _decoded(data[key], key)
-    for key, value in _map(body.get("stringData"), "stringData").items():
+    for key, value in string_map(body.get("stringData"), "stringData").items():
         _check_key(key, "stringData")
         data[key] = base64.b64encode(value.encode()).decode()
     return data
@@ -147,30 +144,6 @@ def check_data(kind: str, data: Mapping[str, str]) -> None:
             raise Invalid(f"{json_key} must hold a JSON object", "data")
 
 
-def user_labels(value: Any) -> dict[str, str]:
-    labels = _map(value, "labels")
-    for key, text in labels.items():
-        _check_meta_key(key, "labels")
-        if len(text) > MAX_LABEL_VALUE or not _LABEL_VALUE.fullmatch(text):
-            raise Invalid(
-                f"labels: the value of {key} must be empty or at most {MAX_LABEL_VALUE} "
-                "letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
-                "labels",
-            )
-    return labels
-
-
-def user_annotations(value: Any) -> dict[str, str]:
-    annotations = _map(value, "annotations")
-    size = 0
-    for key, text in annotations.items():
-        _check_meta_key(key, "annotations")
-        size += len(key) + len(text)
-    if size > MAX_ANNOTATIONS_SIZE:
-        raise Invalid(f"annotations are larger than {MAX_ANNOTATIONS_SIZE} bytes", "annotations")
-    return annotations
-
-
 def check_description(value: Any) -> str:
     if value is None:
         return ""
@@ -186,13 +159,13 @@ def check_description(value: Any) -> str:
 def shown_labels(obj: Mapping[str, Any]) -> dict[str, str]:
     """The user's labels: corral's own are not theirs to see or set."""
     labels = obj["metadata"].get("labels") or {}
-    return {k: v for k, v in labels.items() if not _reserved(k)}
+    return {k: v for k, v in labels.items() if not is_reserved(k)}
 
 
 def shown_annotations(obj: Mapping[str, Any]) -> dict[str, str]:
     """The user's annotations, short of corral's and of kubectl's copy of the whole object."""
     annotations = obj["metadata"].get("annotations") or {}
-    return {k: v for k, v in annotations.items() if not _reserved(k) and k != LAST_APPLIED}
+    return {k: v for k, v in annotations.items() if not is_reserved(k) and k != LAST_APPLIED}
 
 
 def description_of(obj: Mapping[str, Any]) -> str:
@@ -223,11 +196,11 @@ def kept_metadata(obj: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str
     user's own: corral's, short of the description (written anew) and of kubectl's copy of the
     whole object (which would keep the data a write replaces)."""
     meta = obj["metadata"]
-    labels = {k: v for k, v in (meta.get("labels") or {}).items() if _reserved(k)}
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if is_reserved(k)}
     annotations = {
         k: v
         for k, v in (meta.get("annotations") or {}).items()
-        if _reserved(k) and k != names.ANNOTATION_DESCRIPTION
+        if is_reserved(k) and k != names.ANNOTATION_DESCRIPTION
     }
     return labels, annotations
 
@@ -336,14 +309,6 @@ def source_version(source: Mapping[str, Any]) -> str:
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _map(value: Any, what: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise Invalid(f"{what} must be a map of text to text", what)
-    return dict(value)
-
-
 def _check_key(key: str, what: str) -> None:
     """Kubernetes' `IsConfigMapKey`."""
     if len(key) > MAX_SUBDOMAIN or not _KEY.fullmatch(key) or key.startswith(".."):
@@ -361,16 +326,3 @@ def _decoded(value: str, key: str) -> bytes:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         raise Invalid(f"data: the value of {key} must be base64", "data") from None
-
-
-def _check_meta_key(key: str, what: str) -> None:
-    if problem := key_problem(key):
-        raise Invalid(f"{what}: {key[:64]!r}: {problem}", what)
-    if _reserved(key):
-        raise Invalid(f"{what}: {key} is corral's own", what)
-
-
-def _reserved(key: str) -> bool:
-    """Keys under corral's domains (`management.svc.io/`, `field.svc.io/`, …)."""
-    prefix, slash, _ = key.rpartition("/")
-    return bool(slash) and (prefix == "svc.io" or prefix.endswith(".svc.io"))

@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from corral.core.api.settings import CATALOG_SETTING
 from corral.core.errors import Invalid
 from corral.core.provisioning import catalog, s3
 from corral.core.provisioning.flavours import Flavour
@@ -73,7 +72,7 @@ def _version(
     else:
         raise Invalid(
             f"{field} (or kubernetesVersion) is required: a version of the setting "
-            f"{CATALOG_SETTING}",
+            f"{catalog.SETTING}",
             field,
             code="MissingRequired",
         )

@@ -21,6 +21,9 @@ from typing import Any
 
 from corral.core.errors import Invalid
 
+# The Setting that holds the catalog.
+SETTING = "kubernetes-version-catalog"
+
 ETCD = "etcd"
 APISERVER = "kube-apiserver"
 CONTROLLER_MANAGER = "kube-controller-manager"

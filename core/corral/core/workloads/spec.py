@@ -16,14 +16,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from corral.core.api import settings
 from corral.core.api.ids import is_dns_label, is_dns_subdomain
 from corral.core.errors import Invalid
 from corral.core.quantity import amount
 from corral.core.workloads.kinds import CRON_JOB, JOB, STATEFUL_SET, Kind, Obj, selector_label
 
 # The scale no setting can raise; the setting `workload-max-scale` bounds it lower.
-MAX_SCALE = settings.MAX_WORKLOAD_SCALE
+MAX_SCALE = 10_000
 # Kubernetes stores an object of up to 1.5 MiB (etcd's request limit). Every pod a workload
 # makes carries a copy of its pod template, so corral takes a template of at most 128 KiB
 # (far above what charts write): pods times template stays within what a cluster holds.

@@ -18,6 +18,7 @@ from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Pod, Secret, Service
 from lightkube.types import CascadeType
 
+from corral.core import times
 from corral.core.api import names
 from corral.core.conditions import Condition
 from corral.core.drivers import templates
@@ -119,7 +120,7 @@ async def _finish(
     state: State, backup: Obj, fields: dict[str, Any], ok: bool, message: str
 ) -> None:
     meta = backup["metadata"]
-    fields = {**fields, "createdAt": state.clock().strftime("%Y-%m-%dT%H:%M:%SZ")}
+    fields = {**fields, "createdAt": times.format_time(state.clock())}
     condition = Condition.of(
         backups.COMPLETED, ok, "Saved" if ok else "Failed", message or "the snapshot is saved"
     )

@@ -4,14 +4,14 @@ each use so that a change applies at the next pass."""
 
 from __future__ import annotations
 
-from corral.core.api import settings
+from corral.core import settings
 from corral.core.kube.informer import Informer
 from corral.core.provisioning import catalog
 
 
 def release(stored: Informer, version: str) -> catalog.Release:
     """The catalog's release of `version`; Invalid listing the versions when it has none."""
-    text = settings.document(settings.CATALOG_SETTING, stored.get(settings.CATALOG_SETTING))
+    text = settings.document(catalog.SETTING, stored.get(catalog.SETTING))
     return catalog.parse(text).release(version)
 
 

@@ -38,8 +38,8 @@ from corral.core.provisioning import restore as rs
 from corral.operator.controlplane import inputs, probe, restore
 from corral.operator.controlplane import rotation as rotating
 from corral.operator.controlplane.runtime import ControlPlaneRuntime
-from corral.operator.downstream.wakeups import Wake, Wakeups
 from corral.operator.state import State
+from corral.operator.wakeups import Wake, Wakeups
 
 log = logging.getLogger(__name__)
 

@@ -34,9 +34,9 @@ from corral.core.kube.connections import Connection
 from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
 from corral.operator.downstream import autoscaler, drain, health, nodes, pools, projects
-from corral.operator.downstream.wakeups import Wake, Wakeups
 from corral.operator.drivers.registry import Drivers
 from corral.operator.state import State
+from corral.operator.wakeups import Wake, Wakeups
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Event
 from lightkube.types import PatchType
 
-from corral.core import jsonpatch
-from corral.core.api import names, settings
+from corral.core import jsonpatch, settings, times
+from corral.core.api import names
 from corral.core.api.ids import ScopedId
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
@@ -37,7 +37,7 @@ from corral.core.kube.guarded import GENERATION
 from corral.core.kube.informer import Informer, Obj
 from corral.core.nodepools import autoscaling
 from corral.operator.downstream.pools import marked_to_go, pool_of
-from corral.operator.drivers import kwok
+from corral.operator.drivers import registry
 from corral.operator.state import BY_CLUSTER, State
 
 log = logging.getLogger(__name__)
@@ -228,9 +228,9 @@ class Autoscaler:
     async def _template(
         self, pool: Obj, templates: dict[str, Obj | None]
     ) -> autoscaling.Shape | None:
-        """The node a new machine of the pool would be: a kwok template's capacity, or for
-        other drivers upstream's capacity annotations on the pool; None (and a warning on the
-        pool) when that is unknown."""
+        """The node a new machine of the pool would be: what the driver registry knows of the
+        template's machines, or else upstream's capacity annotations on the pool; None (and a
+        warning on the pool) when that is unknown."""
         spec = pool["spec"]
         wanted = spec["nodeTemplateName"]
         if wanted not in templates:
@@ -241,9 +241,10 @@ class Autoscaler:
             return None
         driver = (template.get("spec") or {}).get("driver")
         labels = {**(spec.get("nodeLabels") or {}), names.LABEL_NODE_POOL: pool["metadata"]["name"]}
-        if driver == names.KWOK_DRIVER:
-            capacity: Mapping[str, str] | None = kwok.capacity(template["spec"].get("config") or {})
-            labels = {**labels, **kwok.LABELS}
+        shape = registry.node_shape(driver, template["spec"].get("config") or {})
+        if shape is not None:
+            capacity: Mapping[str, str] | None = shape.capacity
+            labels = {**labels, **shape.labels}
         else:
             capacity = autoscaling.template_capacity(pool["metadata"].get("annotations"))
         if capacity is None:
@@ -288,7 +289,7 @@ class Autoscaler:
         remove another machine."""
         pool = seen.pools[name]
         by_host = {r["spec"]["requestedHostname"]: r for r in seen.records[name]}
-        stamp = seen.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = times.format_time(seen.now)
         for hostname in hostnames:
             await self._annotate(by_host[hostname], stamp)
             self.since.pop(hostname, None)

@@ -81,7 +81,7 @@ class NodeMirror:
         failures: dict[str, str] = {}
         wanted = set()
         for node in nodes:
-            name = observe.node_cr_name(node["metadata"]["name"])
+            name = names.node_cr_name(node["metadata"]["name"])
             wanted.add(name)
             try:
                 failure = await self.sync_node(downstream, existing.get(name), node, totals)
@@ -122,7 +122,7 @@ class NodeMirror:
 
     async def _create(self, node: Obj) -> Obj:
         meta = ObjectMeta(
-            name=observe.node_cr_name(node["metadata"]["name"]),
+            name=names.node_cr_name(node["metadata"]["name"]),
             namespace=self.cluster,
             labels=dict(MIRRORED),
         )

@@ -2,7 +2,7 @@
 "Node pools"), on every pass of the cluster's agent.
 
 A machine is a Node CR in the cluster's namespace named as the node mirror names the CR of
-its hostname (`observe.node_cr_name`), so that once the node registers the mirror shows it on
+its hostname (`names.node_cr_name`), so that once the node registers the mirror shows it on
 the same record (Registered, Ready, the node's fields, desired taints applied) and never
 removes it (it is not the mirror's). The CR is created first, owned by its pool and holding
 FINALIZER_MACHINE; its creation is recorded on it before the driver is asked
@@ -31,8 +31,6 @@ from lightkube.types import PatchType
 from corral.core.api import condition_types as ct
 from corral.core.api import names
 from corral.core.api.ids import ScopedId
-from corral.core.auth.ttl import format_time, parse_time
-from corral.core.clusters import observe
 from corral.core.conditions import Condition
 from corral.core.drivers import machines
 from corral.core.drivers.templates import MachineInputs
@@ -45,6 +43,7 @@ from corral.core.kube.status import StatusWriter
 from corral.core.kube.templates import machine_inputs
 from corral.core.nodepools import plan as pool_plan
 from corral.core.nodepools import status as pool_status
+from corral.core.times import format_time, parse_time
 from corral.operator.downstream.nodes import describe
 from corral.operator.drivers.contract import JoinConfig, Machine, MachineRequest, NodeDriver, Phase
 from corral.operator.drivers.registry import Drivers
@@ -225,7 +224,7 @@ class PoolSync:
         """The machine's record, before anything else of it exists."""
         spec = pool["spec"]
         meta = ObjectMeta(
-            name=observe.node_cr_name(hostname),
+            name=names.node_cr_name(hostname),
             namespace=self.cluster,
             ownerReferences=[owner_reference(pool)],
             finalizers=[names.FINALIZER_MACHINE],

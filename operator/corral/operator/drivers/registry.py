@@ -5,10 +5,14 @@ connected to the template's config and cloud credential.
 Whether a driver may make new machines (active and ready) is asked separately: removing or
 observing the machines a driver made needs only its verified executable, so deactivating a
 driver never strands its machines.
+
+What a driver's machine will be as a node before it is made (`node_shape`) is asked here too:
+the autoscaler weighs a pool's next machine without knowing which driver makes it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,10 +25,27 @@ from corral.core.drivers.templates import MachineInputs
 from corral.core.errors import Invalid, Unavailable
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict
+from corral.operator.drivers import kwok
 from corral.operator.drivers.cache import Cache
 from corral.operator.drivers.contract import NodeDriver
 from corral.operator.drivers.executable import ExecutableDriver
-from corral.operator.drivers.kwok import KwokDriver
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """What a machine brings to its cluster as a node, before it is made."""
+
+    capacity: Mapping[str, str]
+    labels: Mapping[str, str]
+
+
+def node_shape(driver: str | None, config: Mapping[str, object]) -> NodeShape | None:
+    """The node a machine of `driver` made from a template's `config` would be, where corral
+    knows it without making one: the builtin kwok driver's. None for an executable driver:
+    its pools say their machines' capacity in annotations (as upstream's autoscaler asks)."""
+    if driver == names.KWOK_DRIVER:
+        return NodeShape(kwok.capacity(config), kwok.LABELS)
+    return None
 
 
 @dataclass(frozen=True)
@@ -46,7 +67,7 @@ class Drivers:
         if inputs.driver == names.KWOK_DRIVER:
             if client is None:
                 raise Unavailable(f"cluster {cluster} cannot be reached for its kwok machines")
-            return KwokDriver(client, cluster)
+            return kwok.KwokDriver(client, cluster)
         found = await self._get(inputs.driver)
         if found is None:
             raise Invalid(f"node driver {inputs.driver} is gone", field="driver")

@@ -12,7 +12,8 @@ from lightkube import ApiError, AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Secret
 
-from corral.core.api import drivers, names, settings
+from corral.core import settings
+from corral.core.api import drivers, names
 from corral.core.drivers import source
 from corral.core.kube import kinds, password_secrets, usernames
 from corral.core.kube.client import as_dict

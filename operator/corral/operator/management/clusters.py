@@ -1,9 +1,7 @@
-"""Clusters: while a Cluster exists, its agent (`corral.operator.downstream.agent`), its
-project keeper and, for an rke2 or k3s cluster, its provisioner
-(`corral.operator.controlplane.provisioner`) run, on the active replica only (a kopf daemon
-each); a deleted cluster is forgotten: the machines of its node pools, its hosted control
-plane, its namespace (with the Node CRs and pools), its credential, and corral's service
-account in the cluster.
+"""Clusters: while a Cluster exists, its runtime (`cluster_runtime.ClusterRuntime`: agent,
+project keeper, provisioner) runs on the active replica only, a kopf daemon each; a deleted
+cluster is forgotten: the machines of its node pools, its hosted control plane, its namespace
+(with the Node CRs and pools), its credential, and corral's service account in the cluster.
 """
 
 from __future__ import annotations
@@ -11,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
 from typing import Any
 
 import kopf
@@ -25,12 +22,9 @@ from corral.core.errors import Unavailable
 from corral.core.kube.client import delete_if_present
 from corral.core.kube.status import StatusWriter
 from corral.operator.controlplane.pods import PodRuntime
-from corral.operator.controlplane.provisioner import Provisioner
 from corral.operator.downstream import pools
-from corral.operator.downstream.agent import Agent
-from corral.operator.downstream.wakeups import Wake
 from corral.operator.drivers.registry import Drivers
-from corral.operator.management.projects import ProjectKeeper
+from corral.operator.management.cluster_runtime import ClusterRuntime
 from corral.operator.state import State
 
 log = logging.getLogger(__name__)
@@ -46,42 +40,10 @@ REMOVE_POLL = 2.0
 async def run_cluster(
     name: str, spec: kopf.Spec, memo: kopf.Memo, stopped: kopf.DaemonStopped, **_: Any
 ) -> None:
-    state: State = memo.state
-    agent, keeper = Agent(name, state, memo.machine_drivers), ProjectKeeper(name, state)
-    loops, routes = [agent.run(), keeper.run()], [agent.wake, keeper.wake]
-    if spec.get("driver") in drivers.HOSTED:
-        provisioner = Provisioner(
-            name,
-            state,
-            PodRuntime(state.kube, memo.hosted_grant),
-            on_change=lambda: agent.wake(Wake.TIMER),
-        )
-        loops.append(provisioner.run())
-        routes.append(provisioner.wake)
-    with state.attached(name, *routes):
-        await run_until_stopped(loops, stopped)
-
-
-async def run_until_stopped(
-    loops: list[Coroutine[Any, Any, None]], stopped: kopf.DaemonStopped
-) -> None:
-    """Run the loops until kopf stops the daemon; a loop that fails fails the daemon, which
-    kopf starts again."""
-
-    async def until_stopped() -> None:
-        await stopped.wait()
-
-    tasks = [asyncio.create_task(loop) for loop in loops]
-    stop = asyncio.create_task(until_stopped())
-    try:
-        done, _ = await asyncio.wait([*tasks, stop], return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
-            if task is not stop:
-                task.result()
-    finally:
-        for task in [*tasks, stop]:
-            task.cancel()
-        await asyncio.gather(*tasks, stop, return_exceptions=True)
+    runtime = ClusterRuntime.assemble(
+        name, spec.get("driver"), memo.state, memo.machine_drivers, memo.hosted_grant
+    )
+    await runtime.run(stopped.wait())
 
 
 @kopf.on.delete(names.GROUP, names.VERSION, names.CLUSTER.plural)

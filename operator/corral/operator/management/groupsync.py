@@ -27,7 +27,8 @@ from typing import Any
 import kopf
 from lightkube import ApiError, AsyncClient
 
-from corral.core.api import names, settings
+from corral.core import settings
+from corral.core.api import names
 from corral.core.auth import id_tokens, principals
 from corral.core.auth.oidc_config import OidcConfig
 from corral.core.kube import kinds, oidc_secrets, provider_secrets, user_attributes

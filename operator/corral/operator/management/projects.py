@@ -33,8 +33,8 @@ from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.projects import roles, secrets
-from corral.operator.downstream.wakeups import Wake, Wakeups
 from corral.operator.state import BY_CLUSTER, State, creator_of
+from corral.operator.wakeups import Wake, Wakeups
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,8 @@ from typing import Any
 import kopf
 from lightkube import ApiError, AsyncClient
 
-from corral.core.api import names, settings
+from corral.core import settings, times
+from corral.core.api import names
 from corral.core.auth import ttl
 from corral.core.auth.tokens import is_system_name
 from corral.core.kube import kinds
@@ -39,7 +40,7 @@ def expiry(token: Mapping[str, Any]) -> datetime.datetime | None:
     meta = token["metadata"]
     if is_system_name(meta["name"]):
         return None
-    created = ttl.parse_time(meta["creationTimestamp"])
+    created = times.parse_time(meta["creationTimestamp"])
     return ttl.expires_at(created, int((token.get("spec") or {}).get("ttlMillis", 0)))
 
 
@@ -49,7 +50,7 @@ def expiry_status(token: Mapping[str, Any], now: datetime.datetime) -> dict[str,
     when = expiry(token)
     if when is None:
         return None
-    return {"expiresAt": ttl.format_time(when), "expired": now >= when}
+    return {"expiresAt": times.format_time(when), "expired": now >= when}
 
 
 def expired(tokens: Iterable[Mapping[str, Any]], now: datetime.datetime) -> list[str]:
@@ -85,7 +86,7 @@ def idle_sessions(
             if (meta.get("labels") or {}).get(names.LABEL_TOKEN_KIND) != names.KIND_SESSION:
                 continue
             written = (meta.get("annotations") or {}).get(names.ANNOTATION_LAST_ACTIVITY)
-            last = ttl.parse_time(written or meta["creationTimestamp"])
+            last = times.parse_time(written or meta["creationTimestamp"])
             if ttl.idle_beyond_doubt(last, idle_minutes, now):
                 idle.append(meta["name"])
         except MALFORMED as exc:
@@ -150,7 +151,7 @@ async def record_expiry(type: str, name: str, body: kopf.Body, memo: kopf.Memo, 
         queue.forget(name)
         return
     if not status["expired"]:
-        queue.add(name, ttl.parse_time(status["expiresAt"]))
+        queue.add(name, times.parse_time(status["expiresAt"]))
     await write_status(state, name, dict(body), status)
 
 
@@ -183,7 +184,7 @@ async def mark_expired(state: State, queue: ExpiryQueue) -> int:
         if status is None:
             continue
         if not status["expired"]:  # given a longer life meanwhile (by kubectl)
-            queue.add(name, ttl.parse_time(status["expiresAt"]))
+            queue.add(name, times.parse_time(status["expiresAt"]))
             continue
         await write_status(state, name, token, status)
         marked += 1

@@ -14,8 +14,8 @@ from pathlib import Path
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.storage_v1 import StorageClass
 
-from corral.core.api.settings import CATALOG_SETTING, STORAGE_CLASS_SETTING
 from corral.core.provisioning import catalog
+from corral.core.settings import STORAGE_CLASS_SETTING
 from corral.devenv.images import KWOK_COMMAND, PREVIOUS_COMMANDS, ControlPlaneImage
 
 STORAGE_CLASS = "corral-hostpath"
@@ -49,6 +49,6 @@ def settings(image: ControlPlaneImage, previous: ControlPlaneImage | None = None
         )
         releases[previous.version] = catalog.binaries(images, (KWOK_COMMAND,))
     return {
-        CATALOG_SETTING: catalog.document(releases),
+        catalog.SETTING: catalog.document(releases),
         STORAGE_CLASS_SETTING: STORAGE_CLASS,
     }

@@ -7,6 +7,9 @@ Most settings are numbers written in plain decimal (`960`, `0.5`): no sign, expo
 or `inf`, and within the setting's bounds. A few are documents (the version catalog, JSON),
 each checked by its own parser. The API refuses anything else; a bad value stored another way
 (kubectl) is read as the default, so one typo cannot lock everyone out.
+
+The catalog stands above the rules whose documents and bounds it names (the version catalog
+of `core/provisioning/`, a workload's largest scale), not in the vocabulary, which they use.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 from corral.core.errors import Invalid
 from corral.core.provisioning import catalog
+from corral.core.workloads import spec as workloads
 
 # 100 Julian years: far beyond any useful lifetime or interval, and small enough that
 # "now plus this" stays inside what a datetime (year 9999) can hold.
@@ -42,10 +46,6 @@ MAX_AUTOSCALER_SECONDS = 7 * 24 * 3600
 MAX_BULK_DELETE = 1000
 
 WORKLOAD_MAX_SCALE_SETTING = "workload-max-scale"
-# The highest the setting goes: the scale no setting can raise.
-MAX_WORKLOAD_SCALE = 10_000
-
-CATALOG_SETTING = "kubernetes-version-catalog"
 STORAGE_CLASS_SETTING = "hosted-control-plane-storage-class"
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", re.ASCII)
 
@@ -124,8 +124,8 @@ CATALOG: dict[str, SettingDef] = {
                    whole=True),
         SettingDef(WORKLOAD_MAX_SCALE_SETTING, "1000",
                    "The largest scale a workload may be given through the API (each replica "
-                   "is a pod the cluster stores).", MAX_WORKLOAD_SCALE, whole=True),
-        SettingDef(CATALOG_SETTING, catalog.DEFAULT,
+                   "is a pod the cluster stores).", workloads.MAX_SCALE, whole=True),
+        SettingDef(catalog.SETTING, catalog.DEFAULT,
                    "The Kubernetes versions rke2 and k3s clusters may run, with the image and "
                    "command of each control-plane component (JSON).", parse=catalog.parse),
         SettingDef(STORAGE_CLASS_SETTING, "",
