@@ -21,12 +21,14 @@ from corral.apiserver.http import envelope
 from corral.apiserver.http.objects import name_of, shown_status
 from corral.apiserver.http.schemas import Field, Schema
 from corral.apiserver.resources.family import Ask
+from corral.apiserver.resources.scoped import scoped_id
 from corral.apiserver.routes import (
     cloudcredentials,
     clusterroletemplatebindings,
     clusters,
     globalrolebindings,
     nodedrivers,
+    nodepools,
     nodes,
     nodetemplates,
     projectroletemplatebindings,
@@ -267,10 +269,16 @@ SAMPLES = [
         "spec": {"displayName": "one", "driver": "imported", "enableNetworkPolicy": True},
         "status": {"conditions": CONDITIONS},
     }),
-    (nodes, nodes.node_id, {
+    (nodes, scoped_id, {
         "metadata": {"name": "m-1", "namespace": "c-1", **STAMP},
         "spec": {"requestedHostname": "n1", "worker": True, "desiredNodeTaints": []},
         "status": {"nodeName": "n1", "internalNodeStatus": {"unschedulable": True}},
+    }),
+    (nodepools, scoped_id, {
+        "metadata": {"name": "np-1", "namespace": "c-1", **STAMP},
+        "spec": {"hostnamePrefix": "w-", "quantity": 2, "worker": True,
+                 "nodeTemplateName": "nt-1"},
+        "status": {"requested": 2, "ready": 1, "conditions": CONDITIONS},
     }),
     (projects, projects.project_id, {
         "metadata": {"name": "p-1", "namespace": "c-1", **STAMP},
@@ -339,3 +347,21 @@ def test_conditions_show_sorted_by_type_whatever_order_they_were_stored_in() -> 
     ]  # fmt: skip
     assert shown_status(status)["other"] == 1
     assert shown_status({}) == {}
+
+
+def test_the_local_cluster_shows_no_remove_link_and_another_does() -> None:
+    asked = admin_ask()
+    local, other = ({"metadata": {"name": name, **STAMP}, "spec": {"driver": driver}}
+                    for name, driver in (("local", "local"), ("c-1", "imported")))  # fmt: skip
+    assert "remove" not in clusters.FAMILY.render(asked, local)["links"]
+    assert clusters.FAMILY.render(asked, other)["links"]["remove"] == f"{BASE}/v3/clusters/c-1"
+
+
+def test_a_node_links_and_acts_under_its_cluster_by_its_name() -> None:
+    node = {"metadata": {"name": "m-1", "namespace": "c-1", **STAMP}, "spec": {}, "status": {}}
+    rendered = nodes.FAMILY.render(admin_ask(), node)
+    url = f"{BASE}/v3/clusters/c-1/nodes/m-1"
+    assert rendered["id"] == "c-1:m-1"
+    assert rendered["links"] == {"self": url, "update": url, "remove": url,
+                                 "cluster": f"{BASE}/v3/clusters/c-1"}  # fmt: skip
+    assert rendered["actions"] == {a: f"{url}?action={a}" for a in ("cordon", "uncordon", "drain")}

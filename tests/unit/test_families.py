@@ -96,7 +96,7 @@ async def test_a_collection_action_is_served_beside_the_create_and_another_is_re
         return web.json_response({"waved": True})
 
     declared, things = family()
-    client = await serve(handlers.routes(declared, {"wave": wave}))
+    client = await serve(handlers.routes(declared, collection_actions={"wave": wave}))
     assert await (await client.post("/v3/things?action=wave")).json() == {"waved": True}
     refused = await client.post("/v3/things?action=jump", json={})
     assert refused.status == 422

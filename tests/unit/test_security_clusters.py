@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corral.apiserver.http.errors import from_core
-from corral.apiserver.routes.clusters import driver_of
+from corral.apiserver.services.clusterspec import driver_of
 from corral.core.api import names
 from corral.core.clusters import importing, observe, taints
 from corral.core.clusters.credential import Credential

@@ -11,7 +11,8 @@ import pytest
 from corral.apiserver.http.errors import from_core
 from corral.apiserver.routes import clusterroletemplatebindings as crtbs
 from corral.apiserver.routes import projectroletemplatebindings as prtbs
-from corral.apiserver.routes.clusters import SCHEMA, driver_of, given_kubeconfig, replacing
+from corral.apiserver.routes.clusters import SCHEMA
+from corral.apiserver.services.clusterspec import driver_of, given_kubeconfig, replacing
 from corral.core.errors import CorralError
 
 

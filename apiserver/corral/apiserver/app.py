@@ -28,7 +28,6 @@ from corral.apiserver.routes import (
     cloudcredentials,
     clusterroletemplatebindings,
     clusters,
-    etcdbackups,
     globalrolebindings,
     health,
     login,
@@ -65,7 +64,7 @@ ROUTE_MODULES = [
     health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
     proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
     workloads, pods, secrets, namespacedsecrets, nodedrivers, nodetemplates, cloudcredentials,
-    nodepools, authproviders, authconfigs, etcdbackups, provisioningclusters,
+    nodepools, authproviders, authconfigs, provisioningclusters,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
@@ -76,7 +75,7 @@ SCHEMA_LIST = [
     pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, secrets.SCHEMA, namespacedsecrets.SCHEMA,
     nodedrivers.SCHEMA, nodetemplates.SCHEMA, cloudcredentials.SCHEMA, nodepools.SCHEMA,
     authconfigs.SCHEMA, authconfigs.TEST_OUTPUT, authconfigs.APPLY_INPUT,
-    etcdbackups.SCHEMA, etcdbackups.RESTORE_INPUT,
+    clusters.BACKUP_SCHEMA, clusters.RESTORE_INPUT,
 ]  # fmt: skip
 
 

@@ -100,8 +100,9 @@ class Family(Generic[T]):
     body_limit: int = DEFAULT_LIMIT
     update_limit: int | None = None  # a PUT's body limit when it is not `body_limit`
     # Give create and update the body as sent, not only the schema's writable fields: for
-    # families that check `type`, aliases and the fields that cannot change themselves, and
-    # those whose fields are named by what the body says (a driver's `<driver>Config`).
+    # families that check `type`, aliases and the fields that cannot change themselves (a
+    # fixed field given is 422 naming it, never dropped), and those whose fields are named by
+    # what the body says (a driver's `<driver>Config`).
     body_as_sent: bool = False
     default_sort: str = "id"
     newest_first: bool = False

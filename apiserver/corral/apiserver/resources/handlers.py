@@ -32,12 +32,22 @@ async def found(family: Family[Any], request: web.Request) -> tuple[Ask, Any]:
 
 
 def routes(
-    family: Family[Any], collection_actions: Mapping[str, Handler] | None = None
+    *families: Family[Any], collection_actions: Mapping[str, Handler] | None = None
 ) -> web.RouteTableDef:
-    """The routes of the methods the family's schema declares. A POST on the collection with
-    `?action=` goes to the family's handler of that collection action (422 for another name),
-    as it shares the create's route."""
+    """The routes of the methods each family's schema declares, in one table. A POST on the
+    first family's collection with `?action=` goes to its handler of that collection action
+    (422 for another name), as it shares the create's route."""
     table = web.RouteTableDef()
+    for i, family in enumerate(families):
+        _add(table, family, collection_actions if i == 0 else None)
+    return table
+
+
+def _add(
+    table: web.RouteTableDef,
+    family: Family[Any],
+    collection_actions: Mapping[str, Handler] | None,
+) -> None:
     collection, item = family.collection_route, family.collection_route + "/{id}"
     schema = family.schema
 
@@ -94,5 +104,3 @@ def routes(
             asked, obj = await found(family, request)
             await delete(asked, obj)
             return web.Response(status=204)
-
-    return table

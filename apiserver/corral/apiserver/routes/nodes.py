@@ -1,9 +1,9 @@
-"""`/v3/clusters/{cluster_id}/nodes` (spec 4.3).
+"""`/v3/clusters/{cluster_id}/nodes` (spec 4.3): a cluster's nodes, read from the Node CRs
+the operator mirrors and changed through `services.nodes`.
 
-Nodes are read from the Node CRs the operator mirrors. Changes go where they belong: taints
-and schedulability into the CR's desired fields (the operator applies them and reports
-`Updated` and `Drained`), deletion straight to the downstream node (the operator then drops
-the CR).
+Nodes are for the cluster's members and owners: a user bound only to one of its projects sees
+the cluster (403 here), not its machines. Changes need the cluster's owners, checked before the
+node is looked for.
 """
 
 from __future__ import annotations
@@ -12,27 +12,23 @@ import datetime
 from typing import Any
 
 from aiohttp import web
-from lightkube.resources.core_v1 import Node as DownstreamNode
-from lightkube.types import PatchType
 
-from corral.apiserver.auth.authn import principal
-from corral.apiserver.deps import DEPS, access, base_url, caller, deps
-from corral.apiserver.http import envelope
-from corral.apiserver.http.body import description_text, name_text, read_json
-from corral.apiserver.http.errors import ApiError
+from corral.apiserver.http.body import read_json
 from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
+from corral.apiserver.resources import handlers
+from corral.apiserver.resources.family import Ask, Family
+from corral.apiserver.resources.scoped import cluster_link, scoped_id
+from corral.apiserver.services import nodes
+from corral.apiserver.services.nodes import ROLES
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core import errors
 from corral.core.api import condition_types as ct
 from corral.core.api.ids import ScopedId
-from corral.core.clusters import taints as node_taints
-from corral.core.kube import kinds
-from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
 
-ROLES = ("etcd", "controlPlane", "worker")
+ACTIONS = ("cordon", "uncordon", "drain")
 SCHEMA = Schema(
     id="node",
     plural="nodes",
@@ -85,21 +81,18 @@ DRAIN = Schema(
     },
 )
 
-routes = web.RouteTableDef()
+
 NODES = "/v3/{clusters:(?i:clusters)}/{cluster}/{type:(?i:nodes)}"
+NODE = NODES + "/{id}"
 
 
-def node_id(obj: Obj) -> str:
-    return str(ScopedId.of(obj))
-
-
-def fields(obj: Obj) -> dict[str, Any]:
+def fields(ask: Ask, obj: Obj) -> dict[str, Any]:
     """The resource's fields short of the custom resource's metadata, spec and status:
     small, so collections filter and sort by them."""
     meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
     internal = status.get("internalNodeStatus") or {}
     return {
-        "id": node_id(obj),
+        "id": scoped_id(obj),
         "name": status.get("nodeName") or spec.get("requestedHostname", ""),
         "clusterId": meta["namespace"],
         "displayName": spec.get("displayName") or status.get("nodeName", ""),
@@ -113,22 +106,6 @@ def fields(obj: Obj) -> dict[str, Any]:
     }
 
 
-def render(request: web.Request, obj: Obj) -> dict[str, Any]:
-    meta = obj["metadata"]
-    body = {**fields(obj), **object_fields(obj, ("name", "namespace", "creationTimestamp", "uid"))}
-    base = base_url(request)
-    rendered = envelope.resource(base, SCHEMA, body, actions=["cordon", "uncordon", "drain"])
-    url = f"{base}/v3/clusters/{meta['namespace']}/nodes/{meta['name']}"
-    rendered["links"] = {
-        "self": url,
-        "update": url,
-        "remove": url,
-        "cluster": f"{base}/v3/clusters/{meta['namespace']}",
-    }
-    rendered["actions"] = {a: f"{url}?action={a}" for a in ("cordon", "uncordon", "drain")}
-    return rendered
-
-
 def _state(status: dict[str, Any]) -> str:
     conds = {c["type"]: c for c in status.get("conditions") or []}
     if (status.get("internalNodeStatus") or {}).get("unschedulable"):
@@ -137,129 +114,81 @@ def _state(status: dict[str, Any]) -> str:
     return "active" if conds.get(ct.READY, {}).get("status") == "True" else "unavailable"
 
 
-def cluster_nodes(request: web.Request) -> tuple[str, list[Obj]]:
-    """Nodes are for the cluster's members and owners; a user bound only to one of its
-    projects sees the cluster, not its machines."""
-    cluster = request.match_info["cluster"]
-    visible_cluster(deps(request), caller(request), cluster)
-    if access(request).cluster_role(cluster) is None:
+def url(ask: Ask, obj: Obj) -> str:
+    meta = obj["metadata"]
+    return f"{ask.base}/v3/clusters/{meta['namespace']}/nodes/{meta['name']}"
+
+
+def members_cluster(ask: Ask) -> str:
+    """The path's cluster, for its members and owners: 404 for one the caller does not see,
+    403 for one they see through a project only."""
+    cluster = ask.path["cluster"]
+    visible_cluster(ask.deps, ask.who, cluster)
+    if ask.who.access.cluster_role(cluster) is None:
         raise errors.forbidden(f"only members of cluster {cluster} may see its nodes")
-    return cluster, request.app[DEPS].stores.nodes.by_index("cluster", cluster)
+    return cluster
 
 
-def find_node(request: web.Request, change: str | None = None) -> Obj:
-    """The node the path names; with `change`, the caller must own the cluster."""
-    cluster, _ = cluster_nodes(request)
-    if change is not None:
-        owned_cluster(deps(request), caller(request), cluster, change)
-    given = request.match_info["node"]
-    # By its id (`<cluster>:<name>`) or by its bare name.
+def listed(ask: Ask) -> list[Obj]:
+    objs = ask.deps.stores.nodes.by_index("cluster", members_cluster(ask))
+    selector = label_selector(ask.query.get("labelSelector", ""))
+    return [o for o in objs if selector((o.get("status") or {}).get("nodeLabels") or {})]
+
+
+def find(ask: Ask, given: str) -> Obj:
+    """The node by its id (`<cluster>:<name>`) or by its bare name; 404 naming the cluster."""
+    cluster = members_cluster(ask)
     node = ScopedId.parse_or_none(given) if ":" in given else ScopedId(cluster, given)
-    obj = request.app[DEPS].stores.nodes.get(f"{cluster}/{node.name}") if node else None
+    obj = ask.deps.stores.nodes.get(f"{cluster}/{node.name}") if node else None
     if obj is None:
-        raise errors.not_found(f"node {request.match_info['node']} not found in cluster {cluster}")
+        raise errors.not_found(f"node {given} not found in cluster {cluster}")
     return obj
 
 
-@routes.get(NODES)
-async def list_nodes(request: web.Request) -> web.Response:
-    _, objs = cluster_nodes(request)
-    selector = label_selector(request.query.get("labelSelector", ""))
-    body = envelope.collection(
-        base_url(request),
-        SCHEMA,
-        (o for o in objs if selector((o.get("status") or {}).get("nodeLabels") or {})),
-        node_id,
-        fields,
-        lambda o: render(request, o),
-        request.query,
-        request.path,
-        can_create=False,
-    )
-    return web.json_response(body)
+FAMILY = Family[Obj](
+    schema=SCHEMA,
+    listed=listed,
+    find=find,
+    fields=fields,
+    ident=scoped_id,
+    detail=lambda ask, obj: object_fields(obj, ("name", "namespace", "creationTimestamp", "uid")),
+    links=cluster_link,
+    actions=lambda ask, obj: ACTIONS,
+    collection=NODES,
+    url=url,
+)
+routes = handlers.routes(FAMILY)
 
 
-@routes.get(NODES + "/{node}")
-async def get_node(request: web.Request) -> web.Response:
-    return web.json_response(render(request, find_node(request)))
+def owned_node(request: web.Request, change: str) -> tuple[Ask, Obj]:
+    """The node the path names, for the owners of its cluster (403 before the node is looked
+    for: the cluster is the path's, the node is not yet)."""
+    asked = handlers.ask(request)
+    cluster = members_cluster(asked)
+    owned_cluster(asked.deps, asked.who, cluster, change)
+    return asked, find(asked, request.match_info["id"])
 
 
-@routes.put(NODES + "/{node}")
+@routes.put(NODE)
 async def update_node(request: web.Request) -> web.Response:
-    obj = find_node(request, "change its nodes")
-    body = await read_json(request)
-    spec = obj.get("spec") or {}
-    for field in ("requestedHostname", *ROLES):
-        if field in body and body[field] != spec.get(field):
-            raise errors.invalid(field, f"{field} cannot be changed", code="InvalidAction")
-    patch: dict[str, Any] = {}
-    if "displayName" in body:
-        patch["displayName"] = name_text(body, "displayName")
-    if "description" in body:
-        patch["description"] = description_text(body)
-    if "desiredNodeTaints" in body:
-        patch["desiredNodeTaints"] = taints(body["desiredNodeTaints"])
-    return web.json_response(render(request, await patch_spec(request, obj, patch)))
+    asked, obj = owned_node(request, "change its nodes")
+    updated = await nodes.update(asked.deps, obj, await read_json(request))
+    return web.json_response(FAMILY.render(asked, updated))
 
 
-def taints(value: Any) -> list[dict[str, str]] | None:
-    """Validated as the cluster would, so a taint it refuses never reaches the Node CR."""
-    if value is None:
-        return None
-    return node_taints.parse(value)
-
-
-async def patch_spec(request: web.Request, obj: Obj, patch: dict[str, Any]) -> Obj:
-    if not patch:
-        return obj
-    meta = obj["metadata"]
-    updated = as_dict(
-        await request.app[DEPS].kube.patch(
-            kinds.Node,
-            meta["name"],
-            {"spec": patch},
-            namespace=meta["namespace"],
-            patch_type=PatchType.MERGE,
-        )
-    )
-    request.app[DEPS].stores.nodes.put(updated)
-    return updated
-
-
-@routes.delete(NODES + "/{node}")
+@routes.delete(NODE)
 async def delete_node(request: web.Request) -> web.Response:
-    """Removes the node from the cluster; the operator then removes its Node CR. A node
-    pool's machine is removed by deleting its record: the operator removes the machine
-    through its driver (drained first when its pool says so), and the pool makes another."""
-    obj = find_node(request, "delete its nodes")
-    cluster = obj["metadata"]["namespace"]
-    if obj["spec"].get("nodePoolName"):
-        await delete_if_present(
-            request.app[DEPS].kube, kinds.Node, obj["metadata"]["name"], cluster
-        )
-        return web.Response(status=204)
-    connections = request.app[DEPS].connections
-    if connections.credential(cluster) is None:
-        # Not a conflict (409 is for what already exists): the cluster cannot be reached
-        # until it is imported, so the node cannot be deleted there yet.
-        raise ApiError(
-            503,
-            "ClusterUnavailable",
-            f"cluster {cluster} cannot be reached: corral has no credential for it (it waits "
-            "for an import), so the node cannot be deleted in it",
-        )
-    node_name = (obj.get("status") or {}).get("nodeName") or obj["spec"]["requestedHostname"]
-    client = await connections.client_as(cluster, principal(request).downstream())
-    await delete_if_present(client, DownstreamNode, node_name)
+    asked, obj = owned_node(request, "delete its nodes")
+    await nodes.delete(asked.deps, asked.who, obj)
     return web.Response(status=204)
 
 
-@routes.post(NODES + "/{node}")
+@routes.post(NODE)
 async def node_action(request: web.Request) -> web.Response:
-    obj = find_node(request, "cordon, uncordon or drain its nodes")
-    name = action(request, {"cordon", "uncordon", "drain"})
+    asked, obj = owned_node(request, "cordon, uncordon or drain its nodes")
+    name = action(request, set(ACTIONS))
     if name is None:
-        raise ApiError(405, "MethodNotAllowed", "POST on a node needs ?action=<name>")
+        raise errors.Unsupported("POST on a node needs ?action=<name>")
     body = await read_json(request)
     if name == "cordon":
         patch: dict[str, Any] = {"desiredNodeUnschedulable": "true"}
@@ -267,7 +196,7 @@ async def node_action(request: web.Request) -> web.Response:
         patch = {"desiredNodeUnschedulable": "false"}
     else:
         patch = {"desiredNodeUnschedulable": "drain", "nodeDrainInput": drain_input(body)}
-    return web.json_response(render(request, await patch_spec(request, obj, patch)))
+    return web.json_response(FAMILY.render(asked, await nodes.desire(asked.deps, obj, patch)))
 
 
 def drain_input(body: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """`/v1/provisioning.svc.io.clusters` (spec 4.4, provisioning.md 4.6): provisioned clusters
 and their machine pools in Steve's shape, a second view of what `/v3/clusters` and
-`/v3/nodepools` show (`services.provisioning`). The type matches singular or plural, in any
-case."""
+`/v3/nodepools` show (`services.provisioning`), written through the same path
+(`services.clusters`). The type matches singular or plural, in any case."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.auth.authn import principal
-from corral.apiserver.deps import base_url
+from corral.apiserver.deps import caller, deps
 from corral.apiserver.http import steve
 from corral.apiserver.http.body import read_json
-from corral.apiserver.services import provisioning
+from corral.apiserver.services import clusters, provisioning
 from corral.core import errors
 from corral.core.kube.informer import Obj
 from corral.core.provisioning import v1
 
 TYPE = "/v1/{type}"
+ITEM = TYPE + "/{namespace}/{name}"
 routes = web.RouteTableDef()
 
 
@@ -29,71 +29,59 @@ def checked_type(request: web.Request) -> None:
 
 
 def render(request: web.Request, cluster: Obj) -> dict[str, Any]:
-    base = base_url(request)
+    held = deps(request)
     return steve.resource(
-        base, v1.SCHEMA_ID, v1.PLURAL, provisioning.view(request, cluster),
-        writable=provisioning.writable(request, cluster),
-        links={"cluster": f"{base}/v3/clusters/{cluster['metadata']['name']}"},
+        held.external_url, v1.SCHEMA_ID, v1.PLURAL, provisioning.view(held, cluster),
+        writable=provisioning.writable(caller(request), cluster),
+        links={"cluster": f"{held.external_url}/v3/clusters/{cluster['metadata']['name']}"},
     )  # fmt: skip
 
 
-async def listing(request: web.Request, namespace: str | None) -> web.Response:
+@routes.get(TYPE)
+@routes.get(TYPE + "/{namespace}")
+async def listing(request: web.Request) -> web.Response:
     checked_type(request)
-    shown = provisioning.listed(request, namespace)
+    held, who = deps(request), caller(request)
+    shown = provisioning.listed(held, who, request.match_info.get("namespace"))
     body = steve.collection(
-        base_url(request), request.path, v1.SCHEMA_ID, v1.PLURAL,
+        held.external_url, request.path, v1.SCHEMA_ID, v1.PLURAL,
         [(steve.namespaced_id(*v1.name_of(c)), c) for c in shown],
         lambda c: render(request, c), request.query,
-        provisioning.revision(request, shown), can_create=principal(request).is_admin,
+        provisioning.revision(held, shown), can_create=who.is_admin,
     )  # fmt: skip
     return web.json_response(body)
 
 
-@routes.get(TYPE)
-async def list_all(request: web.Request) -> web.Response:
-    return await listing(request, None)
-
-
-@routes.get(TYPE + "/{namespace}")
-async def list_namespace(request: web.Request) -> web.Response:
-    return await listing(request, request.match_info["namespace"])
-
-
 def found(request: web.Request) -> Obj:
     checked_type(request)
-    return provisioning.found(request, request.match_info["namespace"], request.match_info["name"])
+    match = request.match_info
+    return provisioning.found(deps(request), caller(request), match["namespace"], match["name"])
 
 
-@routes.get(TYPE + "/{namespace}/{name}")
+@routes.get(ITEM)
 async def get_cluster(request: web.Request) -> web.Response:
     return web.json_response(render(request, found(request)))
 
 
-async def create(request: web.Request, namespace: str | None) -> web.Response:
+@routes.post(TYPE)
+@routes.post(TYPE + "/{namespace}")
+async def create(request: web.Request) -> web.Response:
     checked_type(request)
-    created = await provisioning.create(request, namespace, await read_json(request))
+    namespace = request.match_info.get("namespace")
+    body = await read_json(request)
+    created = await provisioning.create(deps(request), caller(request), namespace, body)
     return web.json_response(render(request, created), status=201)
 
 
-@routes.post(TYPE)
-async def create_any(request: web.Request) -> web.Response:
-    return await create(request, None)
-
-
-@routes.post(TYPE + "/{namespace}")
-async def create_in(request: web.Request) -> web.Response:
-    return await create(request, request.match_info["namespace"])
-
-
-@routes.put(TYPE + "/{namespace}/{name}")
+@routes.put(ITEM)
 async def update_cluster(request: web.Request) -> web.Response:
     cluster = found(request)
-    updated = await provisioning.update(request, cluster, await read_json(request))
+    body = await read_json(request)
+    updated = await provisioning.update(deps(request), caller(request), cluster, body)
     return web.json_response(render(request, updated))
 
 
-@routes.delete(TYPE + "/{namespace}/{name}")
+@routes.delete(ITEM)
 async def delete_cluster(request: web.Request) -> web.Response:
-    cluster = found(request)
-    await provisioning.delete(request, cluster)
+    await clusters.delete(deps(request), caller(request), found(request))
     return web.Response(status=204)

@@ -36,11 +36,12 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
-from corral.apiserver.auth.authn import PROXY_PATH, Principal, principal
-from corral.apiserver.deps import DEPS, caller, deps
+from corral.apiserver.auth.authn import PROXY_PATH, Principal
+from corral.apiserver.deps import caller, deps
 from corral.apiserver.http import websockets
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.services.visibility import visible_cluster
+from corral.core import errors
 from corral.core.clusters.credential import Credential
 from corral.core.kube.credential import REFUSAL_LIMIT, UpgradeRefused, read_at_most
 
@@ -110,18 +111,18 @@ def forwarded_headers(
 @routes.route("*", PROXY_PATH + "/{path:.*}")
 @routes.route("*", PROXY_PATH)
 async def proxy(request: web.Request) -> web.StreamResponse:
-    who = principal(request)
+    held, who = deps(request), caller(request)
     cluster = request.match_info["cluster"]
-    visible_cluster(deps(request), caller(request), cluster)
+    visible_cluster(held, who, cluster)
     upgrade = request.headers.get("Upgrade")
     websocket = upgrade is not None and upgrade.lower() == "websocket"
     if websocket:
-        check_websocket(request, who)
-    connection = await request.app[DEPS].connections.connection(cluster)
+        check_websocket(request, who.principal, held.external_url)
+    connection = await held.connections.connection(cluster)
     url = upstream_url(request, connection.credential)
     session = connection.session()
     if websocket:
-        return await relay_websocket(request, who, cluster, session, url)
+        return await relay_websocket(request, who.principal, cluster, session, url)
 
     body = await request.read() if request.can_read_body else None
     try:
@@ -130,13 +131,11 @@ async def proxy(request: web.Request) -> web.StreamResponse:
             url,
             params=request.query,
             data=body,
-            headers=forwarded_headers(request, who),
+            headers=forwarded_headers(request, who.principal),
             allow_redirects=False,
         )
     except (aiohttp.ClientError, OSError) as exc:
-        raise ApiError(
-            503, "ClusterUnavailable", f"cannot reach cluster {cluster}: {exc}"
-        ) from None
+        raise errors.Unavailable(f"cannot reach cluster {cluster}: {exc}") from None
     async with upstream:
         if upgrade and upstream.status == 400:
             return await unrelayed_upgrade(upstream, upgrade)
@@ -163,7 +162,7 @@ def kept(headers: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in headers.items() if k.lower() not in DROPPED_RESPONSE}
 
 
-def check_websocket(request: web.Request, who: Principal) -> None:
+def check_websocket(request: web.Request, who: Principal, own_origin: str) -> None:
     if not web.WebSocketResponse(protocols=offered_protocols(request)).can_prepare(request).ok:
         raise ApiError(400, "BadRequest", "not a valid WebSocket handshake")
     if not who.via_cookie:
@@ -171,10 +170,10 @@ def check_websocket(request: web.Request, who: Principal) -> None:
     origin = request.headers.get("Origin")
     if origin is None:
         # A browser always sends one; a cookie without it is no page of corral's.
-        raise ApiError(403, "PermissionDenied", "a WebSocket opened with the session cookie "
-                       "must carry corral's Origin")  # fmt: skip
-    if not same_origin(origin, request.app[DEPS].external_url):
-        raise ApiError(403, "PermissionDenied", f"WebSocket from a foreign origin: {origin}")
+        raise errors.forbidden("a WebSocket opened with the session cookie must carry corral's "
+                               "Origin")  # fmt: skip
+    if not same_origin(origin, own_origin):
+        raise errors.forbidden(f"WebSocket from a foreign origin: {origin}")
 
 
 def same_origin(origin: str, own: str) -> bool:
@@ -211,9 +210,7 @@ async def relay_websocket(
     except UpgradeRefused as refused:
         return web.Response(status=refused.status, body=refused.body, headers=kept(refused.headers))
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-        raise ApiError(
-            503, "ClusterUnavailable", f"cannot reach cluster {cluster}: {exc}"
-        ) from None
+        raise errors.Unavailable(f"cannot reach cluster {cluster}: {exc}") from None
     # Who opened which stream (the command of an exec is in the query), never what flows;
     # percent-encoded as it came, so that no line break in a command reaches the log.
     log.info("user %s opened a stream on cluster %s: %s?%s", who.user_id, cluster,

@@ -123,7 +123,7 @@ async def logout_all(request: web.Request) -> web.Response:
     return sessions.signed_out(request)
 
 
-routes = handlers.routes(FAMILY, {"logout": logout, "logoutAll": logout_all})
+routes = handlers.routes(FAMILY, collection_actions={"logout": logout, "logoutAll": logout_all})
 
 
 @routes.delete(v3("tokens|token", "/{id}"))

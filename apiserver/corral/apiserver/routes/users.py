@@ -90,7 +90,7 @@ async def change_password(request: web.Request) -> web.Response:
     return web.json_response({}, status=200)
 
 
-routes = handlers.routes(FAMILY, {"changepassword": change_password})
+routes = handlers.routes(FAMILY, collection_actions={"changepassword": change_password})
 
 
 @routes.post(v3("users", "/{id}"))

@@ -11,11 +11,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from aiohttp import web
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
-from corral.apiserver.deps import DEPS
+from corral.apiserver.deps import Deps
 from corral.apiserver.services import claims
 from corral.core.api import ids
 from corral.core.clusters import importing
@@ -26,12 +25,12 @@ from corral.core.kube.informer import Obj
 
 
 async def import_cluster(
-    request: web.Request, encoded: Any, spec: dict[str, Any], labels: dict[str, str]
+    deps: Deps, encoded: Any, spec: dict[str, Any], labels: dict[str, str]
 ) -> Obj:
     """The Cluster of the base64 kubeconfig `encoded`, whatever the body gave as that;
     422 for whatever the kubeconfig or its server gets wrong, 409 for a cluster corral has
     already."""
-    kube = request.app[DEPS].kube
+    kube = deps.kube
     # Up to 256 KiB of YAML: parsed off the event loop.
     user = await asyncio.to_thread(importing.parse_kubeconfig, encoded)
     identity = await agent.identify(user)
@@ -42,16 +41,16 @@ async def import_cluster(
         meta = ObjectMeta(name=name, labels=labels, annotations=annotations)
         cluster = kinds.Cluster(metadata=meta, spec={**spec, "importedConfig": {}})
         created = as_dict(await kube.create(cluster))
-        await _store_credential(request, created, imported)
+        await _store_credential(deps, created, imported)
     await claims.owned(kube, identity, created)
     return created
 
 
-async def import_into(request: web.Request, encoded: Any, cluster: Obj) -> Obj:
+async def import_into(deps: Deps, encoded: Any, cluster: Obj) -> Obj:
     """Imports the cluster of the base64 kubeconfig `encoded` into a Cluster made without
     one (waiting, Pending, for an import), as `import_cluster` does; nothing is stored when
     the kubeconfig or its server fails, and the Cluster stays as it was."""
-    kube = request.app[DEPS].kube
+    kube = deps.kube
     user = await asyncio.to_thread(importing.parse_kubeconfig, encoded)
     identity = await agent.identify(user)
     name = cluster["metadata"]["name"]
@@ -61,23 +60,21 @@ async def import_into(request: web.Request, encoded: Any, cluster: Obj) -> Obj:
         marked = as_dict(
             await kube.patch(kinds.Cluster, name, annotations, patch_type=PatchType.MERGE)
         )
-        await _store_credential(request, marked, imported, keep_cluster=True)
+        await _store_credential(deps, marked, imported, keep_cluster=True)
     await claims.owned(kube, identity, marked)
     return marked
 
 
 async def _store_credential(
-    request: web.Request, cluster: Obj, imported: agent.Imported, keep_cluster: bool = False
+    deps: Deps, cluster: Obj, imported: agent.Imported, keep_cluster: bool = False
 ) -> None:
     secret = cluster_secrets.credential_secret(cluster, imported.credential)
     try:
-        stored = await request.app[DEPS].kube.create(secret)
+        stored = await deps.kube.create(secret)
     except Exception:
         # Never leave a cluster behind that has no way in (one that waited for its import
         # goes on waiting).
         if not keep_cluster:
-            await delete_if_present(
-                request.app[DEPS].kube, kinds.Cluster, cluster["metadata"]["name"]
-            )
+            await delete_if_present(deps.kube, kinds.Cluster, cluster["metadata"]["name"])
         raise
-    request.app[DEPS].connections.credentials.put(as_dict(stored))
+    deps.connections.credentials.put(as_dict(stored))

@@ -3,8 +3,8 @@ from and written to the management Cluster and its NodePools (docs/api.md, "Prov
 clusters"; rules in `core.provisioning.v1` and `core.provisioning.machinepools`).
 
 The view answers as `/v3/clusters` does: the same visibility (another user's cluster is 404),
-the same owners' right to change it, the same admission of the cluster's spec and version
-(`core.provisioning.admission`) and the same deletion (`services.clusters`).
+the same owners' right to change it, and the same write path (`services.clusters`): the same
+admission of the cluster's spec and version, the same creation and the same deletion.
 
 A write checks everything before it writes anything, so a refused request changes nothing.
 An update then writes the Cluster first, on condition that what the view's resourceVersion is
@@ -21,71 +21,66 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from aiohttp import web
-from lightkube import ApiError as KubeApiError
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
-from corral.apiserver.auth.authn import principal
-from corral.apiserver.auth.authz import require_admin
-from corral.apiserver.deps import DEPS, access, caller, deps
+from corral.apiserver.auth.authz import Caller
+from corral.apiserver.deps import Deps
 from corral.apiserver.services import clusters, owned
 from corral.apiserver.services import upgrade as upgrading
-from corral.apiserver.services.visibility import owned_cluster
 from corral.core import errors, jsonpatch
-from corral.core.api import ids, names
+from corral.core.api import drivers, ids, names
 from corral.core.clusters.state import state
 from corral.core.errors import Invalid
-from corral.core.kube import guarded, kinds
+from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.projects import roles
-from corral.core.provisioning import admission, machinepools, upgrade, v1
+from corral.core.provisioning import machinepools, upgrade, v1
 from corral.core.provisioning.flavours import FLAVOURS, Flavour
 from corral.core.provisioning.machinepools import MachinePool
 
 
-def view(request: web.Request, cluster: Obj) -> dict[str, Any]:
+def view(deps: Deps, cluster: Obj) -> dict[str, Any]:
     """The view of `cluster`, as a Kubernetes object."""
-    pools = [machinepools.of_nodepool(p["spec"]) for p in _pools(request, cluster)]
+    pools = [machinepools.of_nodepool(p["spec"]) for p in _pools(deps, cluster)]
     return v1.render(cluster, pools, state(cluster))
 
 
-def writable(request: web.Request, cluster: Obj) -> bool:
-    return access(request).cluster_role(cluster["metadata"]["name"]) == roles.CLUSTER_OWNER
+def writable(who: Caller, cluster: Obj) -> bool:
+    return who.access.cluster_role(cluster["metadata"]["name"]) == roles.CLUSTER_OWNER
 
 
-def listed(request: web.Request, namespace: str | None) -> list[Obj]:
+def listed(deps: Deps, who: Caller, namespace: str | None) -> list[Obj]:
     """The provisioned clusters the caller sees, in `namespace` when given."""
-    allowed = access(request)
     return [
         c
-        for c in request.app[DEPS].stores.clusters.all()
-        if (c.get("spec") or {}).get("driver") in FLAVOURS
+        for c in deps.stores.clusters.all()
+        if (c.get("spec") or {}).get("driver") in drivers.HOSTED
         and (namespace is None or v1.name_of(c)[0] == namespace)
-        and allowed.sees_cluster(c["metadata"]["name"])
+        and who.access.sees_cluster(c["metadata"]["name"])
     ]
 
 
-def revision(request: web.Request, shown: list[Obj]) -> str:
+def revision(deps: Deps, shown: list[Obj]) -> str:
     """The newest resourceVersion among the clusters listed and their pools."""
-    objs = [*shown, *(p for c in shown for p in _pools(request, c))]
+    objs = [*shown, *(p for c in shown for p in _pools(deps, c))]
     versions = [o["metadata"].get("resourceVersion", "") for o in objs]
     return max(versions, key=lambda v: (len(v), v), default="")
 
 
-def found(request: web.Request, namespace: str, name: str) -> Obj:
+def found(deps: Deps, who: Caller, namespace: str, name: str) -> Obj:
     """The view's cluster, for those who see it; 404 for anyone else, whether it exists or
     not."""
-    matches = request.app[DEPS].stores.clusters.by_index("v1", v1.key(namespace, name))
-    if len(matches) != 1 or not access(request).sees_cluster(matches[0]["metadata"]["name"]):
+    matches = deps.stores.clusters.by_index("v1", v1.key(namespace, name))
+    if len(matches) != 1 or not who.access.sees_cluster(matches[0]["metadata"]["name"]):
         raise errors.not_found(f"{v1.SCHEMA_ID} {namespace}/{name} not found")
     return matches[0]
 
 
-async def create(request: web.Request, namespace: str | None, body: dict[str, Any]) -> Obj:
+async def create(deps: Deps, who: Caller, namespace: str | None, body: dict[str, Any]) -> Obj:
     """A new provisioned cluster and its pools (administrators only, as through /v3)."""
-    require_admin(principal(request), "create clusters")
+    clusters.may_create(who)
     given = v1.parse(body, None)
     if namespace is not None and given.namespace not in (None, namespace):
         raise errors.invalid("metadata.namespace", "metadata.namespace must be the path's")
@@ -95,7 +90,7 @@ async def create(request: web.Request, namespace: str | None, body: dict[str, An
     if given.name is None:
         raise errors.missing("metadata.name")
     name = given.name
-    if request.app[DEPS].stores.clusters.by_index("v1", v1.key(namespace, name)):
+    if deps.stores.clusters.by_index("v1", v1.key(namespace, name)):
         raise errors.conflict(f"{v1.SCHEMA_ID} {namespace}/{name} already exists")
     flavour = FLAVOURS[v1.flavour_of(given)]
     config = dict(given.config or {})
@@ -111,40 +106,29 @@ async def create(request: web.Request, namespace: str | None, body: dict[str, An
             )
         config["networking"] = given.networking
     with _under("spec.", renamed):
-        admitted = admission.admit(
-            flavour, config, given.version, request.app[DEPS].stores.catalog()
-        )
-        owned.check_s3_target(deps(request), caller(request), admitted.config, flavour.config_field)
+        admitted = clusters.admit(deps, who, flavour, config, given.version)
     pools = given.pools or []
-    _check_templates(request, [(i, p) for i, p in enumerate(pools)])
+    _check_templates(deps, who, [(i, p) for i, p in enumerate(pools)])
 
     cluster_id = v1.cluster_id(namespace, name)
-    meta = ObjectMeta(
-        name=cluster_id,
-        labels={v1.LABEL_NAMESPACE: namespace, v1.LABEL_NAME: name},
-        annotations={v1.ANNOTATION_POOLS_HASH: machinepools.pools_hash(pools)},
-    )
     spec = {
         "displayName": name,
         "driver": flavour.driver,
         "kubernetesVersion": admitted.version,
         flavour.config_field: admitted.config,
     }
-    kube = request.app[DEPS].kube
-    try:
-        created = as_dict(await kube.create(kinds.Cluster(metadata=meta, spec=spec)))
-    except KubeApiError as exc:
-        if exc.status.code == 409:
-            raise errors.conflict(
-                f"{v1.SCHEMA_ID} {namespace}/{name} already exists, or is still being deleted"
-            ) from None
-        raise
-    request.app[DEPS].stores.clusters.put(created)
+    created = await clusters.make(
+        deps, cluster_id, spec,
+        labels={v1.LABEL_NAMESPACE: namespace, v1.LABEL_NAME: name},
+        annotations={v1.ANNOTATION_POOLS_HASH: machinepools.pools_hash(pools)},
+        taken=f"{v1.SCHEMA_ID} {namespace}/{name} already exists, or is still being deleted",
+    )  # fmt: skip
+    kube = deps.kube
     try:
         # The operator makes the namespace too; the pools cannot wait for it.
         await ensure_namespace(kube, cluster_id, {names.LABEL_CLUSTER: cluster_id})
         for pool in pools:
-            await _create_pool(request, cluster_id, name, pool)
+            await _create_pool(deps, cluster_id, name, pool)
     except BaseException:
         # Nothing of a refused create stays: the cluster's deletion takes its pools.
         await delete_if_present(kube, kinds.Cluster, cluster_id)
@@ -152,11 +136,11 @@ async def create(request: web.Request, namespace: str | None, body: dict[str, An
     return created
 
 
-async def update(request: web.Request, cluster: Obj, body: dict[str, Any]) -> Obj:
+async def update(deps: Deps, who: Caller, cluster: Obj, body: dict[str, Any]) -> Obj:
     """The view as `body` gives it: machine pools added, changed and removed; the version
     through the cluster's admission; the configuration as it is. Owners only."""
     cluster_id = cluster["metadata"]["name"]
-    owned_cluster(deps(request), caller(request), cluster_id, "change it")
+    clusters.may_change(deps, who, cluster)
     namespace, name = v1.name_of(cluster)
     given = v1.parse(body, name)
     for field, value, expected in (
@@ -177,14 +161,14 @@ async def update(request: web.Request, cluster: Obj, body: dict[str, Any]) -> Ob
             with _under("spec."):
                 # The same version, however written, is no change; another is a roll,
                 # admitted exactly as for a PUT through /v3.
-                changes += upgrading.operations(request, current, flavour, given.version)
+                changes += upgrading.operations(deps, current, flavour, given.version)
         if given.resource_version not in (None, v1.resource_version(current)):
             raise _stale(namespace, name)
         if current["metadata"].get("deletionTimestamp"):
             raise errors.Conflict(f"cluster {cluster_id} is being deleted", code="Conflict")
         if given.pools is not None:
-            plan = machinepools.plan(await _fresh_pools(request, cluster_id), given.pools)
-            _check_plan(request, plan, given.pools)
+            plan = machinepools.plan(await _fresh_pools(deps, cluster_id), given.pools)
+            _check_plan(deps, who, plan, given.pools)
             digest = machinepools.pools_hash(given.pools)
             annotations = current["metadata"].get("annotations") or {}
             if annotations.get(v1.ANNOTATION_POOLS_HASH) != digest:
@@ -198,34 +182,25 @@ async def update(request: web.Request, cluster: Obj, body: dict[str, Any]) -> Ob
     # writes are none of these, so they neither make a conditional update stale nor make an
     # unconditional one fail.
     reads = v1.VERSION_READS + (upgrade.READS if given.version is not None else ())
-    cluster = await guarded.patch(
-        request.app[DEPS].kube, kinds.Cluster, cluster_id, decide, dict.fromkeys(reads)
-    )
-    request.app[DEPS].stores.clusters.put(cluster)
+    cluster = await clusters.write(deps, cluster_id, decide, dict.fromkeys(reads))
     if plan is not None:
-        await _apply(request, cluster_id, name, plan)
+        await _apply(deps, cluster_id, name, plan)
     return cluster
 
 
-async def delete(request: web.Request, cluster: Obj) -> None:
-    """Deletes the cluster exactly as DELETE /v3/clusters/{id} does."""
-    owned_cluster(deps(request), caller(request), cluster["metadata"]["name"], "delete it")
-    await clusters.delete(request, cluster)
-
-
-def _pools(request: web.Request, cluster: Obj) -> list[Obj]:
+def _pools(deps: Deps, cluster: Obj) -> list[Obj]:
     """The cluster's NodePools that are machine pools of its view."""
     return [
         p
-        for p in request.app[DEPS].stores.nodepools.by_index("cluster", cluster["metadata"]["name"])
+        for p in deps.stores.nodepools.by_index("cluster", cluster["metadata"]["name"])
         if (p.get("spec") or {}).get("machinePoolName")
     ]
 
 
-async def _fresh_pools(request: web.Request, cluster_id: str) -> list[Obj]:
+async def _fresh_pools(deps: Deps, cluster_id: str) -> list[Obj]:
     """The machine pools' NodePools as stored now, not as this replica's watch last saw them:
     a pool another replica just made is not made twice."""
-    listed = request.app[DEPS].kube.list(kinds.NodePool, namespace=cluster_id)
+    listed = deps.kube.list(kinds.NodePool, namespace=cluster_id)
     pools = [as_dict(p) async for p in listed]
     return [p for p in pools if (p.get("spec") or {}).get("machinePoolName")]
 
@@ -250,7 +225,9 @@ def _check_fixed(flavour: Flavour, spec: dict[str, Any], given: v1.Given) -> Non
         )
 
 
-def _check_plan(request: web.Request, plan: machinepools.Plan, desired: list[MachinePool]) -> None:
+def _check_plan(
+    deps: Deps, who: Caller, plan: machinepools.Plan, desired: list[MachinePool]
+) -> None:
     """Roles are fixed once a pool exists; a new pool, another template or a raised quantity
     needs a template the caller may use now (as through /v3/nodepools)."""
     index = {pool.name: i for i, pool in enumerate(desired)}
@@ -268,20 +245,18 @@ def _check_plan(request: web.Request, plan: machinepools.Plan, desired: list[Mac
             )
         if pool.template != current.template or pool.quantity > current.quantity:
             checked.append((index[pool.name], pool))
-    _check_templates(request, checked)
+    _check_templates(deps, who, checked)
 
 
-def _check_templates(request: web.Request, pools: list[tuple[int, MachinePool]]) -> None:
+def _check_templates(deps: Deps, who: Caller, pools: list[tuple[int, MachinePool]]) -> None:
     for i, pool in pools:
-        owned.usable_template(
-            deps(request), caller(request), pool.template, f"{v1.POOLS}[{i}].machineConfigRef.name"
-        )
+        owned.usable_template(deps, who, pool.template, f"{v1.POOLS}[{i}].machineConfigRef.name")
 
 
-async def _apply(request: web.Request, cluster_id: str, name: str, plan: machinepools.Plan) -> None:
-    kube, store = request.app[DEPS].kube, request.app[DEPS].stores.nodepools
+async def _apply(deps: Deps, cluster_id: str, name: str, plan: machinepools.Plan) -> None:
+    kube, store = deps.kube, deps.stores.nodepools
     for pool in plan.create:
-        await _create_pool(request, cluster_id, name, pool)
+        await _create_pool(deps, cluster_id, name, pool)
     for obj, pool in plan.update:
         desired = machinepools.nodepool_spec(pool, cluster_id, name)
         ops = machinepools.changes(obj["spec"], desired)
@@ -297,11 +272,11 @@ async def _apply(request: web.Request, cluster_id: str, name: str, plan: machine
         store.forget(f"{cluster_id}/{obj['metadata']['name']}")
 
 
-async def _create_pool(request: web.Request, cluster_id: str, name: str, pool: MachinePool) -> None:
+async def _create_pool(deps: Deps, cluster_id: str, name: str, pool: MachinePool) -> None:
     spec = machinepools.nodepool_spec(pool, cluster_id, name)
     meta = ObjectMeta(name=ids.generate("np"), namespace=cluster_id)
-    created = await request.app[DEPS].kube.create(kinds.NodePool(metadata=meta, spec=spec))
-    request.app[DEPS].stores.nodepools.put(as_dict(created))
+    created = await deps.kube.create(kinds.NodePool(metadata=meta, spec=spec))
+    deps.stores.nodepools.put(as_dict(created))
 
 
 def _stale(namespace: str, name: str) -> errors.Conflict:

@@ -4,26 +4,26 @@ generation; the cluster's provisioner rotates and rolls, and records the generat
 
 from __future__ import annotations
 
-from aiohttp import web
+from typing import Any
 
-from corral.apiserver.deps import DEPS
-from corral.apiserver.http.body import flag, read_json
+from corral.apiserver.deps import Deps
+from corral.apiserver.http.body import flag
+from corral.apiserver.services import clusters
 from corral.core import errors, jsonpatch
-from corral.core.kube import guarded, kinds
 from corral.core.kube.guarded import GENERATION
 from corral.core.kube.informer import Obj
 from corral.core.provisioning import rotation
 
 
-async def rotate(request: web.Request, obj: Obj) -> web.Response:
-    body = await read_json(request)
+async def rotate(deps: Deps, obj: Obj, body: dict[str, Any]) -> rotation.Request:
+    """The rotation stored, with the generation it was given."""
     ca = flag(body, "caCertificates", False)
     try:
         services = rotation.parse_services(body.get("services"))
     except ValueError as exc:
         raise errors.invalid("services", str(exc), code="InvalidOption") from exc
     name = obj["metadata"]["name"]
-    if request.app[DEPS].connections.credential(name) is None:
+    if deps.connections.credential(name) is None:
         raise errors.Invalid(
             f"{rotation.ACTION} needs the cluster provisioned first; it is still being provisioned",
             code="InvalidAction",
@@ -38,8 +38,7 @@ async def rotate(request: web.Request, obj: Obj) -> web.Response:
     # Decided on the cluster as stored now and written on condition that its spec is still
     # that one: two rotations asked at once get two generations, never one for both, and the
     # operator's status writes do not stand in the way.
-    stored = await guarded.patch(request.app[DEPS].kube, kinds.Cluster, name, decide, [GENERATION])
+    stored = await clusters.write(deps, name, decide, [GENERATION])
     wanted = rotation.Request.from_spec(stored["spec"])
     assert wanted is not None  # just written
-    request.app[DEPS].stores.clusters.put(stored)
-    return web.json_response({"type": rotation.OUTPUT_TYPE, "message": rotation.message(wanted)})
+    return wanted

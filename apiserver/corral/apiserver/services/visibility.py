@@ -10,15 +10,31 @@ from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.core import errors
 from corral.core.api.ids import ScopedId
-from corral.core.kube.informer import Obj
+from corral.core.kube.informer import Informer, Obj
 from corral.core.projects import roles
+
+
+def seen_cluster(deps: Deps, who: Caller, cluster_id: str) -> Obj | None:
+    """A cluster the caller is bound to (or any, for administrators); None for any other."""
+    obj = deps.stores.clusters.get(cluster_id)
+    return obj if obj is not None and who.access.sees_cluster(cluster_id) else None
 
 
 def visible_cluster(deps: Deps, who: Caller, cluster_id: str) -> Obj:
     """A cluster the caller is bound to (or any, for administrators); else 404."""
-    obj = deps.stores.clusters.get(cluster_id)
-    if obj is None or not who.access.sees_cluster(cluster_id):
+    obj = seen_cluster(deps, who, cluster_id)
+    if obj is None:
         raise errors.not_found(f"cluster {cluster_id} not found")
+    return obj
+
+
+def of_member_cluster(who: Caller, cache: Informer, scoped_id: str) -> Obj | None:
+    """The object of id `<cluster>:<name>` in `cache` when the caller is a member of its
+    cluster (or owns it); None for any other, whether it exists or not."""
+    sid = ScopedId.parse_or_none(scoped_id)
+    obj = cache.get(sid.key) if sid else None
+    if sid is None or obj is None or who.access.cluster_role(sid.namespace) is None:
+        return None
     return obj
 
 
@@ -35,6 +51,13 @@ def seen_project(deps: Deps, who: Caller, pid: str) -> Obj | None:
     project = ScopedId.parse_or_none(pid)
     obj = deps.stores.projects.get(project.key) if project else None
     return obj if obj is not None and who.access.project_role(pid) is not None else None
+
+
+def of_member_clusters(who: Caller, cache: Informer, cluster_id: str | None) -> list[Obj]:
+    """The objects of `cache` (indexed by cluster) in the clusters the caller is a member of;
+    only those of `cluster_id` when given."""
+    objs = cache.by_index("cluster", cluster_id) if cluster_id else cache.all()
+    return [o for o in objs if who.access.cluster_role(o["metadata"]["namespace"]) is not None]
 
 
 def visible_project(deps: Deps, who: Caller, pid: str) -> Obj:

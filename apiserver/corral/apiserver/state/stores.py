@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from lightkube import AsyncClient
 
 from corral.core import settings
+from corral.core.api import drivers
 from corral.core.api.names import INDEX_TOKEN_KEY, LABEL_TOKEN_USER
 from corral.core.auth import hashing, ownership, principals
 from corral.core.auth.oidc_config import OidcConfig
 from corral.core.kube import kinds, user_attributes
 from corral.core.kube.informer import Informer, Obj
 from corral.core.provisioning import catalog, v1
-from corral.core.provisioning.flavours import FLAVOURS
 
 
 def _token_user(obj: Obj) -> list[str]:
@@ -80,7 +80,7 @@ def _template(obj: Obj) -> list[str]:
 
 def _v1_name(obj: Obj) -> list[str]:
     """`<namespace>/<name>` of a provisioned cluster's /v1 view."""
-    if obj.get("spec", {}).get("driver") not in FLAVOURS:
+    if obj.get("spec", {}).get("driver") not in drivers.HOSTED:
         return []
     return [v1.key(*v1.name_of(obj))]
 

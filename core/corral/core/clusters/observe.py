@@ -14,6 +14,7 @@ from typing import Any
 
 from corral.core import quantity
 from corral.core.api import condition_types as ct
+from corral.core.api import drivers
 from corral.core.conditions import Condition
 from corral.core.provisioning import restore
 
@@ -26,10 +27,6 @@ ROLE_LABELS = {
 SYSTEM_TAINT_PREFIXES = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
 # The provisioner's steps that roll a provisioned cluster's control plane; `Updated` names them.
 ROLLING_STEPS = (ct.REASON_ROTATING_CERTIFICATES, ct.REASON_UPGRADING)
-PROVISIONING_DRIVERS = {"rke2", "k3s", "AKS", "EKS", "GKE", "svcKubernetesEngine"}
-# The drivers whose control plane corral runs itself (docs/provisioning.md); the others of
-# PROVISIONING_DRIVERS are stored only.
-HOSTED_DRIVERS = {"rke2", "k3s"}
 # A condition message, far below the CRD's limit: enough to say what failed and why.
 MAX_MESSAGE = 4096
 # Kubernetes' own conditions of a downstream node that corral reads.
@@ -244,13 +241,13 @@ def cluster_conditions(
     credential, its step and message are the cluster's `Pending`.
     """
     failures = failures or {}
-    if driver in HOSTED_DRIVERS and not has_credential:
+    if driver in drivers.HOSTED and not has_credential:
         message = (provisioning or {}).get("message") or "waiting for the provisioner"
         step = (provisioning or {}).get("step")
         if step == "Failed":
             message = f"provisioning failed, and is tried again: {message}"
         return pending(ct.REASON_PROVISIONING, ct.REASON_NOT_PROVISIONED, message, failures)
-    if driver in PROVISIONING_DRIVERS - HOSTED_DRIVERS:
+    if driver in drivers.PROVISIONED - drivers.HOSTED:
         message = f"corral cannot provision {driver} clusters yet; the cluster is only stored"
         return pending(
             ct.REASON_PROVISIONING_NOT_AVAILABLE, ct.REASON_NOT_PROVISIONED, message, failures
@@ -263,9 +260,10 @@ def cluster_conditions(
         return pending(
             ct.REASON_WAITING_FOR_CREDENTIAL, ct.REASON_WAITING_FOR_CREDENTIAL, message, failures
         )
-    origin = {"local": ct.REASON_LOCAL, **dict.fromkeys(HOSTED_DRIVERS, ct.REASON_PROVISIONED)}.get(
-        driver, ct.REASON_IMPORTED
-    )
+    origin = {
+        drivers.LOCAL: ct.REASON_LOCAL,
+        **dict.fromkeys(drivers.HOSTED, ct.REASON_PROVISIONED),
+    }.get(driver, ct.REASON_IMPORTED)
     conditions = [
         Condition.of(ct.PENDING, False, ct.REASON_CONNECTED),
         Condition.of(ct.PROVISIONED, True, origin),

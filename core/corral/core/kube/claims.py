@@ -16,7 +16,7 @@ from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
 from lightkube.resources.core_v1 import Secret
 from lightkube.types import PatchType
 
-from corral.core.api import names
+from corral.core.api import drivers, names
 from corral.core.kube import kinds
 from corral.core.kube.informer import Obj
 
@@ -71,7 +71,8 @@ def holder(claim: Secret) -> str:
 def unclaimed(cluster: Obj) -> bool:
     """An imported Cluster that records no identity: imported before claims existed."""
     annotations = cluster["metadata"].get("annotations") or {}
-    return cluster["spec"].get("driver") == "imported" and ANNOTATION_IDENTITY not in annotations
+    imported = cluster["spec"].get("driver") == drivers.IMPORTED
+    return imported and ANNOTATION_IDENTITY not in annotations
 
 
 async def own(kube: AsyncClient, identity: str, cluster: Obj) -> None:

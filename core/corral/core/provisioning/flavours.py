@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from corral.core.api import drivers
+
 
 @dataclass(frozen=True)
 class Flavour:
@@ -20,7 +22,7 @@ class Flavour:
 
 
 RKE2 = Flavour(
-    "rke2", "rke2Config", "canal", ("canal", "calico", "cilium", "none"), "v1.36.3+rke2r1"
+    drivers.RKE2, "rke2Config", "canal", ("canal", "calico", "cilium", "none"), "v1.36.3+rke2r1"
 )
-K3S = Flavour("k3s", "k3sConfig", "flannel", ("flannel", "none"), "v1.36.3+k3s1")
+K3S = Flavour(drivers.K3S, "k3sConfig", "flannel", ("flannel", "none"), "v1.36.3+k3s1")
 FLAVOURS = {flavour.driver: flavour for flavour in (RKE2, K3S)}

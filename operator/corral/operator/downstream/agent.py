@@ -25,7 +25,7 @@ from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Namespace
 from lightkube.resources.core_v1 import Node as DownstreamNode
 
-from corral.core.api import names
+from corral.core.api import drivers, names
 from corral.core.clusters import observe
 from corral.core.errors import Unavailable
 from corral.core.kube import agent, claims
@@ -176,7 +176,7 @@ class Agent:
             self.namespace_ready = bool(await self._attempt("namespace", self._namespace()))
         connection = None
         driver = body["spec"]["driver"]
-        if driver not in observe.PROVISIONING_DRIVERS or driver in observe.HOSTED_DRIVERS:
+        if driver not in drivers.PROVISIONED or driver in drivers.HOSTED:
             connection = await self._attempt("credential", self._connection())
         self.connection = connection
         if connection is None:

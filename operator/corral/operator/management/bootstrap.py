@@ -13,7 +13,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Secret
 
 from corral.core import settings
-from corral.core.api import names
+from corral.core.api import drivers, names
 from corral.core.drivers import source
 from corral.core.kube import kinds, password_secrets, usernames
 from corral.core.kube.client import as_dict
@@ -51,7 +51,7 @@ async def ensure_local_cluster(kube: AsyncClient) -> None:
     """The management cluster is the cluster `local`."""
     await create_if_missing(kube, kinds.Cluster(
         metadata=ObjectMeta(name=names.LOCAL_CLUSTER),
-        spec={"displayName": "local", "driver": "local",
+        spec={"displayName": "local", "driver": drivers.LOCAL,
               "description": "The management cluster corral runs in"},
     ))  # fmt: skip
 

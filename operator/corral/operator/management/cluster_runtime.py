@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from corral.core.clusters import observe
+from corral.core.api import drivers as cluster_drivers
 from corral.operator.config import HostedGrant
 from corral.operator.controlplane.pods import PodRuntime
 from corral.operator.controlplane.provisioner import Provisioner
@@ -52,7 +52,7 @@ class ClusterRuntime:
         control plane, waking the agent whenever it changed something the agent observes."""
         agent = Agent(cluster, state, drivers)
         loops: list[Loop] = [agent, ProjectKeeper(cluster, state)]
-        if driver in observe.HOSTED_DRIVERS:
+        if driver in cluster_drivers.HOSTED:
             runtime = PodRuntime(state.kube, grant)
             loops.append(
                 Provisioner(cluster, state, runtime, on_change=lambda: agent.wake(Wake.TIMER))

@@ -16,8 +16,7 @@ from lightkube import ApiError, AsyncClient
 from lightkube.resources.core_v1 import Namespace, Secret
 from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
 
-from corral.core.api import names
-from corral.core.clusters import observe
+from corral.core.api import drivers, names
 from corral.core.clusters.importing import AGENT_NAME, AGENT_NAMESPACE
 from corral.core.errors import Unavailable
 from corral.core.kube.client import delete_if_present
@@ -54,7 +53,7 @@ async def forget_cluster(name: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any) 
     it goes with it."""
     state: State = memo.state
     await remove_machines(state, memo.machine_drivers, name)
-    if spec.get("driver") in observe.HOSTED_DRIVERS:
+    if spec.get("driver") in drivers.HOSTED:
         if not await PodRuntime(state.kube, memo.hosted_grant).remove(name):
             raise kopf.TemporaryError(
                 "waiting for the control plane's pods and volumes to go", delay=REMOVE_POLL
