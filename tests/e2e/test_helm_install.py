@@ -591,13 +591,13 @@ UNREACHED: dict[str, dict[Permission, tuple[str, str]]] = {
         ),
         # Server-side apply of a Setting nobody stored yet creates it.
         ("management.svc.io", "settings", "create"): (
-            "apiserver/corral/apiserver/routes/settings.py",
+            "apiserver/corral/apiserver/services/settings.py",
             ".apply(obj, force=True)",
         ),
         # ... and of the oidc AuthConfig.
         ("management.svc.io", "authconfigs", "create"): (
-            "apiserver/corral/apiserver/routes/authconfigs.py",
-            "await kube.apply(",
+            "apiserver/corral/apiserver/services/authconfigs.py",
+            "kinds.AuthConfig(metadata=ObjectMeta(name=principals.OIDC)",
         ),
         # A user's groups are recorded at an OpenID Connect sign-in (tests/e2e/test_oidc.py
         # runs one against Keycloak; the chart's scenario has no provider).
