@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import secrets
 import ssl
-import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,23 +21,43 @@ from corral.devenv.controlplane import ControlPlane
 from corral.devenv.environment import Environment, Options
 from corral.devenv.waiting import wait_for
 
+from ..conftest import DEVKUBE_BIN, ROOT, build_devkube
 from .api import Api
 
-ROOT = Path(__file__).resolve().parents[2]
-PREVIOUS_DEVKUBE = ROOT / "tools" / "devkube" / "bin" / "devkube-v1.35"
+HERE = Path(__file__).parent
+
+# The modules that run a real node. They share fixed state of this host (the bridge at
+# 10.254.0.1, /run/corral/containerd.sock, the kubelet's folders, /tmp/hostpath_pv), and
+# test_real_node compares the host before and after, so under pytest-xdist they run one after
+# another on one worker as the group "host"; every other module is a group of its own, so that
+# its module-scoped fixtures start once.
+HOST_GROUP = "host"
+HOST_MODULES = frozenset({"test_helm_install", "test_pod_streams", "test_provisioning",
+                          "test_real_node"})  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
+    e2e = [item for item in items if item.path.parent == HERE]
+    for item in e2e:
         item.add_marker(pytest.mark.e2e)
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+    # With --no-loadscope-reorder pytest-xdist hands out the groups in this order: the host
+    # group is the longest (test_provisioning alone takes about 5 minutes), so it goes first.
+    host = {item for item in e2e if xdist_group(item) == HOST_GROUP}
+    items.sort(key=lambda item: item not in host)
+
+
+def xdist_group(item: pytest.Item) -> str:
+    module = item.path.stem
+    return HOST_GROUP if module in HOST_MODULES else module
 
 
 @pytest.fixture(scope="session")
 def previous_devkube() -> Path:
     """The slim devkube of Kubernetes 1.35, to upgrade provisioned clusters from; built like
     devkube (about 5.5 minutes cold on 2 cores), only for the modules that ask for it."""
-    subprocess.run([str(ROOT / "tools" / "devkube" / "v1.35" / "build.sh")], check=True)
-    return PREVIOUS_DEVKUBE
+    build_devkube(ROOT / "tools" / "devkube" / "v1.35" / "build.sh")
+    return DEVKUBE_BIN / "devkube-v1.35"
 
 
 def stack_options(root: Path, devkube: Path, **overrides: object) -> Options:
