@@ -31,7 +31,7 @@ E2E_WORKERS ?= 2
 
 .PHONY: test-e2e
 test-e2e: $(STAMP) devkube node-deps keycloak s3server ## End-to-end tests (starts its own control planes)
-	$(PY) -m pytest tests/e2e --durations=15 -n $(E2E_WORKERS) --dist loadgroup --no-loadscope-reorder
+	$(PY) -m pytest tests/e2e --durations=15 -n $(E2E_WORKERS)
 
 .PHONY: lint
 lint: $(STAMP) lint-imports ## ruff (lint and format check), mypy and the layering contracts

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
+from xdist.remote import Producer
+from xdist.scheduler import LoadScopeScheduling, Scheduling
 
 from corral.core.kube.claims import ANNOTATION_IDENTITY
 from corral.devenv.controlplane import ControlPlane
@@ -29,9 +31,7 @@ HERE = Path(__file__).parent
 # The modules that run a real node. They share fixed state of this host (the bridge at
 # 10.254.0.1, /run/corral/containerd.sock, the kubelet's folders, /tmp/hostpath_pv), and
 # test_real_node compares the host before and after, so under pytest-xdist they run one after
-# another on one worker as the group "host"; every other module is a group of its own, so that
-# its module-scoped fixtures start once.
-HOST_GROUP = "host"
+# another on one worker.
 HOST_MODULES = frozenset({"test_helm_install", "test_pod_streams", "test_provisioning",
                           "test_real_node"})  # fmt: skip
 
@@ -40,16 +40,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     e2e = [item for item in items if item.path.parent == HERE]
     for item in e2e:
         item.add_marker(pytest.mark.e2e)
-        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
-    # With --no-loadscope-reorder pytest-xdist hands out the groups in this order: the host
-    # group is the longest (test_provisioning alone takes about 5 minutes), so it goes first.
-    host = {item for item in e2e if xdist_group(item) == HOST_GROUP}
+    # The host group is the longest (test_provisioning alone takes about 5 minutes): collected
+    # first, it is handed out first.
+    host = {item for item in e2e if item.path.stem in HOST_MODULES}
     items.sort(key=lambda item: item not in host)
 
 
-def xdist_group(item: pytest.Item) -> str:
-    module = item.path.stem
-    return HOST_GROUP if module in HOST_MODULES else module
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> Scheduling:
+    # In collection order, not pytest-xdist's default of the groups with the most tests first.
+    config.option.loadscopereorder = False
+    return ModuleScheduling(config, log)
+
+
+class ModuleScheduling(LoadScopeScheduling):
+    """Hands each worker whole modules, so that a module's fixtures start once, and the host
+    modules as one group. (pytest-xdist's own loadgroup cannot do it under pytest 9.2: it
+    writes the group into an attribute that pytest no longer reads.)"""
+
+    def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0]
+        return "host" if Path(module).stem in HOST_MODULES else module
 
 
 @pytest.fixture(scope="session")
