@@ -24,9 +24,14 @@ test-unit: $(STAMP) devkube ## Unit tests only (no cluster; under a minute; helm
 test-contract: $(STAMP) devkube ## The API in-process against a real kube-apiserver, no operator (seconds per family)
 	$(PY) -m pytest tests/contract
 
+# The e2e tests wait on clusters far more than they compute (about half a core of two), so two
+# pytest-xdist workers share them, each module on one worker (tests/e2e/conftest.py groups them).
+# E2E_WORKERS=0 runs them one after another in one process.
+E2E_WORKERS ?= 2
+
 .PHONY: test-e2e
 test-e2e: $(STAMP) devkube node-deps keycloak s3server ## End-to-end tests (starts its own control planes)
-	$(PY) -m pytest tests/e2e --durations=15
+	$(PY) -m pytest tests/e2e --durations=15 -n $(E2E_WORKERS)
 
 .PHONY: lint
 lint: $(STAMP) lint-imports ## ruff (lint and format check), mypy and the layering contracts

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import secrets
 import ssl
-import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,32 +15,60 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
+from xdist.remote import Producer
+from xdist.scheduler import LoadScopeScheduling, Scheduling
 
 from corral.core.kube.claims import ANNOTATION_IDENTITY
 from corral.devenv.controlplane import ControlPlane
 from corral.devenv.environment import Environment, Options
 from corral.devenv.waiting import wait_for
 
+from ..conftest import DEVKUBE_BIN, ROOT, build_devkube
 from .api import Api
 
-ROOT = Path(__file__).resolve().parents[2]
-PREVIOUS_DEVKUBE = ROOT / "tools" / "devkube" / "bin" / "devkube-v1.35"
+HERE = Path(__file__).parent
+
+# The modules that run a real node. They share fixed state of this host (the bridge at
+# 10.254.0.1, /run/corral/containerd.sock, the kubelet's folders, /tmp/hostpath_pv), and
+# test_real_node compares the host before and after, so under pytest-xdist they run one after
+# another on one worker.
+HOST_MODULES = frozenset({"test_helm_install", "test_pod_streams", "test_provisioning",
+                          "test_real_node"})  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Called with every tier's items when the tiers run together: mark only this one's.
-    here = Path(__file__).parent
-    for item in items:
-        if here in item.path.parents:
-            item.add_marker(pytest.mark.e2e)
+    e2e = [item for item in items if item.path.parent == HERE]
+    for item in e2e:
+        item.add_marker(pytest.mark.e2e)
+    # The host group is the longest (test_provisioning alone takes about 5 minutes): collected
+    # first, it is handed out first.
+    host = {item for item in e2e if item.path.stem in HOST_MODULES}
+    items.sort(key=lambda item: item not in host)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> Scheduling:
+    # In collection order, not pytest-xdist's default of the groups with the most tests first.
+    config.option.loadscopereorder = False
+    return ModuleScheduling(config, log)
+
+
+class ModuleScheduling(LoadScopeScheduling):
+    """Hands each worker whole modules, so that a module's fixtures start once, and the host
+    modules as one group. (pytest-xdist's own loadgroup cannot do it under pytest 9.2: it
+    writes the group into an attribute that pytest no longer reads.)"""
+
+    def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0]
+        return "host" if Path(module).stem in HOST_MODULES else module
 
 
 @pytest.fixture(scope="session")
 def previous_devkube() -> Path:
     """The slim devkube of Kubernetes 1.35, to upgrade provisioned clusters from; built like
     devkube (about 5.5 minutes cold on 2 cores), only for the modules that ask for it."""
-    subprocess.run([str(ROOT / "tools" / "devkube" / "v1.35" / "build.sh")], check=True)
-    return PREVIOUS_DEVKUBE
+    build_devkube(ROOT / "tools" / "devkube" / "v1.35" / "build.sh")
+    return DEVKUBE_BIN / "devkube-v1.35"
 
 
 def stack_options(root: Path, devkube: Path, **overrides: object) -> Options:

@@ -10,7 +10,7 @@ from kubernetes.client.exceptions import ApiException
 
 from corral.devenv.waiting import wait_for
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 def crd_names_in_repo() -> set[str]:

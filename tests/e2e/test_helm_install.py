@@ -27,8 +27,9 @@ from corral.core.projects import roles
 from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
 
+from ..conftest import ROOT
 from .api import Api, Response
-from .conftest import ROOT, stack_options
+from .conftest import stack_options
 
 NAMESPACE = "svc-system"
 RELEASE = "corral"

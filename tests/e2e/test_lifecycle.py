@@ -10,7 +10,7 @@ from pathlib import Path
 
 from corral.devenv.waiting import wait_for
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 def descendants(pid: int) -> set[int]:

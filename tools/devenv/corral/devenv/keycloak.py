@@ -126,9 +126,11 @@ class Keycloak:
         }
         h2 = self.root / "h2" / "keycloakdb"
         database = f"jdbc:h2:file:{h2};NON_KEYWORDS=VALUE;DB_CLOSE_ON_EXIT=FALSE"
+        # One server, no cluster: production mode's default cache would bind JGroups to an
+        # address of this host's, which may be a real node's bridge that goes away beside it.
         argv = [str(home / "bin" / "kc.sh"), "start", "--optimized", "--http-enabled=true",
                 "--http-host=127.0.0.1", f"--http-port={self.port}", "--hostname-strict=false",
-                f"--db-url={database}"]  # fmt: skip
+                f"--db-url={database}", "--cache=local"]  # fmt: skip
         self.process = Process("keycloak", argv, self.root / "keycloak.log", env=env)
         discovery = f"{self.issuer('master')}/.well-known/openid-configuration"
         wait_for("Keycloak", lambda: _ok(discovery), START_TIMEOUT, [self.process], 0.25)
