@@ -219,7 +219,7 @@ def test_the_version_of_a_provisioned_cluster_goes_up_one_minor_in_the_catalog_o
 
 def test_the_schema_says_what_a_configuration_accepts(api: Api) -> None:
     fields = api.get("/v3/schemas/cluster").body["resourceFields"]
-    assert "canal, calico, cilium, none" in fields["rke2Config"]["description"]
+    assert "canal, none" in fields["rke2Config"]["description"]
     assert "flannel, none" in fields["k3sConfig"]["description"]
 
 

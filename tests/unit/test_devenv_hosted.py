@@ -45,7 +45,7 @@ def test_the_settings_name_the_image_for_every_component_and_the_storage_class()
     for name, value in values.items():
         settings.check(name, value)
     release = catalog.parse(values[catalog.SETTING]).release("v1.36.3")
-    assert set(release.components) == {*catalog.REQUIRED, *catalog.OPTIONAL}
+    assert set(release.components) == {*catalog.REQUIRED, *catalog.CONTROL_PLANE_OPTIONAL}
     assert {c.image for c in release.components.values()} == {IMAGE.reference}
     assert release.component(catalog.KWOK).command == (images.KWOK_COMMAND,)
     assert release.component(catalog.APISERVER).command == ("/usr/local/bin/kube-apiserver",)
@@ -63,7 +63,7 @@ def test_the_previous_minors_image_adds_its_version_with_etcd_and_kwok_of_the_ma
     assert sorted(versions.releases) == ["v1.35.8", "v1.36.3"]
     old = versions.release("v1.35.8")
     assert {name: c.image for name, c in old.components.items()} == {
-        **dict.fromkeys((*catalog.REQUIRED, *catalog.OPTIONAL), IMAGE.reference),
+        **dict.fromkeys((*catalog.REQUIRED, *catalog.CONTROL_PLANE_OPTIONAL), IMAGE.reference),
         **dict.fromkeys(images.PREVIOUS_COMMANDS, previous.reference),
     }
     assert versions.release("v1.36.3") == catalog.parse(
@@ -73,7 +73,7 @@ def test_the_previous_minors_image_adds_its_version_with_etcd_and_kwok_of_the_ma
 
 
 def test_every_command_of_the_catalog_is_a_link_in_the_image() -> None:
-    assert {*catalog.REQUIRED, *catalog.OPTIONAL} == set(images.CONTROLPLANE_COMMANDS)
+    assert {*catalog.REQUIRED, *catalog.CONTROL_PLANE_OPTIONAL} == set(images.CONTROLPLANE_COMMANDS)
     # The slim image has the three the 1.35 build holds (tools/devkube/v1.35/main.go).
     main_go = Path(__file__).parents[2] / "tools" / "devkube" / "v1.35" / "main.go"
     for command in images.PREVIOUS_COMMANDS:

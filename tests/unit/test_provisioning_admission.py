@@ -32,7 +32,7 @@ def refusal(config: Any, version: Any = None, flavour: Any = RKE2) -> Invalid:
 
 def test_the_flavours_and_their_plugins() -> None:
     assert set(FLAVOURS) == {"rke2", "k3s"}
-    assert (RKE2.default_plugin, RKE2.plugins) == ("canal", ("canal", "calico", "cilium", "none"))
+    assert (RKE2.default_plugin, RKE2.plugins) == ("canal", ("canal", "none"))
     assert (K3S.default_plugin, K3S.plugins) == ("flannel", ("flannel", "none"))
     for flavour in FLAVOURS.values():
         assert flavour.default_plugin in flavour.plugins
@@ -63,7 +63,7 @@ def test_the_catalog_key_is_stored_and_the_version_kept_as_given(
 def test_other_keys_are_kept_and_the_plugin_given_is_kept() -> None:
     config = {
         "kubernetesVersion": "v1.36.3",
-        "networking": {"plugin": "cilium", "mtu": 1400},
+        "networking": {"plugin": "none", "mtu": 1400},
         "etcd": {"snapshotRetention": 5},
     }
     admitted = admission.admit(RKE2, config, None, TWO)
@@ -143,3 +143,11 @@ def test_the_schema_says_what_each_flavour_accepts() -> None:
         assert flavour.example_version in description
         assert "kubernetes-version-catalog" in description
     assert SCHEMA.fields["aksConfig"].description == ""
+
+
+@pytest.mark.parametrize("plugin", ["calico", "cilium"])
+def test_a_plugin_corral_does_not_install_yet_is_refused_saying_so(plugin: str) -> None:
+    refused = refusal({"kubernetesVersion": "v1.36.3", "networking": {"plugin": plugin}})
+    assert (refused.code, refused.field) == ("InvalidOption", "rke2Config.networking.plugin")
+    assert f"{plugin} is not installed by corral yet" in refused.message
+    assert "canal, none" in refused.message

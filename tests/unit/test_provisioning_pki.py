@@ -81,7 +81,7 @@ def test_the_secrets_of_the_design_each_hold_the_files_their_containers_mount(
             "tls.crt",
             "tls.key",
         ],
-        "kubeconfig-controller-manager": ["ca.crt", "kubeconfig", "sa.key"],
+        "kubeconfig-controller-manager": ["ca.crt", "ca.key", "kubeconfig", "sa.key"],
         "kubeconfig-scheduler": ["kubeconfig"],
         "kubeconfig-kwok": ["kubeconfig", "tls.crt", "tls.key"],
         "kubeconfig-admin": ["kubeconfig"],
@@ -250,3 +250,13 @@ def test_a_secret_is_due_for_renewal_once_a_leaf_in_it_has_thirty_days_left(
     # The CAs are replaced only by a rotation that asks for it, never by this rule.
     ca_end = load(secrets["pki-ca"]["ca.crt"]).not_valid_after_utc
     assert cp.renewal_due(secrets, ca_end - datetime.timedelta(days=1)) == leaves
+
+
+def test_a_controller_manager_secret_without_the_signing_key_is_issued_again(
+    secrets: dict[str, dict[str, bytes]],
+) -> None:
+    kcm = secrets["kubeconfig-controller-manager"]
+    assert not cp.outdated("kubeconfig-controller-manager", kcm)
+    older = {key: value for key, value in kcm.items() if key != "ca.key"}
+    assert cp.outdated("kubeconfig-controller-manager", older)
+    assert not cp.outdated("kubeconfig-scheduler", secrets["kubeconfig-scheduler"])

@@ -21,6 +21,7 @@ class Wake(enum.Enum):
     PROJECT = "project"  # a Project, a role binding, or a backing namespace
     RETRY = "retry"  # the last pass left work pending or failed
     POOL = "pool"  # a NodePool's spec, or a pool's machine still on its way
+    CERTIFICATE = "certificate"  # a kubelet's certificate request in a provisioned cluster
 
 
 class Wakeups:

@@ -54,7 +54,8 @@ def described(driver: str) -> str:
         f"at the top level, a version of the setting kubernetes-version-catalog (v1.36.3, "
         f"1.36.3 or {flavour.example_version}). "
         f"networking.plugin: {', '.join(flavour.plugins)} (default {flavour.default_plugin}; "
-        f"recorded, no CNI is installed). Other keys are kept as given, at most "
+        f"the pod network corral installs on the cluster's machines). Other keys are kept as "
+        f"given, at most "
         f"{admission.MAX_CONFIG_BYTES // 1024} KiB in all. Fixed once created"
     )
 

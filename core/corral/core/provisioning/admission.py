@@ -101,6 +101,14 @@ def _networking(flavour: Flavour, given: Any) -> dict[str, Any]:
     plugin = given.get("plugin")
     if not _given(plugin):
         plugin = flavour.default_plugin
+    elif plugin in flavour.not_yet:
+        raise Invalid(
+            f"{where}.plugin {plugin} is not installed by corral yet: a {flavour.driver} "
+            f"cluster's pod network is one of {', '.join(flavour.plugins)} "
+            f"(default {flavour.default_plugin})",
+            f"{where}.plugin",
+            code="InvalidOption",
+        )
     elif plugin not in flavour.plugins:
         raise Invalid(
             f"{where}.plugin of a {flavour.driver} cluster must be one of "

@@ -34,8 +34,14 @@ KWOK = "kwok"
 # Copies snapshots to and from an S3-compatible target (docs/provisioning.md, "S3 targets"); a
 # version without it takes backups onto the management cluster's volume only.
 ETCD_S3 = "etcd-s3"
+# The pod network of clusters whose machines are real (core/provisioning/network.py).
+FLANNEL = "flannel"
+NETWORK_POLICIES = "network-policies"
 REQUIRED = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, ETCDCTL, ETCDUTL)
-OPTIONAL = (KWOK, ETCD_S3)
+# What else may run beside the control plane, and what runs on the cluster's own machines.
+CONTROL_PLANE_OPTIONAL = (KWOK, ETCD_S3)
+NETWORK = (FLANNEL, NETWORK_POLICIES)
+OPTIONAL = (*CONTROL_PLANE_OPTIONAL, *NETWORK)
 
 # Bounds: a catalog is read on every provisioning pass and shown in /v3/settings.
 MAX_BYTES = 16 * 1024  # a Setting holds at most this (its CRD and settings.MAX_VALUE)

@@ -32,6 +32,8 @@ KWOK_PORT = 10250
 SHUTDOWN_DELAY_SECONDS = 5
 CLUSTER_CIDR = "10.42.0.0/16"
 SERVICE_CIDR = "10.43.0.0/16"
+# A /24 per node: 254 pods, more than the kubelet's 110, and 256 nodes in CLUSTER_CIDR.
+NODE_CIDR_MASK = 24
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 CONTROL_PLANE = "control-plane"
@@ -411,8 +413,15 @@ def _controller_manager(plan: Plan) -> dict[str, Any]:
         f"--root-ca-file={files}/ca.crt",
         f"--service-account-private-key-file={files}/sa.key",
         "--use-service-account-credentials=true",
+        # Each node's pod range, which the pod network (flannel) routes.
+        "--allocate-node-cidrs=true",
         f"--cluster-cidr={CLUSTER_CIDR}",
+        f"--node-cidr-mask-size={NODE_CIDR_MASK}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
+        # Signs the kubelet certificates corral approved, and only those: kcm's own approver
+        # never approves them (the join credential may not ask for nodeclient).
+        f"--cluster-signing-cert-file={files}/ca.crt",
+        f"--cluster-signing-key-file={files}/ca.key",
     ]
     return _component_container(
         "kube-controller-manager", component, argv, files, {"cpu": "50m", "memory": "64Mi"}

@@ -175,12 +175,24 @@ def controller_manager_data(
     authorities: Authorities, service_account_key: bytes
 ) -> dict[str, bytes]:
     # sa.key signs the tokens of the service accounts kcm creates; ca.crt is --root-ca-file,
-    # what every pod's service-account volume carries.
+    # what every pod's service-account volume carries; with ca.key kcm signs the kubelet
+    # certificates corral approved (operator/downstream/kubelets.py).
+    pair = authorities.cluster.pair()
     return {
         "kubeconfig": _in_pod_kubeconfig(authorities, "system:kube-controller-manager", []),
         "sa.key": service_account_key,
-        "ca.crt": authorities.cluster.cert_pem,
+        "ca.crt": pair.cert,
+        "ca.key": pair.key,
     }
+
+
+# Keys a Secret written by an earlier corral may lack: such a Secret is issued again.
+KEYS_ADDED = {CONTROLLER_MANAGER: ("ca.key",)}
+
+
+def outdated(name: str, data: Mapping[str, bytes]) -> bool:
+    """The Secret `name` holding `data` lacks what this corral's control plane mounts."""
+    return any(key not in data for key in KEYS_ADDED.get(name, ()))
 
 
 def scheduler_data(authorities: Authorities) -> dict[str, bytes]:

@@ -88,7 +88,9 @@ class PodRuntime:
 
     async def certificates(self, cluster: str, addresses: cp.Addresses) -> manifests.Generations:
         found = await self._secrets(cluster)
-        missing = [name for name in SECRETS if name not in found]
+        missing = [
+            name for name in SECRETS if name not in found or cp.outdated(name, found[name][1])
+        ]
         if missing:
             self._pki.pop(cluster, None)
             await self._issue(cluster, addresses, found, missing)

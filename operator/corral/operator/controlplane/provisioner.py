@@ -9,7 +9,8 @@ finished by the next:
 3. what runs (the plan), made to match;
 4. until etcd and the control plane are Ready, what is awaited and why it is stuck;
 5. corral's own credential, installed with the control plane's bootstrap administrator and
-   stored as an import stores it, with a claim on the cluster's identity.
+   stored as an import stores it, with a claim on the cluster's identity;
+6. the pod network its machines need (controlplane/network.py).
 
 The provisioner writes only `status.provisioning` (field manager `corral-provisioning`); the
 cluster's conditions stay the health writer's, which reads it (`observe.cluster_conditions`).
@@ -37,6 +38,7 @@ from corral.core.provisioning import catalog, manifests, rotation, upgrade
 from corral.core.provisioning import restore as rs
 from corral.operator.controlplane import inputs, probe, restore
 from corral.operator.controlplane import rotation as rotating
+from corral.operator.controlplane.network import PodNetwork
 from corral.operator.controlplane.runtime import ControlPlaneRuntime
 from corral.operator.state import State
 from corral.operator.wakeups import Wake, Wakeups
@@ -92,6 +94,7 @@ class Provisioner:
         self.on_change = on_change
         self.wakeups = Wakeups()
         self.writer = StatusWriter(state.kube, FIELD_MANAGER, state.clock)
+        self.network = PodNetwork(cluster, state)
         self.last: Progress | None = None
 
     def wake(self, reason: Wake) -> None:
@@ -220,6 +223,7 @@ class Provisioner:
             return Progress("WaitingForControlPlane", seen.message, restore=kept)
         if self.state.connections.credential(self.cluster) is None:
             await self._get_in(body)
+        await self.network.ensure(spec, release)
         return Progress(
             "Provisioned", ready=True, endpoint=addresses.server, version=version, restore=kept
         )

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from lightkube import AsyncClient
+from lightkube.resources.certificates_v1 import CertificateSigningRequest
 from lightkube.resources.core_v1 import Namespace
 from lightkube.resources.core_v1 import Node as DownstreamNode
 
@@ -33,7 +34,15 @@ from corral.core.kube.client import ensure_namespace
 from corral.core.kube.connections import Connection
 from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
-from corral.operator.downstream import autoscaler, drain, health, nodes, pools, projects
+from corral.operator.downstream import (
+    autoscaler,
+    drain,
+    health,
+    kubelets,
+    nodes,
+    pools,
+    projects,
+)
 from corral.operator.drivers.registry import Drivers
 from corral.operator.state import State
 from corral.operator.wakeups import Wake, Wakeups
@@ -49,6 +58,7 @@ LOOK = {Wake.TIMER, Wake.CREDENTIAL}
 NODE_SYNC = LOOK | {Wake.NODE}
 PROJECT_SYNC = LOOK | {Wake.NAMESPACE, Wake.PROJECT, Wake.SPEC, Wake.RETRY}
 POOL_SYNC = LOOK | {Wake.NODE, Wake.POOL}
+CERTIFICATE_SYNC = LOOK | {Wake.NODE, Wake.CERTIFICATE}
 # While a pool's machine is on its way (created, draining): how soon the pool is looked at.
 POOL_RETRY = 1.0
 
@@ -64,6 +74,8 @@ class Watched:
 
 NODES = Watched(DownstreamNode, "nodes", Wake.NODE)
 NAMESPACES = Watched(Namespace, "namespaces", Wake.NAMESPACE)
+# Only in clusters corral provisioned: an imported cluster's kubelets are someone else's.
+CERTIFICATES = Watched(CertificateSigningRequest, "certificatesigningrequests", Wake.CERTIFICATE)
 
 
 class Failures:
@@ -206,6 +218,9 @@ class Agent:
             # Before the pools: a quantity it changes is acted on in the same pass.
             synced_scaler = self.autoscaler.sync(connection.client, node_informer, pods)
             await self._attempt("autoscaler", synced_scaler)
+        hosted = driver in drivers.HOSTED
+        if node_informer is not None and hosted and reasons & CERTIFICATE_SYNC:
+            await self._approve_kubelets(connection.client, look)
         if node_informer is not None and reasons & POOL_SYNC:
             synced_pools = self.pools.sync(connection, node_informer)
             if await self._attempt("node pools", synced_pools) is not False:
@@ -213,6 +228,14 @@ class Agent:
         if reasons & PROJECT_SYNC:
             client = connection.client if namespace_informer is not None else None
             await self._sync_projects(client, namespace_informer, self.probe.ready, body["spec"])
+
+    async def _approve_kubelets(self, client: AsyncClient, look: bool) -> None:
+        requests = await self._informer("certificate requests", CERTIFICATES, look)
+        if requests is not None:
+            approving = kubelets.approve_pending(
+                self.cluster, self.state, client, requests.all(), self.node_list
+            )
+            await self._attempt("kubelet certificates", approving)
 
     async def _sync_projects(
         self,

@@ -39,7 +39,7 @@ def settings(image: ControlPlaneImage, previous: ControlPlaneImage | None = None
     catalog has its version too, so a cluster can be created there and moved to `image`'s:
     its apiserver, controller manager and scheduler come from `previous`, etcd, the etcd tools
     and kwok from `image` (the slim build has none of them)."""
-    components = (*catalog.REQUIRED, *catalog.OPTIONAL)
+    components = (*catalog.REQUIRED, *catalog.CONTROL_PLANE_OPTIONAL)
     releases = {
         image.version: catalog.binaries(dict.fromkeys(components, image.reference), (KWOK_COMMAND,))
     }

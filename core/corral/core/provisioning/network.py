@@ -1,0 +1,255 @@
+"""The pod network corral installs in a provisioned cluster (docs/provisioning.md, "Pod network").
+
+- `flannel` (k3s' default): flanneld on every node, with the kube subnet manager (each node's
+  pod range is the one the controller manager allocated) and the VXLAN backend; a second
+  container writes the node's CNI configuration (the standard `bridge`, `host-local` and
+  `portmap` plugins over flannel's subnet) once flannel has one, which is what flannel's own
+  CNI plugin would do at every pod's start.
+- `canal` (rke2's default): flannel for connectivity, and SIG Network's kube-network-policies on
+  every node to enforce NetworkPolicies (the enforcer kind runs): small, nftables through
+  netlink, no dependency on the CNI.
+- `none`: nothing.
+
+The images and commands are the version catalog's (`flannel`, `network-policies`); corral adds
+the flags. Everything is in `kube-system`, which the rke2 flavour's PodSecurity exempts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from corral.core.provisioning import catalog
+
+NAMESPACE = "kube-system"
+FLANNEL = "kube-flannel"
+NETWORK_POLICIES = "kube-network-policies"
+FLANNEL_BACKEND = "vxlan"
+# VXLAN's 50 bytes under a 1500-byte link.
+FLANNEL_MTU = 1450
+CNI_CONFIG = "10-flannel.conflist"
+# Written by flanneld on the node, read by the CNI container.
+SUBNET_ENV = "/run/flannel/subnet.env"
+NETFILTER_QUEUE = 98
+
+PLUGINS_WITH_FLANNEL = ("flannel", "canal")
+
+
+def objects(plugin: str, release: catalog.Release, cluster_cidr: str) -> list[dict[str, Any]]:
+    """What the cluster's pod network is made of, in the order to apply it. A release without
+    flannel has no machines to connect (its workers are simulated): nothing. The catalog
+    holds a release with node binaries to both network components."""
+    components = release.components
+    if plugin not in PLUGINS_WITH_FLANNEL or catalog.FLANNEL not in components:
+        return []
+    found = _flannel(components[catalog.FLANNEL], cluster_cidr)
+    if plugin == "canal":
+        found += _network_policies(components[catalog.NETWORK_POLICIES])
+    return found
+
+
+def _flannel(component: catalog.Component, cluster_cidr: str) -> list[dict[str, Any]]:
+    net_conf = {"Network": cluster_cidr, "Backend": {"Type": FLANNEL_BACKEND}}
+    pod_env = [
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+    ]
+    flanneld = {
+        "name": "kube-flannel",
+        "image": component.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": [
+            *component.command,
+            "--ip-masq",
+            "--kube-subnet-mgr",
+            "--net-config-path=/etc/kube-flannel/net-conf.json",
+        ],
+        "env": pod_env,
+        "resources": {"requests": {"cpu": "50m", "memory": "50Mi"}},
+        "securityContext": {
+            "privileged": False,
+            "capabilities": {"add": ["NET_ADMIN", "NET_RAW"]},
+        },
+        "volumeMounts": [
+            {"name": "run", "mountPath": "/run/flannel"},
+            {"name": "config", "mountPath": "/etc/kube-flannel/"},
+            {"name": "xtables-lock", "mountPath": "/run/xtables.lock"},
+        ],
+    }
+    cni = {
+        "name": "install-cni",
+        "image": component.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": [
+            "/bin/sh",
+            "-c",
+            _CNI_SCRIPT,
+            "install-cni",
+            CNI_CONFIG,
+            json.dumps(_CNI_TEMPLATE),
+        ],
+        "resources": {"requests": {"cpu": "5m", "memory": "8Mi"}},
+        "volumeMounts": [
+            {"name": "run", "mountPath": "/run/flannel", "readOnly": True},
+            {"name": "cni", "mountPath": "/etc/cni/net.d"},
+        ],
+    }
+    rules = [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+    ]
+    return [
+        *_account(FLANNEL, rules),
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": _meta(FLANNEL),
+            "data": {"net-conf.json": json.dumps(net_conf)},
+        },
+        _daemonset(
+            FLANNEL,
+            [flanneld, cni],
+            [
+                _host_path("run", "/run/flannel", "DirectoryOrCreate"),
+                _host_path("cni", "/etc/cni/net.d", "DirectoryOrCreate"),
+                {"name": "config", "configMap": {"name": FLANNEL}},
+                _host_path("xtables-lock", "/run/xtables.lock", "FileOrCreate"),
+            ],
+        ),
+    ]
+
+
+# The conflist flannel's CNI plugin would make, written whenever flannel's subnet changes.
+# flanneld writes the node's gateway (10.42.3.1/24); host-local wants the network (.0/24).
+_CNI_SCRIPT = r"""
+set -eu
+target="/etc/cni/net.d/$1"; template=$2; written=""
+while :; do
+  if [ -f /run/flannel/subnet.env ]; then
+    . /run/flannel/subnet.env
+    gateway=${FLANNEL_SUBNET%/*}
+    network="${gateway%.*}.0/${FLANNEL_SUBNET#*/}"
+    conf=$(printf '%s' "$template" | sed -e "s|@NETWORK@|$network|" -e "s|@GATEWAY@|$gateway|")
+    if [ "$conf" != "$written" ]; then
+      printf '%s\n' "$conf" > "$target.tmp" && mv "$target.tmp" "$target"
+      written=$conf
+      echo "wrote $target for $network"
+    fi
+    sleep 10
+  else
+    sleep 1
+  fi
+done
+"""
+_CNI_TEMPLATE = {
+    "cniVersion": "1.0.0",
+    "name": "cbr0",
+    "plugins": [
+        {
+            "type": "bridge",
+            "bridge": "cni0",
+            "isGateway": True,
+            "isDefaultGateway": True,
+            # flanneld masquerades what leaves the cluster's range (--ip-masq).
+            "ipMasq": False,
+            "hairpinMode": True,
+            "mtu": FLANNEL_MTU,
+            "ipam": {
+                "type": "host-local",
+                "ranges": [[{"subnet": "@NETWORK@", "gateway": "@GATEWAY@"}]],
+            },
+        },
+        {"type": "portmap", "capabilities": {"portMappings": True}},
+    ],
+}
+
+
+def _network_policies(component: catalog.Component) -> list[dict[str, Any]]:
+    container = {
+        "name": NETWORK_POLICIES,
+        "image": component.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": [
+            *component.command,
+            "--hostname-override=$(NODE_NAME)",
+            f"--nfqueue-id={NETFILTER_QUEUE}",
+            # containerd here has no NRI; pod IPs come from the API instead.
+            "--disable-nri=true",
+            "--metrics-bind-address=127.0.0.1:9080",
+            "--v=2",
+        ],
+        "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+        "resources": {"requests": {"cpu": "50m", "memory": "50Mi"}},
+        # It queues the node's forwarded packets to itself (nfqueue) and answers for them.
+        "securityContext": {"privileged": True, "capabilities": {"add": ["NET_ADMIN"]}},
+    }
+    rules = [
+        {"apiGroups": [""], "resources": ["pods", "namespaces"], "verbs": ["list", "watch"]},
+        {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"],
+         "verbs": ["list", "watch"]},
+    ]  # fmt: skip
+    return [*_account(NETWORK_POLICIES, rules), _daemonset(NETWORK_POLICIES, [container], [])]
+
+
+def _host_path(name: str, path: str, kind: str) -> dict[str, Any]:
+    return {"name": name, "hostPath": {"path": path, "type": kind}}
+
+
+def _account(name: str, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name)},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": f"corral:{name}", "labels": _LABELS},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"corral:{name}", "labels": _LABELS},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": f"corral:{name}",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}],
+        },
+    ]
+
+
+def _daemonset(
+    name: str, containers: list[dict[str, Any]], volumes: list[dict[str, Any]]
+) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": _meta(name),
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "updateStrategy": {"type": "RollingUpdate"},
+            "template": {
+                "metadata": {"labels": {**labels, **_LABELS}},
+                "spec": {
+                    "hostNetwork": True,
+                    "priorityClassName": "system-node-critical",
+                    "serviceAccountName": name,
+                    # Every node, whatever its taints: no pod runs without the network.
+                    "tolerations": [{"operator": "Exists"}],
+                    "nodeSelector": {"kubernetes.io/os": "linux"},
+                    "containers": containers,
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+
+
+# Not corral's project-sync label: these are the cluster's, kept by the provisioner alone.
+_LABELS = {"app.kubernetes.io/part-of": "corral-pod-network"}
+
+
+def _meta(name: str) -> dict[str, Any]:
+    return {"name": name, "namespace": NAMESPACE, "labels": _LABELS}
