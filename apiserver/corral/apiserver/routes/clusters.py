@@ -46,7 +46,10 @@ SPEC_FIELDS = ("kubernetesVersion", "localClusterAuthEndpoint", "agentEnvVars", 
 
 
 def described(driver: str) -> str:
-    """What a configuration accepts, in /v3/schemas: said for the flavours corral provisions."""
+    """What a configuration accepts, in /v3/schemas: said for the flavours corral provisions,
+    and for the hosted services it cannot make, that a create giving one is refused."""
+    if driver in drivers.NOT_INSTALLED:
+        return f"Refused (422 InvalidOption): {drivers.refusal(driver)}"
     if (flavour := FLAVOURS.get(driver)) is None:
         return ""
     return (

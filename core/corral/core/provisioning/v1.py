@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from corral.core.api import ids
+from corral.core.api import drivers, ids
 from corral.core.errors import Invalid
 from corral.core.provisioning import machinepools
 from corral.core.provisioning.flavours import FLAVOURS, K3S, RKE2
@@ -196,6 +196,9 @@ def parse(body: Mapping[str, Any], name_for_pools: str | None) -> Given:
         raise Invalid("metadata.resourceVersion must be text", "metadata.resourceVersion")
     spec = _object(body.get("spec"), "spec")
     for field in spec:
+        driver = drivers.CONFIGS.get(field)
+        if driver in drivers.NOT_INSTALLED:
+            raise Invalid(drivers.refusal(driver), f"spec.{field}", code="InvalidOption")
         if field not in SPEC_FIELDS:
             raise Invalid(
                 f"spec.{field} is not a field of this view; the fields are "
