@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from corral.core import conditions, quantity
-from corral.core.api import names
+from corral.core.api import drivers, names
 from corral.core.clusters import importing, observe
 from corral.core.conditions import Condition
 from corral.operator.downstream.drain import DrainRefused, evictable
@@ -167,7 +167,7 @@ def test_cluster_conditions_for_every_situation() -> None:
     )
 
 
-@pytest.mark.parametrize("driver", ["AKS", "EKS", "GKE", "svcKubernetesEngine"])
+@pytest.mark.parametrize("driver", sorted(drivers.PROVISIONED - drivers.HOSTED))
 def test_a_stored_cluster_corral_cannot_provision_tells_its_owner_what_to_do(driver: str) -> None:
     """Stored around the API (kubectl, an older version): it never comes, and says so."""
     [provisioned] = [
