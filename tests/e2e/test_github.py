@@ -171,6 +171,12 @@ def test_the_provider_is_configured_listed_and_its_secret_never_shown(
     # A field of another provider is named, not dropped.
     foreign = api.put(CONFIG, {"issuer": "https://example.com"})
     assert foreign.status == 422 and foreign.body["fieldName"] == "issuer", foreign.body
+    # How an enabled provider is reached changes only by testAndApply, which tries it.
+    moved = api.put(CONFIG, {"hostname": "github.com"})
+    assert moved.status == 422 and moved.body["fieldName"] == "hostname", moved.body
+    rotated = api.put(CONFIG, {"clientSecret": "another"})
+    assert rotated.status == 422 and rotated.body["fieldName"] == "clientSecret", rotated.body
+    assert api.get(CONFIG).body == config.body
 
 
 def test_sign_in_makes_a_user_whose_groups_are_orgs_and_teams(

@@ -33,6 +33,9 @@ GITHUB_FIELDS = frozenset({"hostname", "tls", "clientId", "clientSecret", "enabl
 # What every provider's resource shows but no one sets: sent back by clients that PUT what
 # they read, never an error.
 SHOWN = frozenset({"redirectUri", "redirectUrl"})
+# What decides whether anyone can sign in through GitHub: changed only by testAndApply once
+# the provider is enabled, since a code is the one way to try it.
+GITHUB_CONNECTION = ("hostname", "tls", "clientId", "certificate")
 MAX_CODE = 4096
 
 
@@ -52,11 +55,7 @@ def may_configure(provider: str) -> None:
 async def update(deps: Deps, provider: str, body: dict[str, Any]) -> None:
     """The fields given over the stored ones (a PUT merges)."""
     if provider == principals.GITHUB:
-        config = _merged_github(deps, body)
-        if config.enabled and not stored_github(deps).enabled:
-            raise errors.invalid("enabled", "GitHub is enabled by testAndApply, which needs a "
-                                 "code from its authorize page", "InvalidAction")  # fmt: skip
-        await _save_github(deps, body, config)
+        await _save_github(deps, body, await _untried_github(deps, body))
     else:
         await _save(deps, body, _merged(deps, provider, body))
 
@@ -122,6 +121,27 @@ async def test_and_apply_github(deps: Deps, body: dict[str, Any], redirect_uri: 
     await _save_github(deps, given, config)
 
 
+async def _untried_github(deps: Deps, body: dict[str, Any]) -> GithubConfig:
+    """A PUT's configuration, when it needs no try: it neither enables GitHub nor changes
+    how an enabled one is reached (**422** `InvalidAction` naming the field otherwise)."""
+    config, current = _merged_github(deps, body), stored_github(deps)
+    if config.enabled and not current.enabled:
+        raise errors.invalid("enabled", "GitHub is enabled by testAndApply, which needs a "
+                             "code from its authorize page", "InvalidAction")  # fmt: skip
+    if not config.enabled:
+        return config
+    now, before = config.spec(), current.spec()
+    changed = [f for f in GITHUB_CONNECTION if now[f] != before[f]]
+    if body.get("clientSecret") is not None:
+        kept = await oidc_secrets.read_client_secret(deps.kube, principals.GITHUB)
+        if body["clientSecret"] != kept:
+            changed.append("clientSecret")
+    if changed:
+        why = f"{changed[0]} of an enabled GitHub provider changes only through testAndApply"
+        raise errors.invalid(changed[0], why, "InvalidAction")
+    return config
+
+
 async def _tried_github(client: Github, code: str, redirect_uri: str) -> Identity:
     try:
         return await client.identity(await client.exchange(code, redirect_uri, None))
@@ -151,7 +171,7 @@ def _foreign(body: Mapping[str, Any], own: frozenset[str]) -> None:
     """422 naming the first field this provider does not have."""
     for field in sorted(set(body) - own - SHOWN):
         if body[field] is not None:
-            raise errors.invalid(field, f"{field} is not a field of this provider", "InvalidField")
+            raise errors.invalid(field, f"{field} is not a field of this provider")
 
 
 def _merged(deps: Deps, provider: str, body: dict[str, Any]) -> OidcConfig:
