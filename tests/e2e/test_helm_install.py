@@ -595,10 +595,10 @@ UNREACHED: dict[str, dict[Permission, tuple[str, str]]] = {
             "apiserver/corral/apiserver/services/settings.py",
             ".apply(obj, force=True)",
         ),
-        # ... and of the oidc AuthConfig.
+        # ... and of a sign-in provider's AuthConfig.
         ("management.svc.io", "authconfigs", "create"): (
             "apiserver/corral/apiserver/services/authconfigs.py",
-            "kinds.AuthConfig(metadata=ObjectMeta(name=principals.OIDC)",
+            "kinds.AuthConfig(metadata=ObjectMeta(name=provider)",
         ),
         # A user's groups are recorded at an OpenID Connect sign-in (tests/e2e/test_oidc.py
         # runs one against Keycloak; the chart's scenario has no provider).

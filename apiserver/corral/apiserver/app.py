@@ -53,6 +53,7 @@ from corral.apiserver.routes import (
 from corral.apiserver.state.stores import Stores
 from corral.core import times
 from corral.core.api import names
+from corral.core.github.client import Clients
 from corral.core.kube import kinds
 from corral.core.kube.connections import Connections
 from corral.core.kube.oidc_secrets import StateKey
@@ -75,6 +76,7 @@ SCHEMA_LIST = [
     pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, secrets.SCHEMA, namespacedsecrets.SCHEMA,
     nodedrivers.SCHEMA, nodetemplates.SCHEMA, cloudcredentials.SCHEMA, nodepools.SCHEMA,
     authconfigs.SCHEMA, authconfigs.TEST_OUTPUT, authconfigs.APPLY_INPUT,
+    authconfigs.GITHUB_TEST_OUTPUT, authconfigs.GITHUB_APPLY_INPUT,
     clusters.BACKUP_SCHEMA, clusters.RESTORE_INPUT, clusters.ROTATE_INPUT, clusters.ROTATE_OUTPUT,
 ]  # fmt: skip
 
@@ -101,6 +103,7 @@ def create_app(
         driver_files=driver_files,
         features=features,
         providers=Providers(),
+        github=Clients(),
         login_state_key=StateKey(),
         schemas=schemas,
         access=AccessMemo(),

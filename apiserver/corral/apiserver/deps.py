@@ -22,6 +22,7 @@ from corral.apiserver.auth.throttle import LoginThrottle
 from corral.apiserver.http.schemas import Registry
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.state.stores import Stores
+from corral.core.github.client import Clients
 from corral.core.kube.connections import Connections
 from corral.core.kube.oidc_secrets import StateKey
 from corral.core.oidc.provider import Providers
@@ -41,6 +42,7 @@ class Deps:
     driver_files: str | None
     features: Mapping[str, bool]
     providers: Providers
+    github: Clients
     login_state_key: StateKey
     schemas: Registry
     access: AccessMemo
