@@ -230,7 +230,7 @@ def test_the_local_cloud_driver_keeps_the_executable_contract(env: Environment, 
                        == "Running" and s, 30)  # fmt: skip
     assert running["addresses"] == created["addresses"]
     driven = env.cloud.get("m-driven")
-    assert driven is not None
+    assert driven is not None and driven.running()
     assert run(driven, "cat", "/var/lib/joined").strip() == "joined-as-driven"
     assert not Path("/var/lib/joined").exists()
 
