@@ -10,7 +10,8 @@ absolute cgroup paths stays in it, and removing the machine kills what that subt
 Its `/etc`, `/opt`, `/usr/local`, `/var`, `/root`, `/run` and `/tmp` are bind mounts of its own
 folder (`/etc` seeded with what tools need: users, hosts, resolver, CA certificates, the
 alternatives), so whatever an installer writes there as root stays inside; the rest of the
-file system (`/usr`, `/bin`) is the host's, read as a machine image would be. It runs
+root file system (`/usr`, `/bin`) is the host's, read-only inside, as a machine image, and
+`/dev/shm` is its own. It runs
 Debian's containerd with the configuration, socket and CNI folders a real machine with
 containerd installed has, and on request Debian's sshd on its own address.
 
@@ -245,10 +246,16 @@ class Machine:
                 f"mkdir -p {q(target)}",
                 f"mount -t {kind} -o {options} cgroup {q(target)}",
             ]
+        # The host's file system is the machine's image: read-only inside, so what is written
+        # outside its own folders fails there rather than changing the host.
+        commands.append("mount -o remount,bind,ro /")
+        commands.append("mount -t tmpfs -o mode=1777,nosuid,nodev shm /dev/shm")
         # A folder whose own folder would be covered is bound last, while its source is
-        # still reachable.
+        # still reachable. A bind of a read-only mount is read-only until remounted.
         own = sorted(OWN, key=lambda d: self.dir.is_relative_to(Path("/", d)))
-        commands += [f"mount --bind {q(str(self.rootfs / d))} /{d}" for d in own]
+        for folder in own:
+            commands.append(f"mount --bind {q(str(self.rootfs / folder))} /{folder}")
+            commands.append(f"mount -o remount,bind,rw /{folder}")
         commands += ["ip link set lo up", "echo ready", "exec catatonit -P >/dev/null"]
         return "\n".join(commands)
 
