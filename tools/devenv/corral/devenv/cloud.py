@@ -24,7 +24,7 @@ from pathlib import Path
 
 from corral.devenv import network
 from corral.devenv.host import HostChanges, check_host, join_cgroup, make_cgroup_root
-from corral.devenv.machine import NAME, Machine, MachineFailed, Pid
+from corral.devenv.machine import NAME, Machine, MachineFailed, Pid, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +92,12 @@ class Cloud:
         return [Machine.load(f.parent) for f in sorted(self.machines_dir.glob("*/machine.json"))]
 
     def create(self, name: str, hostname: str | None = None) -> Machine:
-        """Make a machine and return it once its containerd answers."""
-        machine, new = self.reserve(name, hostname)
-        if not new:
-            return machine
+        """The machine `name`, made if it does not exist; returns once its containerd answers."""
+        with self._locked():
+            existing = self.get(name)
+            if existing is not None:
+                return existing
+            machine = self._reserve(name, hostname or name, None)
         try:
             machine.boot(self.config().routes)
         except BaseException:
@@ -120,15 +122,6 @@ class Cloud:
                 )  # fmt: skip
             machine.record_pid("boot", Pid.of(boot.pid))
             return machine
-
-    def reserve(self, name: str, hostname: str | None) -> tuple[Machine, bool]:
-        """The machine `name` and whether it is new: its record and folders written, nothing
-        running yet."""
-        with self._locked():
-            existing = self.get(name)
-            if existing is not None:
-                return existing, False
-            return self._reserve(name, hostname or name, None), True
 
     def _reserve(self, name: str, hostname: str, user_data: str | None) -> Machine:
         for label, value in (("name", name), ("hostname", hostname)):
@@ -177,9 +170,7 @@ def boot(state: Path, name: str) -> int:
         outcome = {"error": f"its join command did not finish in {USER_DATA_TIMEOUT:.0f}s"}
     except (MachineFailed, CloudNotRunning, RuntimeError, OSError) as exc:
         outcome = {"error": str(exc)[:512]}
-    partial = machine.dir / ".boot.json.partial"
-    partial.write_text(json.dumps(outcome))
-    partial.rename(machine.dir / "boot.json")
+    write_atomically(machine.dir / "boot.json", json.dumps(outcome))
     return 0
 
 

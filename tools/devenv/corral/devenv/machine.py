@@ -166,7 +166,7 @@ class Machine:
         return Pid(int(pid), int(start))
 
     def record_pid(self, role: str, pid: Pid) -> None:
-        _write_atomically(self.dir / "pids" / role, f"{pid.pid} {pid.start}\n")
+        write_atomically(self.dir / "pids" / role, f"{pid.pid} {pid.start}\n")
 
     def running(self) -> bool:
         init = self.pid("init")
@@ -181,7 +181,7 @@ class Machine:
             folder.mkdir(parents=True, exist_ok=True)
         record = {"name": self.name, "hostname": self.hostname, "index": self.index,
                   "cgroup": self.cgroup}  # fmt: skip
-        _write_atomically(self.dir / "machine.json", json.dumps(record))
+        write_atomically(self.dir / "machine.json", json.dumps(record))
         self._seed_rootfs()
         if user_data is not None:
             scripts = self.rootfs / "var/lib/cloud/instance/scripts"
@@ -415,7 +415,7 @@ def _accepts(address: str, port: int) -> bool:
         return True
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(text)
     partial.rename(path)
