@@ -151,8 +151,13 @@ class Cloud:
                 log.info("removed machine %s in %.2fs", name, time.monotonic() - began)
 
     def remove_all(self) -> None:
+        """Remove every machine; one that cannot be removed is reported and the rest still go
+        (the environment's stop goes on after this)."""
         for machine in self.machines():
-            self.remove(machine.name)
+            try:
+                self.remove(machine.name)
+            except (OSError, RuntimeError) as exc:
+                log.warning("could not remove machine %s: %s", machine.name, exc)
 
 
 def boot(state: Path, name: str) -> int:
