@@ -24,7 +24,14 @@ from pathlib import Path
 
 from corral.devenv import network
 from corral.devenv.host import HostChanges, check_host, join_cgroup, make_cgroup_root
-from corral.devenv.machine import NAME, Machine, MachineFailed, Pid, write_atomically
+from corral.devenv.machine import (
+    NAME,
+    PATH,
+    Machine,
+    MachineFailed,
+    Pid,
+    write_atomically,
+)
 
 log = logging.getLogger(__name__)
 
@@ -115,9 +122,12 @@ class Cloud:
             machine = self._reserve(name, hostname, user_data)
             boot_log = (machine.dir / "boot.log").open("ab")
             with boot_log:
+                # Its own folder and environment: a driver's working folder (its HOME and
+                # TMPDIR) is deleted as soon as the driver has answered.
                 boot = subprocess.Popen(
                     [sys.executable, "-m", "corral.devenv.cloud", "boot", str(self.state), name],
                     stdin=subprocess.DEVNULL, stdout=boot_log, stderr=subprocess.STDOUT,
+                    cwd=machine.dir, env={"PATH": PATH, "LANG": "C.UTF-8"},
                     start_new_session=True, preexec_fn=lambda: join_cgroup(machine.cgroup),
                 )  # fmt: skip
             machine.record_pid("boot", Pid.of(boot.pid))
