@@ -282,6 +282,7 @@ class Machine:
         for name in ETC_SEED:
             source = Path("/etc") / name
             if source.is_dir() and not source.is_symlink():
+                # /etc/ssl/private: the host's private keys stay on the host.
                 shutil.copytree(source, etc / name, symlinks=True,
                                 ignore=shutil.ignore_patterns("private"))  # fmt: skip
             elif source.exists() or source.is_symlink():
