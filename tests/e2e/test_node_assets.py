@@ -64,7 +64,7 @@ echo "policies: $(grep -c nfqueue-id "$dir/policies.help")"
 
 @pytest.fixture(scope="module")
 def assets(devkube: Path, netbins: Path) -> nodeassets.NodeAssets:
-    return nodeassets.build(devkube.resolve(), netbins)
+    return nodeassets.build(devkube.with_name(nodeassets.NODE_BINARY), netbins)
 
 
 def sha256(path: Path) -> str:
@@ -99,7 +99,8 @@ def test_the_local_catalog_has_the_node_section_and_pod_network(
 def test_the_node_binary_runs_under_each_name(
     assets: nodeassets.NodeAssets, tmp_path: Path, name: str
 ) -> None:
-    # A machine installs it under its command's name; devkube runs the command its name says.
+    # A machine installs it under its command's name; devkube-node runs the command its name
+    # says.
     installed = tmp_path / name
     installed.symlink_to(assets.directory / assets.files[name])
     printed = subprocess.run([str(installed), "--version"], capture_output=True, text=True,
@@ -156,5 +157,5 @@ def test_the_archive_names_each_image_for_containerd(assets: nodeassets.NodeAsse
 
 
 def test_a_second_build_is_the_cached_one(assets: nodeassets.NodeAssets, devkube: Path) -> None:
-    again = nodeassets.build(devkube.resolve(), ROOT / "tools" / "netbins")
+    again = nodeassets.build(devkube.with_name(nodeassets.NODE_BINARY), ROOT / "tools" / "netbins")
     assert again == assets

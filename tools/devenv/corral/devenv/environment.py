@@ -247,7 +247,9 @@ class Environment:
                 self.previous_controlplane_image = previous
                 node_images.append((previous.repository, previous.archive))
             if self.options.netbins is not None:
-                self.node_assets = nodeassets.build(self.options.devkube, self.options.netbins)
+                self.node_assets = nodeassets.build(
+                    self.options.devkube.with_name(nodeassets.NODE_BINARY), self.options.netbins
+                )
         for index in range(self.options.real_nodes):
             node = RealNode(f"management-real-{index}", index, self.management,
                             self.options.devkube)  # fmt: skip

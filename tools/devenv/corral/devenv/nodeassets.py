@@ -3,8 +3,9 @@ network's images (the catalog's `node` section: docs/provisioning.md, "The versi
 
 They are one folder, which the API server serves at `/assets/<file>` (CORRAL_NODE_ASSET_DIR):
 
-- `kubelet-<version>` and `kube-proxy-<version>`: the devkube binary, one file under both names
-  (hard links). It runs the command its name says, so a machine installs it as `kubelet` and
+- `kubelet-<version>` and `kube-proxy-<version>`: devkube-node (tools/devkube/node: devkube's
+  kubelet and kube-proxy alone, 87 MB where devkube is 162), one file under both names (hard
+  links). It runs the command its name says, so a machine installs it as `kubelet` and
   `kube-proxy`.
 - `cni-plugins-<version>.tgz`: tools/netbins' bridge, host-local, portmap and loopback, at the
   top level of the tarball.
@@ -46,7 +47,9 @@ OCI_REF_NAME = "org.opencontainers.image.ref.name"
 FLANNEL_MODULE = "github.com/flannel-io/flannel"
 NETWORK_POLICIES_MODULE = "sigs.k8s.io/kube-network-policies"
 CNI_MODULE = "github.com/containernetworking/plugins"
-# Each devkube or netbins change leaves a folder of about 280 MB behind: keep the newest few.
+# tools/devkube/build.sh builds it beside devkube.
+NODE_BINARY = "devkube-node"
+# Each devkube or netbins change leaves a folder of about 130 MB behind: keep the newest few.
 CACHE_KEEP = 3
 
 
@@ -84,13 +87,12 @@ def cache_dir() -> Path:
     return Path.home() / ".cache" / "corral" / "node-assets"
 
 
-def build(devkube: Path, netbins: Path) -> NodeAssets:
-    """The node files of `devkube`'s Kubernetes version with the pod network of `netbins` (the
-    tools/netbins folder, built): from the cache, or built into it."""
+def build(node_binary: Path, netbins: Path) -> NodeAssets:
+    """The node files of `node_binary`'s Kubernetes version (devkube-node) with the pod network
+    of `netbins` (the tools/netbins folder, built): from the cache, or built into it."""
     versions = module_versions(netbins / "go.mod")
     binaries = netbins / "bin"
-    tag = images.controlplane_tag(devkube)  # <kubernetes version>-<devkube hash>
-    version = tag.rsplit("-", 1)[0]
+    version = kubelet_version(node_binary)
     flanneld, policies = binaries / "flanneld", binaries / "kube-network-policies"
     flannel_image = f"{images.FLANNEL_REPOSITORY}:{versions[FLANNEL_MODULE]}-{_short(flanneld)}"
     policies_image = (
@@ -108,7 +110,7 @@ def build(devkube: Path, netbins: Path) -> NodeAssets:
     # how this module and images.py put them together.
     key = _digest(
         [
-            tag.encode(),
+            _file_digest(node_binary).encode(),
             binaries.resolve().name.encode(),
             *(_file_digest(path).encode() for path in _host_inputs()),
             Path(__file__).read_bytes(),
@@ -123,10 +125,18 @@ def build(devkube: Path, netbins: Path) -> NodeAssets:
         with images.locked(cache / ".lock"):
             # A concurrent run may have built it while this one waited for the lock.
             if not (directory / SUMS).exists():
-                _build(assets, devkube, binaries, cache)
+                _build(assets, node_binary, binaries, cache)
                 _prune(cache)
     return NodeAssets(directory, version, files, _read_sums(directory / SUMS), flannel_image,
                       policies_image)  # fmt: skip
+
+
+def kubelet_version(node_binary: Path) -> str:
+    """The Kubernetes version of the kubelet in `node_binary`, as a catalog key (v1.36.3)."""
+    printed = run([str(node_binary), "kubelet", "--version"]).split()
+    if len(printed) != 2 or printed[0] != "Kubernetes":
+        raise RuntimeError(f"{node_binary} kubelet --version printed {' '.join(printed)!r}")
+    return printed[1]
 
 
 def module_versions(go_mod: Path) -> dict[str, str]:
@@ -138,7 +148,7 @@ def module_versions(go_mod: Path) -> dict[str, str]:
 # -- building ---------------------------------------------------------------------------------
 
 
-def _build(assets: NodeAssets, devkube: Path, binaries: Path, cache: Path) -> None:
+def _build(assets: NodeAssets, node_binary: Path, binaries: Path, cache: Path) -> None:
     # Holding the lock, a work folder left behind is from a killed run.
     for stale in cache.glob("work.*"):
         shutil.rmtree(stale, ignore_errors=True)
@@ -147,7 +157,7 @@ def _build(assets: NodeAssets, devkube: Path, binaries: Path, cache: Path) -> No
         out = Path(work) / "assets"
         out.mkdir()
         files = assets.files
-        shutil.copyfile(devkube, out / files[catalog.KUBELET])
+        shutil.copyfile(node_binary, out / files[catalog.KUBELET])
         (out / files[catalog.KUBELET]).chmod(0o755)
         os.link(out / files[catalog.KUBELET], out / files[catalog.KUBE_PROXY])
         _cni_tarball(binaries / "cni", out / files[catalog.CNI_PLUGINS])
