@@ -39,11 +39,13 @@ KWOK = "kwok"
 # Copies snapshots to and from an S3-compatible target (docs/provisioning.md, "S3 targets"); a
 # version without it takes backups onto the management cluster's volume only.
 ETCD_S3 = "etcd-s3"
-# The pod network of real machines: flanneld and the NetworkPolicy enforcer, run as DaemonSets.
+REQUIRED = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, ETCDCTL, ETCDUTL)
+OPTIONAL = (KWOK, ETCD_S3)
+# The pod network of real machines: flanneld and the NetworkPolicy enforcer, run as DaemonSets
+# on the machines rather than in the control plane; optional too.
 FLANNEL = "flannel"
 NETWORK_POLICIES = "network-policies"
-REQUIRED = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, ETCDCTL, ETCDUTL)
-OPTIONAL = (KWOK, ETCD_S3, FLANNEL, NETWORK_POLICIES)
+POD_NETWORK = (FLANNEL, NETWORK_POLICIES)
 
 # The node section: what a machine downloads and checks before it joins.
 NODE = "node"
@@ -182,7 +184,7 @@ def parse(text: str) -> Catalog:
 
 
 def _components(version: str, given: dict[str, Any]) -> dict[str, Component]:
-    unknown = sorted(set(given) - set(REQUIRED) - set(OPTIONAL))
+    unknown = sorted(set(given) - set(REQUIRED) - set(OPTIONAL) - set(POD_NETWORK))
     if unknown:
         raise _bad(f"{version} has unknown components: {', '.join(unknown)}")
     missing = [name for name in REQUIRED if name not in given]

@@ -47,7 +47,7 @@ def settings(
     version also has the files real machines download and the pod network's images; the
     previous version has none (its kubelet would be newer than its apiserver), so it
     provisions simulated workers only."""
-    components = (*catalog.REQUIRED, catalog.KWOK, catalog.ETCD_S3)
+    components = (*catalog.REQUIRED, *catalog.OPTIONAL)
     releases = {
         image.version: catalog.binaries(dict.fromkeys(components, image.reference), (KWOK_COMMAND,))
     }
