@@ -195,6 +195,7 @@ def test_document_writes_node_sections_that_parse_back() -> None:
     ("node", "says"),
     [
         ("x", "node must be an object of files"),
+        (None, "node must be an object of files"),
         (node_files(kubelet=None), "node lacks files: kubelet"),
         (node_files(kubectl={"url": "/assets/k", "sha256": SHA}), "unknown files: kubectl"),
         (node_files(kubelet={"url": "/assets/k"}), "kubelet must be an object of url and sha256"),
@@ -221,6 +222,8 @@ def test_a_node_section_of_the_wrong_shape_is_refused(node: object, says: str) -
         "https://downloads.example.com/kube let",
         "https://downloads.example.com/kubelet\n",
         "https://[::1/kubelet",
+        "https://downloads.example.com:99999/kubelet",
+        "https://downloads.example.com:x/kubelet",
         "https://downloads.example.com/" + "k" * catalog.MAX_URL,
         "kubelet",
         "assets/kubelet",

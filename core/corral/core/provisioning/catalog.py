@@ -174,12 +174,8 @@ def parse(text: str) -> Catalog:
         if not isinstance(components, dict):
             raise _bad(f"{version} must be an object of components")
         given = dict(components)
-        node = given.pop(NODE, None)
-        releases[version] = Release(
-            version,
-            _components(version, given),
-            None if node is None else _node(f"{version}.{NODE}", node),
-        )
+        node = _node(f"{version}.{NODE}", given.pop(NODE)) if NODE in given else None
+        releases[version] = Release(version, _components(version, given), node)
     return Catalog(releases)
 
 
@@ -226,7 +222,7 @@ def _is_asset_url(url: str) -> bool:
         return ASSET_FILE.fullmatch(url.removeprefix(ASSETS_PATH)) is not None
     try:
         parts = urlsplit(url)
-        hostname = parts.hostname
+        hostname, _ = parts.hostname, parts.port  # a port out of range raises
     except ValueError:
         return False
     # Credentials in a URL would show in /v3/settings to everyone who may read the catalog.
