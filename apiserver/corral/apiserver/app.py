@@ -7,6 +7,7 @@ import datetime
 import logging
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 from aiohttp import web
 from lightkube import AsyncClient
@@ -23,6 +24,7 @@ from corral.apiserver.http.schemas import Registry
 from corral.apiserver.middleware import auth_middleware, rate_limit_headers
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.routes import (
+    assets,
     authconfigs,
     authproviders,
     cloudcredentials,
@@ -62,8 +64,8 @@ from corral.core.oidc.provider import Providers
 log = logging.getLogger(__name__)
 
 ROUTE_MODULES = [
-    health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
-    proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
+    health, assets, root, schemas, login, tokens, users, globalrolebindings, settings, clusters,
+    nodes, proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
     workloads, pods, secrets, namespacedsecrets, nodedrivers, nodetemplates, cloudcredentials,
     nodepools, authproviders, authconfigs, provisioningclusters,
 ]  # fmt: skip
@@ -87,6 +89,7 @@ def create_app(
     external_url: str,
     corral_ca: bytes | None = None,
     driver_files: str | None = None,
+    node_assets: Path | None = None,
 ) -> web.Application:
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
     app.on_response_prepare.append(serving.set_response_headers)
@@ -101,6 +104,7 @@ def create_app(
         external_url=external_url,
         corral_ca=corral_ca,
         driver_files=driver_files,
+        node_assets=node_assets,
         features=features,
         providers=Providers(),
         github=Clients(),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from aiohttp import web
 from lightkube import AsyncClient
@@ -40,6 +41,8 @@ class Deps:
     # The directory node drivers' file urls may name files below (CORRAL_DRIVER_FILE_DIR);
     # None when they are refused.
     driver_files: str | None
+    # The directory GET /assets/<file> serves (CORRAL_NODE_ASSET_DIR); None serves nothing.
+    node_assets: Path | None
     features: Mapping[str, bool]
     providers: Providers
     github: Clients

@@ -33,7 +33,7 @@ SESSION_COOKIE = "R_SESS"
 CSRF_COOKIE = "CSRF"
 CSRF_HEADER = "X-API-CSRF"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
-PUBLIC_PREFIXES = ("/healthz", "/readyz", "/v3-public/")
+PUBLIC_PREFIXES = ("/healthz", "/readyz", "/v3-public/", "/assets/")
 # The Kubernetes API of one cluster through corral: the only routes a token scoped to a
 # cluster (every kubeconfig token) is good for.
 PROXY_PATH = "/k8s/clusters/{cluster}"
