@@ -7,8 +7,8 @@ from lightkube.generic_resource import create_global_resource, create_namespaced
 from corral.core.api.names import (
     AUTH_CONFIG,
     CLOUD_CREDENTIAL,
-    CLUSTER_REGISTRATION_TOKEN,
     CLUSTER,
+    CLUSTER_REGISTRATION_TOKEN,
     CLUSTER_ROLE_TEMPLATE_BINDING,
     ETCD_BACKUP,
     GLOBAL_ROLE_BINDING,

@@ -117,6 +117,7 @@ def kubelet_config(machine: Machine) -> dict[str, object]:
         "readOnlyPort": 0,
         "failSwapOn": False,
         "staticPodPath": "",
+        "podLogsDir": f"{NODE_DIR}/pod-logs",
         "clusterDomain": "cluster.local",
         "registerWithTaints": [dict(t) for t in machine.taints],
     }
