@@ -88,6 +88,28 @@ async def delete(kube: AsyncClient, token: Obj) -> None:
         await delete_if_present(kube, Secret, secret, names.SYSTEM_NAMESPACE)
 
 
+async def issue_for_machine(
+    kube: AsyncClient, cluster: str, record: str, now: datetime.datetime
+) -> str:
+    """A new token that registers the machine `record` alone, once, within the hour; a token
+    made for it before (a creation asked again) goes first. Returns the value, a secret."""
+    await delete_named(kube, cluster, tokens.machine_token_name(record))
+    _, secret = await create(kube, cluster, tokens.machine_token_name(record), now,
+                             ttl=tokens.MACHINE_TOKEN_SECONDS, machine=record)  # fmt: skip
+    return value_of(secret)
+
+
+async def delete_named(kube: AsyncClient, cluster: str, name: str) -> None:
+    """Revokes the token `name` of the cluster, if there is one."""
+    try:
+        token = await kube.get(kinds.ClusterRegistrationToken, name, namespace=cluster)
+    except ApiError as exc:
+        if exc.status.code != 404:
+            raise
+        return
+    await delete(kube, as_dict(token))
+
+
 async def remove_cluster(kube: AsyncClient, cluster: str) -> None:
     """Every value of the cluster's tokens (the CRs go with its namespace)."""
     labels: dict[str, Any] = {

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import shlex
+from dataclasses import dataclass
 
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
@@ -52,3 +53,15 @@ def node_command(
         install += ["--ca-checksum", ca_checksum(ca)]
     install.append("--worker")
     return f"{shlex.join(fetch)} | {shlex.join(install)}"
+
+
+@dataclass(frozen=True)
+class Corral:
+    """Where machines reach corral, and what of its TLS a node command names."""
+
+    url: str  # CORRAL_EXTERNAL_URL
+    ca: bytes | None = None  # what /cacerts serves; None when clients trust it already
+    serving_cert: bytes | None = None  # whose key the command pins
+
+    def node_command(self, token: str, pinned: bool = True) -> str:
+        return node_command(self.url, token, self.ca, self.serving_cert, pinned)

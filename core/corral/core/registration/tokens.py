@@ -35,6 +35,11 @@ ACTIVE = "active"
 EXPIRED = "expired"
 
 
+def machine_token_name(record: str) -> str:
+    """The name of a node pool machine's own token: one per machine record."""
+    return f"machine-{record}"
+
+
 def new_value() -> str:
     return "".join(secrets.choice(ids.ALPHABET) for _ in range(VALUE_LENGTH))
 
