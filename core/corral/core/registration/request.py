@@ -85,6 +85,8 @@ def _address(body: Mapping[str, Any], name: str) -> str:
 
 def _path(body: Mapping[str, Any], name: str, default: str) -> str:
     value = body.get(name) or default
+    if not value:
+        return ""
     if (not isinstance(value, str) or len(value) > MAX_PATH or not _PATH.fullmatch(value)
             or "/../" in f"{value}/"):  # fmt: skip
         raise Invalid(f"{name} must be an absolute path of letters, digits, '.', '_', '-' "
