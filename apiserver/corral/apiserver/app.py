@@ -28,8 +28,10 @@ from corral.apiserver.routes import (
     authconfigs,
     authproviders,
     cloudcredentials,
+    clusterregistrationtokens,
     clusterroletemplatebindings,
     clusters,
+    connect,
     globalrolebindings,
     health,
     login,
@@ -67,7 +69,8 @@ ROUTE_MODULES = [
     health, assets, root, schemas, login, tokens, users, globalrolebindings, settings, clusters,
     nodes, proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
     workloads, pods, secrets, namespacedsecrets, nodedrivers, nodetemplates, cloudcredentials,
-    nodepools, authproviders, authconfigs, provisioningclusters,
+    nodepools, authproviders, authconfigs, provisioningclusters, clusterregistrationtokens,
+    connect,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
@@ -80,6 +83,7 @@ SCHEMA_LIST = [
     authconfigs.SCHEMA, authconfigs.TEST_OUTPUT, authconfigs.APPLY_INPUT,
     authconfigs.GITHUB_TEST_OUTPUT, authconfigs.GITHUB_APPLY_INPUT,
     clusters.BACKUP_SCHEMA, clusters.RESTORE_INPUT, clusters.ROTATE_INPUT, clusters.ROTATE_OUTPUT,
+    clusterregistrationtokens.SCHEMA,
 ]  # fmt: skip
 
 
@@ -90,6 +94,7 @@ def create_app(
     corral_ca: bytes | None = None,
     driver_files: str | None = None,
     node_assets: Path | None = None,
+    serving_cert: bytes | None = None,
 ) -> web.Application:
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
     app.on_response_prepare.append(serving.set_response_headers)
@@ -103,6 +108,7 @@ def create_app(
         connections=Connections(kube),
         external_url=external_url,
         corral_ca=corral_ca,
+        serving_cert=serving_cert,
         driver_files=driver_files,
         node_assets=node_assets,
         features=features,
