@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from corral.core.provisioning import catalog, network
 from corral.operator.controlplane.network import plugin_of
 
@@ -24,7 +26,7 @@ def kinds(objects: list[dict[str, object]]) -> list[tuple[object, object]]:
 
 
 def test_flannel_is_an_account_its_configuration_and_a_daemonset_on_every_node() -> None:
-    objects = network.objects("flannel", WITH_NETWORK, "10.42.0.0/16")
+    objects = network.objects("flannel", WITH_NETWORK, "10.42.0.0/16")[:6]
     assert kinds(objects) == [
         ("ClusterRoleBinding", "corral:node-proxier"),
         ("ServiceAccount", "kube-flannel"),
@@ -44,8 +46,9 @@ def test_flannel_is_an_account_its_configuration_and_a_daemonset_on_every_node()
     assert cni["image"] == FLANNEL.image
 
 
-def test_canal_adds_the_network_policy_enforcer() -> None:
-    objects = network.objects("canal", WITH_NETWORK, "10.42.0.0/16")
+@pytest.mark.parametrize("plugin", ["canal", "flannel"])
+def test_both_plugins_enforce_network_policies_as_rke2_and_k3s_do(plugin: str) -> None:
+    objects = network.objects(plugin, WITH_NETWORK, "10.42.0.0/16")
     assert kinds(objects)[-4:] == [
         ("ServiceAccount", "kube-network-policies"),
         ("ClusterRole", "corral:kube-network-policies"),

@@ -1,13 +1,14 @@
 """The pod network corral installs in a provisioned cluster (docs/provisioning.md, "Pod network").
 
-- `flannel` (k3s' default): flanneld on every node, with the kube subnet manager (each node's
+- connectivity, for both: flanneld on every node, with the kube subnet manager (each node's
   pod range is the one the controller manager allocated) and the VXLAN backend; a second
   container writes the node's CNI configuration (the standard `bridge`, `host-local` and
   `portmap` plugins over flannel's subnet) once flannel has one, which is what flannel's own
-  CNI plugin would do at every pod's start.
-- `canal` (rke2's default): flannel for connectivity, and SIG Network's kube-network-policies on
-  every node to enforce NetworkPolicies (the enforcer kind runs): small, nftables through
-  netlink, no dependency on the CNI.
+  CNI plugin would do at every pod's start;
+- NetworkPolicies, for both: SIG Network's kube-network-policies on every node (the enforcer
+  kind runs: small, nftables through netlink, no dependency on the CNI). `canal` (rke2's
+  default) is flannel plus an enforcer; `flannel` is k3s' default, and k3s enforces
+  NetworkPolicies beside flannel too (its embedded kube-router), so both get one.
 - `none`: nothing.
 
 The images and commands are the version catalog's (`flannel`, `network-policies`); corral adds
@@ -46,8 +47,7 @@ def objects(plugin: str, release: catalog.Release, cluster_cidr: str) -> list[di
     if plugin not in PLUGINS_WITH_FLANNEL:
         return found
     found += _flannel(components[catalog.FLANNEL], cluster_cidr)
-    if plugin == "canal":
-        found += _network_policies(components[catalog.NETWORK_POLICIES])
+    found += _network_policies(components[catalog.NETWORK_POLICIES])
     return found
 
 
