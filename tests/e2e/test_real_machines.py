@@ -11,15 +11,23 @@ door. The cluster is shared across the module: provisioning one takes a minute.
 
 from __future__ import annotations
 
+import base64
+import json
+import secrets
 import ssl
-import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
+from corral.devenv import images
 from corral.devenv.environment import Environment
 from corral.devenv.machine import Machine
 from corral.devenv.waiting import wait_for
@@ -80,7 +88,7 @@ def node_command(api: Api, cluster_id: str) -> str:
 
 
 def nodes_of(api: Api, cluster_id: str) -> dict[str, dict[str, Any]]:
-    listed = api.get(f"/v3/nodes?clusterId={cluster_id}").body["data"]
+    listed = api.get(f"/v3/clusters/{cluster_id}/nodes").body["data"]
     return {n["hostname"]: n for n in listed}
 
 
@@ -117,11 +125,192 @@ def test_a_machine_joins_by_the_node_command_and_walks_to_ready(
     assert node["worker"] is True
 
 
-def _kubectl(env: Environment, *args: str) -> str:
-    done = subprocess.run(
-        [str(env.options.devkube), "kubectl", f"--kubeconfig={env.management_kubeconfig}", *args],
-        capture_output=True,
-        text=True,
-        check=False,
+@pytest.fixture(scope="module")
+def downstream(api: Api, env: Environment, cluster: str, tmp_path_factory: pytest.TempPathFactory
+               ) -> k8s.CoreV1Api:  # fmt: skip
+    """The cluster as kubectl sees it through corral's proxy (generateKubeconfig)."""
+    answer = api.post(f"/v3/clusters/{cluster}?action=generateKubeconfig", {})
+    assert answer.status == 200, answer.body
+    config = yaml.safe_load(base64.b64decode(answer.body["config"]))
+    for entry in config["clusters"]:
+        entry["cluster"]["certificate-authority-data"] = base64.b64encode(
+            env.ca_path.read_bytes()
+        ).decode()
+    path = tmp_path_factory.mktemp("kubeconfig") / "config"
+    path.write_text(yaml.safe_dump(config))
+    return k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(path)))
+
+
+def test_the_pod_network_runs_on_the_machine(downstream: k8s.CoreV1Api, joined: Machine) -> None:
+    def running() -> set[str]:
+        pods = downstream.list_namespaced_pod("kube-system").items
+        return {
+            p.metadata.labels.get("app", "")
+            for p in pods
+            if p.spec.node_name == "joined" and p.status.phase == "Running"
+        }
+
+    wait_for("flannel and the enforcer running", lambda: {"kube-flannel", "kube-network-policies"}
+             <= running(), JOIN_TIMEOUT)  # fmt: skip
+    conflist = joined.rootfs / "etc" / "cni" / "net.d" / "10-flannel.conflist"
+    assert json.loads(conflist.read_text())["plugins"][0]["type"] == "bridge"
+
+
+@pytest.fixture(scope="module")
+def pooled(env: Environment, api: Api, cluster: str) -> dict[str, Any]:
+    """A node pool of the local cloud's executable driver, one machine."""
+    driver = api.post("/v3/nodedrivers", {
+        "type": "nodeDriver", "name": "localcloud", "url": f"file://{env.local_cloud_driver}",
+        "checksum": env.local_cloud_checksum, "active": True})  # fmt: skip
+    assert driver.status == 201, driver.body
+    wait_for(
+        "the local cloud driver active",
+        lambda: api.get("/v3/nodedrivers/localcloud").body["state"] == "active",
+        60,
     )
-    return done.stdout + done.stderr
+    template = api.post("/v3/nodetemplates", {"name": "machine", "localcloudConfig": {}})
+    assert template.status == 201, template.body
+    pool = api.post("/v3/nodepools", {
+        "type": "nodePool", "clusterId": cluster, "hostnamePrefix": "pool", "quantity": 1,
+        "worker": True, "nodeTemplateId": template.body["id"]})  # fmt: skip
+    assert pool.status == 201, pool.body
+    began = time.monotonic()
+    wait_for("pool's machine Ready", lambda: ready_node(api, cluster, "pool1"), JOIN_TIMEOUT)
+    print(f"pool machine created → Node Ready: {time.monotonic() - began:.1f}s")
+    return dict(pool.body)
+
+
+def test_a_pool_of_the_local_cloud_makes_a_real_worker(
+    env: Environment, api: Api, cluster: str, pooled: dict[str, Any]
+) -> None:
+    node = nodes_of(api, cluster)["pool1"]
+    assert node["nodePoolId"] == pooled["id"]
+    machine = env.cloud.get(node["nodeName"]) or env.cloud.machines()[-1]
+    assert node["ipAddress"] in {m.address for m in env.cloud.machines()}
+    assert machine is not None
+
+
+PAGE = "served-by-a-real-machine"
+WEB_CONTAINER = {
+    "name": "web",
+    "image": images.BUSYBOX_IMAGE,
+    "imagePullPolicy": "Never",
+    "command": ["/bin/sh", "-c", f"trap 'exit 0' TERM; mkdir -p /www; echo {PAGE} > "
+                "/www/index.html; echo serving; httpd -f -p 8080 -h /www & wait"],
+    "ports": [{"containerPort": 8080, "protocol": "TCP", "name": "http"}],
+}  # fmt: skip
+
+
+@dataclass
+class Place:
+    project: str
+    namespace: str
+
+
+def place(api: Api, cluster: str) -> Place:
+    project = api.post("/v3/projects", {"type": "project", "name": f"p-{secrets.token_hex(3)}",
+                                        "clusterId": cluster})  # fmt: skip
+    assert project.status == 201, project.body
+    namespace = api.post(f"/v3/clusters/{cluster}/namespaces", {
+        "type": "namespace", "name": f"ns-{secrets.token_hex(3)}",
+        "projectId": project.body["id"]})  # fmt: skip
+    assert namespace.status == 201, namespace.body
+    return Place(project.body["id"], namespace.body["name"])
+
+
+def pods_of(api: Api, where: Place, wid: str) -> list[dict[str, Any]]:
+    listed = api.get(f"/v3/projects/{where.project}/pods?workloadId={wid}").body["data"]
+    return [p for p in listed if p.get("state") == "running"]
+
+
+@pytest.fixture(scope="module")
+def web(api: Api, cluster: str, joined: Machine, pooled: dict[str, Any]) -> tuple[Place, str]:
+    """A workload on every machine (a DaemonSet, made through /v3) in a project of its own."""
+    where = place(api, cluster)
+    created = api.post(f"/v3/projects/{where.project}/workloads", {
+        "name": "web", "namespaceId": where.namespace, "daemonSetConfig": {},
+        "containers": [WEB_CONTAINER]})  # fmt: skip
+    assert created.status == 201, created.body
+    wid = str(created.body["id"])
+    wait_for("a web pod on each machine", lambda: len(pods_of(api, where, wid)) == 2, JOIN_TIMEOUT)
+    return where, wid
+
+
+def execute(api: Api, where: Place, pod: str, command: str) -> dict[str, Any]:
+    ran = api.post(f"/v3/projects/{where.project}/pods/{pod}?action=execute",
+                   {"command": ["sh", "-c", command]})  # fmt: skip
+    assert ran.status == 200, ran.body
+    return dict(ran.body)
+
+
+def fetch(address: str, port: int) -> str:
+    return f"printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 {address} {port}"
+
+
+def test_a_nodeport_answers_on_every_machine_with_the_container_s_page(
+    env: Environment, downstream: k8s.CoreV1Api, web: tuple[Place, str]
+) -> None:
+    where, _ = web
+    service = downstream.create_namespaced_service(where.namespace, {
+        "metadata": {"name": "web"},
+        "spec": {"type": "NodePort", "selector": {"workload.svc.io/workloadselector":
+                                                   f"daemonSet-{where.namespace}-web"},
+                 "ports": [{"port": 80, "targetPort": 8080}]}})  # fmt: skip
+    port = service.spec.ports[0].node_port
+    for machine in env.cloud.machines():
+        page = wait_for(f"NodePort on {machine.hostname}",
+                        lambda m=machine: _get(f"http://{m.address}:{port}/"), 60)  # fmt: skip
+        assert PAGE in page
+
+
+def _get(url: str) -> str | None:
+    with urllib.request.urlopen(url, timeout=3) as answer:
+        return str(answer.read().decode())
+
+
+def test_pods_on_different_machines_reach_each_other(api: Api, web: tuple[Place, str]) -> None:
+    where, wid = web
+    first, second = pods_of(api, where, wid)
+    assert first["nodeId"] != second["nodeId"]
+    answer = execute(api, where, first["id"], fetch(second["podIp"], 8080))
+    assert PAGE in answer["stdout"], answer
+
+
+def test_logs_and_execute_return_the_container_s_real_output(
+    api: Api, web: tuple[Place, str]
+) -> None:
+    where, wid = web
+    pod = pods_of(api, where, wid)[0]["id"]
+    logs = api.get(f"/v3/projects/{where.project}/pods/{pod}/logs")
+    assert logs.status == 200 and "serving" in logs.body, logs.body
+    answer = execute(api, where, pod, "hostname; cat /www/index.html; exit 3")
+    assert PAGE in answer["stdout"] and answer["exitCode"] == 3, answer
+
+
+def test_with_isolation_on_another_project_is_refused_and_its_own_is_reached(
+    api: Api, cluster: str, web: tuple[Place, str]
+) -> None:
+    where, wid = web
+    target = pods_of(api, where, wid)[0]
+    on = api.put(f"/v3/clusters/{cluster}", {"enableNetworkPolicy": True})
+    assert on.status == 200, on.body
+    stranger = place(api, cluster)
+    created = api.post(f"/v3/projects/{stranger.project}/workloads", {
+        "name": "client", "namespaceId": stranger.namespace,
+        "containers": [{**WEB_CONTAINER, "name": "client"}]})  # fmt: skip
+    assert created.status == 201, created.body
+    [client] = wait_for("the other project's pod", lambda: pods_of(api, stranger,
+                        created.body["id"]), JOIN_TIMEOUT)  # fmt: skip
+    refused = wait_for(
+        "the other project refused",
+        lambda: (
+            (r := execute(api, stranger, client["id"], fetch(target["podIp"], 8080)))
+            and PAGE not in r["stdout"]
+            and r
+        ),
+        60,
+    )
+    assert PAGE not in refused["stdout"]
+    neighbour = next(p for p in pods_of(api, where, wid) if p["id"] != target["id"])
+    reached = execute(api, where, neighbour["id"], fetch(target["podIp"], 8080))
+    assert PAGE in reached["stdout"], reached

@@ -148,6 +148,15 @@ def proxy_config(machine: Machine) -> dict[str, object]:
         "clientConnection": {"kubeconfig": KUBELET_KUBECONFIG},
         "hostnameOverride": machine.hostname,
         "clusterCIDR": CLUSTER_CIDR,
+        # Zero leaves the conntrack table's size and timeouts as the machine has them, as kind
+        # does: they are host-wide, read-only in a container or a network namespace, and a
+        # kube-proxy that cannot write them does not start.
+        "conntrack": {
+            "maxPerCore": 0,
+            "min": 0,
+            "tcpEstablishedTimeout": "0s",
+            "tcpCloseWaitTimeout": "0s",
+        },
     }
 
 
