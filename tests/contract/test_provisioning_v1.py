@@ -139,7 +139,7 @@ async def test_a_name_is_taken_once(admin: Person) -> None:
         (lambda b: b["metadata"].pop("name"), "MissingRequired", "metadata.name"),
         (lambda b: b["metadata"].pop("namespace"), "MissingRequired", "metadata.namespace"),
         (lambda b: b.update(type="cluster"), "InvalidFormat", "type"),
-        (lambda b: b["spec"].update(eksConfig={}), "InvalidFormat", "spec.eksConfig"),
+        (lambda b: b["spec"].update(eksConfig={}), "InvalidBodyContent", "spec.eksConfig"),
         (lambda b: b["spec"].update(kubernetesVersion="v0.1.0"), "InvalidOption",
          "spec.kubernetesVersion"),
         (lambda b: b["spec"]["rkeConfig"].update(machinePools=[pool("p", "nt-none")]),

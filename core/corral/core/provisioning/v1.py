@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.core.api import ids
-from corral.core.errors import Invalid
+from corral.core.errors import UNKNOWN_FIELD, Invalid
 from corral.core.provisioning import machinepools
 from corral.core.provisioning.flavours import FLAVOURS, K3S, RKE2
 from corral.core.provisioning.machinepools import MachinePool
@@ -201,6 +201,7 @@ def parse(body: Mapping[str, Any], name_for_pools: str | None) -> Given:
                 f"spec.{field} is not a field of this view; the fields are "
                 f"{', '.join(sorted(SPEC_FIELDS))}",
                 f"spec.{field}",
+                UNKNOWN_FIELD,
             )
     configs = [f for f in (RKE2, K3S) if spec.get(f.config_field) is not None]
     if len(configs) > 1:
@@ -215,6 +216,7 @@ def parse(body: Mapping[str, Any], name_for_pools: str | None) -> Given:
                 f"spec.rkeConfig.{field} is not a field of this view; the fields are "
                 f"{', '.join(sorted(RKE_CONFIG_FIELDS))}",
                 f"spec.rkeConfig.{field}",
+                UNKNOWN_FIELD,
             )
     pools = None
     if rke_config.get("machinePools") is not None:

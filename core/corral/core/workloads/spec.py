@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from corral.core.api.ids import is_dns_label, is_dns_subdomain
-from corral.core.errors import Invalid
+from corral.core.errors import Invalid, unknown
 from corral.core.quantity import amount
 from corral.core.workloads.kinds import CRON_JOB, JOB, STATEFUL_SET, Kind, Obj, selector_label
 
@@ -164,8 +164,7 @@ def check_bounds(kind: Kind, obj: Obj, max_scale: int) -> None:
 def _check_known(given: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
     for field in given:
         if field not in known:
-            name = f"{where}{field}"
-            raise Invalid(f"{name} is not a field corral writes on a workload", name)
+            raise unknown(f"{where}{field}", "a workload corral writes")
 
 
 def _pod_fields(body: Mapping[str, Any], pod: Obj) -> None:
