@@ -24,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.http.body import AUTH_LIMIT, read_json
+from corral.apiserver.http.body import AUTH_LIMIT, read_input
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import v3
@@ -108,7 +108,8 @@ async def config_action(request: web.Request) -> web.Response:
     asked, provider = await handlers.found(FAMILY, request)
     if provider != principals.OIDC or name is None:
         raise errors.Unsupported("POST on an authConfig needs ?action= of oidc")
-    body = await read_json(request, AUTH_LIMIT)
+    inputs = {"configureTest": SCHEMA, "testAndApply": APPLY_INPUT}
+    body = await read_input(request, inputs.get(name, name), AUTH_LIMIT)
     if name == "configureTest":
         metadata = await authconfigs.try_config(asked.deps, body)
         return web.json_response({
