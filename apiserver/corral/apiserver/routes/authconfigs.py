@@ -41,6 +41,7 @@ SCHEMA = Schema(
     id="authConfig",
     plural="authConfigs",
     fields={
+        "name": readonly("string", "The provider: local or oidc"),
         "enabled": Field("boolean", update=True, default=False),
         "issuer": Field("string", update=True),
         "clientId": Field("string", update=True),
@@ -95,6 +96,8 @@ FAMILY = Family[str](
     fields=fields,
     ident=lambda provider: provider,
     actions=lambda ask, provider: sorted(ACTIONS) if provider == principals.OIDC else [],
+    # The local provider has nothing to configure: no update link.
+    methods=lambda ask, provider: ("GET",) if provider == principals.LOCAL else ("GET", "PUT"),
     before_update=lambda ask, provider: authconfigs.may_configure(provider),
     update=update,
     body_limit=AUTH_LIMIT,
