@@ -293,3 +293,32 @@ async def test_a_login_missing_a_field_is_400_invalid_format_naming_it(
     taken = {"username": "admin", "password": admin_password, "ttl": 60000,
              "description": "bodies", "responseType": "json"}  # fmt: skip
     assert (await anonymous.post(LOGIN, taken)).status == 201
+
+
+async def test_unknown_keys_of_nested_objects_are_refused_naming_their_path(
+    admin: Person, cluster: str
+) -> None:
+    """Nested objects the services read key by key: each unknown key is named with dots, and
+    nothing is written."""
+    project = await made(admin.api, "/v3/projects", {"name": "nested", "clusterId": cluster})
+    url = f"/v3/projects/{project['id']}"
+    before = (await admin.api.get(url)).body
+    for part in ("resourceQuota", "namespaceDefaultResourceQuota"):
+        quota = {"limit": {"limitsCpu": "1"}, "usedLimit": {}}
+        error(await admin.api.put(url, {part: quota}), 422, "InvalidBodyContent",
+              f"{part}.usedLimit")  # fmt: skip
+    assert (await admin.api.get(url)).body == before
+    local = (await admin.api.get("/v3/clusters/local")).body
+    for body, field in (
+        ({"localClusterAuthEndpoint": {"enabled": False, "port": 1}},
+         "localClusterAuthEndpoint.port"),
+        ({"defaultProjectNamespaceResourceQuota": {"limit": {}, "hard": {}}},
+         "defaultProjectNamespaceResourceQuota.hard"),
+    ):  # fmt: skip
+        error(await admin.api.put("/v3/clusters/local", body), 422, "InvalidBodyContent", field)
+    assert (await admin.api.get("/v3/clusters/local")).body == local
+    imported = {"name": "nested", "importedConfig": {"kubeConfig": "", "context": "x"}}
+    before_clusters = await listing(admin.api, "/v3/clusters")
+    error(await admin.api.post("/v3/clusters", imported), 422, "InvalidBodyContent",
+          "importedConfig.context")  # fmt: skip
+    assert await listing(admin.api, "/v3/clusters") == before_clusters
