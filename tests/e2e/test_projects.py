@@ -169,7 +169,7 @@ def test_bad_project_input_is_refused_and_stores_nothing(
                 "namespaceDefaultResourceQuota": {"limit": {"gpus": "1"}},
             },
             "resourceQuota.limit.gpus",
-            "InvalidFormat",
+            "InvalidBodyContent",
         ),
         (
             {
