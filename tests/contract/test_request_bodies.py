@@ -220,8 +220,10 @@ async def test_every_action_refuses_an_unknown_field_and_does_nothing(
     for doc in docs:
         for name in doc.get("collectionActions", {}):
             url = collection(doc, estate)
+            before = await listing(admin.api, url)
             answer = await admin.api.post(f"{url}?action={name}", {UNKNOWN: 1})
             error(answer, 422, "InvalidBodyContent", UNKNOWN)
+            assert await listing(admin.api, url) == before, (doc["id"], name)
         if not doc.get("resourceActions"):
             continue
         resources = await listing(admin.api, collection(doc, estate))
