@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from corral.apiserver.services import trialpods
+from corral.apiserver.services.workloads import check_passed_through
 from corral.core.errors import Invalid
 from corral.core.workloads import endpoints, render, spec, state, usage
 from corral.core.workloads.kinds import KINDS, SELECTOR_LABEL, WorkloadId, selector_label
@@ -476,3 +477,39 @@ def test_a_tolerations_seconds_are_written_within_bounds() -> None:
         spec.build(DEPLOYMENT, "ns", "web", {"containers": [APP], "scheduling": {
             "tolerations": [{**toleration, "tolerationSeconds": -1}]}})  # fmt: skip
     assert raised.value.field == "scheduling.tolerations[0].tolerationSeconds"
+
+
+def test_what_passes_through_to_kubernetes_keeps_every_key_it_has() -> None:
+    check_passed_through({
+        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"},
+                            "supplementalGroups": [], "seLinuxOptions": {}},
+        "containers": [{"name": "a", "securityContext": {
+            "capabilities": {"drop": ["ALL"], "add": []}, "allowPrivilegeEscalation": False}}],
+        "volumes": [{"name": "v", "emptyDir": {}}, {"name": "w", "projected": {
+            "sources": [{"serviceAccountToken": {"path": "t"}}]}}],
+        "scheduling": {"affinity": {"podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 1, "podAffinityTerm": {"topologyKey": "k"}}]}}},
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "code"),
+    [
+        ({"securityContext": {"runAsNonRot": True}}, "securityContext.runAsNonRot",
+         "InvalidBodyContent"),
+        ({"containers": [{"name": "a", "securityContext": {"capabilities": {"dorp": []}}}]},
+         "containers[0].securityContext.capabilities.dorp", "InvalidBodyContent"),
+        ({"volumes": [{"name": "v", "hostPath": {"path": "/x", "typo": 1}}]},
+         "volumes[0].hostPath.typo", "InvalidBodyContent"),
+        ({"scheduling": {"affinity": {"nodeAffinity": {"preferred": []}}}},
+         "scheduling.affinity.nodeAffinity.preferred", "InvalidBodyContent"),
+        ({"volumes": [{"name": "v", "hostPath": {"path": 5}}]}, "volumes[0]", "InvalidFormat"),
+    ],
+)  # fmt: skip
+def test_a_key_kubernetes_would_drop_is_refused_naming_its_path(
+    body: dict[str, Any], field: str, code: str
+) -> None:
+    with pytest.raises(Invalid) as raised:
+        check_passed_through(body)
+    assert (raised.value.field, raised.value.code or "InvalidFormat") == (field, code)
