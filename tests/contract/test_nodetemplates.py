@@ -75,7 +75,7 @@ async def test_an_update_replaces_the_config_whole(user: Person) -> None:
         ({"name": "none"}, "MissingRequired", "driver"),
         ({"driver": "nothere"}, "InvalidReference", "driver"),
         ({"kwokConfig": {"cpu": "lots"}}, "InvalidFormat", "kwokConfig.cpu"),
-        ({"kwokConfig": {"disk": "1"}}, "InvalidFormat", "kwokConfig.disk"),
+        ({"kwokConfig": {"disk": "1"}}, "InvalidBodyContent", "kwokConfig.disk"),
         ({"driver": "kwok", "s3Config": {}}, "InvalidFormat", "s3Config"),
         ({"kwokConfig": {}, "cloudCredentialName": "cc-none"}, "InvalidReference",
          "cloudCredentialName"),

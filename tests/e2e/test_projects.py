@@ -169,7 +169,7 @@ def test_bad_project_input_is_refused_and_stores_nothing(
                 "namespaceDefaultResourceQuota": {"limit": {"gpus": "1"}},
             },
             "resourceQuota.limit.gpus",
-            "InvalidFormat",
+            "InvalidBodyContent",
         ),
         (
             {
@@ -385,7 +385,7 @@ def test_bad_namespace_input_is_refused(api: Api, cluster: str) -> None:
         garbled = api.request(
             "POST", path, raw=b"{not json", headers={"Content-Type": "application/json"}
         )
-        assert (garbled.status, garbled.body["code"]) == (422, "InvalidBodyContent"), path
+        assert (garbled.status, garbled.body["code"]) == (400, "InvalidBodyContent"), path
     unknown = api.post(
         "/v3/projectroletemplatebindings",
         {"projectId": f"{cluster}:p-nothere", "userId": "u-admin", "roleTemplateId": "read-only"},

@@ -124,16 +124,33 @@ async def test_a_family_may_answer_404_without_echoing_the_id(serve: Any) -> Non
 
 
 async def test_the_schema_filters_the_body_unless_the_family_takes_it_raw(serve: Any) -> None:
-    body = {"color": "blue", "blueConfig": {"size": 1}}
-    filtered, things = family()
+    # What a client sends back of what it read (`id`, `links`) is known, and not writable.
+    body = {"color": "blue", "id": "t-9", "links": {}, "blueConfig": {"size": 1}}
+    filtered, things = family(named_fields=lambda key: key.endswith("Config"))
     await (await serve(handlers.routes(filtered))).post("/v3/things", json=body)
     assert things["t-2"]["given"] == {"color": "blue"}
-    raw, raw_things = family(body_as_sent=True)
+    raw, raw_things = family(body_as_sent=True, named_fields=lambda key: key == "blueConfig")
     client = await serve(handlers.routes(raw))
     await client.post("/v3/things", json=body)
     assert raw_things["t-2"]["given"] == body
     await client.put("/v3/things/t-1", json=body)
     assert raw_things["t-1"]["given"] == body
+
+
+@pytest.mark.parametrize("body_as_sent", [False, True])
+async def test_a_field_the_family_does_not_know_is_refused_naming_it(
+    serve: Any, body_as_sent: bool
+) -> None:
+    declared, things = family(body_as_sent=body_as_sent)
+    client = await serve(handlers.routes(declared))
+    for answer in (
+        await client.post("/v3/things", json={"color": "blue", "colour": "blue"}),
+        await client.put("/v3/things/t-1", json={"color": "blue", "colour": "blue"}),
+    ):
+        assert answer.status == 422
+        refused = await answer.json()
+        assert (refused["code"], refused["fieldName"]) == ("InvalidBodyContent", "colour")
+    assert things == {"t-1": {"id": "t-1", "color": "red"}}
 
 
 async def test_a_put_has_its_own_body_limit_when_the_family_gives_one(serve: Any) -> None:

@@ -97,7 +97,7 @@ async def test_an_awaited_listing_pages_and_offers_creation_where_the_family_liv
 
 
 def test_a_family_that_checks_its_body_itself_is_given_it_whole() -> None:
-    body = {"type": "leaf", "color": "red", "size": 3, "alias": "x"}
+    body = {"type": "leaf", "color": "red", "size": 3}
     assert FAMILY.given(body, creating=True) == {"color": "red"}
     whole = Family[dict[str, Any]](
         schema=SCHEMA, listed=listed, find=find, fields=lambda a, o: o, body_as_sent=True
@@ -113,7 +113,7 @@ def test_both_role_binding_families_show_the_target_under_its_id_and_stored_name
     assert schema.id == f"{target.noun}RoleTemplateBinding"
     assert set(schema.fields) == {
         f"{target.noun}Id", stored, "userId", "userName", "groupPrincipalId",
-        "roleTemplateId", "roleTemplateName",
+        "groupPrincipalName", "roleTemplateId", "roleTemplateName",
     }  # fmt: skip
     binding: Obj = {
         "metadata": {"name": "b", "namespace": "c-1"},

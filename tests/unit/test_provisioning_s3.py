@@ -81,7 +81,7 @@ def test_the_block_is_stored_as_given_and_read_with_the_folder_trimmed() -> None
         ({"skipSSLVerify": "yes"}, "skipSSLVerify", "InvalidFormat"),
         ({"cloudCredentialName": None}, "cloudCredentialName", "MissingRequired"),
         ({"cloudCredentialName": "c" * 65}, "cloudCredentialName", "InvalidFormat"),
-        ({"secretKey": "inline"}, "secretKey", "InvalidFormat"),
+        ({"secretKey": "inline"}, "secretKey", "InvalidBodyContent"),
     ],
 )
 def test_each_field_is_checked_and_named(fields: dict[str, Any], field: str, code: str) -> None:

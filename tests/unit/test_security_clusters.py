@@ -433,3 +433,12 @@ async def test_the_agent_reports_failed_syncs_and_runs_the_others() -> None:
         "nodes: RuntimeError: nodes broke; projects: RuntimeError: projects broke"
     )
     assert set(cluster_agent.failures.current) == {"nodes", "projects"}
+
+
+def test_a_taint_with_a_key_corral_does_not_write_is_refused_naming_it() -> None:
+    with pytest.raises(taints.InvalidTaint) as refused:
+        taints.parse([{"key": "a", "effect": "NoSchedule", "timeAdded": "2026-01-01T00:00:00Z"}])
+    assert (refused.value.field, refused.value.code) == (
+        "desiredNodeTaints[0].timeAdded",
+        "InvalidBodyContent",
+    )

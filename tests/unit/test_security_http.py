@@ -37,7 +37,7 @@ def test_any_bytes_are_an_object_or_the_apis_error(raw: bytes) -> None:
         assert isinstance(parse_object(raw), dict)
     except ApiError as error:
         # Unparsable, or parsed with a character no text may hold (`\u0000`, `\ud800`).
-        assert (error.status, error.code) in ((422, "InvalidBodyContent"), (422, "InvalidFormat"))
+        assert (error.status, error.code) in ((400, "InvalidBodyContent"), (422, "InvalidFormat"))
 
 
 @settings(max_examples=200, deadline=1000)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from corral.apiserver.services import trialpods
+from corral.apiserver.services.workloads import check_passed_through
 from corral.core.errors import Invalid
 from corral.core.workloads import endpoints, render, spec, state, usage
 from corral.core.workloads.kinds import KINDS, SELECTOR_LABEL, WorkloadId, selector_label
@@ -424,3 +425,91 @@ def test_a_trial_pod_of_a_statefulset_has_the_volumes_of_its_claim_templates() -
         ("state", "state-db-0")
     ]
     assert pod.spec.hostIPC is True
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"containers": [{**APP, "ports": [{"containerPort": 80, "hostPort": 80}]}]},
+         "containers[0].ports[0].hostPort"),
+        ({"containers": [{**APP, "resources": {"claims": []}}]}, "containers[0].resources.claims"),
+        ({"containers": [{**APP, "env": [{"name": "A", "value": "1", "type": "x"}]}]},
+         "containers[0].env[0].type"),
+        ({"containers": [{**APP, "volumeMounts": [{"name": "v", "mountPath": "/v",
+                                                   "mountPropagation": "None"}]}]},
+         "containers[0].volumeMounts[0].mountPropagation"),
+        ({"scheduling": {"priority": 1}}, "scheduling.priority"),
+        ({"scheduling": {"node": {"name": "n1"}}}, "scheduling.node.name"),
+        ({"scheduling": {"tolerations": [{"key": "k", "seconds": 1}]}},
+         "scheduling.tolerations[0].seconds"),
+    ],
+)  # fmt: skip
+def test_unknown_keys_of_nested_objects_are_refused_naming_their_path(
+    change: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(Invalid) as raised:
+        spec.build(DEPLOYMENT, "ns", "web", {"containers": [APP], **change})
+    assert (raised.value.field, raised.value.code) == (field, "InvalidBodyContent")
+
+
+def test_a_claim_templates_unknown_keys_are_refused_at_each_level() -> None:
+    claim = {"name": "data", "spec": {"accessModes": ["ReadWriteOnce"],
+                                      "resources": {"requests": {"storage": "1Gi"}}}}  # fmt: skip
+    assert spec.build(STATEFUL_SET, "ns", "db", {"containers": [APP],
+                                                  "volumeClaimTemplates": [claim]})  # fmt: skip
+    for change, field in (
+        ({**claim, "status": {}}, "volumeClaimTemplates[0].status"),
+        ({**claim, "spec": {**claim["spec"], "volumeMode": "Block"}},
+         "volumeClaimTemplates[0].spec.volumeMode"),
+    ):  # fmt: skip
+        with pytest.raises(Invalid) as raised:
+            spec.build(STATEFUL_SET, "ns", "db", {"containers": [APP],
+                                                   "volumeClaimTemplates": [change]})  # fmt: skip
+        assert raised.value.field == field
+
+
+def test_a_tolerations_seconds_are_written_within_bounds() -> None:
+    toleration = {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}
+    body = {"containers": [APP], "scheduling": {"tolerations": [toleration]}}
+    obj = spec.build(DEPLOYMENT, "ns", "web", body)
+    assert obj["spec"]["template"]["spec"]["tolerations"] == [toleration]
+    with pytest.raises(Invalid) as raised:
+        spec.build(DEPLOYMENT, "ns", "web", {"containers": [APP], "scheduling": {
+            "tolerations": [{**toleration, "tolerationSeconds": -1}]}})  # fmt: skip
+    assert raised.value.field == "scheduling.tolerations[0].tolerationSeconds"
+
+
+def test_what_passes_through_to_kubernetes_keeps_every_key_it_has() -> None:
+    check_passed_through({
+        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"},
+                            "supplementalGroups": [], "seLinuxOptions": {}},
+        "containers": [{"name": "a", "securityContext": {
+            "capabilities": {"drop": ["ALL"], "add": []}, "allowPrivilegeEscalation": False}}],
+        "volumes": [{"name": "v", "emptyDir": {}}, {"name": "w", "projected": {
+            "sources": [{"serviceAccountToken": {"path": "t"}}]}}],
+        "scheduling": {"affinity": {"podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 1, "podAffinityTerm": {"topologyKey": "k"}}]}}},
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "code"),
+    [
+        ({"securityContext": {"runAsNonRot": True}}, "securityContext.runAsNonRot",
+         "InvalidBodyContent"),
+        ({"containers": [{"name": "a", "securityContext": {"capabilities": {"dorp": []}}}]},
+         "containers[0].securityContext.capabilities.dorp", "InvalidBodyContent"),
+        ({"volumes": [{"name": "v", "hostPath": {"path": "/x", "typo": 1}}]},
+         "volumes[0].hostPath.typo", "InvalidBodyContent"),
+        ({"scheduling": {"affinity": {"nodeAffinity": {"preferred": []}}}},
+         "scheduling.affinity.nodeAffinity.preferred", "InvalidBodyContent"),
+        ({"volumes": [{"name": "v", "hostPath": {"path": 5}}]}, "volumes[0]", "InvalidFormat"),
+    ],
+)  # fmt: skip
+def test_a_key_kubernetes_would_drop_is_refused_naming_its_path(
+    body: dict[str, Any], field: str, code: str
+) -> None:
+    with pytest.raises(Invalid) as raised:
+        check_passed_through(body)
+    assert (raised.value.field, raised.value.code or "InvalidFormat") == (field, code)

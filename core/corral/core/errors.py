@@ -9,6 +9,10 @@ where one more precise than the kind's own applies ("NotUnique", "QuotaExceeded"
 
 from __future__ import annotations
 
+# The code of a body field that is no field of what the body is for (docs/api.md, "Request
+# bodies"); a value that is not acceptable is `InvalidFormat` or more precise.
+UNKNOWN_FIELD = "InvalidBodyContent"
+
 
 class CorralError(Exception):
     def __init__(self, message: str, field: str | None = None, code: str | None = None) -> None:
@@ -49,6 +53,12 @@ def invalid(field: str, message: str, code: str = "InvalidFormat") -> Invalid:
 
 def missing(field: str) -> Invalid:
     return Invalid(f"{field} is required", field, "MissingRequired")
+
+
+def unknown(field: str, where: str) -> Invalid:
+    """A body gives `field`, which `where` does not have: refused, never ignored, so that no
+    request succeeds while doing less than it asked (a misspelt field, one corral lacks)."""
+    return Invalid(f"{field} is not a field of {where}", field, UNKNOWN_FIELD)
 
 
 def not_found(message: str) -> NotFound:

@@ -1,4 +1,8 @@
-"""Reading request bodies (bounded, JSON, an object) and the fields in them."""
+"""Reading request bodies (bounded, JSON, an object) and the fields in them.
+
+A body that is not JSON, or not a JSON object, is 400 `InvalidBodyContent` (spec 7: invalid
+input); a JSON object whose values do not validate is 422.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.http.errors import ApiError
+from corral.apiserver.http.schemas import Schema
 from corral.core import errors
 from corral.core.api import text as characters
 from corral.core.kube.informer import Obj
@@ -29,7 +34,7 @@ def too_large(limit: int) -> ApiError:
 
 
 def unparsable(reason: str) -> ApiError:
-    return ApiError(422, "InvalidBodyContent", f"Failed to parse body: {reason}")
+    return ApiError(400, "InvalidBodyContent", f"Failed to parse body: {reason}")
 
 
 async def read_bounded(request: web.Request, limit: int) -> bytes:
@@ -57,7 +62,7 @@ def parse_object(raw: bytes) -> dict[str, Any]:
     except ValueError as exc:  # UnicodeDecodeError included
         raise unparsable(str(exc)) from None
     if not isinstance(body, dict):
-        raise ApiError(422, "InvalidBodyContent", "body must be a JSON object")
+        raise ApiError(400, "InvalidBodyContent", "body must be a JSON object")
     if nesting(body) > MAX_DEPTH:
         raise unparsable(f"JSON nests deeper than {MAX_DEPTH} levels")
     if found := characters.unstorable(body):
@@ -85,6 +90,20 @@ def nesting(value: Any) -> int:
 async def read_json(request: web.Request, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     """The body as a JSON object; an empty body is an empty object."""
     return parse_object(await read_bounded(request, limit))
+
+
+async def read_input(
+    request: web.Request, schema: Schema | str, limit: int = DEFAULT_LIMIT
+) -> dict[str, Any]:
+    """The body of an action or a sign-in: a JSON object of the fields of its input `schema`
+    and no others (422 naming the first other). Given the action's name instead, the action
+    takes no input, and any field is refused."""
+    body = await read_json(request, limit)
+    if isinstance(schema, Schema):
+        schema.refuse_unknown(body)
+    elif body:
+        raise errors.unknown(next(iter(body)), f"the input of {schema}, which takes none")
+    return body
 
 
 def text(body: dict[str, Any], field: str, max_length: int = 1024, required: bool = False) -> str:

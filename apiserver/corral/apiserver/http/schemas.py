@@ -1,14 +1,19 @@
 """Schemas: what each /v3 type looks like, what may be written, and how it is filtered.
 
 One Schema per type drives three things: the `/v3/schemas` documents schema-driven clients
-read, which body fields a create or update may set (the rest are ignored, as norman does), and
-which fields collections can be filtered and sorted by.
+read, which body fields a create or update may set, and which fields collections can be
+filtered and sorted by. A body field the schema does not have at all is refused (422 naming
+it); one it has that the operation may not set (`id`, `state`, a create-only field on an
+update) is what a client sends back of what it read, and is ignored.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from corral.core import errors
 
 FILTERABLE = {"string", "enum", "int", "boolean", "date", "dnsLabel", "reference"}
 
@@ -59,6 +64,13 @@ COMMON = {
     "created": readonly("date"),
     "uuid": readonly("string"),
 }
+# What every resource shows besides its schema's fields: the envelope, the state of those that
+# have one, and the creator Rancher's clients read. A client may PUT back what it read: these
+# are ignored wherever a body is a resource's.
+SHOWN = frozenset(
+    {"id", "type", "baseType", "links", "actions", "created", "createdTS", "creatorId", "uuid",
+     "state", "transitioning", "transitioningMessage"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -82,8 +94,20 @@ class Schema:
     def filters(self) -> list[str]:
         return sorted(n for n, f in self.all_fields.items() if f.filterable and not f.write_only)
 
+    def refuse_unknown(
+        self, body: dict[str, Any], also: Callable[[str], bool] | None = None
+    ) -> None:
+        """Refuses (422 naming it) the first key of `body` that is none of the schema's fields,
+        nor shown by every resource, nor one `also` takes (keys named by what the body says,
+        as a template's `<driver>Config`). An action's input has only its own fields."""
+        for key in body:
+            if key in self.all_fields or (not self.embedded and key in SHOWN):
+                continue
+            if also is None or not also(key):
+                raise errors.unknown(key, self.id)
+
     def writable(self, body: dict[str, Any], creating: bool) -> dict[str, Any]:
-        """The body's fields this operation may set; everything else is dropped."""
+        """The body's fields this operation may set; the others it has are ignored."""
         allowed = {n for n, f in self.fields.items() if (f.create if creating else f.update)}
         return {k: v for k, v in body.items() if k in allowed}
 

@@ -104,6 +104,9 @@ class Family(Generic[T]):
     # fixed field given is 422 naming it, never dropped), and those whose fields are named by
     # what the body says (a driver's `<driver>Config`).
     body_as_sent: bool = False
+    # Body keys the family reads besides its schema's fields, named by what the body says (a
+    # template's `<driver>Config`): every other key the schema lacks is refused.
+    named_fields: Callable[[str], bool] | None = None
     default_sort: str = "id"
     newest_first: bool = False
 
@@ -126,7 +129,9 @@ class Family(Generic[T]):
         return obj
 
     def given(self, body: dict[str, Any], creating: bool) -> dict[str, Any]:
-        """What of a request's body a create or an update is given."""
+        """What of a request's body a create or an update is given: a key the family does not
+        know is refused (422 naming it), never dropped."""
+        self.schema.refuse_unknown(body, self.named_fields)
         return body if self.body_as_sent else self.schema.writable(body, creating)
 
     def all_fields(self, ask: Ask, obj: T) -> dict[str, Any]:

@@ -33,6 +33,12 @@ def schema(target: Target) -> Schema:
                 f"reference[{noun}]", create=True, description=f"Alias of {target.field}"
             ),
             "userName": Field("reference[user]", create=True, description="Alias of userId"),
+            "groupPrincipalName": Field(
+                "reference[principal]",
+                create=True,
+                write_only=True,
+                description="Alias of groupPrincipalId",
+            ),
             "roleTemplateName": Field(
                 "enum", create=True, options=options, description="Alias of roleTemplateId"
             ),

@@ -31,7 +31,7 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.http.body import AUTH_LIMIT, read_json
+from corral.apiserver.http.body import AUTH_LIMIT, read_input
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import v3
@@ -47,6 +47,7 @@ SCHEMA = Schema(
     id="authConfig",
     plural="authConfigs",
     fields={
+        "name": readonly("string", "The provider: local or oidc"),
         "enabled": Field("boolean", update=True, default=False),
         "issuer": Field("string", update=True),
         "clientId": Field("string", update=True),
@@ -129,6 +130,8 @@ FAMILY = Family[str](
     fields=fields,
     ident=lambda provider: provider,
     actions=lambda ask, provider: sorted(ACTIONS) if provider != principals.LOCAL else [],
+    # The local provider has nothing to configure: no update link.
+    methods=lambda ask, provider: ("GET",) if provider == principals.LOCAL else ("GET", "PUT"),
     before_update=lambda ask, provider: authconfigs.may_configure(provider),
     update=update,
     body_limit=AUTH_LIMIT,
@@ -142,11 +145,16 @@ async def config_action(request: web.Request) -> web.Response:
     asked, provider = await handlers.found(FAMILY, request)
     if provider == principals.LOCAL or name is None:
         raise errors.Unsupported("POST on an authConfig needs ?action= of a configurable one")
-    body = await read_json(request, AUTH_LIMIT)
     deps = asked.deps
+    github = provider == principals.GITHUB
+    inputs = {
+        "configureTest": SCHEMA,
+        "testAndApply": GITHUB_APPLY_INPUT if github else APPLY_INPUT,
+    }
+    body = await read_input(request, inputs.get(name, name), AUTH_LIMIT)
     if name == "disable":
         await authconfigs.disable(deps, provider)
-    elif provider == principals.GITHUB:
+    elif github:
         callback = deps.external_url + github_config.CALLBACK_PATH
         if name == "configureTest":
             url = authconfigs.try_github(deps, SCHEMA.writable(body, False), callback)

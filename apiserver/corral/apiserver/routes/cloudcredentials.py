@@ -12,6 +12,7 @@ from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
 from corral.apiserver.services import cloudcredentials, owned
+from corral.core.drivers import templates
 from corral.core.kube.informer import Obj
 from corral.core.provisioning import s3
 
@@ -56,5 +57,6 @@ FAMILY = Family[Obj](
     update=lambda ask, obj, body: cloudcredentials.update(ask.deps, obj, body),
     delete=lambda ask, obj: cloudcredentials.delete(ask.deps, obj),
     body_as_sent=True,
+    named_fields=templates.names_credential,
 )
 routes = handlers.routes(FAMILY)

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.http.body import AUTH_LIMIT, read_json
+from corral.apiserver.http.body import AUTH_LIMIT, read_input, read_json
 from corral.apiserver.http.objects import name_of, object_fields, object_stamp
 from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -368,13 +368,18 @@ async def cluster_action(request: web.Request) -> web.Response:
         return await generate_kubeconfig(request, asked, obj)
     owned_cluster(asked.deps, asked.who, name_of(obj), name)
     if name == "backupEtcd":
+        await read_input(request, name)
         created = await etcdbackups.backup(asked.deps, obj)
         return web.json_response(BACKUPS.render(asked, created), status=201)
     if name == "restoreFromEtcdBackup":
-        written = await etcdbackups.restore(asked.deps, obj, await read_json(request))
+        written = await etcdbackups.restore(
+            asked.deps, obj, await read_input(request, RESTORE_INPUT)
+        )
         return web.json_response(FAMILY.render(asked, written), status=201)
+    body = await read_json(request)
+    rotation.check_input(body)
     clusters.require_provisioned(obj, name)
-    wanted = await rotating.rotate(asked.deps, obj, await read_json(request))
+    wanted = await rotating.rotate(asked.deps, obj, body)
     return web.json_response({"type": rotation.OUTPUT_TYPE, "message": rotation.message(wanted)})
 
 
@@ -382,7 +387,7 @@ async def generate_kubeconfig(request: web.Request, asked: Ask, obj: Obj) -> web
     """A kubeconfig for kubectl through corral's proxy, with a kubeconfig token for this user
     and cluster; generating again replaces the token. `ttl` (ms, alias `ttlMillis`) chooses
     its lifetime, `kubeconfig-default-token-ttl-minutes` when not given."""
-    body = await read_json(request, AUTH_LIMIT)
+    body = await read_input(request, KUBECONFIG_INPUT, AUTH_LIMIT)
     given = body.get("ttlMillis", body.get("ttl"))
     issued = await tokens.issue_kubeconfig_token(
         asked.deps, asked.who, name_of(obj), None if given is None else ttl.requested(given)

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.http.body import read_json
+from corral.apiserver.http.body import read_input
 from corral.apiserver.http.objects import name_of, object_fields, object_stamp
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -113,7 +113,7 @@ async def driver_action(request: web.Request) -> web.Response:
     if name is None:
         raise errors.Unsupported("POST on a node driver needs ?action=<name>")
     nodedrivers.may_activate(asked.who, name)
-    await read_json(request)
+    await read_input(request, name)
     return web.json_response(
         FAMILY.render(asked, await nodedrivers.activate(asked.deps, asked.who, obj, name))
     )

@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from corral.apiserver.http.body import read_json
+from corral.apiserver.http.body import read_input, read_json
 from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -178,7 +178,9 @@ def owned_node(request: web.Request, change: str) -> tuple[Ask, Obj]:
 @routes.put(NODE)
 async def update_node(request: web.Request) -> web.Response:
     asked, obj = owned_node(request, "change its nodes")
-    updated = await nodes.update(asked.deps, obj, await read_json(request))
+    body = await read_json(request)
+    SCHEMA.refuse_unknown(body)
+    updated = await nodes.update(asked.deps, obj, body)
     return web.json_response(FAMILY.render(asked, updated))
 
 
@@ -195,7 +197,7 @@ async def node_action(request: web.Request) -> web.Response:
     name = action(request, set(ACTIONS))
     if name is None:
         raise errors.Unsupported("POST on a node needs ?action=<name>")
-    body = await read_json(request)
+    body = await read_input(request, DRAIN if name == "drain" else name)
     if name == "cordon":
         patch: dict[str, Any] = {"desiredNodeUnschedulable": "true"}
     elif name == "uncordon":

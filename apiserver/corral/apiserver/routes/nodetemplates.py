@@ -64,5 +64,6 @@ FAMILY = Family[Obj](
     update=lambda ask, obj, body: nodetemplates.update(ask.deps, obj, body),
     delete=lambda ask, obj: nodetemplates.delete(ask.deps, ask.who, obj),
     body_as_sent=True,
+    named_fields=templates.names_config,
 )
 routes = handlers.routes(FAMILY)

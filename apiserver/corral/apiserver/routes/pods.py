@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from corral.apiserver.http.body import read_json
+from corral.apiserver.http.body import read_input
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -232,7 +232,7 @@ async def pod_action(request: web.Request) -> web.Response:
     if action(request, {"execute"}) is None:
         raise errors.Unsupported("POST on a pod needs ?action=execute")
     pod.where.require_write("run commands in pods")
-    body = await read_json(request)
+    body = await read_input(request, EXEC_INPUT)
     result = await pods.execute(asked.deps, asked.who, pod, body)
     return web.json_response(
         {

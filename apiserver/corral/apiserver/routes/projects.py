@@ -37,6 +37,9 @@ SCHEMA = Schema(
         "displayName": Field("string", create=True, update=True, required=True),
         "description": Field("string", create=True, update=True),
         "clusterId": Field("reference[cluster]", create=True, required=True),
+        "clusterName": Field(
+            "reference[cluster]", create=True, write_only=True, description="Alias of clusterId"
+        ),
         "resourceQuota": Field("projectResourceQuota", create=True, update=True),
         "namespaceDefaultResourceQuota": Field("namespaceResourceQuota", create=True, update=True),
         "containerDefaultResourceLimit": Field("containerResourceLimit", create=True, update=True),

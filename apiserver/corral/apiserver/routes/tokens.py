@@ -11,7 +11,7 @@ from aiohttp import web
 from corral.apiserver.auth import sessions
 from corral.apiserver.auth.authn import principal
 from corral.apiserver.deps import caller, deps
-from corral.apiserver.http.body import AUTH_LIMIT
+from corral.apiserver.http.body import AUTH_LIMIT, read_input
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import v3
@@ -109,6 +109,7 @@ FAMILY = Family[Shown](
 
 async def logout(request: web.Request) -> web.Response:
     """Ends the session this request belongs to; an API token is not a session."""
+    await read_input(request, "logout", AUTH_LIMIT)
     token = principal(request).token
     if not token.is_session:
         message = "logout ends a session; delete an API token with DELETE instead"
@@ -119,6 +120,7 @@ async def logout(request: web.Request) -> web.Response:
 
 async def logout_all(request: web.Request) -> web.Response:
     """Deletes every token of the caller, this one included (system tokens excepted)."""
+    await read_input(request, "logoutAll", AUTH_LIMIT)
     await tokens.revoke_all(deps(request), caller(request))
     return sessions.signed_out(request)
 

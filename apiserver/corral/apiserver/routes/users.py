@@ -10,7 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.deps import caller, deps
-from corral.apiserver.http.body import AUTH_LIMIT, DEFAULT_LIMIT, read_json
+from corral.apiserver.http.body import AUTH_LIMIT, DEFAULT_LIMIT, read_input
 from corral.apiserver.http.objects import meta_fields
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -86,7 +86,8 @@ FAMILY = Family[Obj](
 async def change_password(request: web.Request) -> web.Response:
     """A user changes their own password, proving the current one."""
     who = caller(request)
-    await users.change_password(deps(request), who, await read_json(request, AUTH_LIMIT))
+    body = await read_input(request, CHANGE_PASSWORD, AUTH_LIMIT)
+    await users.change_password(deps(request), who, body)
     return web.json_response({}, status=200)
 
 
@@ -99,6 +100,6 @@ async def user_action(request: web.Request) -> web.Response:
     if action(request, {"setpassword"}) is None:
         raise errors.Unsupported("POST on a user needs ?action=setpassword")
     users.may_set_password(asked.who, obj)
-    body = await read_json(request, AUTH_LIMIT)
+    body = await read_input(request, SET_PASSWORD, AUTH_LIMIT)
     await users.reset_password(asked.deps, asked.who, obj, body)
     return web.json_response(FAMILY.render(asked, obj))

@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.http import envelope
-from corral.apiserver.http.body import read_json
+from corral.apiserver.http.body import read_input
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.resources import handlers
@@ -150,7 +150,7 @@ async def workload_action(request: web.Request) -> web.Response:
     if name is None:
         raise errors.Unsupported("POST on a workload needs ?action=<name>")
     workloads.may_act(found, name)
-    body = await read_json(request)
+    body = await read_input(request, ROLLBACK if name == "rollback" else name)
     return web.json_response(
         FAMILY.render(asked, await workloads.act(asked.deps, found, name, body))
     )

@@ -34,6 +34,9 @@ def given_kubeconfig(body: dict[str, Any]) -> Any:
     if config is not None and not isinstance(config, dict):
         raise errors.invalid("importedConfig", "importedConfig must be an object")
     config = or_empty(config, {})
+    for key in config:
+        if key != "kubeConfig":
+            raise errors.unknown(f"importedConfig.{key}", "importedConfig")
     for where, value in (("importedConfig.kubeConfig", config.get("kubeConfig")),
                          ("kubeConfig", body.get("kubeConfig"))):  # fmt: skip
         if value is not None and not isinstance(value, str):
@@ -92,6 +95,9 @@ def updatable_spec(body: dict[str, Any]) -> dict[str, Any]:
         endpoint = or_empty(body["localClusterAuthEndpoint"], {})
         if not isinstance(endpoint, dict):
             raise errors.invalid("localClusterAuthEndpoint", "must be an object")
+        for key in endpoint:
+            if key not in ("enabled", "fqdn", "caCerts"):
+                raise errors.unknown(f"localClusterAuthEndpoint.{key}", "the endpoint")
         spec["localClusterAuthEndpoint"] = {
             "enabled": flag(endpoint, "enabled", False),
             "fqdn": text(endpoint, "fqdn", max_length=253),
@@ -115,11 +121,9 @@ def updatable_spec(body: dict[str, Any]) -> dict[str, Any]:
     if PSA_TEMPLATE in body:
         spec[PSA_TEMPLATE] = podsecurity.check_template(body[PSA_TEMPLATE], PSA_TEMPLATE)
     if NAMESPACE_QUOTA_DEFAULT in body:
-        value = body[NAMESPACE_QUOTA_DEFAULT] or {}
-        if not isinstance(value, dict):
-            raise errors.invalid(NAMESPACE_QUOTA_DEFAULT, "must be an object with a limit")
-        limits = quota.parse_limits(value.get("limit"), f"{NAMESPACE_QUOTA_DEFAULT}.limit")
-        spec[NAMESPACE_QUOTA_DEFAULT] = {"limit": limits} if limits else None
+        spec[NAMESPACE_QUOTA_DEFAULT] = quota.parse_quota(
+            body[NAMESPACE_QUOTA_DEFAULT], NAMESPACE_QUOTA_DEFAULT
+        )
     if CONTAINER_LIMIT_DEFAULT in body:
         defaults = quota.parse_limits(
             body[CONTAINER_LIMIT_DEFAULT], CONTAINER_LIMIT_DEFAULT, quota.CONTAINER_DEFAULT_FIELDS

@@ -86,14 +86,15 @@ def may_change(who: Caller) -> None:
 async def update(deps: Deps, who: Caller, obj: Obj, body: dict[str, Any]) -> Obj:
     """`body` holds the schema's changeable fields only; a builtin driver keeps its file."""
     may_change(who)
-    spec = updatable_spec(body, deps.driver_files)
     current = obj.get("spec") or {}
     if current.get("builtin"):
+        # Given as shown (a driver read and put back), they are no change.
         for field in ("url", "checksum"):
-            if field in spec and spec[field] != current.get(field, ""):
+            if field in body and body[field] != current.get(field, ""):
                 raise errors.invalid(field, f"the {field} of a builtin driver cannot change",
                                      code="InvalidAction")  # fmt: skip
-    return await _patch(deps, obj, spec)
+        body = {k: v for k, v in body.items() if k not in ("url", "checksum")}
+    return await _patch(deps, obj, updatable_spec(body, deps.driver_files))
 
 
 def may_activate(who: Caller, action: str) -> None:

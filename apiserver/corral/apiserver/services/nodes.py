@@ -26,8 +26,11 @@ ROLES = ("etcd", "controlPlane", "worker")
 
 async def update(deps: Deps, obj: Obj, body: dict[str, Any]) -> Obj:
     spec = obj.get("spec") or {}
-    for field in ("requestedHostname", *ROLES):
-        if field in body and body[field] != spec.get(field):
+    # Compared with what a GET shows of them, so that a node read can be put back.
+    shown = {"requestedHostname": spec.get("requestedHostname", "")}
+    shown |= {role: spec.get(role, False) for role in ROLES}
+    for field, value in shown.items():
+        if field in body and body[field] != value:
             raise errors.invalid(field, f"{field} cannot be changed", code="InvalidAction")
     patch: dict[str, Any] = {}
     if "displayName" in body:

@@ -17,7 +17,7 @@ from lightkube.resources.core_v1 import Event
 
 from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
-from corral.apiserver.http.body import description_text, either, name_text, or_empty, referenced
+from corral.apiserver.http.body import description_text, either, name_text, referenced
 from corral.apiserver.services import admission, bindings, podsecurity
 from corral.apiserver.services.admission import default_of, limit_of, project_id
 from corral.apiserver.services.visibility import owned_project, visible_cluster
@@ -119,11 +119,7 @@ def quota_spec(body: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
     merged = {part: current.get(part) for part in QUOTA_PARTS if current.get(part)}
     for part in ("resourceQuota", "namespaceDefaultResourceQuota"):
         if part in body:
-            value = or_empty(body[part], {})
-            if not isinstance(value, dict):
-                raise quota.QuotaError(f"{part} must be an object with a limit", part)
-            limits = quota.parse_limits(value.get("limit"), f"{part}.limit")
-            merged[part] = {"limit": limits} if limits else None
+            merged[part] = quota.parse_quota(body[part], part)
     if "containerDefaultResourceLimit" in body:
         field = "containerDefaultResourceLimit"
         defaults_ = quota.parse_limits(body[field], field, quota.CONTAINER_DEFAULT_FIELDS)

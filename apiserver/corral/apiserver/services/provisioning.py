@@ -82,6 +82,7 @@ async def create(deps: Deps, who: Caller, namespace: str | None, body: dict[str,
     """A new provisioned cluster and its pools (administrators only, as through /v3)."""
     clusters.may_create(who)
     given = v1.parse(body)
+    v1.check_labels_kept(given, None)
     if namespace is not None and given.namespace not in (None, namespace):
         raise errors.invalid("metadata.namespace", "metadata.namespace must be the path's")
     namespace = namespace or given.namespace
@@ -143,6 +144,7 @@ async def update(deps: Deps, who: Caller, cluster: Obj, body: dict[str, Any]) ->
     clusters.may_change(deps, who, cluster)
     namespace, name = v1.name_of(cluster)
     given = v1.parse(body)
+    v1.check_labels_kept(given, cluster)
     for field, value, expected in (
         ("metadata.namespace", given.namespace, namespace),
         ("metadata.name", given.name, name),

@@ -22,6 +22,7 @@ from typing import Any
 
 from lightkube import ApiError as KubeApiError
 from lightkube import AsyncClient
+from lightkube.models.core_v1 import Affinity, PodSecurityContext, SecurityContext, Volume
 from lightkube.resources.apps_v1 import ReplicaSet
 from lightkube.types import CascadeType
 
@@ -143,6 +144,7 @@ async def create(deps: Deps, who: Caller, pid: str, body: dict[str, Any]) -> Wor
     if (await cache_of(deps, where, kind)).get(f"{namespace}/{name}"):
         raise errors.conflict(f"workload {kind.type}:{namespace}:{name} already exists")
     obj = spec.build(kind, namespace, name, body)
+    check_passed_through(body)
     check_bounds(deps, kind, obj)
     await admit(deps, where, kind, obj, None)
     created = await _create(deps, where, kind, obj)
@@ -160,6 +162,7 @@ async def update(deps: Deps, found: Workload, body: dict[str, Any]) -> Workload:
         if body.get(field) not in (None, now):
             raise errors.invalid(field, f"{field} cannot be changed (it is {now})")
     changed = spec.merge(kind, obj, body)
+    check_passed_through(body)
     check_bounds(deps, kind, changed)
     if kind.pod_template(changed) != kind.pod_template(obj) or body.get("scale") is not None:
         await admit(deps, where, kind, changed, obj)
@@ -167,6 +170,49 @@ async def update(deps: Deps, found: Workload, body: dict[str, Any]) -> Workload:
         deps, where, kind, obj, lambda current: spec.merge(kind, current, body)
     )
     return Workload(where, kind, replaced, await neighbours(deps, where))
+
+
+def check_passed_through(body: dict[str, Any]) -> None:
+    """The objects a body passes through as Kubernetes takes them (security contexts, the
+    affinity, volume sources), read as Kubernetes' schema reads them: a key it does not have
+    (a misspelt `runAsNonRoot`) would be dropped on its way to the cluster, so it is refused
+    naming it, and a value of the wrong type is refused before it is sent."""
+    given: list[tuple[str, Any, Any]] = [("securityContext", PodSecurityContext,
+                                          body.get("securityContext"))]  # fmt: skip
+    scheduling = body.get("scheduling")
+    if isinstance(scheduling, dict):
+        given.append(("scheduling.affinity", Affinity, scheduling.get("affinity")))
+    for i, container in enumerate(body.get("containers") or []):
+        if isinstance(container, dict):
+            where = f"containers[{i}].securityContext"
+            given.append((where, SecurityContext, container.get("securityContext")))
+    given += [(f"volumes[{i}]", Volume, v) for i, v in enumerate(body.get("volumes") or [])]
+    for where, model, value in given:
+        if not isinstance(value, dict):
+            continue  # absent, or refused already by the spec's own checks
+        try:
+            kept = model.from_dict(value).to_dict()
+        except (ValueError, TypeError) as exc:
+            raise errors.invalid(where, f"{where}: {exc}") from None
+        if (lost := dropped(value, kept)) is not None:
+            raise errors.unknown(f"{where}{lost}", "what Kubernetes takes there")
+
+
+def dropped(sent: Any, kept: Any) -> str | None:
+    """The path (`.a.b`, `[0].c`) of the first key of `sent` that `kept` lacks, if any."""
+    if isinstance(sent, dict) and isinstance(kept, dict):
+        for key, value in sent.items():
+            if value is None:
+                continue
+            if key not in kept:
+                return f".{key}"
+            if (inner := dropped(value, kept[key])) is not None:
+                return f".{key}{inner}"
+    if isinstance(sent, list) and isinstance(kept, list):
+        for i, (item, kept_item) in enumerate(zip(sent, kept, strict=False)):
+            if (inner := dropped(item, kept_item)) is not None:
+                return f"[{i}]{inner}"
+    return None
 
 
 async def delete(deps: Deps, found: Workload) -> None:

@@ -168,10 +168,13 @@ def merged(
         "groupsClaim": check_groups_claim,
     }
     spec = current.spec()
+    # A field given as it is stored is no change: a client may PUT back what it read, the
+    # unconfigured provider's empty issuer included.
+    given = {f: v for f, v in body.items() if v is not None and v != spec.get(f)}
     for field, check in checks.items():
-        if field in body and body[field] is not None:
-            spec[field] = check(body[field])
-    if body.get("issuer") is not None:
+        if field in given:
+            spec[field] = check(given[field])
+    if "issuer" in given:
         check_issuer_host(spec["issuer"], allow_link_local)
     if "enabled" in body:
         if not isinstance(body["enabled"], bool):

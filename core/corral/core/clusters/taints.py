@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from corral.core.api.labels import NAME_RULE, is_name, key_problem
-from corral.core.errors import Invalid
+from corral.core.errors import UNKNOWN_FIELD, Invalid
 
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MAX_TAINTS = 64
@@ -43,6 +43,12 @@ def parse(value: Any, field: str = "desiredNodeTaints") -> list[dict[str, str]]:
 def _taint(taint: Any, field: str, where: str) -> dict[str, str]:
     if not isinstance(taint, dict):
         raise InvalidTaint(f"{where} must be an object with key, value and effect", field)
+    for name in taint:
+        # `type` is the name Rancher's clients give an embedded object ("taint"): ignored.
+        if name not in ("key", "value", "effect", "type"):
+            # Named by its path, as any unknown key of a body is; still a taint's refusal.
+            at = f"{where}.{name}"
+            raise InvalidTaint(f"{at} is not a field of a taint", at, UNKNOWN_FIELD)
     key, value, effect = taint.get("key"), taint.get("value"), taint.get("effect")
     if not isinstance(key, str) or not key:
         raise InvalidTaint(f"{where}.key is required and must be text", field)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from corral.core import quantity
-from corral.core.errors import Invalid
+from corral.core.errors import Invalid, unknown
 
 TYPES = ("string", "int", "boolean", "array[string]", "quantity")
 MAX_FIELDS = 128
@@ -91,7 +91,7 @@ def check_config(schema: Mapping[str, Any], config: Any, field: str) -> dict[str
     fields: Mapping[str, Any] = schema.get("fields") or {}
     for name in config:
         if name not in fields:
-            raise Invalid(f"{field}.{name} is not a field of this driver", field=f"{field}.{name}")
+            raise unknown(f"{field}.{name}", "this driver")
     checked: dict[str, Any] = {}
     for name, spec in fields.items():
         if config.get(name) is not None:

@@ -31,6 +31,16 @@ def credential_field(driver: str) -> str:
     return f"{driver}{CREDENTIAL_SUFFIX}"
 
 
+def names_config(key: str) -> bool:
+    """Whether a body key is a template's `<driver>Config` (the driver is judged later)."""
+    return driver_in({key: None}, CONFIG_SUFFIX) is not None
+
+
+def names_credential(key: str) -> bool:
+    """Whether a body key is a credential's `<driver>credentialConfig`."""
+    return driver_in({key: None}, CREDENTIAL_SUFFIX) is not None
+
+
 def driver_in(body: Mapping[str, Any], suffix: str) -> str | None:
     """The driver a body names by its one `<driver><suffix>` key (Rancher's way of naming a
     template's or a credential's driver); None without one, Invalid with several."""

@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from corral.core import quantity
-from corral.core.errors import Invalid
+from corral.core.errors import UNKNOWN_FIELD, Invalid, unknown
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,18 @@ def show(value: Decimal, field: str) -> str:
     return quantity.format_quantity(value, kind_of(field))
 
 
+def parse_quota(value: Any, field: str) -> dict[str, Any] | None:
+    """A quota object, `{"limit": {field: quantity}}`, checked; None for no limit."""
+    value = {} if value is None else value
+    if not isinstance(value, dict):
+        raise QuotaError(f"{field} must be an object with a limit", field)
+    for key in value:
+        if key != "limit":
+            raise unknown(f"{field}.{key}", "a quota")
+    limits = parse_limits(value.get("limit"), f"{field}.limit")
+    return {"limit": limits} if limits else None
+
+
 def parse_limits(value: Any, field: str, allowed: Iterable[str] = QUOTA_FIELDS) -> dict[str, str]:
     """A `{field: quantity}` object, checked: known fields, valid non-negative quantities
     within the bounds of `corral.core.quantity`."""
@@ -110,7 +122,9 @@ def parse_limits(value: Any, field: str, allowed: Iterable[str] = QUOTA_FIELDS) 
     for name, given in value.items():
         where = f"{field}.{name}"
         if name not in allowed:
-            raise QuotaError(f"{where} is not a quota field; known: {', '.join(allowed)}", where)
+            raise QuotaError(
+                f"{where} is not a quota field; known: {', '.join(allowed)}", where, UNKNOWN_FIELD
+            )
         if given in (None, ""):
             continue
         try:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from corral.core.errors import Invalid
+from corral.core.errors import Invalid, unknown
 from corral.core.nodepools import spec as pool_spec
 
 # Bounds a request: every pool is one object written.
@@ -224,7 +224,7 @@ def _template(value: Any, at: str) -> str:
         raise Invalid(f"{at}.name is required", f"{at}.name", code="MissingRequired")
     for key in value:
         if key not in ("kind", "name", "namespace", "apiVersion"):
-            raise Invalid(f"{at}.{key} is not a field of a reference", f"{at}.{key}")
+            raise unknown(f"{at}.{key}", "a reference")
     return name
 
 

@@ -17,10 +17,13 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from corral.core import pki
 from corral.core.api import condition_types as ct
+from corral.core.errors import unknown
 from corral.core.provisioning import pki as cp
 from corral.core.provisioning.manifests import ANNOTATION_PKI_GENERATION
 
 ACTION = "rotateCertificates"
+INPUT_TYPE = "rotateCertificatesInput"
+INPUT_FIELDS = ("caCertificates", "services")
 OUTPUT_TYPE = "rotateCertificateOutput"
 ANNOTATION_ROTATION = "management.svc.io/certificate-rotation"
 STATUS_FIELD = "certificateRotationGeneration"
@@ -78,6 +81,13 @@ class Request:
             ca=bool(given.get("caCertificates")),
             services=tuple(given.get("services") or ()),
         )
+
+
+def check_input(body: Mapping[str, Any]) -> None:
+    """A request names only what a rotation takes: any other field is refused, not ignored."""
+    for field in body:
+        if field not in INPUT_FIELDS:
+            raise unknown(field, INPUT_TYPE)
 
 
 def parse_services(value: Any) -> tuple[str, ...]:

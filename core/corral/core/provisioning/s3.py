@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.core.api import addresses
-from corral.core.errors import Invalid
+from corral.core.errors import Invalid, unknown
 from corral.core.provisioning import catalog
 
 # A cloud credential of this kind (`s3credentialConfig`) needs no node driver: corral declares
@@ -103,7 +103,7 @@ def target(config: Mapping[str, Any] | None, config_field: str) -> Target | None
              "cloudCredentialName"}  # fmt: skip
     for name in block:
         if name not in known:
-            raise Invalid(f"{where}.{name} is not a field of an S3 target", f"{where}.{name}")
+            raise unknown(f"{where}.{name}", "an S3 target")
     endpoint = _text(block, "endpoint", where, MAX_ENDPOINT, required=True)
     if not _ENDPOINT.match(endpoint) or not _port_ok(endpoint):
         raise Invalid(f"{where}.endpoint must be host[:port], without a scheme or a path",

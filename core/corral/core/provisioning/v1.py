@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.core.api import drivers, ids
-from corral.core.errors import Invalid
+from corral.core.errors import UNKNOWN_FIELD, Invalid, unknown
 from corral.core.provisioning import machinepools
 from corral.core.provisioning.flavours import FLAVOURS, K3S, RKE2
 from corral.core.provisioning.machinepools import MachinePool
@@ -43,6 +43,13 @@ SPEC_FIELDS = frozenset(
     {"kubernetesVersion", "rkeConfig", *(f.config_field for f in FLAVOURS.values())}
 )
 RKE_CONFIG_FIELDS = frozenset({"machinePools", "networking", *SHOWN_ONLY})
+# The view's own fields, and those it shows that a body may carry back and are not written
+# (`status`, the envelope's `id`, `type`, `links`; metadata Kubernetes keeps): everything else
+# a body gives is refused naming it.
+FIELDS = frozenset({"apiVersion", "kind", "metadata", "spec", SPEC_POOLS})
+SHOWN_FIELDS = frozenset({"id", "type", "links", "status"})
+METADATA_FIELDS = frozenset({"name", "namespace", "resourceVersion", "labels"})
+SHOWN_METADATA = frozenset({"uid", "generation", "creationTimestamp", "deletionTimestamp", "state"})
 
 
 def is_type(text: str) -> bool:
@@ -104,6 +111,25 @@ def checked_name(value: Any, field: str) -> str:
     return value
 
 
+def shown_labels(cluster: Mapping[str, Any]) -> dict[str, str]:
+    """The Cluster's labels as the view shows them: without those that hold its name."""
+    labels = cluster["metadata"].get("labels") or {}
+    return {k: v for k, v in labels.items() if k not in (LABEL_NAMESPACE, LABEL_NAME)}
+
+
+def check_labels_kept(given: Given, cluster: Mapping[str, Any] | None) -> None:
+    """The view shows the Cluster's labels and writes none: a body may give them back as
+    shown (none for a new cluster), and a change is refused (they change through /v3)."""
+    shown = {} if cluster is None else shown_labels(cluster)
+    if given.labels is not None and given.labels != shown:
+        raise Invalid(
+            "metadata.labels are the cluster's, changed through /v3/clusters; give them as "
+            "shown or leave them out",
+            "metadata.labels",
+            "InvalidAction",
+        )
+
+
 def render(
     cluster: Mapping[str, Any], pools: Iterable[MachinePool], state: tuple[str, str, str]
 ) -> dict[str, Any]:
@@ -122,11 +148,7 @@ def render(
         rke_config["networking"] = config["networking"]
     rke_config |= {field: spec[field] for field in SHOWN_ONLY if field in spec}
     conditions = sorted(status.get("conditions") or [], key=lambda c: str(c.get("type", "")))
-    labels = {
-        k: v
-        for k, v in (meta.get("labels") or {}).items()
-        if k not in (LABEL_NAMESPACE, LABEL_NAME)
-    }
+    labels = shown_labels(cluster)
     shown_meta: dict[str, Any] = {
         "name": name,
         "namespace": namespace,
@@ -177,6 +199,7 @@ class Given:
     networking: Any  # spec.rkeConfig.networking as given; None when not given
     pools: Any  # the machine pools as given, unchecked (`machine_pools`); None: not given
     pools_at: str  # where the body gives them: POOLS or SPEC_POOLS
+    labels: dict[str, Any] | None  # metadata.labels as given; None when not given
 
 
 def parse(body: Mapping[str, Any]) -> Given:
@@ -187,7 +210,12 @@ def parse(body: Mapping[str, Any]) -> Given:
     for field, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
         if field in body and body[field] != expected:
             raise Invalid(f"{field} must be {expected}", field)
+    _refuse_unknown(body, FIELDS | SHOWN_FIELDS, "")
     meta = _object(body.get("metadata"), "metadata")
+    _refuse_unknown(meta, METADATA_FIELDS | SHOWN_METADATA, "metadata.")
+    labels = meta.get("labels")
+    if labels is not None and not isinstance(labels, dict):
+        raise Invalid("metadata.labels must be an object", "metadata.labels")
     namespace = meta.get("namespace")
     if namespace is not None:
         namespace = checked_name(namespace, "metadata.namespace")
@@ -207,6 +235,7 @@ def parse(body: Mapping[str, Any]) -> Given:
                 f"spec.{field} is not a field of this view; the fields are "
                 f"{', '.join(sorted(SPEC_FIELDS))}",
                 f"spec.{field}",
+                UNKNOWN_FIELD,
             )
     configs = [f for f in (RKE2, K3S) if spec.get(f.config_field) is not None]
     if len(configs) > 1:
@@ -221,6 +250,7 @@ def parse(body: Mapping[str, Any]) -> Given:
                 f"spec.rkeConfig.{field} is not a field of this view; the fields are "
                 f"{', '.join(sorted(RKE_CONFIG_FIELDS))}",
                 f"spec.rkeConfig.{field}",
+                UNKNOWN_FIELD,
             )
     pools, pools_at = rke_config.get("machinePools"), POOLS
     if body.get(SPEC_POOLS) is not None:
@@ -239,6 +269,7 @@ def parse(body: Mapping[str, Any]) -> Given:
         networking=rke_config.get("networking"),
         pools=pools,
         pools_at=pools_at,
+        labels=labels,
     )
 
 
@@ -260,6 +291,12 @@ def flavour_of(given: Given) -> str:
         return given.driver
     version = given.version if isinstance(given.version, str) else ""
     return K3S.driver if "+k3s" in version else RKE2.driver
+
+
+def _refuse_unknown(given: Mapping[str, Any], known: frozenset[str], where: str) -> None:
+    for field in given:
+        if field not in known:
+            raise unknown(f"{where}{field}", "this view")
 
 
 def _object(value: Any, field: str) -> dict[str, Any]:

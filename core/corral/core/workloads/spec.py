@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from corral.core.api.ids import is_dns_label, is_dns_subdomain
-from corral.core.errors import Invalid
+from corral.core.errors import Invalid, unknown
 from corral.core.quantity import amount
 from corral.core.workloads.kinds import CRON_JOB, JOB, STATEFUL_SET, Kind, Obj, selector_label
 
@@ -164,8 +164,7 @@ def check_bounds(kind: Kind, obj: Obj, max_scale: int) -> None:
 def _check_known(given: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
     for field in given:
         if field not in known:
-            name = f"{where}{field}"
-            raise Invalid(f"{name} is not a field corral writes on a workload", name)
+            raise unknown(f"{where}{field}", "a workload corral writes")
 
 
 def _pod_fields(body: Mapping[str, Any], pod: Obj) -> None:
@@ -336,6 +335,7 @@ def _container(entry: Obj, container: Obj, where: str) -> None:
 
 def _port(value: Any, where: str) -> Obj:
     entry = mapping(value, where)
+    _check_known(entry, ("containerPort", "protocol", "name"), f"{where}.")
     port: Obj = {
         "containerPort": bounded_int(entry.get("containerPort"), f"{where}.containerPort", 1, 65535)
     }
@@ -353,6 +353,7 @@ def _port(value: Any, where: str) -> Obj:
 
 def _resources(value: Any, where: str) -> Obj:
     given = mapping(value, where)
+    _check_known(given, ("requests", "limits"), f"{where}.")
     resources: Obj = {}
     for part in ("requests", "limits"):
         if given.get(part) is None:
@@ -370,6 +371,7 @@ def _resources(value: Any, where: str) -> Obj:
 def env_var(value: Any, where: str) -> Obj:
     """One EnvVar: `name` and `value`, or `name` and `valueFrom` with exactly one source."""
     entry = mapping(value, where)
+    _check_known(entry, ("name", "value", "valueFrom"), f"{where}.")
     env: Obj = {"name": string(entry.get("name"), f"{where}.name", limit=256)}
     if entry.get("valueFrom") is not None:
         if entry.get("value") is not None:
@@ -393,6 +395,7 @@ def env_var(value: Any, where: str) -> Obj:
 
 def _mount(value: Any, where: str) -> Obj:
     entry = mapping(value, where)
+    _check_known(entry, ("name", "mountPath", "readOnly", "subPath"), f"{where}.")
     path = string(entry.get("mountPath"), f"{where}.mountPath")
     if not path.startswith("/"):
         raise Invalid(f"{where}.mountPath must be an absolute path", f"{where}.mountPath")
@@ -432,12 +435,15 @@ def _claim_templates(value: Any) -> list[Obj]:
     for i, entry in enumerate(items(value, "volumeClaimTemplates")):
         where = f"volumeClaimTemplates[{i}]"
         entry = mapping(entry, where)
+        _check_known(entry, ("name", "spec"), f"{where}.")
         spec = mapping(entry.get("spec"), f"{where}.spec")
+        _check_known(spec, ("accessModes", "resources", "storageClassName"), f"{where}.spec.")
         modes = strings(spec.get("accessModes", []), f"{where}.spec.accessModes")
         resources = mapping(spec.get("resources", {}), f"{where}.spec.resources")
-        storage = mapping(resources.get("requests", {}), f"{where}.spec.resources.requests").get(
-            "storage"
-        )
+        _check_known(resources, ("requests",), f"{where}.spec.resources.")
+        requests = mapping(resources.get("requests", {}), f"{where}.spec.resources.requests")
+        _check_known(requests, ("storage",), f"{where}.spec.resources.requests.")
+        storage = requests.get("storage")
         claim: Obj = {
             "accessModes": modes,
             "resources": {
@@ -461,8 +467,10 @@ def _schedule(value: Any) -> str:
 
 def _scheduling(value: Any, pod: Obj) -> None:
     given = mapping(value, "scheduling")
+    _check_known(given, ("node", "tolerations", "affinity"), "scheduling.")
     node = given.get("node")
     if node is not None:
+        _check_known(mapping(node, "scheduling.node"), ("nodeSelector",), "scheduling.node.")
         selector = mapping(node, "scheduling.node").get("nodeSelector")
         if selector is not None:
             pod["nodeSelector"] = string_map(selector, "scheduling.node.nodeSelector")
@@ -477,6 +485,7 @@ def _scheduling(value: Any, pod: Obj) -> None:
 
 def _toleration(value: Any, where: str) -> Obj:
     entry = mapping(value, where)
+    _check_known(entry, ("key", "value", "operator", "effect", "tolerationSeconds"), f"{where}.")
     toleration: Obj = {}
     for part in ("key", "value"):
         if entry.get(part) is not None:
@@ -488,4 +497,9 @@ def _toleration(value: Any, where: str) -> Obj:
                     f"{where}.{part} must be one of {', '.join(allowed)}", f"{where}.{part}"
                 )
             toleration[part] = entry[part]
+    if entry.get("tolerationSeconds") is not None:
+        field = f"{where}.tolerationSeconds"
+        toleration["tolerationSeconds"] = bounded_int(
+            entry["tolerationSeconds"], field, 0, 2**31 - 1
+        )
     return toleration
