@@ -36,24 +36,21 @@ from cryptography.x509.oid import NameOID
 from kubernetes import client as k8s
 from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Namespace
 
 from corral.apiserver.app import create_app
 from corral.core import settings
-from corral.core.api import condition_types as ct
 from corral.core.api import ids, names
-from corral.core.conditions import Condition
 from corral.core.features import parse as parse_features
 from corral.core.kube import client as kube_client
-from corral.core.kube import cluster_secrets, kinds, registration_tokens
+from corral.core.kube import kinds, registration_tokens
 from corral.core.kube.client import as_dict
 from corral.core.kube.credential import from_environment
-from corral.core.kube.status import StatusWriter
 from corral.core.pki import CertificateAuthority
 from corral.core.provisioning import catalog
 from corral.core.registration import tokens
 
 from .client import Api, Response, error, eventually
+from .clusters import provisioned
 from .conftest import FIELD_MANAGER, ROOT, Person, write_user
 
 PATH = "/v3/clusterregistrationtokens"
@@ -79,30 +76,6 @@ async def node_catalog(kube: AsyncClient) -> AsyncIterator[None]:
     yield
     setting = kinds.Setting(metadata=ObjectMeta(name=catalog.SETTING), value=before)
     await kube.apply(setting, field_manager=FIELD_MANAGER, force=True)
-
-
-async def provisioned(
-    kube: AsyncClient, version: str = VERSION, ready: bool = True, reachable: bool = True
-) -> str:
-    """A k3s cluster as the provisioner leaves it: provisioned at `version`, Ready, and
-    corral's credential for it (which reaches this management cluster)."""
-    cluster_id = "c-m-" + ids.random_suffix(8)
-    spec = {"displayName": cluster_id, "driver": "k3s", "kubernetesVersion": version}
-    body = as_dict(await kube.create(kinds.Cluster(metadata=ObjectMeta(name=cluster_id),
-                                                   spec=spec)))  # fmt: skip
-    credential = from_environment()
-    writer = StatusWriter(kube, FIELD_MANAGER, lambda: datetime.datetime.now(datetime.UTC))
-    progress = {"step": "Provisioned", "ready": ready, "endpoint": credential.server,
-                "appliedVersion": version}  # fmt: skip
-    await writer.apply(kinds.Cluster, cluster_id, seen=body,
-                       conditions=[Condition.of(ct.READY, ready, "Ready")],
-                       fields={"provisioning": progress})  # fmt: skip
-    if reachable:
-        await kube.apply(cluster_secrets.credential_secret(body, credential),
-                         field_manager=FIELD_MANAGER, force=True)  # fmt: skip
-    labels = {names.LABEL_CLUSTER: cluster_id}
-    await kube.create(Namespace(metadata=ObjectMeta(name=cluster_id, labels=labels)))
-    return cluster_id
 
 
 @dataclass(frozen=True)
@@ -214,9 +187,9 @@ async def test_only_owners_see_tokens_members_and_others_get_404(
 @pytest.mark.parametrize(
     ("body", "status", "code"),
     [
-        ({"ttl": 59}, 422, "MinMaxLimitExceeded"),
+        ({"ttl": 59}, 422, "MaxLimitExceeded"),
         ({"ttl": "1h"}, 422, "InvalidFormat"),
-        ({"ttl": tokens.MAX_TTL_SECONDS + 1}, 422, "MinMaxLimitExceeded"),
+        ({"ttl": tokens.MAX_TTL_SECONDS + 1}, 422, "MaxLimitExceeded"),
     ],
 )
 async def test_a_bad_ttl_is_refused_and_nothing_is_made(

@@ -24,6 +24,7 @@ from corral.core.kube import kinds
 from corral.core.provisioning import catalog
 
 from .client import Api, error
+from .clusters import provisioned
 from .conftest import EXTERNAL_URL, Person
 
 UNKNOWN = "notAFieldOfAnything"
@@ -107,6 +108,8 @@ async def estate(
             spec={"requestedHostname": "bodies-1"},
         )
     )
+    # Registration tokens are made for provisioned clusters only.
+    await made(api, "/v3/clusterregistrationtokens", {"clusterId": await provisioned(kube)})
     yield {
         "v1": view,
         # Where each family nested under another has the resources made above.

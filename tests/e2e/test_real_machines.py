@@ -16,6 +16,7 @@ import json
 import secrets
 import ssl
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -89,7 +90,7 @@ def node_command(api: Api, cluster_id: str) -> str:
 
 def nodes_of(api: Api, cluster_id: str) -> dict[str, dict[str, Any]]:
     listed = api.get(f"/v3/clusters/{cluster_id}/nodes").body["data"]
-    return {n["hostname"]: n for n in listed}
+    return {n["requestedHostname"]: n for n in listed}
 
 
 def ready_node(api: Api, cluster_id: str, hostname: str) -> dict[str, Any] | None:
@@ -118,11 +119,16 @@ def test_a_machine_joins_by_the_node_command_and_walks_to_ready(
     api: Api, cluster: str, joined: Machine
 ) -> None:
     node = nodes_of(api, cluster)["joined"]
-    conditions = {c["type"]: c["status"] for c in node["conditions"]}
+    conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
     for kind in ("Initialized", "Provisioned", "Registered", "Ready"):
-        assert conditions.get(kind) == "True", (kind, node["conditions"])
-    assert node["ipAddress"] == joined.address
+        assert conditions.get(kind) == "True", (kind, node["status"]["conditions"])
+    assert address_of(node) == joined.address
     assert node["worker"] is True
+
+
+def address_of(node: dict[str, Any]) -> str:
+    addresses = node["status"]["internalNodeStatus"]["addresses"]
+    return next(a["address"] for a in addresses if a["type"] == "InternalIP")
 
 
 @pytest.fixture(scope="module")
@@ -185,9 +191,7 @@ def test_a_pool_of_the_local_cloud_makes_a_real_worker(
 ) -> None:
     node = nodes_of(api, cluster)["pool1"]
     assert node["nodePoolId"] == pooled["id"]
-    machine = env.cloud.get(node["nodeName"]) or env.cloud.machines()[-1]
-    assert node["ipAddress"] in {m.address for m in env.cloud.machines()}
-    assert machine is not None
+    assert address_of(node) in {m.address for m in env.cloud.machines() if m.hostname == "pool1"}
 
 
 PAGE = "served-by-a-real-machine"
@@ -228,7 +232,7 @@ def web(api: Api, cluster: str, joined: Machine, pooled: dict[str, Any]) -> tupl
     """A workload on every machine (a DaemonSet, made through /v3) in a project of its own."""
     where = place(api, cluster)
     created = api.post(f"/v3/projects/{where.project}/workloads", {
-        "name": "web", "namespaceId": where.namespace, "daemonSetConfig": {},
+        "name": "web", "namespaceId": where.namespace, "workloadType": "daemonSet",
         "containers": [WEB_CONTAINER]})  # fmt: skip
     assert created.status == 201, created.body
     wid = str(created.body["id"])
@@ -314,3 +318,87 @@ def test_with_isolation_on_another_project_is_refused_and_its_own_is_reached(
     neighbour = next(p for p in pods_of(api, where, wid) if p["id"] != target["id"])
     reached = execute(api, where, neighbour["id"], fetch(target["podIp"], 8080))
     assert PAGE in reached["stdout"], reached
+
+
+def test_a_drain_moves_the_pods_to_another_machine(
+    api: Api, cluster: str, joined: Machine, pooled: dict[str, Any]
+) -> None:
+    where = place(api, cluster)
+    created = api.post(f"/v3/projects/{where.project}/workloads", {
+        "name": "moved", "namespaceId": where.namespace, "scale": 2,
+        "containers": [{**WEB_CONTAINER, "name": "moved"}]})  # fmt: skip
+    assert created.status == 201, created.body
+    wid = str(created.body["id"])
+    wait_for("two pods running", lambda: len(pods_of(api, where, wid)) == 2, JOIN_TIMEOUT)
+    node = nodes_of(api, cluster)["joined"]
+    drained = api.post(relative(node["actions"]["drain"]), {"deleteLocalData": True})
+    assert drained.status == 200, drained.body
+    try:
+        moved = wait_for(
+            "the pods on the other machine",
+            lambda: (
+                (p := pods_of(api, where, wid))
+                and len(p) == 2
+                and all(q["nodeId"] == "pool1" for q in p)
+                and p
+            ),
+            JOIN_TIMEOUT,
+        )
+        assert {p["nodeId"] for p in moved} == {"pool1"}
+    finally:
+        undone = api.post(relative(node["actions"]["uncordon"]), {})
+        assert undone.status == 200, undone.body
+
+
+def relative(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.path}?{parts.query}" if parts.query else parts.path
+
+
+def run_refused(machine: Machine, command: str) -> str:
+    done = machine.exec(["sh", "-c", f"set -o pipefail 2>/dev/null; {command}"],
+                        timeout=JOIN_TIMEOUT)  # fmt: skip
+    assert done.rc != 0, done.stdout.decode(errors="replace")
+    return (done.stdout + done.stderr).decode(errors="replace")
+
+
+def installed(machine: Machine) -> list[str]:
+    """What the installer leaves on a machine, if anything."""
+    places = ("var/lib/corral-node", "opt/cni/bin", "usr/local/bin/corral-node-uninstall.sh")
+    return [p for p in places if (machine.rootfs / p).exists() and any(
+        (machine.rootfs / p).iterdir() if (machine.rootfs / p).is_dir() else [True])]  # fmt: skip
+
+
+def test_a_wrong_or_revoked_registration_token_joins_nothing(
+    env: Environment, api: Api, cluster: str
+) -> None:
+    command = node_command(api, cluster)
+    token = command.split("--token ")[1].split()[0]
+    machine = env.cloud.create("refused", hostname="refused")
+    try:
+        wrong = run_refused(machine, command.replace(token, "x" * len(token)))
+        assert "401" in wrong or "Unauthorized" in wrong or "token" in wrong, wrong
+        assert installed(machine) == []
+        made = api.post("/v3/clusterregistrationtokens", {"clusterId": cluster})
+        assert made.status == 201, made.body
+        revoked_command = str(made.body["nodeCommand"])
+        assert api.delete(f"/v3/clusterregistrationtokens/{made.body['id']}").status == 204
+        revoked = run_refused(machine, revoked_command)
+        assert "401" in revoked or "Unauthorized" in revoked or "token" in revoked, revoked
+        assert installed(machine) == []
+        assert "refused" not in nodes_of(api, cluster)
+    finally:
+        env.cloud.remove("refused")
+
+
+def test_scaling_the_pool_down_removes_its_machine(
+    env: Environment, api: Api, cluster: str, pooled: dict[str, Any]
+) -> None:
+    before = {m.hostname for m in env.cloud.machines()}
+    assert "pool1" in before
+    scaled = api.put(f"/v3/nodepools/{pooled['id']}", {"quantity": 0})
+    assert scaled.status == 200, scaled.body
+    wait_for("pool1 gone from the cluster", lambda: "pool1" not in nodes_of(api, cluster),
+             JOIN_TIMEOUT)  # fmt: skip
+    wait_for("its machine gone", lambda: "pool1" not in {m.hostname for m in env.cloud.machines()},
+             JOIN_TIMEOUT)  # fmt: skip

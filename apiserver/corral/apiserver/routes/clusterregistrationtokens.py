@@ -13,6 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
+from corral.apiserver.http.body import read_input
 from corral.apiserver.http.objects import object_stamp
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -114,5 +115,6 @@ async def token_action(request: web.Request) -> web.Response:
     asked, obj = await handlers.found(FAMILY, request)
     if action(request, set(ACTIONS)) is None:
         raise errors.Unsupported("POST on a cluster registration token needs ?action=rotate")
+    await read_input(request, "rotate")
     rotated = await registrationtokens.rotate(asked.deps, obj)
     return web.json_response(FAMILY.render(asked, rotated))

@@ -146,18 +146,21 @@ def merged(
         "allowedPrincipalIds": lambda v: list(check_allowed(v)),
         "certificate": check_certificate,
     }
+    # A field given as it is stored is no change: a client may PUT back what it read, the
+    # unconfigured provider's empty client id included.
+    given = {f: v for f, v in body.items() if v is not None and v != spec.get(f)}
     for name, check in checks.items():
-        if name in body and body[name] is not None:
-            spec[name] = check(body[name])
+        if name in given:
+            spec[name] = check(given[name])
     for flag in ("tls", "enabled"):
-        if flag in body and body[flag] is not None:
-            if not isinstance(body[flag], bool):
+        if flag in given:
+            if not isinstance(given[flag], bool):
                 raise Invalid(f"{flag} must be true or false", flag)
-            spec[flag] = body[flag]
+            spec[flag] = given[flag]
     host = urlsplit("//" + spec["hostname"]).hostname or ""
     if not spec["tls"] and not is_loopback(host):
         raise Invalid("tls may be false only for a loopback hostname", "tls")
-    if body.get("hostname") is not None:
+    if "hostname" in given:
         check_issuer_host(f"https://{spec['hostname']}", allow_link_local, "hostname")
     config = GithubConfig.from_object({"spec": spec})
     if config.enabled and not config.client_id:

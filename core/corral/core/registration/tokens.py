@@ -64,7 +64,7 @@ def ttl(value: Any) -> int | None:
         raise Invalid(
             f"ttl must be 0 (never expires) or {MIN_TTL_SECONDS} to {MAX_TTL_SECONDS} seconds",
             "ttl",
-            code="MinMaxLimitExceeded",
+            code="MaxLimitExceeded",
         )
     return value
 
