@@ -171,6 +171,13 @@ def test_the_project_sync_leaves_a_join_credential_alone(stack: Environment) -> 
 
 def test_join_rules_name_only_the_machines_node() -> None:
     rules = joining.join_rules("kw-x1")
-    assert [r.verbs for r in rules] == [["create"], ["get", "patch", "update"]]
+    assert [r.verbs for r in rules] == [
+        ["create"],
+        ["get", "patch", "update"],
+        ["create", "get", "list", "watch"],
+    ]
     assert rules[0].resources == ["nodes"] and not rules[0].resourceNames
     assert rules[1].resourceNames == ["kw-x1"]
+    # TLS bootstrap: its CSRs, and never the subresource kcm's own approver looks for.
+    assert rules[2].resources == ["certificatesigningrequests"]
+    assert not any("certificatesigningrequests/nodeclient" in r.resources for r in rules)

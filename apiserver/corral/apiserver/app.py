@@ -26,8 +26,10 @@ from corral.apiserver.routes import (
     authconfigs,
     authproviders,
     cloudcredentials,
+    clusterregistrationtokens,
     clusterroletemplatebindings,
     clusters,
+    connect,
     globalrolebindings,
     health,
     login,
@@ -64,7 +66,8 @@ ROUTE_MODULES = [
     health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
     proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
     workloads, pods, secrets, namespacedsecrets, nodedrivers, nodetemplates, cloudcredentials,
-    nodepools, authproviders, authconfigs, provisioningclusters,
+    nodepools, authproviders, authconfigs, provisioningclusters, clusterregistrationtokens,
+    connect,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
@@ -75,7 +78,7 @@ SCHEMA_LIST = [
     pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, secrets.SCHEMA, namespacedsecrets.SCHEMA,
     nodedrivers.SCHEMA, nodetemplates.SCHEMA, cloudcredentials.SCHEMA, nodepools.SCHEMA,
     authconfigs.SCHEMA, authconfigs.TEST_OUTPUT, authconfigs.APPLY_INPUT,
-    clusters.BACKUP_SCHEMA, clusters.RESTORE_INPUT,
+    clusters.BACKUP_SCHEMA, clusters.RESTORE_INPUT, clusterregistrationtokens.SCHEMA,
 ]  # fmt: skip
 
 
@@ -85,6 +88,7 @@ def create_app(
     external_url: str,
     corral_ca: bytes | None = None,
     driver_files: str | None = None,
+    serving_cert: bytes | None = None,
 ) -> web.Application:
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
     app.on_response_prepare.append(serving.set_response_headers)
@@ -98,6 +102,7 @@ def create_app(
         connections=Connections(kube),
         external_url=external_url,
         corral_ca=corral_ca,
+        serving_cert=serving_cert,
         driver_files=driver_files,
         features=features,
         providers=Providers(),

@@ -36,6 +36,8 @@ class Deps:
     external_url: str
     # The CA of this server's certificate, for kubeconfigs; None when clients trust it already.
     corral_ca: bytes | None
+    # This server's certificate (PEM), whose key the node command pins; None when unknown.
+    serving_cert: bytes | None
     # The directory node drivers' file urls may name files below (CORRAL_DRIVER_FILE_DIR);
     # None when they are refused.
     driver_files: str | None

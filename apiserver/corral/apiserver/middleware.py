@@ -10,7 +10,13 @@ import time
 
 from aiohttp import web
 
-from corral.apiserver.auth.authn import PRINCIPAL, PUBLIC_PREFIXES, authenticate, check_csrf
+from corral.apiserver.auth.authn import (
+    PRINCIPAL,
+    PUBLIC_PATHS,
+    PUBLIC_PREFIXES,
+    authenticate,
+    check_csrf,
+)
 from corral.apiserver.auth.ratelimit import Decision
 from corral.apiserver.deps import DEPS
 from corral.apiserver.http.errors import ApiError, Handler
@@ -20,7 +26,7 @@ RATE_LIMIT = web.RequestKey("rate_limit", Decision)
 
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.path.startswith(PUBLIC_PREFIXES):
+    if request.path.startswith(PUBLIC_PREFIXES) or request.path in PUBLIC_PATHS:
         return await handler(request)
     held = request.app[DEPS]
     now = datetime.datetime.now(datetime.UTC)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corral.core.drivers import source
+from corral.core.registration.command import Corral
 
 # kopf peering keeps the replica of highest priority active and pauses the others; replicas of
 # equal priority all pause, so two replicas started from one pod template with a fixed priority
@@ -41,6 +42,9 @@ class OperatorConfig:
     # The directory node drivers' file urls may name files below; None (the chart's) refuses
     # them: the operator would read, cache and run any file it can open.
     driver_files: str | None = None
+    # Where machines reach the API server, for the node command a pool's machine runs; None
+    # (CORRAL_EXTERNAL_URL unset) gives drivers no command.
+    corral: Corral | None = None
 
     @property
     def driver_cache(self) -> Path:
@@ -57,6 +61,7 @@ class OperatorConfig:
             data_dir=Path(os.environ.get("CORRAL_OPERATOR_DATA_DIR") or DEFAULT_DATA_DIR),
             hosted_grant=hosted_grant(),
             driver_files=driver_files(os.environ.get(source.FILE_DIR_ENV)),
+            corral=corral(),
         )
 
 
@@ -91,3 +96,17 @@ def parse_priority(text: str) -> int:
         raise ValueError(
             f"CORRAL_OPERATOR_PRIORITY must be an integer or {AUTO_PRIORITY}, not {text!r}"
         ) from None
+
+
+def corral() -> Corral | None:
+    """The API server as machines reach it: the same CORRAL_EXTERNAL_URL, CORRAL_CA_FILE and
+    CORRAL_TLS_CERT_FILE (the certificate only, never its key) the API server is given."""
+    url = os.environ.get("CORRAL_EXTERNAL_URL")
+    if not url:
+        return None
+    ca, cert = os.environ.get("CORRAL_CA_FILE"), os.environ.get("CORRAL_TLS_CERT_FILE")
+    return Corral(
+        url.rstrip("/"),
+        Path(ca).read_bytes() if ca else None,
+        Path(cert).read_bytes() if cert else None,
+    )

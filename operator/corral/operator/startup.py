@@ -52,10 +52,10 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     # One client for every handler, and what the operator keeps in memory: handlers find
     # them in the memo.
     memo.kube = kube.async_client()
-    memo.state = State(memo.kube)
+    config: OperatorConfig = memo.get("config") or OperatorConfig.from_env()
+    memo.state = State(memo.kube, corral=config.corral)
     memo.state_task = asyncio.create_task(memo.state.run())
     memo.token_expiries = ExpiryQueue()
-    config: OperatorConfig = memo.get("config") or OperatorConfig.from_env()
     cache = Cache(config.driver_cache)
     memo.drivers = DriverKeeper(memo.kube, cache, memo.state.clock, files=config.driver_files)
     memo.machine_drivers = Drivers(memo.kube, cache)

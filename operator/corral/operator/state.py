@@ -27,6 +27,7 @@ from corral.core.kube.informer import ChangeHook, Informer, Obj
 from corral.core.kube.status import Clock
 from corral.core.projects import roles, secrets
 from corral.core.projects.downstream import Binding
+from corral.core.registration.command import Corral
 from corral.operator.wakeups import Wake
 
 BY_CLUSTER = "cluster"
@@ -98,9 +99,13 @@ class SpecChanges:
 
 
 class State:
-    def __init__(self, kube: AsyncClient, clock: Clock = utc_now) -> None:
+    def __init__(
+        self, kube: AsyncClient, clock: Clock = utc_now, corral: Corral | None = None
+    ) -> None:
         self.kube = kube
         self.clock = clock
+        # Where machines reach the API server: the node command of a pool's machine names it.
+        self.corral = corral
         self._routes: dict[str, list[Route]] = {}
         self.connections = Connections(kube, on_change=lambda c: self.wake(c, Wake.CREDENTIAL))
         self.clusters = Informer(

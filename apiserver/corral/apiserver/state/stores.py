@@ -8,10 +8,11 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from lightkube import AsyncClient
+from lightkube import AsyncClient, operators
+from lightkube.resources.core_v1 import Secret
 
 from corral.core import settings
-from corral.core.api import drivers
+from corral.core.api import drivers, names
 from corral.core.api.names import INDEX_TOKEN_KEY, LABEL_TOKEN_USER
 from corral.core.auth import hashing, ownership, principals
 from corral.core.auth.oidc_config import OidcConfig
@@ -62,6 +63,10 @@ def _binding_project(obj: Obj) -> list[str]:
     return [obj.get("spec", {}).get("projectName", "")]
 
 
+def _token_hash(obj: Obj) -> list[str]:
+    return [obj.get("spec", {}).get("tokenHash", "")]
+
+
 def _owner(obj: Obj) -> list[str]:
     return [ownership.owner_of(obj)]
 
@@ -103,6 +108,9 @@ class Stores:
     authconfigs: Informer
     user_attributes: Informer
     etcdbackups: Informer
+    registration_tokens: Informer
+    # The values of the registration tokens (their Secrets in svc-system).
+    registration_values: Informer
 
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
@@ -148,6 +156,19 @@ class Stores:
             authconfigs=Informer(client, kinds.AuthConfig),
             user_attributes=Informer(client, kinds.UserAttribute),
             etcdbackups=Informer(client, kinds.EtcdBackup, {"cluster": _namespace}, namespace="*"),
+            registration_tokens=Informer(
+                client,
+                kinds.ClusterRegistrationToken,
+                {"cluster": _namespace, "hash": _token_hash},
+                namespace="*",
+            ),
+            registration_values=Informer(
+                client,
+                Secret,
+                namespace=names.SYSTEM_NAMESPACE,
+                labels={names.LABEL_REGISTRATION_TOKEN: operators.exists()},
+                name="registration-token-values",
+            ),
         )
 
     def all(self) -> list[Informer]:
@@ -168,6 +189,8 @@ class Stores:
             self.authconfigs,
             self.user_attributes,
             self.etcdbackups,
+            self.registration_tokens,
+            self.registration_values,
         ]
 
     @contextlib.asynccontextmanager

@@ -35,6 +35,7 @@ NODE_POOL = Kind("NodePool", "nodepools")
 AUTH_CONFIG = Kind("AuthConfig", "authconfigs")
 USER_ATTRIBUTE = Kind("UserAttribute", "userattributes")
 ETCD_BACKUP = Kind("EtcdBackup", "etcdbackups")
+CLUSTER_REGISTRATION_TOKEN = Kind("ClusterRegistrationToken", "clusterregistrationtokens")
 
 # The builtin driver whose machines are simulated (kwok) nodes.
 KWOK_DRIVER = "kwok"
@@ -78,6 +79,11 @@ LABEL_BACKING_PROJECT = "management.svc.io/project"
 # once their downstream node is gone; a record without it (a node pool's machine) is not its own.
 LABEL_NODE_SOURCE = "management.svc.io/node-source"
 NODE_SOURCE_MIRROR = "mirror"
+# A machine that registered itself with the node command (no pool made it).
+NODE_SOURCE_CUSTOM = "custom"
+# The Secret in SYSTEM_NAMESPACE holding a cluster registration token's value, labelled with
+# the token's name (and its cluster, LABEL_CLUSTER).
+LABEL_REGISTRATION_TOKEN = "management.svc.io/registration-token"
 # A machine added over SSH (`customConfig`): the operator installs it, and uninstalls it when
 # its record is deleted.
 NODE_SOURCE_SSH = "ssh"

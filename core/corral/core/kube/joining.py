@@ -4,12 +4,15 @@ to do nothing but register that machine's node (docs/drivers.md, "Joining").
 In the downstream cluster each machine gets a ServiceAccount `machine-<name>` in
 JOIN_NAMESPACE, bound to a ClusterRole of its own that allows creating Nodes and reading and
 updating one Node, the machine's hostname (RBAC cannot limit `create` to a name: a holder
-could register a node of another name, and nothing else). The token is a TokenRequest token
-of JOIN_TOKEN_SECONDS; the account, role and binding are removed once the node has
-registered or the machine goes, which revokes the token at once. corral's own credential
-for the cluster never leaves the operator. The role and binding carry the machine's label:
-the project sync owns every other ClusterRole and ClusterRoleBinding labelled as corral's,
-and removes those it does not want.
+could register a node of another name, and nothing else), and creating and reading
+CertificateSigningRequests, which a kubelet bootstrapping its TLS needs (RBAC cannot limit
+those to its own either; corral approves only a request for the machine's own hostname).
+The token is a TokenRequest token of JOIN_TOKEN_SECONDS; the account, role and binding are
+removed once the node has registered or the machine goes, which revokes the token at once.
+corral's own credential for the cluster never leaves the operator (a machine registering with
+the node command gets its credential from the API server, the same way). The role and
+binding carry the machine's label: the project sync owns every other ClusterRole and
+ClusterRoleBinding labelled as corral's, and removes those it does not want.
 """
 
 from __future__ import annotations
@@ -52,6 +55,11 @@ def join_rules(hostname: str) -> list[PolicyRule]:
         PolicyRule(apiGroups=[""], resources=["nodes"], verbs=["create"]),
         PolicyRule(apiGroups=[""], resources=["nodes", "nodes/status"],
                    resourceNames=[hostname], verbs=["get", "patch", "update"]),
+        # A kubelet bootstrapping its TLS asks for its certificate and waits for it. Never
+        # `certificatesigningrequests/nodeclient`: the controller manager's own approver must
+        # not approve these, corral does (docs/design/real-machines.md).
+        PolicyRule(apiGroups=["certificates.k8s.io"], resources=["certificatesigningrequests"],
+                   verbs=["create", "get", "list", "watch"]),
     ]  # fmt: skip
 
 

@@ -8,6 +8,7 @@ from corral.core.api.names import (
     AUTH_CONFIG,
     CLOUD_CREDENTIAL,
     CLUSTER,
+    CLUSTER_REGISTRATION_TOKEN,
     CLUSTER_ROLE_TEMPLATE_BINDING,
     ETCD_BACKUP,
     GLOBAL_ROLE_BINDING,
@@ -49,3 +50,6 @@ NodePool = create_namespaced_resource(GROUP, VERSION, NODE_POOL.kind, NODE_POOL.
 AuthConfig = create_global_resource(GROUP, VERSION, AUTH_CONFIG.kind, AUTH_CONFIG.plural)
 UserAttribute = create_global_resource(GROUP, VERSION, USER_ATTRIBUTE.kind, USER_ATTRIBUTE.plural)
 EtcdBackup = create_namespaced_resource(GROUP, VERSION, ETCD_BACKUP.kind, ETCD_BACKUP.plural)
+ClusterRegistrationToken = create_namespaced_resource(
+    GROUP, VERSION, CLUSTER_REGISTRATION_TOKEN.kind, CLUSTER_REGISTRATION_TOKEN.plural
+)

@@ -42,6 +42,9 @@ REQUIRED = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, ETCDCTL, ETCDUTL)
 CONTROL_PLANE_OPTIONAL = (KWOK, ETCD_S3)
 NETWORK = (FLANNEL, NETWORK_POLICIES)
 OPTIONAL = (*CONTROL_PLANE_OPTIONAL, *NETWORK)
+NODE = "node"
+NODE_REQUIRED = ("kubelet", "kube-proxy", "cni-plugins")
+NODE_OPTIONAL = ("images",)
 
 # Bounds: a catalog is read on every provisioning pass and shown in /v3/settings.
 MAX_BYTES = 16 * 1024  # a Setting holds at most this (its CRD and settings.MAX_VALUE)
@@ -54,6 +57,9 @@ VERSION = re.compile(r"v(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{
 # What rke2 and k3s append to a Kubernetes version; their clients send it.
 FLAVOUR_SUFFIX = {"rke2": re.compile(r"\+rke2r[0-9]{1,3}"), "k3s": re.compile(r"\+k3s[0-9]{1,3}")}
 _IMAGE = re.compile(r"[a-z0-9][a-z0-9._/:@+-]*", re.ASCII)
+_ASSET_URL = re.compile(r"(https://[!-~]+|/assets/[A-Za-z0-9][A-Za-z0-9._-]*)", re.ASCII)
+_SHA256 = re.compile(r"[0-9a-f]{64}", re.ASCII)
+MAX_URL = 512
 
 # corral's default: the upstream images of the version it is built with (untestable here:
 # this machine reaches no registry; docs/provisioning.md says so).
@@ -68,9 +74,21 @@ class Component:
 
 
 @dataclass(frozen=True)
+class NodeAsset:
+    """A download a machine of the version needs: a `https://` url or a path under
+    `/assets/` of corral's own, and the sha256 (hex) it must have."""
+
+    url: str
+    sha256: str
+
+
+@dataclass(frozen=True)
 class Release:
     version: str
     components: Mapping[str, Component]
+    # What a real machine of the version downloads (docs/design/real-machines.md, section 1),
+    # by name; None for a version that runs simulated workers only.
+    node: Mapping[str, NodeAsset] | None = None
 
     def component(self, name: str) -> Component:
         return self.components[name]
@@ -141,7 +159,11 @@ def parse(text: str) -> Catalog:
     for version, components in document.items():
         if VERSION.fullmatch(version) is None:
             raise _bad(f"key {version!r} is not a version like v1.36.3")
-        releases[version] = Release(version, _components(version, components))
+        node = None
+        if isinstance(components, dict) and NODE in components:
+            components = {k: v for k, v in components.items() if k != NODE}
+            node = _node(version, document[version][NODE])
+        releases[version] = Release(version, _components(version, components), node)
     return Catalog(releases)
 
 
@@ -170,6 +192,29 @@ def _component(where: str, spec: Any) -> Component:
     ):
         raise _bad(f"{where}.command must be a list of 1 to {MAX_ARGS} non-empty strings")
     return Component(image, tuple(command))
+
+
+def _node(version: str, given: Any) -> dict[str, NodeAsset]:
+    where = f"{version}.{NODE}"
+    if not isinstance(given, dict):
+        raise _bad(f"{where} must be an object of downloads")
+    unknown = sorted(set(given) - set(NODE_REQUIRED) - set(NODE_OPTIONAL))
+    if unknown:
+        raise _bad(f"{where} has unknown downloads: {', '.join(unknown)}")
+    missing = [name for name in NODE_REQUIRED if name not in given]
+    if missing:
+        raise _bad(f"{where} lacks downloads: {', '.join(missing)}")
+    assets = {}
+    for name, spec in given.items():
+        if not isinstance(spec, dict) or set(spec) != {"url", "sha256"}:
+            raise _bad(f"{where}.{name} must be an object of url and sha256")
+        url, sha256 = spec["url"], spec["sha256"]
+        if not isinstance(url, str) or len(url) > MAX_URL or not _ASSET_URL.fullmatch(url):
+            raise _bad(f"{where}.{name}.url must be https://… or /assets/<file>")
+        if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
+            raise _bad(f"{where}.{name}.sha256 must be 64 lowercase hex digits")
+        assets[name] = NodeAsset(url, sha256)
+    return assets
 
 
 def _bad(message: str) -> Invalid:

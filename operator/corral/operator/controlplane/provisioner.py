@@ -30,7 +30,7 @@ from lightkube import ApiError
 from corral.core.api import names
 from corral.core.clusters.observe import MAX_MESSAGE
 from corral.core.errors import CorralError, Invalid
-from corral.core.kube import agent, claims, cluster_secrets, kinds
+from corral.core.kube import agent, claims, cluster_secrets, kinds, registration_tokens
 from corral.core.kube.client import as_dict, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.kube.status import StatusWriter
@@ -96,6 +96,8 @@ class Provisioner:
         self.writer = StatusWriter(state.kube, FIELD_MANAGER, state.clock)
         self.network = PodNetwork(cluster, state)
         self.last: Progress | None = None
+        # Whether this process has seen the cluster's default registration token in place.
+        self.default_token = False
 
     def wake(self, reason: Wake) -> None:
         if reason in (Wake.SPEC, Wake.TIMER, Wake.CREDENTIAL):
@@ -139,7 +141,20 @@ class Provisioner:
             level = logging.WARNING if progress.step == "Failed" else logging.INFO
             log.log(level, "cluster %s: %s %s", self.cluster, progress.step, progress.message)
         await self._write(body, progress)
+        if progress.ready and not self.default_token:
+            await self._make_default_token()
         return progress
+
+    async def _make_default_token(self) -> None:
+        """The cluster's `default-token`, once it can take machines; tried again next pass
+        when the write fails."""
+        try:
+            await registration_tokens.ensure_default(self.state.kube, self.cluster,
+                                                     self.state.clock())  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 - the next pass tries again
+            log.warning("cluster %s: default registration token not made: %s", self.cluster, exc)
+            return
+        self.default_token = True
 
     async def _provision(self, body: Obj) -> Progress:
         spec = body["spec"]

@@ -35,7 +35,7 @@ from corral.core.conditions import Condition
 from corral.core.drivers import machines
 from corral.core.drivers.templates import MachineInputs
 from corral.core.errors import Invalid, NotFound, Unavailable
-from corral.core.kube import finalizers, joining, kinds
+from corral.core.kube import finalizers, joining, kinds, registration_tokens
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.connections import Connection
 from corral.core.kube.informer import Informer, Obj
@@ -43,6 +43,7 @@ from corral.core.kube.status import StatusWriter
 from corral.core.kube.templates import machine_inputs
 from corral.core.nodepools import plan as pool_plan
 from corral.core.nodepools import status as pool_status
+from corral.core.registration import tokens
 from corral.core.times import format_time, parse_time
 from corral.operator.downstream.nodes import describe
 from corral.operator.drivers.contract import JoinConfig, Machine, MachineRequest, NodeDriver, Phase
@@ -273,9 +274,21 @@ class PoolSync:
                     names.LABEL_NODE_POOL: pool["metadata"]["name"],
                     names.LABEL_MACHINE: name},
             taints=tuple(record["spec"].get("desiredNodeTaints") or ()),
+            command=await self._node_command(name),
         )  # fmt: skip
         return MachineRequest(name, self.cluster, hostname, inputs.config, join,
                               credential=inputs.credential)  # fmt: skip
+
+    async def _node_command(self, record: str) -> str:
+        """The node command of a registration token of the machine's own; none without
+        corral's URL."""
+        corral = self.state.corral
+        if corral is None:
+            return ""
+        value = await registration_tokens.issue_for_machine(
+            self.state.kube, self.cluster, record, self.state.clock()
+        )
+        return corral.node_command(value)
 
     async def _drained(self, record: Obj, drain: bool, node: Obj | None) -> bool:
         """Whether the machine may go now: drained first when asked (never an etcd node; a
@@ -309,6 +322,9 @@ class PoolSync:
                 if node.metadata and node.metadata.name:
                     await delete_if_present(client, DownstreamNode, node.metadata.name)
             await joining.revoke(client, name)
+        await registration_tokens.delete_named(
+            self.state.kube, self.cluster, tokens.machine_token_name(name)
+        )
         await finalizers.remove(self.state.kube, kinds.Node, record, names.FINALIZER_MACHINE)
         await delete_if_present(self.state.kube, kinds.Node, name, namespace=self.cluster)
         self.state.nodes.forget(f"{self.cluster}/{name}")

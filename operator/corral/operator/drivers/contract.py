@@ -48,6 +48,10 @@ class JoinConfig:
     token: str  # a bootstrap token; a secret, never logged
     labels: Mapping[str, str] = field(default_factory=dict)  # the pool's node labels
     taints: tuple[Mapping[str, str], ...] = ()  # the pool's node taints
+    # A real machine joins by running this one shell line as root (the node command of a
+    # registration token of its own, single-use, valid for an hour; docs/drivers.md); empty
+    # when the operator does not know corral's URL. A secret, never logged.
+    command: str = ""
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,7 @@ class ExecutableDriver:
                 "token": request.join.token,
                 "labels": dict(request.join.labels),
                 "taints": [dict(t) for t in request.join.taints],
+                "command": request.join.command,
             },
         }  # fmt: skip
         return _machine(request.name, await self.run("create", message))

@@ -1,7 +1,8 @@
 """Clusters: while a Cluster exists, its runtime (`cluster_runtime.ClusterRuntime`: agent,
 project keeper, provisioner) runs on the active replica only, a kopf daemon each; a deleted
 cluster is forgotten: the machines of its node pools, its hosted control plane, its namespace
-(with the Node CRs and pools), its credential, and corral's service account in the cluster.
+(with the Node CRs, pools and registration tokens) and the tokens' values, its credential,
+and corral's service account in the cluster.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
 from corral.core.api import drivers, names
 from corral.core.clusters.importing import AGENT_NAME, AGENT_NAMESPACE
 from corral.core.errors import Unavailable
+from corral.core.kube import registration_tokens
 from corral.core.kube.client import delete_if_present
 from corral.core.kube.status import StatusWriter
 from corral.operator.controlplane.pods import PodRuntime
@@ -62,6 +64,7 @@ async def forget_cluster(name: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any) 
         await remove_agent(state, name)
     await state.connections.forget(name)
     await delete_if_present(state.kube, Namespace, name)
+    await registration_tokens.remove_cluster(state.kube, name)
     with contextlib.suppress(ApiError):
         await state.kube.delete(
             Secret, names.credential_secret_name(name), namespace=names.SYSTEM_NAMESPACE

@@ -1,0 +1,112 @@
+"""`/v3/clusterregistrationtokens` (docs/design/real-machines.md, "Registration"): how machines
+join a provisioned cluster (`services.registrationtokens`).
+
+A token is a `ClusterRegistrationToken` in its cluster's namespace; its id is
+`<cluster>:<name>`. Its owners and administrators see, create, rotate and delete the
+cluster's tokens; nobody else sees any.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from aiohttp import web
+
+from corral.apiserver.http.objects import object_stamp
+from corral.apiserver.http.query import action
+from corral.apiserver.http.schemas import Field, Schema, readonly
+from corral.apiserver.resources import handlers
+from corral.apiserver.resources.family import Ask, Family, State
+from corral.apiserver.resources.scoped import cluster_link, scoped_id
+from corral.apiserver.services import registrationtokens
+from corral.core import errors
+from corral.core.kube.informer import Obj
+from corral.core.registration import tokens
+
+SCHEMA = Schema(
+    id="clusterRegistrationToken",
+    plural="clusterRegistrationTokens",
+    fields={
+        "clusterId": Field("reference[cluster]", create=True, required=True,
+                           description="A provisioned (rke2 or k3s) cluster; clusterName is "
+                                       "the same"),
+        "clusterName": Field("reference[cluster]", create=True),
+        "ttl": Field("int", create=True, default=0,
+                     description=f"Seconds until it expires: 0 (never) or "
+                                 f"{tokens.MIN_TTL_SECONDS} to {tokens.MAX_TTL_SECONDS}"),
+        "token": readonly("string", "The value machines present; a secret"),
+        "command": readonly("string", "Empty: a provisioned cluster imports nothing"),
+        "insecureCommand": readonly("string"),
+        "nodeCommand": readonly("string", "Joins a machine as a worker, corral's key pinned"),
+        "insecureNodeCommand": readonly("string", "The node command without the pin"),
+        "manifestUrl": readonly("string", "Empty: a provisioned cluster imports nothing"),
+        "expiresAt": readonly("date", "Empty: never"),
+        "machine": readonly("string", "The one machine this token registers, if any"),
+        "state": readonly("string"),
+        "transitioning": readonly("enum"),
+        "transitioningMessage": readonly("string"),
+        "name": readonly("string"),
+        "metadata": readonly("json"),
+    },
+    resource_methods=("GET", "DELETE"),
+    collection_methods=("GET", "POST"),
+    resource_actions={"rotate": {}},
+)  # fmt: skip
+ACTIONS = tuple(SCHEMA.resource_actions)
+
+
+def fields(ask: Ask, obj: Obj) -> dict[str, Any]:
+    spec, cluster = obj.get("spec") or {}, obj["metadata"]["namespace"]
+    value = registrationtokens.value(ask.deps, obj)
+    return {
+        "id": scoped_id(obj),
+        "name": obj["metadata"]["name"],
+        "clusterId": cluster,
+        "clusterName": cluster,
+        "token": value,
+        "command": "",
+        "insecureCommand": "",
+        "nodeCommand": registrationtokens.node_command(ask.deps, value),
+        "insecureNodeCommand": registrationtokens.node_command(ask.deps, value, pinned=False),
+        "manifestUrl": "",
+        "expiresAt": spec.get("expiresAt", ""),
+        "machine": spec.get("machine", ""),
+        **object_stamp(obj),
+    }
+
+
+def state(obj: Obj) -> State:
+    now = datetime.datetime.now(datetime.UTC)
+    current = tokens.state(obj.get("spec") or {}, now)
+    return current, "no", "" if current == tokens.ACTIVE else "the token has expired"
+
+
+FAMILY = Family[Obj](
+    schema=SCHEMA,
+    listed=lambda ask: registrationtokens.listed(ask.deps, ask.who, ask.query.get("clusterId")),
+    find=lambda ask, token_id: registrationtokens.find(ask.deps, ask.who, token_id),
+    ident=scoped_id,
+    fields=fields,
+    state=state,
+    # Not the spec: where the value is kept is nobody's business outside the management cluster.
+    detail=lambda ask, obj: {
+        "metadata": {k: obj["metadata"].get(k) for k in ("name", "namespace", "creationTimestamp")}
+    },
+    links=cluster_link,
+    actions=lambda ask, obj: ACTIONS,
+    create=lambda ask, body: registrationtokens.create(ask.deps, ask.who, body),
+    delete=lambda ask, obj: registrationtokens.delete(ask.deps, obj),
+    noun="cluster registration token",
+    body_as_sent=True,
+)
+routes = handlers.routes(FAMILY)
+
+
+@routes.post(FAMILY.collection_route + "/{id}")
+async def token_action(request: web.Request) -> web.Response:
+    asked, obj = await handlers.found(FAMILY, request)
+    if action(request, set(ACTIONS)) is None:
+        raise errors.Unsupported("POST on a cluster registration token needs ?action=rotate")
+    rotated = await registrationtokens.rotate(asked.deps, obj)
+    return web.json_response(FAMILY.render(asked, rotated))
