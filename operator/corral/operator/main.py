@@ -17,6 +17,7 @@ from corral.operator.management import (  # noqa: F401
     groupsync,
     nodedrivers,
     projects,
+    sshmachines,
     tokens,
     users,
 )
