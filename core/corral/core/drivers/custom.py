@@ -217,12 +217,12 @@ class Tail:
         self._width = width
 
     def feed(self, chunk: str) -> None:
-        text = self._partial + chunk
-        *complete, self._partial = text.split("\n")
+        *complete, partial = (self._partial + chunk).split("\n")
         for line in complete[-(self._lines.maxlen or 1) :]:
             self._lines.append(line[: self._width])
-        self._partial = self._partial[-self._width :]
+        self._partial = partial[: self._width]
 
     def text(self) -> str:
         lines = [*self._lines, self._partial] if self._partial else list(self._lines)
+        lines = lines[-(self._lines.maxlen or 1) :]
         return "\n".join(line.rstrip() for line in lines if line.strip())
