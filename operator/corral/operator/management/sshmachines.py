@@ -1,4 +1,4 @@
-"""Machines added over SSH (`customConfig`, docs/provisioning.md "Machines over SSH"): each is
+"""Machines added over SSH (`customConfig`; docs/api.md and docs/conditions.md, "Machines over SSH"): each is
 installed once with the cluster's node command, and uninstalled when its record is deleted.
 
 A record labelled `node-source: ssh` names a Secret in svc-system holding the SSH key. One
