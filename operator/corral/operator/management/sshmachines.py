@@ -1,5 +1,6 @@
-"""Machines added over SSH (`customConfig`; docs/api.md and docs/conditions.md, "Machines over SSH"): each is
-installed once with the cluster's node command, and uninstalled when its record is deleted.
+"""Machines added over SSH (`customConfig`; "Machines over SSH" in docs/api.md and
+docs/conditions.md): each is installed once with the cluster's node command, and uninstalled
+when its record is deleted.
 
 A record labelled `node-source: ssh` names a Secret in svc-system holding the SSH key. One
 pass connects (the host key recorded at the first connection, a changed one refused), checks
