@@ -59,9 +59,10 @@ devkube: ## Build tools/devkube and its slim 1.35 control plane (each cached by 
 	tools/devkube/build.sh
 	tools/devkube/v1.35/build.sh
 
-# What a real node (kubelet + containerd) and `make image` need from Debian.
+# What a real node (kubelet + containerd), a machine of the local cloud (catatonit as its PID 1,
+# sshd) and `make image` need from Debian.
 NODE_PACKAGES := containerd runc containernetworking-plugins iptables umoci busybox-static \
-  debootstrap
+  debootstrap catatonit openssh-server
 
 .PHONY: node-deps
 node-deps: ## Install the Debian packages real nodes and the image build need (when missing)

@@ -28,12 +28,12 @@ from .api import Api
 
 HERE = Path(__file__).parent
 
-# The modules that run a real node. They share fixed state of this host (the bridge at
+# The modules that run a real node or machines. They share fixed state of this host (the bridge at
 # 10.254.0.1, /run/corral/containerd.sock, the kubelet's folders, /tmp/hostpath_pv), and
 # test_real_node compares the host before and after, so under pytest-xdist they run one after
 # another on one worker.
-HOST_MODULES = frozenset({"test_helm_install", "test_pod_streams", "test_provisioning",
-                          "test_real_node"})  # fmt: skip
+HOST_MODULES = frozenset({"test_helm_install", "test_machines", "test_pod_streams",
+                          "test_provisioning", "test_real_node"})  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

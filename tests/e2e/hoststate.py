@@ -1,4 +1,5 @@
-"""What a real node could change on the host, read so that before and after can be compared."""
+"""What a real node or a machine could change on the host, read so that before and after can
+be compared."""
 
 from __future__ import annotations
 
@@ -28,6 +29,14 @@ FIXED_PATHS = (
     "/etc/cni",
     "/run/netns",
     "/run/xtables.lock",
+    # What a node installer writes on a machine, and what cloud-init keeps there.
+    "/opt/cni",
+    "/etc/cni",
+    "/var/lib/corral-node",
+    "/usr/local/bin/corral-node-uninstall.sh",
+    "/var/lib/cloud",
+    "/var/log/cloud-init-output.log",
+    "/root/.ssh/authorized_keys",
 )
 
 
@@ -39,7 +48,11 @@ def snapshot() -> dict[str, object]:
         "iptables": _lines(["iptables-save"], skip_comments=True),
         "mounts": _lines(["cat", "/proc/self/mounts"]),
         "paths": sorted(p for p in FIXED_PATHS if Path(p).exists()),
-        "cgroups": sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/**/corral-node-*")),
+        "cgroups": sorted(
+            str(p)
+            for pattern in ("*/**/corral-node-*", "*/**/corral-cloud")
+            for p in Path("/sys/fs/cgroup").glob(pattern)
+        ),
     }
 
 

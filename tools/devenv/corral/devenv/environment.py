@@ -26,7 +26,8 @@ from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
 from corral.core import pki
 from corral.core.kube import kinds
-from corral.devenv import host, hosted, images, network
+from corral.devenv import clouddriver, host, hosted, images, network
+from corral.devenv.cloud import Cloud
 from corral.devenv.controlplane import ControlPlane, Etcd, free_port
 from corral.devenv.process import Process, stop_all
 from corral.devenv.realnode import RealNode, prepare_host
@@ -103,6 +104,11 @@ class Environment:
         self.previous_controlplane_image: images.ControlPlaneImage | None = None
         self._host_changes = host.HostChanges()
         self._network = network.HostNetwork()
+        # With real nodes, the local cloud makes machines beside them (cloud.py); its driver
+        # executable is registered through /v3/nodedrivers like any user's.
+        self.cloud = Cloud(self.root / "cloud")
+        self.local_cloud_driver = self.driver_files / "local-cloud"
+        self.local_cloud_checksum = ""
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -170,6 +176,8 @@ class Environment:
         if options.apply_crds:
             self.apply_crds()
         self._start_real_nodes()
+        if options.real_nodes:
+            self._open_cloud()
         if options.controllers:
             for plane in planes:
                 plane.wait_ready()
@@ -187,6 +195,8 @@ class Environment:
         processes of one layer stop in parallel, and nothing outlives what it depends on."""
         planes = [p for p in [self.management, *self.downstreams] if p]
         stop_all(self.corral)
+        # Machines outlive whoever made them (the driver's runs): only this removes them.
+        self.cloud.remove_all()
         for node in self.real_nodes:
             node.stop()
         stop_all(p for plane in planes for p in plane.controllers)
@@ -248,6 +258,13 @@ class Environment:
             self.real_nodes.append(node)
             node.start(self._host_changes, self._network, node_images)
         self.management.real_node_names = [node.name for node in self.real_nodes]
+
+    def _open_cloud(self) -> None:
+        """Open the local cloud on the bridge, its route table made from the real nodes, and
+        write its driver executable where file urls may point."""
+        self.cloud.open(self._host_changes, host.own_memory_cgroup(),
+                        self._network.machine_routes())  # fmt: skip
+        self.local_cloud_checksum = clouddriver.write(self.local_cloud_driver, self.cloud.state)
 
     def _prepare_hosted_control_planes(self) -> None:
         assert self.management is not None
@@ -461,8 +478,10 @@ class Environment:
         self._lock = fd
 
     def _clean(self) -> None:
-        """Every start is a fresh cluster: drop what a previous run left in the folder."""
-        for name in ["etcd", "clusters", "downstream", "pki", "logs", "images"]:
+        """Every start is a fresh cluster: drop what a previous run left in the folder, the
+        machines of a run that was killed first."""
+        self.cloud.remove_all()
+        for name in ["etcd", "clusters", "downstream", "pki", "logs", "images", "cloud"]:
             shutil.rmtree(self.root / name, ignore_errors=True)
         for name in ["management.kubeconfig", "dev.env"]:
             (self.root / name).unlink(missing_ok=True)

@@ -12,9 +12,11 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -30,6 +32,10 @@ COMMANDS = {
     "unshare": "util-linux",
     "nsenter": "util-linux",
     "ip": "iproute2",
+    # Machines (machine.py): their PID 1, and sshd on their own address.
+    "catatonit": "catatonit",
+    "sshd": "openssh-server",
+    "ssh-keygen": "openssh-client",
 }
 CNI_PLUGINS = Path("/usr/lib/cni")
 
@@ -44,7 +50,9 @@ def check_host() -> None:
         raise HostNotReady("real nodes need Linux (namespaces, cgroups, containerd)")
     if os.geteuid() != 0:
         raise HostNotReady("real nodes need root: containerd and the kubelet manage mounts")
-    missing = {pkg for cmd, pkg in COMMANDS.items() if shutil.which(cmd) is None}
+    # sshd lives in /usr/sbin, which a driver's PATH may lack.
+    path = f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin"
+    missing = {pkg for cmd, pkg in COMMANDS.items() if shutil.which(cmd, path=path) is None}
     if not (CNI_PLUGINS / "bridge").exists():
         missing.add("containernetworking-plugins")
     if missing:
@@ -92,7 +100,7 @@ class HostChanges:
             _remove_new_entries(path, existed, entries)
         self._filled.clear()
         for directory in reversed(self._dirs):
-            _remove_tree_of_empty_dirs(directory)
+            remove_empty_tree(directory)
         self._dirs.clear()
 
 
@@ -113,7 +121,8 @@ def _remove_new_entries(path: Path, existed: bool, entries: frozenset[Path]) -> 
         log.warning("could not empty %s: %s", path, exc)
 
 
-def _remove_tree_of_empty_dirs(directory: Path) -> None:
+def remove_empty_tree(directory: Path) -> None:
+    """Remove `directory` and the empty folders below it, deepest first."""
     # cgroup directories cannot be removed with their (virtual) files, only with rmdir,
     # deepest first; a folder that still holds a real file is left and reported.
     if not directory.exists():
@@ -145,14 +154,87 @@ def cgroup_hierarchies() -> list[Path]:
 
 
 def make_cgroup_root(changes: HostChanges, relative: str) -> None:
-    """Create `relative` (an absolute cgroup path) in every hierarchy."""
+    """Create `relative` (an absolute cgroup path) in every hierarchy, recorded in `changes`."""
     for hierarchy in cgroup_hierarchies():
         path = hierarchy / relative.lstrip("/")
         before = [p for p in [path, *path.parents] if not p.exists()]
         changes.mkdir(path)
-        if hierarchy.name == "cpuset":
-            # A new cpuset is empty and refuses tasks until it inherits cpus and mems.
-            for created in reversed(before):
-                for key in ("cpuset.cpus", "cpuset.mems"):
-                    value = (created.parent / key).read_text()
-                    (created / key).write_text(value)
+        _inherit_cpuset(hierarchy, before)
+
+
+def make_cgroup(relative: str) -> None:
+    """Create the cgroup `relative` in every hierarchy, whose parent exists in each already
+    (a cgroup root made by make_cgroup_root); remove_cgroup() removes it."""
+    for hierarchy in cgroup_hierarchies():
+        path = hierarchy / relative.lstrip("/")
+        path.mkdir(exist_ok=True)
+        _inherit_cpuset(hierarchy, [path])
+
+
+def _inherit_cpuset(hierarchy: Path, created: list[Path]) -> None:
+    if hierarchy.name != "cpuset":
+        return
+    # A new cpuset is empty and refuses tasks until it inherits cpus and mems.
+    for path in reversed(created):
+        for key in ("cpuset.cpus", "cpuset.mems"):
+            (path / key).write_text((path.parent / key).read_text())
+
+
+def remove_cgroup(relative: str) -> None:
+    """Remove the cgroup `relative` and every cgroup below it, in every hierarchy; a cgroup
+    that still holds a process stays and is reported."""
+    for hierarchy in cgroup_hierarchies():
+        remove_empty_tree(hierarchy / relative.lstrip("/"))
+
+
+def join_cgroup(relative: str) -> None:
+    """Move the calling process into the cgroup `relative` of every hierarchy (its children
+    follow it there); safe between fork and exec."""
+    pid = str(os.getpid())
+    for hierarchy in cgroup_hierarchies():
+        (hierarchy / relative.lstrip("/") / "cgroup.procs").write_text(pid)
+
+
+def pids_in_cgroup(relative: str) -> set[int]:
+    """Every process in the cgroup `relative` or below it, in any hierarchy."""
+    pids: set[int] = set()
+    for hierarchy in cgroup_hierarchies():
+        top = hierarchy / relative.lstrip("/")
+        if top.exists():
+            for procs in top.rglob("cgroup.procs"):
+                with contextlib.suppress(OSError):
+                    pids.update(int(p) for p in procs.read_text().split())
+    return pids
+
+
+def pids_in_namespace(holder: int, kind: str) -> set[int]:
+    """Every other process in the `kind` namespace (`mnt`, `pid`, ...) of process `holder`."""
+    try:
+        namespace = Path(f"/proc/{holder}/ns/{kind}").readlink()
+    except OSError:
+        return set()
+    pids: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == holder:
+            continue
+        try:
+            if (entry / "ns" / kind).readlink() == namespace:
+                pids.add(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def kill_until_gone(what: str, find: Callable[[], set[int]]) -> None:
+    """KILL the processes `find` names until it names none (5 s at most): processes that
+    nothing waits for (container shims, a machine's daemons) are found, not remembered."""
+    pids: set[int] = set()
+    for _ in range(50):
+        pids = find()
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
+    log.warning("%s: processes left: %s", what, sorted(pids))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
+import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,24 +33,25 @@ import yaml
 from corral.core import kubeconfig, pki
 from corral.devenv import network
 from corral.devenv.controlplane import ControlPlane
-from corral.devenv.host import HostChanges, make_cgroup_root, own_memory_cgroup, run
+from corral.devenv.host import (
+    CNI_PLUGINS,
+    HostChanges,
+    kill_until_gone,
+    make_cgroup_root,
+    own_memory_cgroup,
+    pids_in_cgroup,
+    pids_in_namespace,
+    run,
+)
+from corral.devenv.images import BUSYBOX_IMAGE
 from corral.devenv.process import Process, stop_all
+from corral.devenv.runtime import containerd_config, fake_kernel_settings
 from corral.devenv.waiting import wait_for
 
 log = logging.getLogger(__name__)
 
 START_TIMEOUT = 60.0
 KUBELET_PORT = 10250
-# What the kubelet insists on (pkg/kubelet/cm setupKernelTunables); the values live in files
-# inside the node's mount namespace, the host's settings are never written.
-KERNEL_SETTINGS = {
-    "vm/overcommit_memory": "1",
-    "vm/panic_on_oom": "0",
-    "kernel/panic": "10",
-    "kernel/panic_on_oops": "1",
-    "kernel/keys/root_maxkeys": "1000000",
-    "kernel/keys/root_maxbytes": "25000000",
-}
 # Host paths the kubelet, CNI and the CRI use whatever their configuration says.
 FIXED_PATHS = {
     "kubelet": Path("/var/lib/kubelet"),
@@ -59,25 +60,26 @@ FIXED_PATHS = {
 }
 
 NEW_NAMESPACES = ["unshare", "--mount", "--net", "--propagation", "private", "--"]
-# Runs as `unshare -m -n --propagation private -- sh -c HOLDER <dir> <settings...>`.
-HOLDER = r"""
-set -eu
-dir=$1; shift
-while [ $# -gt 0 ]; do
-  file="$dir/kernel/$(echo "$1" | tr / _)"
-  echo "$2" > "$file"
-  mount --bind "$file" "/proc/sys/$1"
-  shift 2
-done
-mount -t tmpfs -o mode=0755 tmpfs /run
-mount --bind "$dir/kubelet" /var/lib/kubelet
-mount --bind "$dir/cni-results" /var/lib/cni
-mount --bind "$dir/container-logs" /var/log/containers
-ip link set lo up
-echo 1 > /proc/sys/net/ipv4/ip_forward
-touch "$dir/namespace.ready"
-exec sleep infinity
-"""
+
+
+def holder_script(folder: Path) -> str:
+    """Runs as `unshare -m -n --propagation private -- sh -c <script>` and holds the node's
+    namespaces; `folder` is the node's own directory."""
+    d = shlex.quote(str(folder))
+    return "\n".join(
+        [
+            "set -eu",
+            *fake_kernel_settings(folder / "kernel"),
+            "mount -t tmpfs -o mode=0755 tmpfs /run",
+            f"mount --bind {d}/kubelet /var/lib/kubelet",
+            f"mount --bind {d}/cni-results /var/lib/cni",
+            f"mount --bind {d}/container-logs /var/log/containers",
+            "ip link set lo up",
+            "echo 1 > /proc/sys/net/ipv4/ip_forward",
+            f"touch {d}/namespace.ready",
+            "exec sleep infinity",
+        ]
+    )
 
 
 def prepare_host(changes: HostChanges) -> None:
@@ -116,10 +118,9 @@ class RealNode:
     ) -> None:
         self._write_files()
         make_cgroup_root(changes, self.cgroup_root)
-        settings = [item for pair in KERNEL_SETTINGS.items() for item in pair]
         self.holder = Process(
             f"{self.name}/namespaces",
-            [*NEW_NAMESPACES, "sh", "-c", HOLDER, "holder", str(self.dir), *settings],
+            [*NEW_NAMESPACES, "sh", "-c", holder_script(self.dir)],
             self.logs / f"{self.name}-namespaces.log",
         )
         wait_for(
@@ -201,43 +202,15 @@ class RealNode:
         # containerd's shims and the containers they started are not children of anything
         # stopped above: they are found as the processes inside the node's cgroup subtree
         # and inside its mount namespace, both of which only this node's processes enter.
-        for _ in range(50):
-            pids = self._pids_in_cgroups() | self._pids_in_mount_namespace()
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    continue
-            time.sleep(0.1)
-        log.warning("%s: processes left in its cgroups: %s", self.name, sorted(pids))
+        holder = self.holder
 
-    def _pids_in_cgroups(self) -> set[int]:
-        memory = Path("/sys/fs/cgroup/memory") / self.cgroup_root.lstrip("/")
-        pids: set[int] = set()
-        if memory.exists():
-            for procs in memory.rglob("cgroup.procs"):
-                pids.update(int(p) for p in procs.read_text().split())
-        return pids
+        def remains() -> set[int]:
+            inside = set()
+            if holder is not None and holder.running():
+                inside = pids_in_namespace(holder.pid, "mnt")
+            return pids_in_cgroup(self.cgroup_root) | inside
 
-    def _pids_in_mount_namespace(self) -> set[int]:
-        if self.holder is None or not self.holder.running():
-            return set()
-        try:
-            namespace = Path(f"/proc/{self.holder.pid}/ns/mnt").readlink()
-        except OSError:
-            return set()
-        pids: set[int] = set()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == self.holder.pid:
-                continue
-            try:
-                if (entry / "ns" / "mnt").readlink() == namespace:
-                    pids.add(int(entry.name))
-            except OSError:
-                continue
-        return pids
+        kill_until_gone(self.name, remains)
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -277,44 +250,15 @@ class RealNode:
 
     def _containerd_config(self) -> str:
         d = self.dir / "containerd"
-        cri = 'plugins."io.containerd.grpc.v1.cri"'
-        return f"""version = 2
-root = "{d / "root"}"
-state = "{d / "state"}"
-disabled_plugins = ["io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.aufs"]
-[grpc]
-  address = "{self.socket}"
-[ttrpc]
-  address = "{self.socket}.ttrpc"
-[debug]
-  address = ""
-[metrics]
-  address = ""
-[plugins."io.containerd.internal.v1.opt"]
-  path = "{d / "opt"}"
-[{cri}]
-  sandbox_image = "localhost/busybox:1"
-  # Negative OOM scores need CAP_SYS_RESOURCE, which a sandboxed host may withhold.
-  restrict_oom_score_adj = true
-  disable_apparmor = true
-  enable_selinux = false
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  enable_cdi = false
-  netns_mounts_under_state_dir = true
-  [{cri}.containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [{cri}.containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [{cri}.containerd.runtimes.runc.options]
-        SystemdCgroup = false
-  [{cri}.cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "{self.dir / "cni"}"
-    max_conf_num = 1
-"""
+        return containerd_config(
+            root=d / "root",
+            state=d / "state",
+            socket=self.socket,
+            opt=d / "opt",
+            cni_bin=CNI_PLUGINS,
+            cni_conf=self.dir / "cni",
+            sandbox_image=BUSYBOX_IMAGE,
+        )
 
     def _cni_config(self) -> dict[str, object]:
         gateway = self.pod_cidr.replace(".0/24", ".1")
