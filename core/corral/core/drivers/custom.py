@@ -202,6 +202,13 @@ def install(node_command: str, name: str, config: CustomConfig) -> str:
     return f"{node_command} {shlex.join(extra)}"
 
 
+def installed_check() -> str:
+    """Succeeds where the installer finished: it writes its uninstall last. The node command
+    pipes a download into `sh`, and a POSIX shell has no pipefail: a download that fails
+    leaves `sh` an empty script, which succeeds."""
+    return f"test -x {UNINSTALL}"
+
+
 def uninstall() -> str:
     """The installer's uninstall, when it left one: what it installed goes, nothing else."""
     return f"if [ -x {UNINSTALL} ]; then {UNINSTALL}; fi"

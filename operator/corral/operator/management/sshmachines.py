@@ -131,6 +131,16 @@ class SSHMachines:
             await self._write(record, Condition(ct.PROVISIONED, "Unknown", ct.REASON_INSTALLING,
                                                 "running the node installer"))  # fmt: skip
             installed = await session.run(custom.as_root(command, config.user), INSTALL_TIMEOUT)
+            if installed.ok:
+                finished = await session.run(
+                    custom.as_root(custom.installed_check(), config.user), CHECK_TIMEOUT
+                )
+                if not finished.ok:
+                    installed = ssh.Result(
+                        1,
+                        f"{installed.output}\nthe installer did not finish: "
+                        f"can the machine reach {corral.url}?".lstrip(),
+                    )
             if not installed.ok:
                 await self._forget_token(cluster, name)
                 undone = await session.run(
