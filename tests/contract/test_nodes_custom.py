@@ -248,3 +248,20 @@ async def test_deleting_a_machine_added_over_ssh_deletes_its_record_for_the_oper
     answer = await admin.api.delete(f"/v3/clusters/{k3s}/nodes/{record}")
     assert answer.status == 204, answer.body
     assert host not in records(crs, k3s)
+
+
+async def test_a_cluster_whose_namespace_is_not_made_yet_is_503_and_keeps_no_key(
+    kube: AsyncClient, admin: Person, core: k8s.CoreV1Api
+) -> None:
+    cluster_id = ids.generate("c-m")
+    spec = {"displayName": "new", "driver": "k3s", "kubernetesVersion": "v1.36.0+k3s1"}
+    await kube.create(kinds.Cluster(metadata=ObjectMeta(name=cluster_id), spec=spec))
+
+    async def seen() -> bool:
+        return (await admin.api.get(f"/v3/clusters/{cluster_id}")).status == 200
+
+    await eventually(f"the app to see cluster {cluster_id}", seen)
+    answer = await admin.api.post("/v3/nodes", body(cluster_id, hostname(), private_key()))
+    error(answer, 503, "ClusterUnavailable")
+    assert "in a moment" in answer.body["message"]
+    assert key_secrets(core, cluster_id) == []

@@ -100,6 +100,11 @@ async def _write(
                 f"hostname {hostname} is already a node of cluster {cluster_id}",
                 code="AlreadyExists",
             ) from None
+        if exc.status.code == 404:
+            # The operator makes the cluster's namespace a moment after the cluster.
+            raise errors.Unavailable(
+                f"cluster {cluster_id} is still being set up: add its machines in a moment"
+            ) from None
         raise
     secret = Secret(
         metadata=ObjectMeta(
