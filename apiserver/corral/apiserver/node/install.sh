@@ -305,6 +305,9 @@ main() {
 		done
 	fi
 
+	# The kubelet keeps its device plugins' socket there whatever its root directory.
+	[ -e /var/lib/kubelet ] || record t /var/lib/kubelet
+
 	# -- 4. kubelet and kube-proxy ----------------------------------------------------------------
 
 	cat >"$NODE_DIR/bin/start-kubelet" <<-EOF
@@ -321,7 +324,7 @@ main() {
 	#!/bin/sh
 	# Written by corral's node installer: kube-proxy, once the kubelet has its credential.
 	set -eu
-	while [ ! -s $NODE_DIR/kubelet.kubeconfig ]; do sleep 2; done
+	while [ ! -s $NODE_DIR/pki/kubelet-client-current.pem ]; do sleep 2; done
 	exec $NODE_DIR/bin/kube-proxy --config=$NODE_DIR/kube-proxy.yaml
 	EOF
 	chmod 755 "$NODE_DIR/bin/start-kubelet" "$NODE_DIR/bin/start-kube-proxy"
@@ -359,9 +362,15 @@ main() {
 	log=$2
 	shift 2
 	echo $$ >"$pidfile"
+	# A kubelet that cannot start asks for a new certificate each time: after each quick
+	# failure it waits twice as long, up to a minute.
+	pause=1
 	while [ "$(cat "$pidfile" 2>/dev/null)" = $$ ]; do
+		began=$(date +%s)
 		"$@" >>"$log" 2>&1
-		sleep 2
+		if [ $(($(date +%s) - began)) -gt 60 ]; then pause=2; else pause=$((pause * 2)); fi
+		[ "$pause" -le 60 ] || pause=60
+		sleep "$pause"
 	done
 	EOF
 		chmod 755 "$SUPERVISE"

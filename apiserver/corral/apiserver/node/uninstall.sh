@@ -26,6 +26,7 @@ main() {
 	stop_services
 	remove_containers "$socket"
 	unmount_below "$NODE_DIR"
+	remove_pod_cgroups
 
 	printf '%s\n' "$listed" | while read -r kind path; do
 		case $kind in
@@ -43,31 +44,30 @@ stop_services() {
 	sed -n 's/^u //p' "$INSTALLED" | while read -r unit; do
 		systemctl disable --now "$unit" >/dev/null 2>&1 || true
 	done
+	groups=
 	for pidfile in "$NODE_DIR"/run/*.pid; do
 		[ -f "$pidfile" ] || continue
 		pid=$(cat "$pidfile")
 		rm -f "$pidfile"
-		# The supervisor leads its own process group: it and what it runs stop together.
 		case $pid in
 		'' | *[!0-9]*) continue ;;
 		esac
-		kill -TERM -- "-$pid" 2>/dev/null || true
+		# The supervisor leads its own process group: it and what it runs stop together.
+		# (dash's kill takes no `--`: the group is the negative number itself.)
+		kill -TERM "-$pid" 2>/dev/null && groups="$groups $pid"
 	done
 	# Until they are gone: their files are about to be.
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		running=
-		for proc in /proc/[0-9]*; do
-			case $(readlink "$proc/exe" 2>/dev/null) in
-			"$NODE_DIR"/bin/*) running=1 ;;
-			esac
+		left=
+		for pid in $groups; do
+			kill -0 "-$pid" 2>/dev/null && left="$left $pid"
 		done
-		[ -n "$running" ] || return 0
+		groups=$left
+		[ -n "$groups" ] || return 0
 		sleep 1
 	done
-	for proc in /proc/[0-9]*; do
-		case $(readlink "$proc/exe" 2>/dev/null) in
-		"$NODE_DIR"/bin/*) kill -KILL "${proc#/proc/}" 2>/dev/null || true ;;
-		esac
+	for pid in $groups; do
+		kill -KILL "-$pid" 2>/dev/null || true
 	done
 }
 
@@ -80,6 +80,18 @@ remove_containers() {
 	done
 	for container in $(ctr -n k8s.io -a "$1" containers ls -q 2>/dev/null); do
 		ctr -n k8s.io -a "$1" containers delete "$container" >/dev/null 2>&1 || true
+	done
+}
+
+# The cgroups the kubelet made for pods below its cgroup root, deepest first, in every
+# hierarchy (cgroup v1 and v2, either driver's names); one still holding a process stays.
+remove_pod_cgroups() {
+	root=$(sed -n 's/^cgroupRoot: *//p' "$NODE_DIR/kubelet.yaml" 2>/dev/null)
+	for hierarchy in /sys/fs/cgroup /sys/fs/cgroup/*; do
+		for top in "$hierarchy${root%/}/kubepods" "$hierarchy${root%/}/kubepods.slice"; do
+			[ -d "$top" ] || continue
+			find "$top" -depth -type d -exec rmdir {} + 2>/dev/null || say "kept $top: processes are left in it"
+		done
 	done
 }
 

@@ -82,6 +82,15 @@ def state(obj: Obj) -> State:
     return current, "no", "" if current == tokens.ACTIVE else "the token has expired"
 
 
+def shown_metadata(ask: Ask, obj: Obj) -> dict[str, Any]:
+    """The token's metadata, and not its spec: where the value is kept is nobody's business
+    outside the management cluster."""
+    meta = obj["metadata"]
+    return {
+        "metadata": {k: meta[k] for k in ("name", "namespace", "creationTimestamp") if k in meta}
+    }
+
+
 FAMILY = Family[Obj](
     schema=SCHEMA,
     listed=lambda ask: registrationtokens.listed(ask.deps, ask.who, ask.query.get("clusterId")),
@@ -89,10 +98,7 @@ FAMILY = Family[Obj](
     ident=scoped_id,
     fields=fields,
     state=state,
-    # Not the spec: where the value is kept is nobody's business outside the management cluster.
-    detail=lambda ask, obj: {
-        "metadata": {k: obj["metadata"].get(k) for k in ("name", "namespace", "creationTimestamp")}
-    },
+    detail=shown_metadata,
     links=cluster_link,
     actions=lambda ask, obj: ACTIONS,
     create=lambda ask, body: registrationtokens.create(ask.deps, ask.who, body),

@@ -274,16 +274,16 @@ class PoolSync:
                     names.LABEL_NODE_POOL: pool["metadata"]["name"],
                     names.LABEL_MACHINE: name},
             taints=tuple(record["spec"].get("desiredNodeTaints") or ()),
-            command=await self._node_command(name),
+            command=await self._node_command(name, inputs.driver),
         )  # fmt: skip
         return MachineRequest(name, self.cluster, hostname, inputs.config, join,
                               credential=inputs.credential)  # fmt: skip
 
-    async def _node_command(self, record: str) -> str:
+    async def _node_command(self, record: str, driver: str) -> str:
         """The node command of a registration token of the machine's own; none without
-        corral's URL."""
+        corral's URL, nor for kwok's simulated machines, which run nothing."""
         corral = self.state.corral
-        if corral is None:
+        if corral is None or driver == names.KWOK_DRIVER:
             return ""
         value = await registration_tokens.issue_for_machine(
             self.state.kube, self.cluster, record, self.state.clock()
