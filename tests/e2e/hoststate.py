@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from corral.devenv.host import own_memory_cgroup
+
 # The kernel settings a kubelet, a CNI bridge and kube-proxy are known to rewrite.
 SYSCTLS = (
     "kernel/panic_on_oops",
@@ -41,6 +43,8 @@ FIXED_PATHS = (
 
 
 def snapshot() -> dict[str, object]:
+    # Cgroups below this process's own: nodes and machines nest theirs there, and another
+    # environment elsewhere on the host has its own.
     return {
         "sysctls": {name: _read(Path("/proc/sys") / name) for name in SYSCTLS},
         "links": _lines(["ip", "-br", "link"], column=0),
@@ -50,8 +54,8 @@ def snapshot() -> dict[str, object]:
         "paths": sorted(p for p in FIXED_PATHS if Path(p).exists()),
         "cgroups": sorted(
             str(p)
-            for pattern in ("*/**/corral-node-*", "*/**/corral-cloud")
-            for p in Path("/sys/fs/cgroup").glob(pattern)
+            for pattern in ("corral-node-*", "corral-cloud")
+            for p in Path("/sys/fs/cgroup").glob(_below_own_cgroup(pattern))
         ),
     }
 
@@ -71,3 +75,8 @@ def _lines(argv: list[str], column: int | None = None, skip_comments: bool = Fal
     if column is not None:
         out = [line.split()[column] for line in out if line.split()]
     return sorted(out)
+
+
+def _below_own_cgroup(pattern: str) -> str:
+    own = own_memory_cgroup().strip("/")
+    return "/".join(part for part in ("*", own, "**", pattern) if part)

@@ -15,6 +15,8 @@ import contextlib
 import hashlib
 import http.server
 import ipaddress
+import json
+import shutil
 import ssl
 import subprocess
 import threading
@@ -27,11 +29,12 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.stream import stream
 
+from corral.core import kubeconfig, pki
 from corral.core.errors import Invalid
 from corral.devenv import images, network
 from corral.devenv.environment import Environment
-from corral.devenv.host import HostNotReady, check_host
-from corral.devenv.machine import Machine
+from corral.devenv.host import CNI_PLUGINS, HostNotReady, check_host
+from corral.devenv.machine import SANDBOX_IMAGE, Machine
 from corral.devenv.waiting import wait_for
 from corral.operator.drivers.executable import ExecutableDriver
 
@@ -58,6 +61,12 @@ WEB = {
         ]
     },
 }  # fmt: skip
+BRIDGE = {
+    "cniVersion": "1.0.0",
+    "name": "bridge",
+    "plugins": [{"type": "bridge", "bridge": "cni0", "isGateway": True, "ipMasq": False,
+                 "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.200.0/24"}]]}}],
+}  # fmt: skip
 SERVICE = {
     "apiVersion": "v1",
     "kind": "Service",
@@ -69,7 +78,7 @@ SERVICE = {
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory, devkube: Path) -> Iterator[Environment]:
     """The management cluster with one real node, corral, and the local cloud; the host is
-    compared before it starts and after it stops."""
+    compared before it starts and after it stops, a machine still running then."""
     try:
         check_host()
     except HostNotReady as exc:
@@ -79,6 +88,8 @@ def env(tmp_path_factory: pytest.TempPathFactory, devkube: Path) -> Iterator[Env
     options = stack_options(root, devkube, downstream_clusters=0, real_nodes=1)
     with Environment(options) as stack:
         yield stack
+        # Left running: the environment's stop removes every machine of its cloud.
+        stack.cloud.create("m-left-running")
     assert hoststate.snapshot() == before
 
 
@@ -111,6 +122,9 @@ def run(machine: Machine, *argv: str, stdin: bytes = b"") -> str:
 def test_a_machine_runs_a_container_with_its_own_containerd_and_keeps_its_files(
     env: Environment, machines: list[Machine], tmp_path: Path
 ) -> None:
+    runtime_paths = ("/var/lib/containerd", "/run/containerd", "/opt/containerd", "/etc/cni",
+                     "/opt/cni")  # fmt: skip
+    on_the_host = {path: Path(path).exists() for path in runtime_paths}
     machine = env.cloud.create("m-first", "first")
     machines.append(machine)
     assert machine.address == network.machine_address(0)
@@ -140,8 +154,7 @@ def test_a_machine_runs_a_container_with_its_own_containerd_and_keeps_its_files(
     for path in written:
         assert not Path(path).exists(), path
         assert (machine.rootfs / path.lstrip("/")).read_text() == "inside\n"
-    for path in ("/var/lib/containerd", "/run/containerd", "/opt/containerd", "/etc/cni"):
-        assert not Path(path).exists(), path
+    assert {path: Path(path).exists() for path in runtime_paths} == on_the_host
     assert run(machine, "ls", "/etc/cni/net.d", "/opt/cni/bin").split() == [
         "/etc/cni/net.d:", "/opt/cni/bin:", "corral-test"
     ]  # fmt: skip
@@ -210,6 +223,60 @@ def test_machines_reach_each_other_the_host_and_the_management_cluster(
         core.delete_namespaced_pod("web", "default", grace_period_seconds=0)
 
 
+def test_a_kubelet_installed_in_a_machine_keeps_its_pods_inside_the_machine(
+    env: Environment, machines: list[Machine], core: k8s.CoreV1Api, devkube: Path,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """What a node installer does, by hand: a kubelet with its defaults for paths and cgroups
+    joins the management cluster from a machine, and its pods' cgroups are the machine's."""
+    machine = env.cloud.create("m-kubelet", "kubelet-worker")
+    machines.append(machine)
+    assert env.management is not None
+    ca = env.management.ca
+    installed = machine.rootfs / "var/lib/corral-node"
+    installed.mkdir()
+    shutil.copy(devkube, machine.rootfs / "usr/local/bin/kubelet")
+    for plugin in ("bridge", "host-local", "loopback"):
+        shutil.copy(CNI_PLUGINS / plugin, machine.rootfs / "opt/cni/bin")
+    (machine.rootfs / "etc/cni/net.d/10-bridge.conflist").write_text(json.dumps(BRIDGE))
+    client = ca.issue_client("system:node:kubelet-worker", ["system:nodes"])
+    credentials = kubeconfig.Credentials(client_cert=client.cert, client_key=client.key)
+    config = kubeconfig.build("worker", env.management.server, ca.cert_pem, credentials)
+    pki.write_private(installed / "kubelet.kubeconfig", kubeconfig.dump(config).encode())
+    ca.issue_server("kubelet-worker", [machine.address]).write(installed, "serving")
+    (installed / "ca.crt").write_bytes(ca.cert_pem)
+    (installed / "kubelet.yaml").write_text(json.dumps(kubelet_config(machine.address)))
+    archive = images.build_busybox(tmp_path).read_bytes()
+    run(machine, "ctr", "-n", "k8s.io", "images", "import", "--base-name", "localhost/busybox",
+        "-", stdin=archive)  # fmt: skip
+    # containerd's default sandbox image, which an installer's image archive brings.
+    run(machine, "ctr", "-n", "k8s.io", "images", "tag", images.BUSYBOX_IMAGE, SANDBOX_IMAGE)
+    machine.spawn(["kubelet", "--config=/var/lib/corral-node/kubelet.yaml",
+                   "--kubeconfig=/var/lib/corral-node/kubelet.kubeconfig",
+                   f"--node-ip={machine.address}", "--hostname-override=kubelet-worker"],
+                  "/var/log/kubelet.log")  # fmt: skip
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-a-machine"},
+           "spec": {"nodeName": "kubelet-worker", "containers": [{
+               "name": "c", "image": images.BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+               "command": ["sh", "-c", "grep :memory: /proc/self/cgroup; trap 'exit 0' TERM; "
+                           "sleep 3600 & wait"]}]}}  # fmt: skip
+    core.create_namespaced_pod("default", pod)
+    try:
+        wait_for("pod on-a-machine Running",
+                 lambda: core.read_namespaced_pod("on-a-machine", "default").status.phase
+                 == "Running", 60)  # fmt: skip
+        # Logs come from the machine's kubelet, through the management kube-apiserver.
+        log = lambda: core.read_namespaced_pod_log("on-a-machine", "default")  # noqa: E731
+        memory = wait_for("its log", log, 30)
+        assert memory.strip().split(":", 2)[2].startswith("/kubepods/")
+        inside = Path("/sys/fs/cgroup/memory") / machine.cgroup.lstrip("/") / "kubepods"
+        assert inside.is_dir()
+        assert not Path("/sys/fs/cgroup/memory/kubepods").exists()
+    finally:
+        core.delete_namespaced_pod("on-a-machine", "default", grace_period_seconds=0)
+        core.delete_node("kubelet-worker")
+
+
 def test_the_local_cloud_driver_keeps_the_executable_contract(env: Environment, api: Api) -> None:
     driver = ExecutableDriver("localcloud", env.local_cloud_driver)
     assert asyncio.run(driver.schema()) == {"fields": {}}
@@ -230,7 +297,7 @@ def test_the_local_cloud_driver_keeps_the_executable_contract(env: Environment, 
                        == "Running" and s, 30)  # fmt: skip
     assert running["addresses"] == created["addresses"]
     driven = env.cloud.get("m-driven")
-    assert driven is not None
+    assert driven is not None and driven.running()
     assert run(driven, "cat", "/var/lib/joined").strip() == "joined-as-driven"
     assert not Path("/var/lib/joined").exists()
 
@@ -294,6 +361,37 @@ def drive(driver: ExecutableDriver, command: str, about: dict[str, Any], **extra
     """Run the driver as the operator does (executable.py): its own session and empty
     environment, JSON on stdin, the time limit."""
     return asyncio.run(driver.run(command, {**about, "config": {}, "credential": {}, **extra}))
+
+
+def kubelet_config(address: str) -> dict[str, Any]:
+    """A kubelet's configuration with its defaults for paths and cgroups (cgroupRoot `/`),
+    what this host needs (cgroup v1, no systemd, no negative OOM scores) and its TLS."""
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "failCgroupV1": False,
+        "cgroupDriver": "cgroupfs",
+        "containerRuntimeEndpoint": "unix:///run/containerd/containerd.sock",
+        "address": address,
+        "readOnlyPort": 0,
+        "tlsCertFile": "/var/lib/corral-node/serving.crt",
+        "tlsPrivateKeyFile": "/var/lib/corral-node/serving.key",
+        "authentication": {
+            "anonymous": {"enabled": False},
+            "webhook": {"enabled": True},
+            "x509": {"clientCAFile": "/var/lib/corral-node/ca.crt"},
+        },
+        "authorization": {"mode": "Webhook"},
+        "makeIPTablesUtilChains": False,
+        "evictionHard": {
+            "memory.available": "100Mi",
+            "nodefs.available": "1%",
+            "imagefs.available": "1%",
+        },
+        "mergeDefaultEvictionSettings": False,
+        "failSwapOn": False,
+        "podCIDR": "10.244.200.0/24",
+    }
 
 
 def on_host(*argv: str) -> str:
