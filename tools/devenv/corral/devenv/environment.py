@@ -98,6 +98,10 @@ class Environment:
         self.driver_files = self.root / "driver-files"
         self._lock: int | None = None
         self._corral_env: dict[str, str] = {}
+        # Where the API server listens and what its links name: with real nodes, the host's
+        # bridge address, where machines reach it (the node command downloads from it), as
+        # the pods on the real nodes reach the control planes.
+        self._api_host = "127.0.0.1"
         self._replicas: dict[str, Process] = {}  # by URL, those add_apiserver_replica() started
         self.cluster_ids: list[str] = []
         self.controlplane_image: images.ControlPlaneImage | None = None
@@ -138,6 +142,7 @@ class Environment:
             # downstream clusters corral imports) at the host's bridge address.
             self._network.create()
             bind = network.HOST_ADDRESS
+            self._api_host = network.HOST_ADDRESS
         if options.hosted_control_planes:
             # Recorded before kube-controller-manager starts, so that only what it adds goes.
             self._host_changes.filled_by_us(hosted.HOSTPATH_DIR)
@@ -293,19 +298,19 @@ class Environment:
         assert self.management is not None
         ca = pki.CertificateAuthority.create("corral-dev-ca")
         self.ca_path, _ = ca.pair().write(self.pki_dir, "ca")
-        cert, key = ca.issue_server("corral", ["127.0.0.1", "localhost"]).write(
-            self.pki_dir, "corral"
-        )
+        cert, key = ca.issue_server(
+            "corral", sorted({"127.0.0.1", "localhost", self._api_host})
+        ).write(self.pki_dir, "corral")
         self.admin_password = secrets.token_urlsafe(18)
         self.driver_files.mkdir(parents=True, exist_ok=True)
         api_port = self.options.api_port or free_port()
         liveness_port = free_port()
-        self.api_url = f"https://127.0.0.1:{api_port}"
+        self.api_url = f"https://{self._api_host}:{api_port}"
         self.operator_liveness = f"http://127.0.0.1:{liveness_port}/healthz"
         env = {
             **os.environ,
             "KUBECONFIG": str(self.management.kubeconfig_path),
-            "CORRAL_LISTEN": f"127.0.0.1:{api_port}",
+            "CORRAL_LISTEN": f"{self._api_host}:{api_port}",
             "CORRAL_TLS_CERT_FILE": str(cert),
             "CORRAL_TLS_KEY_FILE": str(key),
             "CORRAL_OPERATOR_LIVENESS": self.operator_liveness,
@@ -381,11 +386,11 @@ class Environment:
     def _start_apiserver(self, port: int) -> str:
         replicas = sum(p.name.startswith("apiserver") for p in self.corral)
         name = "apiserver" if replicas == 0 else f"apiserver-{replicas + 1}"
-        env = {**self._corral_env, "CORRAL_LISTEN": f"127.0.0.1:{port}"}
+        env = {**self._corral_env, "CORRAL_LISTEN": f"{self._api_host}:{port}"}
         process = Process(name, [sys.executable, "-m", "corral.apiserver"],
                           self.root / "logs" / f"{name}.log", env=env)  # fmt: skip
         self.corral.append(process)
-        url = f"https://127.0.0.1:{port}"
+        url = f"https://{self._api_host}:{port}"
         context = ssl.create_default_context(cafile=str(self.ca_path))
         wait_for(f"corral {name} /readyz", lambda: _http_ok(f"{url}/readyz", context),
                  CORRAL_TIMEOUT, [process])  # fmt: skip
