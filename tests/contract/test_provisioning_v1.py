@@ -139,7 +139,7 @@ async def test_a_name_is_taken_once(admin: Person) -> None:
         (lambda b: b["metadata"].pop("name"), "MissingRequired", "metadata.name"),
         (lambda b: b["metadata"].pop("namespace"), "MissingRequired", "metadata.namespace"),
         (lambda b: b.update(type="cluster"), "InvalidFormat", "type"),
-        (lambda b: b["spec"].update(eksConfig={}), "InvalidFormat", "spec.eksConfig"),
+        (lambda b: b["spec"].update(eksConfig={}), "InvalidOption", "spec.eksConfig"),
         (lambda b: b["spec"].update(kubernetesVersion="v0.1.0"), "InvalidOption",
          "spec.kubernetesVersion"),
         (lambda b: b["spec"]["rkeConfig"].update(machinePools=[pool("p", "nt-none")]),
@@ -200,3 +200,38 @@ async def test_deleting_through_the_view_deletes_the_cluster(
 async def test_other_types_and_unknown_clusters_are_404(admin: Person) -> None:
     error(await admin.api.get("/v1/management.svc.io.clusters"), 404, "NotFound")
     error(await admin.api.get(f"{TYPE}/{NAMESPACE}/nothing"), 404, "NotFound")
+
+
+async def test_spec_4_4s_body_changes_the_same_pools(
+    admin: Person, template: str, crs: k8s.CustomObjectsApi
+) -> None:
+    """`PUT` with `{"machinePools": [...]}` at the top level, as spec 4.4 writes it: the pools of
+    `spec.rkeConfig.machinePools`, an existing pool keeping its template and roles."""
+    name = unique()
+    made = await create(admin.api, name, [pool("workers", template)])
+    cluster_id, path = made["status"]["clusterName"], f"{TYPE}/{NAMESPACE}/{name}"
+    scaled = {"name": "workers", "quantity": 3, "autoscalingMinSize": 1,
+              "autoscalingMaxSize": 5, "workerRole": True}  # fmt: skip
+    changed = await admin.api.put(path, {"machinePools": [scaled]})
+    assert changed.status == 200, changed.body
+    (shown,) = changed.body["spec"]["rkeConfig"]["machinePools"]
+    assert (shown["quantity"], shown["autoscalingMinSize"], shown["autoscalingMaxSize"]) == (
+        3,
+        1,
+        5,
+    )
+    assert shown["machineConfigRef"] == {"kind": "NodeTemplate", "name": template}
+    stored = nodepools(crs, cluster_id)["workers"]["spec"]
+    assert (stored["quantity"], stored["autoscalingMinSize"], stored["autoscalingMaxSize"]) == (
+        3, 1, 5,
+    )  # fmt: skip
+    assert stored["nodeTemplateName"] == template and stored["worker"] is True
+
+    # A new pool has no template to keep: 422 naming the field, and nothing changes.
+    fresh = {"name": "more", "quantity": 1, "workerRole": True}
+    answer = await admin.api.put(path, {"machinePools": [scaled, fresh]})
+    error(answer, 422, "MissingRequired", "machinePools[1].machineConfigRef")
+    both = {"machinePools": [scaled], "spec": {"rkeConfig": {"machinePools": [scaled]}}}
+    error(await admin.api.put(path, both), 422, "InvalidFormat", "machinePools")
+    assert set(nodepools(crs, cluster_id)) == {"workers"}
+    assert nodepools(crs, cluster_id)["workers"]["spec"]["quantity"] == 3

@@ -79,6 +79,35 @@ async def test_a_schema_is_found_by_id_or_plural_in_any_case(user: Person) -> No
         assert found.body["id"] == "globalRoleBinding"
 
 
+async def test_every_action_input_and_output_a_schema_names_is_served(user: Person) -> None:
+    """Discovered from the schemas themselves: an action a new family declares is covered."""
+    named = {
+        (doc["id"], action, role, spec[role])
+        for doc in (await user.api.get("/v3/schemas")).body["data"]
+        for actions in (doc.get("resourceActions", {}), doc.get("collectionActions", {}))
+        for action, spec in actions.items()
+        for role in ("input", "output")
+        if role in spec
+    }
+    assert ("cluster", "rotateCertificates", "input", "rotateCertificatesInput") in named
+    for schema_id, action, role, type_name in sorted(named):
+        served = await user.api.get(f"/v3/schemas/{type_name}")
+        assert served.status == 200, (schema_id, action, role, type_name)
+        assert served.body["id"] == type_name and served.body["type"] == "schema", served.body
+        assert served.body["resourceFields"], (schema_id, action, role, type_name)
+
+
+async def test_the_rotation_input_is_what_the_action_reads(user: Person) -> None:
+    doc = (await user.api.get("/v3/schemas/rotateCertificatesInput")).body
+    assert set(doc["resourceFields"]) == {"caCertificates", "services"}
+    assert doc["resourceFields"]["services"]["options"] == [
+        "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet",
+        "kube-proxy",
+    ]  # fmt: skip
+    output = (await user.api.get("/v3/schemas/rotateCertificateOutput")).body
+    assert set(output["resourceFields"]) == {"message"}
+
+
 async def test_an_unknown_schema_is_404(user: Person) -> None:
     error(await user.api.get("/v3/schemas/nothing"), 404, "NotFound")
 

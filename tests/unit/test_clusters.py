@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from corral.core import conditions, quantity
-from corral.core.api import names
+from corral.core.api import drivers, names
 from corral.core.clusters import importing, observe
 from corral.core.conditions import Condition
 from corral.operator.downstream.drain import DrainRefused, evictable
@@ -165,10 +165,19 @@ def test_cluster_conditions_for_every_situation() -> None:
         "True",
         "WaitingForCredential",
     )
-    assert by_type(observe.cluster_conditions("EKS", False, None, []))["Provisioned"] == (
-        "False",
-        "ProvisioningNotAvailable",
-    )
+
+
+@pytest.mark.parametrize("driver", sorted(drivers.PROVISIONED - drivers.HOSTED))
+def test_a_stored_cluster_corral_cannot_provision_tells_its_owner_what_to_do(driver: str) -> None:
+    """Stored around the API (kubectl, an older version): it never comes, and says so."""
+    [provisioned] = [
+        c for c in observe.cluster_conditions(driver, False, None, []) if c.type == "Provisioned"
+    ]
+    assert (provisioned.status, provisioned.reason) == ("False", "ProvisioningNotAvailable")
+    assert "will never be provisioned" in provisioned.message
+    assert "delete it" in provisioned.message
+    assert "importedConfig.kubeConfig" in provisioned.message
+    assert "rke2 or k3s" in provisioned.message
 
 
 def test_a_hosted_cluster_is_pending_with_the_provisioners_word_until_corral_is_in() -> None:

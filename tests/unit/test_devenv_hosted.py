@@ -40,6 +40,26 @@ def test_a_folder_that_did_not_exist_goes_with_everything_in_it(tmp_path: Path) 
     changes.undo()  # twice is harmless, as for every recorded change
 
 
+def test_a_made_directory_goes_with_what_appeared_below_it_but_not_with_its_parents_others(
+    tmp_path: Path,
+) -> None:
+    # Two environments nest their cgroups below the same new parent: the first to stop must
+    # leave the other's alone (it is still running) and the parent with it.
+    ours, theirs = tmp_path / "process" / "corral-node-a", tmp_path / "process" / "corral-cloud"
+    changes = HostChanges()
+    changes.mkdir(ours)
+    (ours / "kubepods" / "burstable").mkdir(parents=True)
+    theirs.mkdir()
+    changes.undo()
+    assert not ours.exists()
+    assert theirs.is_dir()
+    alone = tmp_path / "alone" / "corral-node-a"
+    changes.mkdir(alone)
+    (alone / "kubepods").mkdir()
+    changes.undo()
+    assert not (tmp_path / "alone").exists()
+
+
 def test_the_settings_name_the_image_for_every_component_and_the_storage_class() -> None:
     values = hosted.settings(IMAGE)
     for name, value in values.items():

@@ -7,7 +7,7 @@ import pytest
 from corral.apiserver.routes.clusters import SCHEMA
 from corral.apiserver.services.clusterspec import driver_of
 from corral.core.api import drivers
-from corral.core.clusters import observe
+from corral.core.errors import Invalid
 from corral.core.provisioning.flavours import FLAVOURS
 
 
@@ -23,17 +23,18 @@ def test_hosted_drivers_are_provisioned_and_imported_and_local_are_not() -> None
 
 
 @pytest.mark.parametrize("config", drivers.CONFIGS)
-def test_each_configuration_makes_its_driver(config: str) -> None:
-    assert driver_of({config: {}}) == drivers.CONFIGS[config]
+def test_each_configuration_makes_its_driver_or_is_refused_without_a_provider(config: str) -> None:
+    driver = drivers.CONFIGS[config]
+    if driver not in drivers.NOT_INSTALLED:
+        assert driver_of({config: {}}) == driver
+        return
+    with pytest.raises(Invalid) as refused:
+        driver_of({config: {}})
+    assert (refused.value.field, refused.value.code) == (config, "InvalidOption")
+    assert f"no provider for {driver} clusters is installed" in refused.value.message
 
 
 def test_the_schema_offers_every_driver_and_marks_the_legacy_one_deprecated() -> None:
     field = SCHEMA.fields["driver"]
     assert tuple(field.options) == drivers.ALL
     assert field.deprecated_options == {drivers.LEGACY: drivers.DEPRECATED}
-
-
-def test_a_stored_only_driver_waits_and_says_corral_cannot_provision_it() -> None:
-    for driver in drivers.PROVISIONED - drivers.HOSTED:
-        pending = observe.cluster_conditions(driver, False, None, [])
-        assert "cannot provision" in str(pending)

@@ -250,14 +250,46 @@ def test_what_a_body_may_say() -> None:
             "spec": {"kubernetesVersion": "v1.36.3+k3s1",
                      "rkeConfig": {"machinePools": [WORKERS], "networking": {"plugin": "none"}}},
         },
-        None,
     )  # fmt: skip
     assert (given.namespace, given.name, given.resource_version) == ("team", "demo", "7")
-    assert given.pools == parsed(WORKERS)
+    assert v1.machine_pools(given, "demo") == parsed(WORKERS)
     assert (given.driver, v1.flavour_of(given)) == (None, "k3s")
-    assert v1.parse({"spec": {"rkeConfig": {}}}, "demo").pools is None
-    assert v1.flavour_of(v1.parse({"spec": {"kubernetesVersion": "v1.36.3"}}, "x")) == "rke2"
-    assert v1.flavour_of(v1.parse({"spec": {"k3sConfig": {}}}, "x")) == "k3s"
+    assert v1.parse({"spec": {"rkeConfig": {}}}).pools is None
+    assert v1.flavour_of(v1.parse({"spec": {"kubernetesVersion": "v1.36.3"}})) == "rke2"
+    assert v1.flavour_of(v1.parse({"spec": {"k3sConfig": {}}})) == "k3s"
+
+
+def test_spec_4_4s_body_gives_the_same_pools_at_the_top_level() -> None:
+    spec_shaped = v1.parse({"machinePools": [WORKERS]})
+    assert spec_shaped.pools_at == "machinePools"
+    assert v1.machine_pools(spec_shaped, "demo") == parsed(WORKERS)
+    with pytest.raises(Invalid) as caught:
+        v1.machine_pools(v1.parse({"machinePools": [{"name": "w", "workerRole": True}]}), "demo")
+    assert (caught.value.field, caught.value.code) == (
+        "machinePools[0].machineConfigRef",
+        "MissingRequired",
+    )
+    with pytest.raises(Invalid) as caught:
+        v1.parse({"machinePools": [], "spec": {"rkeConfig": {"machinePools": []}}})
+    assert caught.value.field == "machinePools"
+
+
+def test_an_existing_pool_keeps_its_template_and_roles_when_the_body_leaves_them_out() -> None:
+    (existing,) = parsed({**WORKERS, "etcdRole": True})
+    scaled = {"name": "workers", "quantity": 5, "autoscalingMinSize": 1, "autoscalingMaxSize": 9}
+    (pool,) = machinepools.parse([scaled], "demo", "machinePools", [existing])
+    assert (pool.template, pool.etcd, pool.worker, pool.control_plane) == (
+        "nt-abcde", True, True, False,
+    )  # fmt: skip
+    assert (pool.quantity, pool.min_size, pool.max_size) == (5, 1, 9)
+    # A role given is the request's: a change is for the service to refuse.
+    (unrolled,) = machinepools.parse([{**scaled, "etcdRole": False}], "demo", "m", [existing])
+    assert (unrolled.etcd, unrolled.worker) == (False, True)
+    # Another pool's template is no default.
+    with pytest.raises(Invalid) as caught:
+        machinepools.parse([{**scaled, "name": "new", "workerRole": True}], "demo", "machinePools",
+                          [existing])  # fmt: skip
+    assert caught.value.field == "machinePools[0].machineConfigRef"
 
 
 @pytest.mark.parametrize(
@@ -276,7 +308,7 @@ def test_what_a_body_may_say() -> None:
 )
 def test_a_bad_body_is_refused_naming_its_field(body: dict[str, Any], field: str) -> None:
     with pytest.raises(Invalid) as caught:
-        v1.parse(body, "demo")
+        v1.parse(body)
     assert caught.value.field == field
 
 

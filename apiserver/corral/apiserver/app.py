@@ -78,7 +78,8 @@ SCHEMA_LIST = [
     pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, secrets.SCHEMA, namespacedsecrets.SCHEMA,
     nodedrivers.SCHEMA, nodetemplates.SCHEMA, cloudcredentials.SCHEMA, nodepools.SCHEMA,
     authconfigs.SCHEMA, authconfigs.TEST_OUTPUT, authconfigs.APPLY_INPUT,
-    clusters.BACKUP_SCHEMA, clusters.RESTORE_INPUT, clusterregistrationtokens.SCHEMA,
+    clusters.BACKUP_SCHEMA, clusters.RESTORE_INPUT, clusters.ROTATE_INPUT, clusters.ROTATE_OUTPUT,
+    clusterregistrationtokens.SCHEMA,
 ]  # fmt: skip
 
 

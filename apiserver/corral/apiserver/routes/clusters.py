@@ -46,7 +46,10 @@ SPEC_FIELDS = ("kubernetesVersion", "localClusterAuthEndpoint", "agentEnvVars", 
 
 
 def described(driver: str) -> str:
-    """What a configuration accepts, in /v3/schemas: said for the flavours corral provisions."""
+    """What a configuration accepts, in /v3/schemas: said for the flavours corral provisions,
+    and for the hosted services it cannot make, that a create giving one is refused."""
+    if driver in drivers.NOT_INSTALLED:
+        return f"Refused (422 InvalidOption): {drivers.refusal(driver)}"
     if (flavour := FLAVOURS.get(driver)) is None:
         return ""
     return (
@@ -138,7 +141,7 @@ SCHEMA = Schema(
         },
         "backupEtcd": {},
         "restoreFromEtcdBackup": {"input": "restoreFromEtcdBackupInput"},
-        "rotateCertificates": {"input": "rotateCertificatesInput"},
+        "rotateCertificates": {"input": "rotateCertificatesInput", "output": rotation.OUTPUT_TYPE},
     },
 )
 
@@ -162,6 +165,26 @@ KUBECONFIG_OUTPUT = Schema(
     plural="generateKubeconfigOutputs",
     embedded=True,
     fields={"config": readonly("string", "The kubeconfig, base64-encoded")},
+)
+
+# What `services.rotation` reads of the action's body, and what the action answers.
+ROTATE_INPUT = Schema(
+    id="rotateCertificatesInput",
+    plural="rotateCertificatesInputs",
+    embedded=True,
+    fields={
+        "caCertificates": Field("boolean", create=True, default=False,
+                                description="Also new CAs (the cluster's and etcd's)"),
+        "services": Field("array[enum]", create=True, options=rotation.SERVICES,
+                          description="The services whose certificates rotate; empty: all. "
+                          "Rancher's comma-separated text is accepted too"),
+    },
+)  # fmt: skip
+ROTATE_OUTPUT = Schema(
+    id=rotation.OUTPUT_TYPE,
+    plural=f"{rotation.OUTPUT_TYPE}s",
+    embedded=True,
+    fields={"message": readonly("string", "What rotates, in Rancher's words")},
 )
 
 

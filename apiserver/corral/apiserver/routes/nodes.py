@@ -40,6 +40,10 @@ SCHEMA = Schema(
     plural="nodes",
     fields={
         "name": readonly("string", "The downstream node's name"),
+        "nodePoolId": readonly(
+            "reference[nodePool]",
+            "The pool that made the node; empty for one that joined otherwise",
+        ),
         "displayName": Field("string", update=True),
         "description": Field("string", update=True),
         "desiredNodeTaints": Field("array[taint]", update=True),
@@ -123,6 +127,8 @@ def fields(ask: Ask, obj: Obj) -> dict[str, Any]:
         "id": scoped_id(obj),
         "name": status.get("nodeName") or spec.get("requestedHostname", ""),
         "clusterId": meta["namespace"],
+        # The pool's id (`<cluster>:<pool>`), as its pool's `nodes` link filters by it.
+        "nodePoolId": spec.get("nodePoolName", ""),
         "displayName": spec.get("displayName") or status.get("nodeName", ""),
         "description": spec.get("description", ""),
         "desiredNodeTaints": spec.get("desiredNodeTaints"),

@@ -46,6 +46,11 @@ def driver_of(body: dict[str, Any]) -> str:
     if "kubeConfig" in body and "importedConfig" not in configs:
         configs.append("importedConfig")
     explicit = body.get("driver")
+    for name in configs:
+        if drivers.CONFIGS[name] in drivers.NOT_INSTALLED:
+            raise errors.invalid(name, drivers.refusal(drivers.CONFIGS[name]), "InvalidOption")
+    if isinstance(explicit, str) and (service := drivers.not_installed(explicit)):
+        raise errors.invalid("driver", drivers.refusal(service), code="InvalidOption")
     if explicit is not None and explicit not in drivers.ALL:
         raise errors.invalid(
             "driver",

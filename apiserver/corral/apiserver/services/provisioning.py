@@ -81,7 +81,7 @@ def found(deps: Deps, who: Caller, namespace: str, name: str) -> Obj:
 async def create(deps: Deps, who: Caller, namespace: str | None, body: dict[str, Any]) -> Obj:
     """A new provisioned cluster and its pools (administrators only, as through /v3)."""
     clusters.may_create(who)
-    given = v1.parse(body, None)
+    given = v1.parse(body)
     if namespace is not None and given.namespace not in (None, namespace):
         raise errors.invalid("metadata.namespace", "metadata.namespace must be the path's")
     namespace = namespace or given.namespace
@@ -90,6 +90,7 @@ async def create(deps: Deps, who: Caller, namespace: str | None, body: dict[str,
     if given.name is None:
         raise errors.missing("metadata.name")
     name = given.name
+    pools = v1.machine_pools(given, name) or []
     if deps.stores.clusters.by_index("v1", v1.key(namespace, name)):
         raise errors.conflict(f"{v1.SCHEMA_ID} {namespace}/{name} already exists")
     flavour = FLAVOURS[v1.flavour_of(given)]
@@ -107,8 +108,7 @@ async def create(deps: Deps, who: Caller, namespace: str | None, body: dict[str,
         config["networking"] = given.networking
     with _under("spec.", renamed):
         admitted = clusters.admit(deps, who, flavour, config, given.version)
-    pools = given.pools or []
-    _check_templates(deps, who, [(i, p) for i, p in enumerate(pools)])
+    _check_templates(deps, who, [(i, p) for i, p in enumerate(pools)], given.pools_at)
 
     cluster_id = v1.cluster_id(namespace, name)
     spec = {
@@ -142,7 +142,7 @@ async def update(deps: Deps, who: Caller, cluster: Obj, body: dict[str, Any]) ->
     cluster_id = cluster["metadata"]["name"]
     clusters.may_change(deps, who, cluster)
     namespace, name = v1.name_of(cluster)
-    given = v1.parse(body, name)
+    given = v1.parse(body)
     for field, value, expected in (
         ("metadata.namespace", given.namespace, namespace),
         ("metadata.name", given.name, name),
@@ -167,9 +167,12 @@ async def update(deps: Deps, who: Caller, cluster: Obj, body: dict[str, Any]) ->
         if current["metadata"].get("deletionTimestamp"):
             raise errors.Conflict(f"cluster {cluster_id} is being deleted", code="Conflict")
         if given.pools is not None:
-            plan = machinepools.plan(await _fresh_pools(deps, cluster_id), given.pools)
-            _check_plan(deps, who, plan, given.pools)
-            digest = machinepools.pools_hash(given.pools)
+            fresh = await _fresh_pools(deps, cluster_id)
+            existing = [machinepools.of_nodepool(p["spec"]) for p in fresh]
+            desired = v1.machine_pools(given, name, existing) or []
+            plan = machinepools.plan(fresh, desired)
+            _check_plan(deps, who, plan, desired, given.pools_at)
+            digest = machinepools.pools_hash(desired)
             annotations = current["metadata"].get("annotations") or {}
             if annotations.get(v1.ANNOTATION_POOLS_HASH) != digest:
                 path = ("metadata", "annotations", v1.ANNOTATION_POOLS_HASH)
@@ -226,7 +229,7 @@ def _check_fixed(flavour: Flavour, spec: dict[str, Any], given: v1.Given) -> Non
 
 
 def _check_plan(
-    deps: Deps, who: Caller, plan: machinepools.Plan, desired: list[MachinePool]
+    deps: Deps, who: Caller, plan: machinepools.Plan, desired: list[MachinePool], at: str
 ) -> None:
     """Roles are fixed once a pool exists; a new pool, another template or a raised quantity
     needs a template the caller may use now (as through /v3/nodepools)."""
@@ -236,7 +239,7 @@ def _check_plan(
         current = machinepools.of_nodepool(obj["spec"])
         role = machinepools.role_change(current, pool)
         if role is not None:
-            field = f"{v1.POOLS}[{index[pool.name]}].{role}"
+            field = f"{at}[{index[pool.name]}].{role}"
             raise errors.invalid(
                 field,
                 f"the roles of machine pool {pool.name} cannot change; give a pool of the new "
@@ -245,12 +248,14 @@ def _check_plan(
             )
         if pool.template != current.template or pool.quantity > current.quantity:
             checked.append((index[pool.name], pool))
-    _check_templates(deps, who, checked)
+    _check_templates(deps, who, checked, at)
 
 
-def _check_templates(deps: Deps, who: Caller, pools: list[tuple[int, MachinePool]]) -> None:
+def _check_templates(
+    deps: Deps, who: Caller, pools: list[tuple[int, MachinePool]], at: str
+) -> None:
     for i, pool in pools:
-        owned.usable_template(deps, who, pool.template, f"{v1.POOLS}[{i}].machineConfigRef.name")
+        owned.usable_template(deps, who, pool.template, f"{at}[{i}].machineConfigRef.name")
 
 
 async def _apply(deps: Deps, cluster_id: str, name: str, plan: machinepools.Plan) -> None:

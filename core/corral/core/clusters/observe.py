@@ -248,9 +248,11 @@ def cluster_conditions(
             message = f"provisioning failed, and is tried again: {message}"
         return pending(ct.REASON_PROVISIONING, ct.REASON_NOT_PROVISIONED, message, failures)
     if driver in drivers.PROVISIONED - drivers.HOSTED:
-        message = f"corral cannot provision {driver} clusters yet; the cluster is only stored"
         return pending(
-            ct.REASON_PROVISIONING_NOT_AVAILABLE, ct.REASON_NOT_PROVISIONED, message, failures
+            ct.REASON_PROVISIONING_NOT_AVAILABLE,
+            ct.REASON_NOT_PROVISIONED,
+            drivers.never_provisioned(driver),
+            failures,
         )
     if not has_credential or probe is None:
         message = (

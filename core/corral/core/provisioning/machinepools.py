@@ -66,9 +66,16 @@ class MachinePool:
         return shown
 
 
-def parse(value: Any, cluster_name: str, where: str) -> list[MachinePool]:
-    """The pools a request gives at `where` (`spec.rkeConfig.machinePools`) for the cluster
-    whose `/v1` name is `cluster_name`; Invalid naming the field of the first fault."""
+def parse(
+    value: Any, cluster_name: str, where: str, existing: Iterable[MachinePool] = ()
+) -> list[MachinePool]:
+    """The pools a request gives at `where` (`spec.rkeConfig.machinePools`, or spec 4.4's
+    `machinePools`) for the cluster whose `/v1` name is `cluster_name` and whose pools are
+    `existing`; Invalid naming the field of the first fault.
+
+    A pool that exists keeps its template and its roles when the request leaves them out:
+    spec 4.4's body names neither, and roles cannot change anyway."""
+    current = {pool.name: pool for pool in existing}
     if not isinstance(value, list):
         raise Invalid(f"{where} must be a list of machine pools", where)
     if len(value) > MAX_POOLS:
@@ -76,7 +83,9 @@ def parse(value: Any, cluster_name: str, where: str) -> list[MachinePool]:
     pools: list[MachinePool] = []
     seen: set[str] = set()
     for index, given in enumerate(value):
-        pool = _pool(given, cluster_name, f"{where}[{index}]")
+        at = f"{where}[{index}]"
+        name = given.get("name") if isinstance(given, dict) else None
+        pool = _pool(given, cluster_name, at, current.get(name) if isinstance(name, str) else None)
         if pool.name in seen:
             raise Invalid(
                 f"machine pool names must be unique: {pool.name} is given twice",
@@ -88,7 +97,7 @@ def parse(value: Any, cluster_name: str, where: str) -> list[MachinePool]:
     return pools
 
 
-def _pool(given: Any, cluster_name: str, at: str) -> MachinePool:
+def _pool(given: Any, cluster_name: str, at: str, now: MachinePool | None) -> MachinePool:
     if not isinstance(given, dict):
         raise Invalid(f"{at} must be an object", at)
     for key in given:
@@ -100,6 +109,10 @@ def _pool(given: Any, cluster_name: str, at: str) -> MachinePool:
             )
     name = _name(given.get("name"), cluster_name, f"{at}.name")
     roles = {field: _flag(given, field, at) for field in ROLES}
+    if now is not None:
+        kept = {"etcdRole": now.etcd, "controlPlaneRole": now.control_plane,
+                "workerRole": now.worker}  # fmt: skip
+        roles = {field: roles[field] if field in given else kept[field] for field in ROLES}
     if not any(roles.values()):
         raise Invalid(
             f"{at} needs at least one role: etcdRole, controlPlaneRole or workerRole",
@@ -123,7 +136,11 @@ def _pool(given: Any, cluster_name: str, at: str) -> MachinePool:
         control_plane=roles["controlPlaneRole"],
         worker=roles["workerRole"],
         drain_before_delete=_flag(given, "drainBeforeDelete", at),
-        template=_template(given.get("machineConfigRef"), f"{at}.machineConfigRef"),
+        template=(
+            now.template
+            if now is not None and given.get("machineConfigRef") is None
+            else _template(given.get("machineConfigRef"), f"{at}.machineConfigRef")
+        ),
         min_size=min_size,
         max_size=max_size,
     )

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from corral.core.api import ids
+from corral.core.api import drivers, ids
 from corral.core.errors import Invalid
 from corral.core.provisioning import machinepools
 from corral.core.provisioning.flavours import FLAVOURS, K3S, RKE2
@@ -35,6 +35,8 @@ ANNOTATION_POOLS_HASH = f"{GROUP}/pools-hash"
 # condition of: the Cluster's generation (its spec) and the pools' digest.
 VERSION_READS = (("metadata", "generation"), ("metadata", "annotations", ANNOTATION_POOLS_HASH))
 POOLS = "spec.rkeConfig.machinePools"
+# Where spec 4.4's body gives the same pools: `{"machinePools": [...]}`.
+SPEC_POOLS = "machinePools"
 # Cluster spec fields shown under rkeConfig, changed through /v3's actions only.
 SHOWN_ONLY = ("etcdSnapshotRestore", "rotateCertificates")
 SPEC_FIELDS = frozenset(
@@ -173,12 +175,13 @@ class Given:
     config: dict[str, Any] | None  # spec.rke2Config or spec.k3sConfig
     version: Any  # spec.kubernetesVersion as given; None when not given
     networking: Any  # spec.rkeConfig.networking as given; None when not given
-    pools: list[MachinePool] | None  # None when machinePools is not given
+    pools: Any  # the machine pools as given, unchecked (`machine_pools`); None: not given
+    pools_at: str  # where the body gives them: POOLS or SPEC_POOLS
 
 
-def parse(body: Mapping[str, Any], name_for_pools: str | None) -> Given:
-    """The body of a create or update, checked field by field; `name_for_pools` is the view's
-    name (it makes the pools' hostnames), None when the body must give it."""
+def parse(body: Mapping[str, Any]) -> Given:
+    """The body of a create or update, checked field by field but for its machine pools,
+    which `machine_pools` checks against the pools that exist."""
     if "type" in body and not (isinstance(body["type"], str) and is_type(body["type"])):
         raise Invalid(f"type must be {SCHEMA_ID}", "type")
     for field, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
@@ -196,6 +199,9 @@ def parse(body: Mapping[str, Any], name_for_pools: str | None) -> Given:
         raise Invalid("metadata.resourceVersion must be text", "metadata.resourceVersion")
     spec = _object(body.get("spec"), "spec")
     for field in spec:
+        driver = drivers.CONFIGS.get(field)
+        if driver in drivers.NOT_INSTALLED:
+            raise Invalid(drivers.refusal(driver), f"spec.{field}", code="InvalidOption")
         if field not in SPEC_FIELDS:
             raise Invalid(
                 f"spec.{field} is not a field of this view; the fields are "
@@ -216,10 +222,13 @@ def parse(body: Mapping[str, Any], name_for_pools: str | None) -> Given:
                 f"{', '.join(sorted(RKE_CONFIG_FIELDS))}",
                 f"spec.rkeConfig.{field}",
             )
-    pools = None
-    if rke_config.get("machinePools") is not None:
-        pool_name = name_for_pools or name or ""
-        pools = machinepools.parse(rke_config["machinePools"], pool_name, POOLS)
+    pools, pools_at = rke_config.get("machinePools"), POOLS
+    if body.get(SPEC_POOLS) is not None:
+        if pools is not None:
+            raise Invalid(
+                f"give the machine pools once: {SPEC_POOLS} or {POOLS}, not both", SPEC_POOLS
+            )
+        pools, pools_at = body[SPEC_POOLS], SPEC_POOLS
     return Given(
         namespace=namespace,
         name=name,
@@ -229,7 +238,19 @@ def parse(body: Mapping[str, Any], name_for_pools: str | None) -> Given:
         version=spec.get("kubernetesVersion"),
         networking=rke_config.get("networking"),
         pools=pools,
+        pools_at=pools_at,
     )
+
+
+def machine_pools(
+    given: Given, cluster_name: str, existing: Iterable[MachinePool] = ()
+) -> list[MachinePool] | None:
+    """The machine pools `given` asks for, checked (Invalid naming the field where the body
+    gave them) for the view `cluster_name` whose pools are `existing`; None when it gives
+    none."""
+    if given.pools is None:
+        return None
+    return machinepools.parse(given.pools, cluster_name, given.pools_at, existing)
 
 
 def flavour_of(given: Given) -> str:

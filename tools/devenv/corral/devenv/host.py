@@ -73,11 +73,14 @@ class HostChanges:
     folders that the environment's processes fill, emptied of what they added."""
 
     def __init__(self) -> None:
-        self._dirs: list[Path] = []
+        # (directory, whether what appears below it is ours too)
+        self._dirs: list[tuple[Path, bool]] = []
         self._filled: list[tuple[Path, bool, frozenset[Path]]] = []
 
     def mkdir(self, path: Path) -> None:
-        """Create `path` and any missing parents, remembering each one created."""
+        """Create `path` and any missing parents, remembering each one created. What appears
+        below `path` is taken to be the environment's (a kubelet's cgroups below a node's);
+        below a parent, it may be another environment's, so a parent is removed only empty."""
         missing: list[Path] = []
         for candidate in [path, *path.parents]:
             if candidate.exists():
@@ -85,7 +88,7 @@ class HostChanges:
             missing.append(candidate)
         for directory in reversed(missing):
             directory.mkdir()
-            self._dirs.append(directory)
+            self._dirs.append((directory, directory == path))
 
     def filled_by_us(self, path: Path) -> None:
         """`path` is a folder that something the environment runs will fill (kube-controller-
@@ -99,8 +102,11 @@ class HostChanges:
         for path, existed, entries in reversed(self._filled):
             _remove_new_entries(path, existed, entries)
         self._filled.clear()
-        for directory in reversed(self._dirs):
-            remove_empty_tree(directory)
+        for directory, tree in reversed(self._dirs):
+            if tree:
+                remove_empty_tree(directory)
+            else:
+                _remove_empty_dir(directory)
         self._dirs.clear()
 
 
@@ -129,10 +135,17 @@ def remove_empty_tree(directory: Path) -> None:
         return
     for root, dirs, _files in os.walk(directory, topdown=False):
         for name in dirs:
-            with contextlib.suppress(FileNotFoundError):
-                Path(root, name).rmdir()
+            _remove_empty_dir(Path(root, name))
+    _remove_empty_dir(directory)
+
+
+def _remove_empty_dir(directory: Path) -> None:
+    # A cgroup still busy, or a folder another environment still uses, is left and reported:
+    # the rest of the teardown must run.
     try:
         directory.rmdir()
+    except FileNotFoundError:
+        return
     except OSError as exc:
         log.warning("could not remove %s: %s", directory, exc)
 
