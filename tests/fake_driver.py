@@ -2,7 +2,8 @@
 docs/drivers.md, keeping its machines as files in a directory, and writing down every run (its
 command, argv and environment) so that a test can tell whether, and how, it was run. With
 `register` in its config, a machine it makes joins its cluster as a kwok node, with the join
-credential it was given."""
+credential it was given; the node command it is given for a real machine is kept beside the
+machine (`<machine>.join`)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,8 @@ def register(join: dict[str, Any], hostname: str, provider_id: str) -> None:
 
 
 if command == "create":
+    # The node command a real machine would run, kept for the tests to read.
+    (STATE / (message["machine"]["name"] + ".join")).write_text(message["join"]["command"])
     if config.get("register") and not machine.exists():
         register(message["join"], message["machine"]["hostname"],
                  "fake://" + message["machine"]["name"])

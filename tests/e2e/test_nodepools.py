@@ -9,6 +9,7 @@ import base64
 import datetime
 import hashlib
 import secrets
+import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node, Pod
 
 from corral.core.api import names
+from corral.core.kube import kinds
 from corral.devenv.controlplane import ControlPlane
 from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
@@ -459,7 +461,7 @@ def machine_records(api: Api, cluster: str, pool: str) -> dict[str, dict[str, An
 
 
 def test_a_pool_of_a_served_driver_makes_its_machines_through_it(
-    api: Api, cluster: str, served: ServedDriver, downstream_client: Client,
+    api: Api, cluster: str, served: ServedDriver, downstream_client: Client, stack: Environment,
     pools: Callable[..., dict[str, Any]],
 ) -> None:  # fmt: skip
     prefix = unique("x")
@@ -483,6 +485,20 @@ def test_a_pool_of_a_served_driver_makes_its_machines_through_it(
     wait_for("the records Provisioned, Registered and Ready", provisioned_and_ready, SCALE_TIMEOUT)
     assert served.runs("create") == 2
 
+    # Each machine was given the node command of a registration token of its own.
+    management = stack.management.client()
+    for record in records.values():
+        name = record["id"].split(":")[1]
+        line = (served.state / f"{name}.join").read_text()
+        fetch, install = (shlex.split(part) for part in line.split(" | "))
+        assert fetch[:3] == ["curl", "-fsSL", "--pinnedpubkey"]
+        assert fetch[-1] == f"{stack.api_url}/v3/connect/install.sh"
+        value = install[install.index("--token") + 1]
+        token = management.get(kinds.ClusterRegistrationToken, f"machine-{name}",
+                               namespace=cluster)  # fmt: skip
+        assert token.spec["machine"] == name
+        assert token.spec["tokenHash"] == hashlib.sha256(value.encode()).hexdigest()
+
     # A record deleted through /v3: its machine goes through the driver, and the pool makes
     # another under the next free name (the old one is taken while it goes).
     assert api.delete(f"/v3/clusters/{cluster}/nodes/{records[f'{prefix}1']['id']}").status == 204
@@ -502,6 +518,13 @@ def test_a_pool_of_a_served_driver_makes_its_machines_through_it(
              SCALE_TIMEOUT)  # fmt: skip
     assert not served.machines() and not pool_nodes(downstream_client, prefix)
     assert not machine_records(api, cluster, pid)
+    # Their registration tokens went with them.
+    left = management.list(kinds.ClusterRegistrationToken, namespace=cluster)
+    assert not [
+        t
+        for t in left
+        if t.spec.get("machine") in {r["id"].split(":")[1] for r in records.values()}
+    ]
 
 
 def test_deleting_a_cluster_removes_the_machines_of_its_pools(

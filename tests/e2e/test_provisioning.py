@@ -409,6 +409,16 @@ def test_an_rke2_cluster_is_provisioned_autoscales_its_pool_workers_and_goes_who
     assert status["apiEndpoint"].startswith("https://10.") and status["caCert"]
     assert cluster["kubernetesVersion"] == "v1.36.3"
 
+    # Machines may join it with a node command: the operator made its default registration
+    # token once it was provisioned, shown to its owner (the administrator here).
+    def default_token() -> dict[str, Any] | None:
+        shown = hosted_api.get(f"/v3/clusterregistrationtokens/{cluster_id}:default-token")
+        return dict(shown.body) if shown.status == 200 else None
+
+    token = wait_for("the default registration token", default_token, WORKER_TIMEOUT)
+    assert token["nodeCommand"].startswith("curl -fsSL --pinnedpubkey sha256//")
+    assert f"--token {token['token']} " in token["nodeCommand"]
+
     # kubectl through corral's proxy, as a user would.
     downstream = kubeconfig_through_corral(hosted_api, cluster_id, hosted.ca_path, tmp_path / "kc")
     assert {"default", "kube-system"} <= {n.metadata.name for n in downstream.list(Namespace)}

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from corral.core.registration.command import Corral
 from corral.operator.config import PRIORITY_RANGE, OperatorConfig, parse_priority
 
 
@@ -45,3 +48,18 @@ def test_the_driver_cache_is_under_the_data_dir(monkeypatch: pytest.MonkeyPatch)
     assert str(OperatorConfig.from_env().driver_cache) == "/var/lib/corral/drivers"
     monkeypatch.setenv("CORRAL_OPERATOR_DATA_DIR", "/data/op")
     assert str(OperatorConfig.from_env().driver_cache) == "/data/op/drivers"
+
+
+def test_node_commands_name_the_api_server_as_it_is_configured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in ("CORRAL_EXTERNAL_URL", "CORRAL_CA_FILE", "CORRAL_TLS_CERT_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    assert OperatorConfig.from_env().corral is None
+
+    (tmp_path / "ca.crt").write_bytes(b"CA")
+    (tmp_path / "tls.crt").write_bytes(b"CERT")
+    monkeypatch.setenv("CORRAL_EXTERNAL_URL", "https://corral.example/")
+    monkeypatch.setenv("CORRAL_CA_FILE", str(tmp_path / "ca.crt"))
+    monkeypatch.setenv("CORRAL_TLS_CERT_FILE", str(tmp_path / "tls.crt"))
+    assert OperatorConfig.from_env().corral == Corral("https://corral.example", b"CA", b"CERT")
