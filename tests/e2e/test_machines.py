@@ -155,6 +155,10 @@ def test_a_machine_runs_a_container_with_its_own_containerd_and_keeps_its_files(
         assert not Path(path).exists(), path
         assert (machine.rootfs / path.lstrip("/")).read_text() == "inside\n"
     assert {path: Path(path).exists() for path in runtime_paths} == on_the_host
+    # Outside them the host's file system is read-only: nothing written there reaches the host.
+    refused = machine.exec(["sh", "-c", "echo outside > /usr/bin/corral-test"])
+    assert refused.rc != 0 and b"Read-only file system" in refused.stderr
+    assert not Path("/usr/bin/corral-test").exists()
     assert run(machine, "ls", "/etc/cni/net.d", "/opt/cni/bin").split() == [
         "/etc/cni/net.d:", "/opt/cni/bin:", "corral-test"
     ]  # fmt: skip

@@ -107,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         with Environment(options) as env:
             print(f"corral is up in {env.startup_seconds:.1f}s; settings in {env.env_file}:")
             print(masked(env.env_file.read_text()), end="")
+            if env.local_cloud_checksum:
+                print(f"The local cloud's node driver (docs/operations.md): "
+                      f"url file://{env.local_cloud_driver}, "
+                      f"checksum {env.local_cloud_checksum}")  # fmt: skip
             print("Ctrl-C stops every process.", flush=True)
             while True:
                 time.sleep(1.0)

@@ -24,7 +24,14 @@ from pathlib import Path
 
 from corral.devenv import network
 from corral.devenv.host import HostChanges, check_host, join_cgroup, make_cgroup_root
-from corral.devenv.machine import NAME, Machine, MachineFailed, Pid
+from corral.devenv.machine import (
+    NAME,
+    PATH,
+    Machine,
+    MachineFailed,
+    Pid,
+    write_atomically,
+)
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +99,12 @@ class Cloud:
         return [Machine.load(f.parent) for f in sorted(self.machines_dir.glob("*/machine.json"))]
 
     def create(self, name: str, hostname: str | None = None) -> Machine:
-        """Make a machine and return it once its containerd answers."""
-        machine, new = self.reserve(name, hostname)
-        if not new:
-            return machine
+        """The machine `name`, made if it does not exist; returns once its containerd answers."""
+        with self._locked():
+            existing = self.get(name)
+            if existing is not None:
+                return existing
+            machine = self._reserve(name, hostname or name, None)
         try:
             machine.boot(self.config().routes)
         except BaseException:
@@ -113,22 +122,16 @@ class Cloud:
             machine = self._reserve(name, hostname, user_data)
             boot_log = (machine.dir / "boot.log").open("ab")
             with boot_log:
+                # Its own folder and environment: a driver's working folder (its HOME and
+                # TMPDIR) is deleted as soon as the driver has answered.
                 boot = subprocess.Popen(
                     [sys.executable, "-m", "corral.devenv.cloud", "boot", str(self.state), name],
                     stdin=subprocess.DEVNULL, stdout=boot_log, stderr=subprocess.STDOUT,
+                    cwd=machine.dir, env={"PATH": PATH, "LANG": "C.UTF-8"},
                     start_new_session=True, preexec_fn=lambda: join_cgroup(machine.cgroup),
                 )  # fmt: skip
             machine.record_pid("boot", Pid.of(boot.pid))
             return machine
-
-    def reserve(self, name: str, hostname: str | None) -> tuple[Machine, bool]:
-        """The machine `name` and whether it is new: its record and folders written, nothing
-        running yet."""
-        with self._locked():
-            existing = self.get(name)
-            if existing is not None:
-                return existing, False
-            return self._reserve(name, hostname or name, None), True
 
     def _reserve(self, name: str, hostname: str, user_data: str | None) -> Machine:
         for label, value in (("name", name), ("hostname", hostname)):
@@ -158,8 +161,13 @@ class Cloud:
                 log.info("removed machine %s in %.2fs", name, time.monotonic() - began)
 
     def remove_all(self) -> None:
+        """Remove every machine; one that cannot be removed is reported and the rest still go
+        (the environment's stop goes on after this)."""
         for machine in self.machines():
-            self.remove(machine.name)
+            try:
+                self.remove(machine.name)
+            except (OSError, RuntimeError) as exc:
+                log.warning("could not remove machine %s: %s", machine.name, exc)
 
 
 def boot(state: Path, name: str) -> int:
@@ -177,9 +185,7 @@ def boot(state: Path, name: str) -> int:
         outcome = {"error": f"its join command did not finish in {USER_DATA_TIMEOUT:.0f}s"}
     except (MachineFailed, CloudNotRunning, RuntimeError, OSError) as exc:
         outcome = {"error": str(exc)[:512]}
-    partial = machine.dir / ".boot.json.partial"
-    partial.write_text(json.dumps(outcome))
-    partial.rename(machine.dir / "boot.json")
+    write_atomically(machine.dir / "boot.json", json.dumps(outcome))
     return 0
 
 

@@ -10,7 +10,8 @@ absolute cgroup paths stays in it, and removing the machine kills what that subt
 Its `/etc`, `/opt`, `/usr/local`, `/var`, `/root`, `/run` and `/tmp` are bind mounts of its own
 folder (`/etc` seeded with what tools need: users, hosts, resolver, CA certificates, the
 alternatives), so whatever an installer writes there as root stays inside; the rest of the
-file system (`/usr`, `/bin`) is the host's, read as a machine image would be. It runs
+root file system (`/usr`, `/bin`) is the host's, read-only inside, as a machine image, and
+`/dev/shm` is its own. It runs
 Debian's containerd with the configuration, socket and CNI folders a real machine with
 containerd installed has, and on request Debian's sshd on its own address.
 
@@ -165,7 +166,7 @@ class Machine:
         return Pid(int(pid), int(start))
 
     def record_pid(self, role: str, pid: Pid) -> None:
-        _write_atomically(self.dir / "pids" / role, f"{pid.pid} {pid.start}\n")
+        write_atomically(self.dir / "pids" / role, f"{pid.pid} {pid.start}\n")
 
     def running(self) -> bool:
         init = self.pid("init")
@@ -180,7 +181,7 @@ class Machine:
             folder.mkdir(parents=True, exist_ok=True)
         record = {"name": self.name, "hostname": self.hostname, "index": self.index,
                   "cgroup": self.cgroup}  # fmt: skip
-        _write_atomically(self.dir / "machine.json", json.dumps(record))
+        write_atomically(self.dir / "machine.json", json.dumps(record))
         self._seed_rootfs()
         if user_data is not None:
             scripts = self.rootfs / "var/lib/cloud/instance/scripts"
@@ -245,10 +246,16 @@ class Machine:
                 f"mkdir -p {q(target)}",
                 f"mount -t {kind} -o {options} cgroup {q(target)}",
             ]
+        # The host's file system is the machine's image: read-only inside, so what is written
+        # outside its own folders fails there rather than changing the host.
+        commands.append("mount -o remount,bind,ro /")
+        commands.append("mount -t tmpfs -o mode=1777,nosuid,nodev shm /dev/shm")
         # A folder whose own folder would be covered is bound last, while its source is
-        # still reachable.
+        # still reachable. A bind of a read-only mount is read-only until remounted.
         own = sorted(OWN, key=lambda d: self.dir.is_relative_to(Path("/", d)))
-        commands += [f"mount --bind {q(str(self.rootfs / d))} /{d}" for d in own]
+        for folder in own:
+            commands.append(f"mount --bind {q(str(self.rootfs / folder))} /{folder}")
+            commands.append(f"mount -o remount,bind,rw /{folder}")
         commands += ["ip link set lo up", "echo ready", "exec catatonit -P >/dev/null"]
         return "\n".join(commands)
 
@@ -408,7 +415,7 @@ def _accepts(address: str, port: int) -> bool:
         return True
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(text)
     partial.rename(path)
