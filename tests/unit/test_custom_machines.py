@@ -193,6 +193,9 @@ def test_the_installer_is_given_the_machines_name_and_addresses_quoted() -> None
     assert "--internal-address" not in custom.install(
         node_command, "w", custom.CustomConfig("10.9.0.4")
     )
+    # A node's address is an IP: for a machine reached by name, the installer finds it.
+    by_name = custom.install(node_command, "w", custom.CustomConfig("worker.lan"))
+    assert shlex.split(by_name)[-2:] == ["--node-name", "w"]
 
 
 def test_the_tail_keeps_the_last_lines_whatever_is_written() -> None:

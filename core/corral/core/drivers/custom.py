@@ -195,8 +195,11 @@ def containerd_check() -> str:
 
 
 def install(node_command: str, name: str, config: CustomConfig) -> str:
-    """The node command with the machine's own name and addresses added to the installer's."""
-    extra = ["--node-name", name, "--address", config.address]
+    """The node command with the machine's own name and addresses added to the installer's.
+    A node's address is an IP: for a machine reached by a DNS name, the installer finds it."""
+    extra = ["--node-name", name]
+    if _is_ip(config.address):
+        extra += ["--address", config.address]
     if config.internal_address:
         extra += ["--internal-address", config.internal_address]
     return f"{node_command} {shlex.join(extra)}"
@@ -207,6 +210,14 @@ def installed_check() -> str:
     pipes a download into `sh`, and a POSIX shell has no pipefail: a download that fails
     leaves `sh` an empty script, which succeeds."""
     return f"test -x {UNINSTALL}"
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def uninstall() -> str:
