@@ -10,7 +10,7 @@ DEVKUBE := tools/devkube/bin/devkube
 ##@ Everyday
 
 .PHONY: run
-run: $(STAMP) devkube ## Start management + downstream clusters, operator and API server; Ctrl-C stops all
+run: $(STAMP) devkube netbins ## Start management + downstream clusters, operator and API server; Ctrl-C stops all
 	$(PY) -m corral.devenv run
 
 .PHONY: test
@@ -30,7 +30,7 @@ test-contract: $(STAMP) devkube ## The API in-process against a real kube-apiser
 E2E_WORKERS ?= 2
 
 .PHONY: test-e2e
-test-e2e: $(STAMP) devkube node-deps keycloak s3server ## End-to-end tests (starts its own control planes)
+test-e2e: $(STAMP) devkube netbins node-deps keycloak s3server ## End-to-end tests (starts its own control planes)
 	$(PY) -m pytest tests/e2e --durations=15 -n $(E2E_WORKERS)
 
 .PHONY: lint
@@ -58,6 +58,10 @@ bench: $(STAMP) devkube ## Benchmarks; they print figures, they do not pass or f
 devkube: ## Build tools/devkube and its slim 1.35 control plane (each cached by a hash of its inputs)
 	tools/devkube/build.sh
 	tools/devkube/v1.35/build.sh
+
+.PHONY: netbins
+netbins: ## Build flanneld, kube-network-policies and the CNI plugins real machines use (cached)
+	tools/netbins/build.sh
 
 # What a real node (kubelet + containerd), a machine of the local cloud (catatonit as its PID 1,
 # sshd) and `make image` need from Debian.
@@ -100,8 +104,8 @@ $(STAMP): pyproject.toml
 	touch $@
 
 .PHONY: clean
-clean: ## Remove the virtualenv, the devkube link and local state (.corral)
-	rm -rf $(VENV) tools/devkube/bin .corral .pytest_cache .mypy_cache .ruff_cache \
+clean: ## Remove the virtualenv, the devkube and netbins links and local state (.corral)
+	rm -rf $(VENV) tools/devkube/bin tools/netbins/bin .corral .pytest_cache .mypy_cache .ruff_cache \
 	  .import_linter_cache
 
 .PHONY: help

@@ -29,3 +29,11 @@ def build_devkube(script: Path) -> None:
 def devkube() -> Path:
     build_devkube(ROOT / "tools" / "devkube" / "build.sh")
     return DEVKUBE_BIN / "devkube"
+
+
+@pytest.fixture(scope="session")
+def netbins() -> Path:
+    """tools/netbins with its binaries built (a no-op when the cached build matches)."""
+    folder = ROOT / "tools" / "netbins"
+    subprocess.run([str(folder / "build.sh")], check=True)
+    return folder

@@ -81,7 +81,9 @@ async def node_catalog(kube: AsyncClient) -> AsyncIterator[None]:
     await kube.apply(setting, field_manager=FIELD_MANAGER, force=True)
 
 
-async def provisioned(kube: AsyncClient, version: str = VERSION, ready: bool = True) -> str:
+async def provisioned(
+    kube: AsyncClient, version: str = VERSION, ready: bool = True, reachable: bool = True
+) -> str:
     """A k3s cluster as the provisioner leaves it: provisioned at `version`, Ready, and
     corral's credential for it (which reaches this management cluster)."""
     cluster_id = "c-m-" + ids.random_suffix(8)
@@ -95,8 +97,9 @@ async def provisioned(kube: AsyncClient, version: str = VERSION, ready: bool = T
     await writer.apply(kinds.Cluster, cluster_id, seen=body,
                        conditions=[Condition.of(ct.READY, ready, "Ready")],
                        fields={"provisioning": progress})  # fmt: skip
-    await kube.apply(cluster_secrets.credential_secret(body, credential),
-                     field_manager=FIELD_MANAGER, force=True)  # fmt: skip
+    if reachable:
+        await kube.apply(cluster_secrets.credential_secret(body, credential),
+                         field_manager=FIELD_MANAGER, force=True)  # fmt: skip
     labels = {names.LABEL_CLUSTER: cluster_id}
     await kube.create(Namespace(metadata=ObjectMeta(name=cluster_id, labels=labels)))
     return cluster_id
@@ -439,6 +442,22 @@ async def test_a_cluster_not_ready_or_without_real_machines_is_422(
         made = await admin.api.post(PATH, {"clusterId": cluster})
         assert made.status == 201, made.body
         error(await register(anonymous, made.body["token"], {"hostname": hostname()}), 422, says)
+
+
+async def test_a_cluster_corral_cannot_reach_is_503_and_nothing_is_made(
+    kube: AsyncClient, admin: Person, anonymous: Api, node_catalog: None,
+    crs: k8s.CustomObjectsApi,
+) -> None:  # fmt: skip
+    cluster = await provisioned(kube, reachable=False)
+    await eventually("the app to see the cluster", lambda: seen(admin.api, cluster))
+    made = await admin.api.post(PATH, {"clusterId": cluster})
+    assert made.status == 201, made.body
+    host = hostname()
+    error(await register(anonymous, made.body["token"], {"hostname": host}), 503,
+          "ClusterUnavailable")  # fmt: skip
+    with pytest.raises(k8s.ApiException):
+        crs.get_namespaced_custom_object(names.GROUP, names.VERSION, cluster, names.NODE.plural,
+                                         names.node_cr_name(host))  # fmt: skip
 
 
 async def test_a_machines_own_token_registers_that_machine_once(

@@ -595,10 +595,10 @@ UNREACHED: dict[str, dict[Permission, tuple[str, str]]] = {
             "apiserver/corral/apiserver/services/settings.py",
             ".apply(obj, force=True)",
         ),
-        # ... and of the oidc AuthConfig.
+        # ... and of a sign-in provider's AuthConfig.
         ("management.svc.io", "authconfigs", "create"): (
             "apiserver/corral/apiserver/services/authconfigs.py",
-            "kinds.AuthConfig(metadata=ObjectMeta(name=principals.OIDC)",
+            "kinds.AuthConfig(metadata=ObjectMeta(name=provider)",
         ),
         # A user's groups are recorded at an OpenID Connect sign-in (tests/e2e/test_oidc.py
         # runs one against Keycloak; the chart's scenario has no provider).
@@ -609,6 +609,24 @@ UNREACHED: dict[str, dict[Permission, tuple[str, str]]] = {
         ("management.svc.io", "userattributes", "patch"): (
             "core/corral/core/kube/user_attributes.py",
             "kube.apply(attribute",
+        ),
+        # Registration tokens and machines registering with them: the chart's scenario
+        # provisions no rke2 or k3s cluster (tests/contract/test_registration.py does).
+        ("management.svc.io", "clusterregistrationtokens", "create"): (
+            "core/corral/core/kube/registration_tokens.py",
+            "kube.create(kinds.ClusterRegistrationToken",
+        ),
+        ("management.svc.io", "clusterregistrationtokens", "patch"): (
+            "core/corral/core/kube/registration_tokens.py",
+            'kinds.ClusterRegistrationToken, meta["name"], patch',
+        ),
+        ("management.svc.io", "clusterregistrationtokens", "delete"): (
+            "core/corral/core/kube/registration_tokens.py",
+            "delete_if_present(kube, kinds.ClusterRegistrationToken",
+        ),
+        ("management.svc.io", "nodes", "create"): (
+            "apiserver/corral/apiserver/services/registering.py",
+            "deps.kube.create(kinds.Node(",
         ),
     },
     OPERATOR_SA: {
@@ -626,6 +644,25 @@ UNREACHED: dict[str, dict[Permission, tuple[str, str]]] = {
         ("management.svc.io", "userattributes", "patch"): (
             "core/corral/core/kube/user_attributes.py",
             "kube.apply(attribute",
+        ),
+        # A provisioned cluster's default registration token, and a real machine's own (the
+        # chart's scenario provisions no rke2 or k3s cluster; tests/e2e/test_provisioning.py
+        # and test_nodepools.py reach these).
+        ("management.svc.io", "clusterregistrationtokens", "get"): (
+            "core/corral/core/kube/registration_tokens.py",
+            "kube.get(kinds.ClusterRegistrationToken",
+        ),
+        ("management.svc.io", "clusterregistrationtokens", "create"): (
+            "core/corral/core/kube/registration_tokens.py",
+            "kube.create(kinds.ClusterRegistrationToken",
+        ),
+        ("management.svc.io", "clusterregistrationtokens", "patch"): (
+            "core/corral/core/kube/registration_tokens.py",
+            'kinds.ClusterRegistrationToken, meta["name"], patch',
+        ),
+        ("management.svc.io", "clusterregistrationtokens", "delete"): (
+            "core/corral/core/kube/registration_tokens.py",
+            "delete_if_present(kube, kinds.ClusterRegistrationToken",
         ),
         # A cluster imported before claims existed, whose claim was made meanwhile.
         ("", "secrets", "get"): (

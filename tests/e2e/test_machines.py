@@ -34,7 +34,7 @@ from corral.core.errors import Invalid
 from corral.devenv import images, network
 from corral.devenv.environment import Environment
 from corral.devenv.host import CNI_PLUGINS, HostNotReady, check_host
-from corral.devenv.machine import SANDBOX_IMAGE, Machine
+from corral.devenv.machine import Machine
 from corral.devenv.waiting import wait_for
 from corral.operator.drivers.executable import ExecutableDriver
 
@@ -253,8 +253,6 @@ def test_a_kubelet_installed_in_a_machine_keeps_its_pods_inside_the_machine(
     archive = images.build_busybox(tmp_path).read_bytes()
     run(machine, "ctr", "-n", "k8s.io", "images", "import", "--base-name", "localhost/busybox",
         "-", stdin=archive)  # fmt: skip
-    # containerd's default sandbox image, which an installer's image archive brings.
-    run(machine, "ctr", "-n", "k8s.io", "images", "tag", images.BUSYBOX_IMAGE, SANDBOX_IMAGE)
     machine.spawn(["kubelet", "--config=/var/lib/corral-node/kubelet.yaml",
                    "--kubeconfig=/var/lib/corral-node/kubelet.kubeconfig",
                    f"--node-ip={machine.address}", "--hostname-override=kubelet-worker"],

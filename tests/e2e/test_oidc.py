@@ -14,17 +14,12 @@ from __future__ import annotations
 
 import base64
 import html
-import http.cookiejar
 import json
 import re
 import secrets
 import ssl
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from kubernetes import client as k8s
@@ -34,12 +29,17 @@ from corral.devenv.keycloak import Keycloak
 from corral.devenv.waiting import wait_for
 
 from .api import Api
+from .browser import Browser
 
 REALM = "corral"
 CLIENT_ID = "corral"
 LOGIN = "/v3-public/oidcProviders/oidc/login"
 CALLBACK = "/v3-public/oidcProviders/oidc/callback"
 PASSWORDS = {"alice": secrets.token_urlsafe(12), "bob": secrets.token_urlsafe(12)}
+# keycloakoidc: the same flow as oidc, its own provider id, against a realm of its own.
+KC_REALM = "corral-kc"
+KC_LOGIN = "/v3-public/keycloakOIDCProviders/keycloakoidc/login"
+KC_CALLBACK = "/v3-public/keycloakOIDCProviders/keycloakoidc/callback"
 
 
 @pytest.fixture(scope="module")
@@ -66,65 +66,28 @@ def oidc(api: Api, stack: Environment, keycloak: Keycloak) -> Iterator[str]:
     assert api.post("/v3/authConfigs/oidc?action=disable", {}).status == 200
 
 
-class LoopbackIsSecure(http.cookiejar.DefaultCookiePolicy):
-    """Browsers count http://127.0.0.1 as a secure context and send `Secure` cookies there
-    (Keycloak's sign-in relies on it); Python's cookie jar does not unless told."""
-
-    def return_ok_secure(self, cookie: http.cookiejar.Cookie, request: Any) -> bool:
-        host = urllib.parse.urlsplit(request.get_full_url()).hostname
-        return host == "127.0.0.1" or bool(super().return_ok_secure(cookie, request))
-
-
-@dataclass
-class Browser:
-    """A cookie jar and redirects followed, as a browser does; corral's CA trusted."""
-
-    context: ssl.SSLContext
-
-    def __post_init__(self) -> None:
-        self.jar = http.cookiejar.CookieJar(LoopbackIsSecure())
-        self.opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(self.jar),
-            urllib.request.HTTPSHandler(context=self.context),
-        )
-
-    def open(self, url: str, form: dict[str, str] | None = None) -> tuple[int, str, bytes]:
-        data = urllib.parse.urlencode(form).encode() if form is not None else None
-        try:
-            with self.opener.open(url, data, timeout=30) as response:
-                return response.status, response.geturl(), response.read()
-        except urllib.error.HTTPError as error:
-            return error.code, error.geturl(), error.read()
-
-    def redirect_of(self, url: str, form: dict[str, str]) -> str:
-        """Where the answer to a form redirects, not followed."""
-
-        class Stay(urllib.request.HTTPRedirectHandler):
-            def redirect_request(self, *_: Any) -> None:
-                return None
-
-        opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(self.jar),
-            urllib.request.HTTPSHandler(context=self.context),
-            Stay(),
-        )
-        try:
-            opener.open(url, urllib.parse.urlencode(form).encode(), timeout=30)
-        except urllib.error.HTTPError as error:
-            assert error.code in (302, 303), error.code
-            return str(error.headers["Location"])
-        raise AssertionError("no redirect")
-
-    def cookie(self, name: str) -> str | None:
-        return next((c.value for c in self.jar if c.name == name), None)
+@pytest.fixture(scope="module")
+def keycloakoidc(api: Api, stack: Environment, keycloak: Keycloak) -> Iterator[str]:
+    """corral's keycloakoidc provider, configured beside oidc for a realm of its own."""
+    client_secret = secrets.token_urlsafe(24)
+    keycloak.configure(KC_REALM, CLIENT_ID, client_secret, stack.api_url + KC_CALLBACK,
+                       PASSWORDS, {"engineering": ["alice"]})  # fmt: skip
+    config = {"issuer": keycloak.issuer(KC_REALM), "clientId": CLIENT_ID,
+              "clientSecret": client_secret}  # fmt: skip
+    applied = api.post("/v3/authConfigs/keycloakoidc?action=testAndApply",
+                       {"oidcConfig": config, "enabled": True})  # fmt: skip
+    assert applied.status == 200, applied.body
+    yield client_secret
+    assert api.post("/v3/authConfigs/keycloakoidc?action=disable", {}).status == 200
 
 
 def login_form(
-    base: str, browser: Browser, username: str, response_type: str = "cookie"
-) -> tuple[str, dict[str, str]]:
+    base: str, browser: Browser, username: str, response_type: str = "cookie",
+    login: str = LOGIN, realm: str = REALM,
+) -> tuple[str, dict[str, str]]:  # fmt: skip
     """corral's login, redirected to Keycloak's form: its action and what to fill in."""
-    status, url, page = browser.open(f"{base}{LOGIN}?responseType={response_type}")
-    assert status == 200 and "/realms/corral/" in url, (status, url)
+    status, url, page = browser.open(f"{base}{login}?responseType={response_type}")
+    assert status == 200 and f"/realms/{realm}/" in url, (status, url)
     action = re.search(rb'<form[^>]*id="kc-form-login"[^>]*action="([^"]+)"', page)
     assert action is not None, page[:500]
     form = {"username": username, "password": PASSWORDS[username], "credentialId": ""}
@@ -132,10 +95,12 @@ def login_form(
 
 
 def sign_in(
-    stack: Environment, browser: Browser, username: str, response_type: str = "cookie"
-) -> tuple[int, str, bytes]:
+    stack: Environment, browser: Browser, username: str, response_type: str = "cookie",
+    login: str = LOGIN, realm: str = REALM,
+) -> tuple[int, str, bytes]:  # fmt: skip
     """corral's login -> Keycloak's form, filled in and sent -> corral's callback."""
-    return browser.open(*login_form(stack.api_url, browser, username, response_type))
+    return browser.open(*login_form(stack.api_url, browser, username, response_type, login,
+                                    realm))  # fmt: skip
 
 
 def session_api(stack: Environment, browser: Browser, corral_tls: ssl.SSLContext) -> Api:
@@ -155,14 +120,14 @@ def provider_secret(management: k8s.ApiClient, user_id: str) -> dict[str, str] |
     return {k: base64.b64decode(v).decode() for k, v in (secret.data or {}).items()}
 
 
-def groups_of(crs: k8s.CustomObjectsApi, user_id: str) -> list[str] | None:
+def groups_of(crs: k8s.CustomObjectsApi, user_id: str, provider: str = "oidc") -> list[str] | None:
     try:
         found = crs.get_cluster_custom_object("management.svc.io", "v3", "userattributes", user_id)
     except k8s.ApiException as exc:
         if exc.status == 404:
             return None
         raise
-    return list((found.get("groupPrincipals") or {}).get("oidc") or [])
+    return list((found.get("groupPrincipals") or {}).get(provider) or [])
 
 
 def test_the_provider_is_listed_with_the_local_one(api: Api, oidc: str) -> None:
@@ -342,3 +307,87 @@ def test_deleting_a_user_removes_their_provider_secret(
     wait_for("the provider Secret gone",
              lambda: provider_secret(management, user_id) is None, 60)  # fmt: skip
     wait_for("the groups record gone", lambda: groups_of(crs, user_id) is None, 60)
+
+
+def test_keycloakoidc_signs_in_beside_oidc_with_its_own_principals_and_secret_entry(
+    api: Api,
+    stack: Environment,
+    oidc: str,
+    keycloakoidc: str,
+    corral_tls: ssl.SSLContext,
+    management: k8s.ApiClient,
+    crs: k8s.CustomObjectsApi,
+) -> None:
+    listed = {p["id"]: p for p in api.get("/v3-public/authProviders", auth=False).body["data"]}
+    assert listed["oidc"]["type"] == "oidcProvider"
+    assert listed["keycloakoidc"]["type"] == "keycloakOIDCProvider"
+    assert listed["keycloakoidc"]["redirectUrl"].endswith(KC_LOGIN)
+    config = api.get("/v3/authConfigs/keycloakoidc").body
+    assert config["redirectUri"].endswith(KC_CALLBACK) and "clientSecret" not in config
+    assert keycloakoidc not in json.dumps(api.get("/v3/authConfigs").body)
+
+    browser = Browser(corral_tls)
+    status, url, body = sign_in(stack, browser, "alice", login=KC_LOGIN, realm=KC_REALM)
+    assert (status, url.split("?")[0]) == (200, stack.api_url + KC_CALLBACK), body
+    me = session_api(stack, browser, corral_tls)
+    current = next(t for t in me.get("/v3/tokens").body["data"] if t["current"])
+    assert current["authProvider"] == "keycloakoidc"
+    user = me.get(f"/v3/users/{current['userId']}").body
+    assert user["principalIds"][0].startswith("keycloakoidc_user://")
+    assert groups_of(crs, user["id"], "keycloakoidc") == ["keycloakoidc_group://engineering"]
+    stored = provider_secret(management, user["id"])
+    assert stored is not None and set(stored) == {"keycloakoidc"} and stored["keycloakoidc"]
+
+    # The same person through oidc is another principal, so another user, with its own entry.
+    other = Browser(corral_tls)
+    assert sign_in(stack, other, "alice")[0] == 200
+    through_oidc = session_api(stack, other, corral_tls).get("/v3/users?me=true").body["data"][0]
+    assert through_oidc["id"] != user["id"]
+    assert set(provider_secret(management, through_oidc["id"]) or {}) == {"oidc"}
+
+
+def test_a_keycloakoidc_group_binding_lasts_until_group_sync_says_otherwise(
+    api: Api,
+    stack: Environment,
+    keycloak: Keycloak,
+    keycloakoidc: str,
+    corral_tls: ssl.SSLContext,
+    management: k8s.ApiClient,
+    crs: k8s.CustomObjectsApi,
+    setting: Callable[[str, str], None],
+) -> None:
+    project = api.post("/v3/projects", {"name": f"p-{secrets.token_hex(3)}",
+                                        "clusterId": stack.cluster_ids[0],
+                                        "displayName": "keycloakoidc group"})  # fmt: skip
+    assert project.status == 201, project.body
+    pid = project.body["id"]
+    group = "keycloakoidc_group://engineering"
+    binding = {"projectId": pid, "groupPrincipalId": group, "roleTemplateId": "project-member"}
+    assert api.post("/v3/projectroletemplatebindings", binding).status == 201
+    browser = Browser(corral_tls)
+    assert sign_in(stack, browser, "alice", login=KC_LOGIN, realm=KC_REALM)[0] == 200
+    alice = session_api(stack, browser, corral_tls)
+    assert alice.get(f"/v3/projects/{pid}").status == 200
+    user_id = alice.get("/v3/users?me=true").body["data"][0]["id"]
+    before = (provider_secret(management, user_id) or {})["keycloakoidc"]
+
+    keycloak.leave_group(KC_REALM, "alice", "engineering")
+    setting("auth-group-sync-interval-minutes", "0.05")
+    wait_for("alice's project gone after a group sync",
+             lambda: alice.get(f"/v3/projects/{pid}").status == 404, 90)  # fmt: skip
+    assert groups_of(crs, user_id, "keycloakoidc") == []
+    after = provider_secret(management, user_id) or {}
+    assert set(after) == {"keycloakoidc"} and after["keycloakoidc"] != before  # refreshed
+
+
+def test_disabling_keycloakoidc_leaves_oidc_sessions_alone(
+    api: Api, stack: Environment, oidc: str, keycloakoidc: str, corral_tls: ssl.SSLContext
+) -> None:
+    kc_browser, oidc_browser = Browser(corral_tls), Browser(corral_tls)
+    assert sign_in(stack, kc_browser, "bob", login=KC_LOGIN, realm=KC_REALM)[0] == 200
+    assert sign_in(stack, oidc_browser, "bob")[0] == 200
+    assert api.post("/v3/authConfigs/keycloakoidc?action=disable", {}).status == 200
+    refused = session_api(stack, kc_browser, corral_tls).get("/v3/tokens")
+    assert refused.status == 401 and "provider disabled" in refused.body["message"]
+    assert Browser(corral_tls).open(f"{stack.api_url}{KC_LOGIN}")[0] == 404
+    assert session_api(stack, oidc_browser, corral_tls).get("/v3/tokens").status == 200

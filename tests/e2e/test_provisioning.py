@@ -29,7 +29,7 @@ import yaml
 from cryptography import x509
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
-from lightkube import ApiError, Client, KubeConfig
+from lightkube import ApiError, Client, KubeConfig, operators
 from lightkube.models.apps_v1 import DeploymentSpec
 from lightkube.models.core_v1 import (
     Container,
@@ -473,6 +473,9 @@ def test_an_rke2_cluster_is_provisioned_autoscales_its_pool_workers_and_goes_who
         if pv.spec.claimRef and pv.spec.claimRef.namespace == cluster_id
     ]  # fmt: skip
     assert volumes, "etcd's data lives on a volume"
+    token_values = {names.LABEL_CLUSTER: cluster_id,
+                    names.LABEL_REGISTRATION_TOKEN: operators.exists()}  # fmt: skip
+    assert list(management.list(Secret, namespace=names.SYSTEM_NAMESPACE, labels=token_values))
     fleet.delete(cluster_id)
     wait_for(
         "the cluster gone",
@@ -487,6 +490,8 @@ def test_an_rke2_cluster_is_provisioned_autoscales_its_pool_workers_and_goes_who
     assert absent(management, Secret, names.credential_secret_name(cluster_id),
                   names.SYSTEM_NAMESPACE)  # fmt: skip
     assert absent(management, Secret, claims.claim_name(identity), names.SYSTEM_NAMESPACE)
+    # The values of its registration tokens, kept apart from the tokens in its namespace.
+    assert not list(management.list(Secret, namespace=names.SYSTEM_NAMESPACE, labels=token_values))
     leftovers = [
         p.metadata.name
         for p in management.list(Pod, namespace="*", labels={names.LABEL_CLUSTER: cluster_id})

@@ -73,6 +73,28 @@ def test_config_refuses_an_external_url_that_is_not_an_origin(
         ApiServerConfig.from_env()
 
 
+@pytest.mark.parametrize(("given", "expected"), [(None, None), ("", None), ("/srv/a", "/srv/a")])
+def test_config_node_asset_dir(
+    monkeypatch: pytest.MonkeyPatch, given: str | None, expected: str | None
+) -> None:
+    monkeypatch.setenv("CORRAL_TLS_CERT_FILE", "/c.crt")
+    monkeypatch.setenv("CORRAL_TLS_KEY_FILE", "/c.key")
+    if given is None:
+        monkeypatch.delenv("CORRAL_NODE_ASSET_DIR", raising=False)
+    else:
+        monkeypatch.setenv("CORRAL_NODE_ASSET_DIR", given)
+    assets = ApiServerConfig.from_env().node_assets
+    assert assets == (None if expected is None else Path(expected))
+
+
+def test_config_refuses_a_relative_node_asset_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CORRAL_TLS_CERT_FILE", "/c.crt")
+    monkeypatch.setenv("CORRAL_TLS_KEY_FILE", "/c.key")
+    monkeypatch.setenv("CORRAL_NODE_ASSET_DIR", "assets")
+    with pytest.raises(ConfigError, match="CORRAL_NODE_ASSET_DIR must be an absolute path"):
+        ApiServerConfig.from_env()
+
+
 def test_readiness_waits_for_every_gate() -> None:
     readiness = Readiness()
     readiness.gate("b")

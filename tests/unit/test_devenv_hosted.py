@@ -8,7 +8,7 @@ import pytest
 
 from corral.core import settings
 from corral.core.provisioning import catalog
-from corral.devenv import hosted, images
+from corral.devenv import hosted, images, nodeassets
 from corral.devenv.environment import Options
 from corral.devenv.host import HostChanges
 
@@ -65,7 +65,7 @@ def test_the_settings_name_the_image_for_every_component_and_the_storage_class()
     for name, value in values.items():
         settings.check(name, value)
     release = catalog.parse(values[catalog.SETTING]).release("v1.36.3")
-    assert set(release.components) == {*catalog.REQUIRED, *catalog.CONTROL_PLANE_OPTIONAL}
+    assert set(release.components) == {*catalog.REQUIRED, *catalog.OPTIONAL}
     assert {c.image for c in release.components.values()} == {IMAGE.reference}
     assert release.component(catalog.KWOK).command == (images.KWOK_COMMAND,)
     assert release.component(catalog.APISERVER).command == ("/usr/local/bin/kube-apiserver",)
@@ -83,7 +83,7 @@ def test_the_previous_minors_image_adds_its_version_with_etcd_and_kwok_of_the_ma
     assert sorted(versions.releases) == ["v1.35.8", "v1.36.3"]
     old = versions.release("v1.35.8")
     assert {name: c.image for name, c in old.components.items()} == {
-        **dict.fromkeys((*catalog.REQUIRED, *catalog.CONTROL_PLANE_OPTIONAL), IMAGE.reference),
+        **dict.fromkeys((*catalog.REQUIRED, *catalog.OPTIONAL), IMAGE.reference),
         **dict.fromkeys(images.PREVIOUS_COMMANDS, previous.reference),
     }
     assert versions.release("v1.36.3") == catalog.parse(
@@ -92,8 +92,60 @@ def test_the_previous_minors_image_adds_its_version_with_etcd_and_kwok_of_the_ma
     assert len(values[catalog.SETTING]) <= settings.MAX_VALUE
 
 
+NODE_ASSETS = nodeassets.NodeAssets(
+    Path("/cache/node-assets/0123"),
+    "v1.36.3",
+    {"kubelet": "kubelet-v1.36.3", "kube-proxy": "kube-proxy-v1.36.3",
+     "cni-plugins": "cni-plugins-v1.10.0.tgz", "images": "images-v1.36.3.tar"},
+    {"kubelet-v1.36.3": "a" * 64, "kube-proxy-v1.36.3": "a" * 64,
+     "cni-plugins-v1.10.0.tgz": "b" * 64, "images-v1.36.3.tar": "c" * 64},
+    "localhost/corral-flannel:v0.28.10-0123456789ab",
+    "localhost/corral-kube-network-policies:v0.8.0-0123456789ab",
+)  # fmt: skip
+
+
+def test_node_files_go_to_the_version_of_their_kubelet_alone() -> None:
+    previous = images.ControlPlaneImage(
+        "localhost/corral-controlplane:v1.35.8-ba9876543210", Path("/cache/previous.tar")
+    )
+    values = hosted.settings(IMAGE, previous, NODE_ASSETS)
+    settings.check(catalog.SETTING, values[catalog.SETTING])
+    parsed = catalog.parse(values[catalog.SETTING])
+    release = parsed.release("v1.36.3")
+    assert release.node == {
+        "kubelet": catalog.Asset("/assets/kubelet-v1.36.3", "a" * 64),
+        "kube-proxy": catalog.Asset("/assets/kube-proxy-v1.36.3", "a" * 64),
+        "cni-plugins": catalog.Asset("/assets/cni-plugins-v1.10.0.tgz", "b" * 64),
+        "images": catalog.Asset("/assets/images-v1.36.3.tar", "c" * 64),
+    }
+    assert release.component(catalog.FLANNEL) == catalog.Component(
+        NODE_ASSETS.flannel_image, ("/opt/bin/flanneld",)
+    )
+    assert release.component(catalog.NETWORK_POLICIES) == catalog.Component(
+        NODE_ASSETS.network_policies_image, ("/bin/kube-network-policies",)
+    )
+    # A 1.36 kubelet must not join a 1.35 apiserver: that version stays simulated.
+    old = parsed.release("v1.35.8")
+    assert old.node is None and catalog.FLANNEL not in old.components
+
+
+def test_node_files_of_another_version_are_refused() -> None:
+    other = images.ControlPlaneImage("localhost/corral-controlplane:v1.37.0-0", Path("/x"))
+    with pytest.raises(ValueError, match=r"node files of v1\.36\.3 for a v1\.37\.0 catalog"):
+        hosted.settings(other, node_assets=NODE_ASSETS)
+
+
+def test_netbins_go_mod_gives_the_versions_the_files_are_named_after() -> None:
+    go_mod = Path(__file__).parents[2] / "tools" / "netbins" / "go.mod"
+    assert nodeassets.module_versions(go_mod) == {
+        nodeassets.CNI_MODULE: "v1.10.0",
+        nodeassets.FLANNEL_MODULE: "v0.28.10",
+        nodeassets.NETWORK_POLICIES_MODULE: "v0.8.0",
+    }
+
+
 def test_every_command_of_the_catalog_is_a_link_in_the_image() -> None:
-    assert {*catalog.REQUIRED, *catalog.CONTROL_PLANE_OPTIONAL} == set(images.CONTROLPLANE_COMMANDS)
+    assert {*catalog.REQUIRED, *catalog.OPTIONAL} == set(images.CONTROLPLANE_COMMANDS)
     # The slim image has the three the 1.35 build holds (tools/devkube/v1.35/main.go).
     main_go = Path(__file__).parents[2] / "tools" / "devkube" / "v1.35" / "main.go"
     for command in images.PREVIOUS_COMMANDS:

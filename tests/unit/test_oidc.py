@@ -181,16 +181,16 @@ def test_a_put_merges_checked_fields() -> None:
 
 
 def test_groups_become_principals_bounded_and_clean() -> None:
-    assert principals.groups_of({"groups": ["eng", "ops", "eng"]}, "groups") == [
+    assert principals.groups_of({"groups": ["eng", "ops", "eng"]}, "groups", "oidc") == [
         "oidc_group://eng", "oidc_group://ops",
     ]  # fmt: skip
-    assert principals.groups_of({"groups": "eng"}, "groups") == ["oidc_group://eng"]
-    assert principals.groups_of({"groups": {"eng": 1}}, "groups") == []
-    assert principals.groups_of({}, "groups") == []
+    assert principals.groups_of({"groups": "eng"}, "groups", "oidc") == ["oidc_group://eng"]
+    assert principals.groups_of({"groups": {"eng": 1}}, "groups", "oidc") == []
+    assert principals.groups_of({}, "groups", "oidc") == []
     dirty = ["ok", "bad\r\nImpersonate-User: admin", 7, "x" * 300]
-    assert principals.groups_of({"groups": dirty}, "groups") == ["oidc_group://ok"]
+    assert principals.groups_of({"groups": dirty}, "groups", "oidc") == ["oidc_group://ok"]
     many = [f"g{i:04}" for i in range(principals.MAX_GROUPS + 10)]
-    assert len(principals.groups_of({"groups": many}, "groups")) == principals.MAX_GROUPS
+    assert len(principals.groups_of({"groups": many}, "groups", "oidc")) == principals.MAX_GROUPS
 
 
 def test_only_a_providers_group_principal_may_be_bound() -> None:

@@ -9,8 +9,12 @@ from corral.operator.controlplane.network import plugin_of
 
 FLANNEL = catalog.Component("localhost/flannel:1", ("/opt/bin/flanneld",))
 POLICIES = catalog.Component("localhost/netpol:1", ("/bin/kube-network-policies",))
+NODE = {
+    name: catalog.Asset(f"/assets/{name}", "0" * 64)
+    for name in (catalog.KUBELET, catalog.KUBE_PROXY, catalog.CNI_PLUGINS)
+}
 WITH_NETWORK = catalog.Release(
-    "v1.36.3", {catalog.FLANNEL: FLANNEL, catalog.NETWORK_POLICIES: POLICIES}
+    "v1.36.3", {catalog.FLANNEL: FLANNEL, catalog.NETWORK_POLICIES: POLICIES}, NODE
 )
 SIMULATED = catalog.Release("v1.36.3", {})
 
@@ -22,15 +26,16 @@ def kinds(objects: list[dict[str, object]]) -> list[tuple[object, object]]:
 def test_flannel_is_an_account_its_configuration_and_a_daemonset_on_every_node() -> None:
     objects = network.objects("flannel", WITH_NETWORK, "10.42.0.0/16")
     assert kinds(objects) == [
+        ("ClusterRoleBinding", "corral:node-proxier"),
         ("ServiceAccount", "kube-flannel"),
         ("ClusterRole", "corral:kube-flannel"),
         ("ClusterRoleBinding", "corral:kube-flannel"),
         ("ConfigMap", "kube-flannel"),
         ("DaemonSet", "kube-flannel"),
     ]
-    config = json.loads(objects[3]["data"]["net-conf.json"])
+    config = json.loads(objects[4]["data"]["net-conf.json"])
     assert config == {"Network": "10.42.0.0/16", "Backend": {"Type": "vxlan"}}
-    pod = objects[4]["spec"]["template"]["spec"]
+    pod = objects[5]["spec"]["template"]["spec"]
     assert pod["hostNetwork"] and pod["tolerations"] == [{"operator": "Exists"}]
     flanneld, cni = pod["containers"]
     assert flanneld["image"] == FLANNEL.image
@@ -52,8 +57,10 @@ def test_canal_adds_the_network_policy_enforcer() -> None:
     assert "--hostname-override=$(NODE_NAME)" in enforcer["command"]
 
 
-def test_none_and_simulated_workers_get_nothing() -> None:
-    assert network.objects("none", WITH_NETWORK, "10.42.0.0/16") == []
+def test_none_gets_only_kube_proxy_s_reading_and_simulated_workers_nothing() -> None:
+    only = network.objects("none", WITH_NETWORK, "10.42.0.0/16")
+    assert kinds(only) == [("ClusterRoleBinding", "corral:node-proxier")]
+    assert only[0]["roleRef"]["name"] == "system:node-proxier"
     assert network.objects("canal", SIMULATED, "10.42.0.0/16") == []
 
 

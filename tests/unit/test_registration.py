@@ -253,9 +253,9 @@ GOOD_NODE = {
 def test_a_version_with_a_node_section_gives_its_downloads() -> None:
     release = catalog.parse(with_node(GOOD_NODE)).release(catalog.UPSTREAM_VERSION)
     assert release.node == {
-        "kubelet": catalog.NodeAsset("/assets/kubelet", "a" * 64),
-        "kube-proxy": catalog.NodeAsset("https://dl.example/kube-proxy", "b" * 64),
-        "cni-plugins": catalog.NodeAsset("/assets/cni-plugins.tgz", "c" * 64),
+        "kubelet": catalog.Asset("/assets/kubelet", "a" * 64),
+        "kube-proxy": catalog.Asset("https://dl.example/kube-proxy", "b" * 64),
+        "cni-plugins": catalog.Asset("/assets/cni-plugins.tgz", "c" * 64),
     }
     default = catalog.parse(settings.CATALOG[catalog.SETTING].default)
     assert default.release(catalog.UPSTREAM_VERSION).node is None

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds devkube once per distinct input and links it at tools/devkube/bin/devkube.
+# Builds devkube once per distinct input and links it at tools/devkube/bin/devkube, with
+# devkube-node (kubelet and kube-proxy alone, node/main.go) beside it at bin/devkube-node.
 #
 # The binary is cached under $DEVKUBE_CACHE (default ~/.cache/corral/devkube) in a folder named
 # after a hash of everything that goes into it, so an unchanged tree never rebuilds and a
@@ -12,11 +13,12 @@ K8S_MAJOR=1
 K8S_MINOR=36
 HELM_VERSION=v4.2.4
 
-key=$( (cat go.mod go.sum ./*.go build.sh; go version) | sha256sum | cut -c1-16)
+key=$( (cat go.mod go.sum ./*.go node/*.go build.sh; go version) | sha256sum | cut -c1-16)
 cache="${DEVKUBE_CACHE:-$HOME/.cache/corral/devkube}"
 out="$cache/$key/devkube"
+node="$cache/$key/devkube-node"
 
-if [[ ! -x $out ]]; then
+if [[ ! -x $out || ! -x $node ]]; then
   export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-trimpath -buildvcs=false"
   # Stamp the real versions: unstamped builds report v0.0.0-master, which breaks kubectl's
   # skew checks and Helm's kubeVersion constraints.
@@ -30,8 +32,13 @@ if [[ ! -x $out ]]; then
   mkdir -p "$(dirname "$out")"
   echo "devkube: building $key (a cold build takes about 5 minutes on 2 cores)" >&2
   go build -ldflags "$ldflags" -o "$out.tmp" .
+  # What machines download as their kubelet and kube-proxy: every package is devkube's, so
+  # this is a link of what was just compiled (about 20 s).
+  go build -ldflags "$ldflags" -o "$node.tmp" ./node
   mv "$out.tmp" "$out"
+  mv "$node.tmp" "$node"
 fi
 
 mkdir -p bin
 ln -sfn "$out" bin/devkube
+ln -sfn "$node" bin/devkube-node

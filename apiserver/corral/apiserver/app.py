@@ -7,6 +7,7 @@ import datetime
 import logging
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 from aiohttp import web
 from lightkube import AsyncClient
@@ -23,6 +24,7 @@ from corral.apiserver.http.schemas import Registry
 from corral.apiserver.middleware import auth_middleware, rate_limit_headers
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.routes import (
+    assets,
     authconfigs,
     authproviders,
     cloudcredentials,
@@ -55,6 +57,7 @@ from corral.apiserver.routes import (
 from corral.apiserver.state.stores import Stores
 from corral.core import times
 from corral.core.api import names
+from corral.core.github.client import Clients
 from corral.core.kube import kinds
 from corral.core.kube.connections import Connections
 from corral.core.kube.oidc_secrets import StateKey
@@ -63,8 +66,8 @@ from corral.core.oidc.provider import Providers
 log = logging.getLogger(__name__)
 
 ROUTE_MODULES = [
-    health, root, schemas, login, tokens, users, globalrolebindings, settings, clusters, nodes,
-    proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
+    health, assets, root, schemas, login, tokens, users, globalrolebindings, settings, clusters,
+    nodes, proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
     workloads, pods, secrets, namespacedsecrets, nodedrivers, nodetemplates, cloudcredentials,
     nodepools, authproviders, authconfigs, provisioningclusters, clusterregistrationtokens,
     connect,
@@ -78,6 +81,7 @@ SCHEMA_LIST = [
     pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, secrets.SCHEMA, namespacedsecrets.SCHEMA,
     nodedrivers.SCHEMA, nodetemplates.SCHEMA, cloudcredentials.SCHEMA, nodepools.SCHEMA,
     authconfigs.SCHEMA, authconfigs.TEST_OUTPUT, authconfigs.APPLY_INPUT,
+    authconfigs.GITHUB_TEST_OUTPUT, authconfigs.GITHUB_APPLY_INPUT,
     clusters.BACKUP_SCHEMA, clusters.RESTORE_INPUT, clusters.ROTATE_INPUT, clusters.ROTATE_OUTPUT,
     clusterregistrationtokens.SCHEMA,
 ]  # fmt: skip
@@ -89,6 +93,7 @@ def create_app(
     external_url: str,
     corral_ca: bytes | None = None,
     driver_files: str | None = None,
+    node_assets: Path | None = None,
     serving_cert: bytes | None = None,
 ) -> web.Application:
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
@@ -105,8 +110,10 @@ def create_app(
         corral_ca=corral_ca,
         serving_cert=serving_cert,
         driver_files=driver_files,
+        node_assets=node_assets,
         features=features,
         providers=Providers(),
+        github=Clients(),
         login_state_key=StateKey(),
         schemas=schemas,
         access=AccessMemo(),

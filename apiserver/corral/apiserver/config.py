@@ -10,6 +10,7 @@ from yarl import URL
 
 from corral.core.drivers import source
 
+NODE_ASSET_DIR_ENV = "CORRAL_NODE_ASSET_DIR"
 # Listen addresses that say "every interface", not where clients find the server.
 _ANY_HOST = {"", "0.0.0.0", "::", "[::]"}  # noqa: S104
 
@@ -30,6 +31,8 @@ class ApiServerConfig:
     external_url: str
     # The directory node drivers' file urls may name files below; None refuses them.
     driver_files: str | None = None
+    # The files GET /assets/<file> serves; None serves nothing there.
+    node_assets: Path | None = None
 
     @classmethod
     def from_env(cls) -> ApiServerConfig:
@@ -50,6 +53,7 @@ class ApiServerConfig:
             ca_file=Path(ca) if ca else None,
             external_url=external_url(os.environ.get("CORRAL_EXTERNAL_URL") or default_url),
             driver_files=driver_files(os.environ.get(source.FILE_DIR_ENV)),
+            node_assets=node_assets(os.environ.get(NODE_ASSET_DIR_ENV)),
         )
 
 
@@ -60,6 +64,15 @@ def driver_files(text: str | None) -> str | None:
     if not text.startswith("/"):
         raise ConfigError(f"{source.FILE_DIR_ENV} must be an absolute path, not {text!r}")
     return text
+
+
+def node_assets(text: str | None) -> Path | None:
+    """An absolute directory, or None (unset or empty: /assets serves nothing)."""
+    if not text:
+        return None
+    if not text.startswith("/"):
+        raise ConfigError(f"{NODE_ASSET_DIR_ENV} must be an absolute path, not {text!r}")
+    return Path(text)
 
 
 def external_url(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from aiohttp import web
 from lightkube import AsyncClient
@@ -22,6 +23,7 @@ from corral.apiserver.auth.throttle import LoginThrottle
 from corral.apiserver.http.schemas import Registry
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.state.stores import Stores
+from corral.core.github.client import Clients
 from corral.core.kube.connections import Connections
 from corral.core.kube.oidc_secrets import StateKey
 from corral.core.oidc.provider import Providers
@@ -41,8 +43,11 @@ class Deps:
     # The directory node drivers' file urls may name files below (CORRAL_DRIVER_FILE_DIR);
     # None when they are refused.
     driver_files: str | None
+    # The directory GET /assets/<file> serves (CORRAL_NODE_ASSET_DIR); None serves nothing.
+    node_assets: Path | None
     features: Mapping[str, bool]
     providers: Providers
+    github: Clients
     login_state_key: StateKey
     schemas: Registry
     access: AccessMemo

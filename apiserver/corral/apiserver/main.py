@@ -37,6 +37,6 @@ async def run(config: ApiServerConfig, features: dict[str, bool], context: ssl.S
     corral_ca = config.ca_file.read_bytes() if config.ca_file else None
     app = create_app(
         kube.async_client(), features, config.external_url, corral_ca, config.driver_files,
-        serving_cert=config.tls_cert.read_bytes(),
+        config.node_assets, serving_cert=config.tls_cert.read_bytes(),
     )  # fmt: skip
     await serving.serve(app, config.host, config.port, context)

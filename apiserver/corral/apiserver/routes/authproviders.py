@@ -1,14 +1,17 @@
 """`/v3-public`: the sign-in providers anyone may list, and the browser sign-in through the
-OpenID Connect provider.
+OpenID Connect providers (`oidc` at `/v3-public/oidcProviders/oidc`, `keycloakoidc` at
+`/v3-public/keycloakOIDCProviders/keycloakoidc`) and GitHub
+(`/v3-public/githubProviders/github`), each the same two steps:
 
-1. `GET /v3-public/oidcProviders/oidc/login[?responseType=cookie|json]` answers 302 to the
-   provider's authorization endpoint (code flow, PKCE S256, state and nonce) and sets the
-   cookie `R_OIDC_STATE`, which seals what the callback must check
-   (`corral.core.auth.loginstate`): any replica can finish a sign-in another began.
-2. The provider sends the browser back to `GET /v3-public/oidcProviders/oidc/callback`,
-   which checks `state` against the cookie, exchanges the code with the verifier, validates
-   the ID token (JWKS signature, issuer, audience, expiry, nonce), finds or makes the user,
-   and answers exactly as a local login does (`auth.sessions`).
+1. `GET <provider path>/login[?responseType=cookie|json]` answers 302 to the provider's
+   authorization endpoint (code flow, PKCE S256, state, and for OpenID Connect a nonce) and
+   sets the cookie `R_OIDC_STATE` (its path the provider's), which seals what the callback must
+   check (`corral.core.auth.loginstate`): any replica can finish a sign-in another began.
+2. The provider sends the browser back to `GET <provider path>/callback`, which checks
+   `state` against the cookie and exchanges the code with the verifier. OpenID Connect: the ID
+   token is validated (JWKS signature, issuer, audience, expiry, nonce). GitHub: the user, their
+   organisations and teams are read with the access token, and the access mode applied. Then
+   the user is found or made, and the answer is exactly a local login's (`auth.sessions`).
 
 The redirect URI to register with the provider is `<CORRAL_EXTERNAL_URL>` plus the callback
 path: never derived from the request's Host.
@@ -19,18 +22,23 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
 from corral.apiserver.auth import sessions
 from corral.apiserver.auth.throttle import throttled
-from corral.apiserver.deps import deps
+from corral.apiserver.deps import Deps, deps
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.services import signin, tokens
 from corral.core import errors
-from corral.core.auth import id_tokens, loginstate, principals
-from corral.core.auth.oidc_config import CALLBACK_PATH, LOGIN_PATH, OidcConfig
+from corral.core.auth import github_config, id_tokens, loginstate, oidc_config, principals
+from corral.core.auth.github_config import GithubConfig
+from corral.core.auth.loginstate import LoginState
+from corral.core.auth.oidc_config import OidcConfig
+from corral.core.auth.principals import Identity
+from corral.core.github.client import CodeRefused, GithubError, TokenRefused
 from corral.core.oidc.provider import GrantRefused, ProviderError
 
 log = logging.getLogger(__name__)
@@ -38,22 +46,33 @@ log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
 
 STATE_COOKIE = "R_OIDC_STATE"
-STATE_COOKIE_PATH = "/v3-public/oidcProviders/oidc"
 # What a provider puts in `error` (RFC 6749 4.1.2.1) is shown back, so only its own grammar.
 _ERROR_CODE = re.compile(r"[\x20-\x21\x23-\x5b\x5d-\x7e]{1,64}")
+MAX_CODE = 4096
 
 
 def _providers(request: web.Request) -> list[dict[str, Any]]:
-    base = deps(request).external_url
+    held = deps(request)
+    base = held.external_url
     local = f"{base}/v3-public/localProviders/local"
     found = [{"id": "local", "type": "localProvider", "baseType": "authProvider",
               "links": {"self": local}, "actions": {"login": f"{local}?action=login"}}]  # fmt: skip
-    config = OidcConfig.from_object(deps(request).stores.authconfigs.get(principals.OIDC))
-    if config.enabled:
+    for provider in principals.OIDC_PROVIDERS:
+        config = OidcConfig.from_object(held.stores.authconfigs.get(provider), provider)
+        if config.enabled:
+            found.append({
+                "id": provider, "type": oidc_config.PUBLIC_TYPES[provider],
+                "baseType": "authProvider", "redirectUrl": base + oidc_config.login_path(provider),
+                "scopes": config.scopes,
+                "links": {"self": base + oidc_config.public_path(provider)}, "actions": {},
+            })  # fmt: skip
+    github = GithubConfig.from_object(held.stores.authconfigs.get(principals.GITHUB))
+    if github.enabled:
         found.append({
-            "id": "oidc", "type": "oidcProvider", "baseType": "authProvider",
-            "redirectUrl": base + LOGIN_PATH, "scopes": config.scopes,
-            "links": {"self": f"{base}{STATE_COOKIE_PATH}"}, "actions": {},
+            "id": principals.GITHUB, "type": github_config.PUBLIC_TYPE, "baseType": "authProvider",
+            "redirectUrl": base + github_config.LOGIN_PATH, "hostname": github.hostname,
+            "clientId": github.client_id, "scopes": github_config.SCOPE.split(),
+            "links": {"self": base + github_config.PUBLIC_PATH}, "actions": {},
         })  # fmt: skip
     return found
 
@@ -76,74 +95,121 @@ async def get_provider(request: web.Request) -> web.Response:
     raise errors.not_found(f"authProvider {request.match_info['id']} not found")
 
 
-@routes.get("/v3-public/{plural:(?i:oidcproviders)}/oidc/login")
-async def begin(request: web.Request) -> web.Response:
-    response_type = request.query.get("responseType", "cookie")
-    if response_type not in loginstate.RESPONSE_TYPES:
-        raise errors.invalid("responseType", "responseType must be cookie or json")
-    held = deps(request)
-    provider = await signin.enabled_provider(held)
-    try:
-        url, login = await provider.begin(_callback(request), response_type)
-    except ProviderError as exc:
-        raise _unavailable(exc) from None
-    key = await held.login_state_key.get(held.kube)
-    response = web.Response(status=302, headers={"Location": url})
-    response.set_cookie(STATE_COOKIE, loginstate.seal(key, login), path=STATE_COOKIE_PATH,
-                        max_age=loginstate.MAX_AGE_SECONDS, httponly=True,
-                        secure=request.secure, samesite="Lax")  # fmt: skip
-    return response
+# What a provider's sign-in does between the state check and the session: the identity a code
+# of this sign-in is. Raises GrantRefused/CodeRefused (and the like) for a refused code.
+Finish = Callable[[Deps, str, LoginState, str], Awaitable[Identity]]
+Begin = Callable[[Deps, str, str], Awaitable[tuple[str, LoginState]]]
 
 
-@routes.get("/v3-public/{plural:(?i:oidcproviders)}/oidc/callback")
-async def finish(request: web.Request) -> web.Response:
-    held = deps(request)
-    provider = await signin.enabled_provider(held)
+def _sign_in_routes(provider: str, public: str, begin: Begin, finish: Finish) -> None:
+    """The login and callback routes of one provider, under its public path."""
+    callback = public + "/callback"
+    # `/v3-public/oidcProviders/oidc` matched in any case, as Rancher's types are.
+    plural, name = public.removeprefix("/v3-public/").split("/")
+    pattern = f"/v3-public/{{plural:(?i:{plural.lower()})}}/{name}"
+
+    @routes.get(pattern + "/login")
+    async def login(request: web.Request) -> web.Response:
+        response_type = request.query.get("responseType", "cookie")
+        if response_type not in loginstate.RESPONSE_TYPES:
+            raise errors.invalid("responseType", "responseType must be cookie or json")
+        held = deps(request)
+        url, login = await begin(held, held.external_url + callback, response_type)
+        key = await held.login_state_key.get(held.kube)
+        response = web.Response(status=302, headers={"Location": url})
+        response.set_cookie(STATE_COOKIE, loginstate.seal(key, login), path=public,
+                            max_age=loginstate.MAX_AGE_SECONDS, httponly=True,
+                            secure=request.secure, samesite="Lax")  # fmt: skip
+        return response
+
+    @routes.get(pattern + "/callback")
+    async def back(request: web.Request) -> web.Response:
+        held = deps(request)
+        login = await _checked_state(request, held, provider)
+        code = request.query.get("code", "")
+        if not code or len(code) > MAX_CODE:
+            raise _refused(provider, "the provider sent no authorization code")
+        # Each code is sent on to the provider: refused ones are counted as failed logins
+        # are, per sign-in and per address, so a replayed state cannot make corral hammer it.
+        throttle, address, attempt = (
+            held.throttle,
+            request.remote or "",
+            f"{provider}:{login.state}",
+        )
+        if wait := throttle.reserve(attempt, address, time.monotonic()):
+            raise throttled(wait)
+        try:
+            identity = await finish(held, code, login, held.external_url + callback)
+        except (GrantRefused, id_tokens.InvalidIdToken, CodeRefused, TokenRefused) as exc:
+            throttle.refused(attempt, address, time.monotonic())
+            raise _refused(provider, str(exc)) from None
+        except (ProviderError, GithubError) as exc:
+            throttle.release(attempt, address)
+            raise _unavailable(provider, exc) from None
+        throttle.succeeded(attempt, address)
+        user = await signin.user_for(held, provider, identity)
+        principal = principals.user_principal(provider, identity.subject)
+        issued = await tokens.issue_session(held, user["metadata"]["name"], f"{provider} sign-in",
+                                            provider, principal)  # fmt: skip
+        response = sessions.signed_in(request, issued.obj, issued.value, login.response_type)
+        response.del_cookie(STATE_COOKIE, path=public)  # one sign-in per state
+        return response
+
+
+async def _checked_state(request: web.Request, held: Deps, provider: str) -> LoginState:
+    """The sign-in this browser began, when the callback's `state` is its own; 401 for a
+    missing, expired or foreign state and for a provider's `error`."""
     sealed, keys = request.cookies.get(STATE_COOKIE, ""), held.login_state_key
     login = loginstate.unseal(await keys.get(held.kube), sealed)
     if login is None and sealed:
         login = loginstate.unseal(await keys.get(held.kube, reread=True), sealed)
     state = request.query.get("state", "")
     if login is None or not state or state != login.state:
-        raise _refused("the sign-in's state is missing, expired or not this browser's")
+        raise _refused(provider, "the sign-in's state is missing, expired or not this browser's")
     if error := request.query.get("error"):
         shown = error if _ERROR_CODE.fullmatch(error) else "unreadable error"
-        raise _refused(f"the provider refused the sign-in: {shown}")
-    code = request.query.get("code", "")
-    if not code or len(code) > 4096:
-        raise _refused("the provider sent no authorization code")
-    # Each code is sent on to the provider: refused ones are counted as failed logins are,
-    # per sign-in and per address, so a replayed state cannot make corral hammer it.
-    throttle, address, attempt = held.throttle, request.remote or "", f"oidc:{state}"
-    if wait := throttle.reserve(attempt, address, time.monotonic()):
-        raise throttled(wait)
-    try:
-        identity = await provider.finish(code, login, _callback(request))
-    except (GrantRefused, id_tokens.InvalidIdToken) as exc:
-        throttle.refused(attempt, address, time.monotonic())
-        raise _refused(str(exc)) from None
-    except ProviderError as exc:
-        throttle.release(attempt, address)
-        raise _unavailable(exc) from None
-    throttle.succeeded(attempt, address)
-    user = await signin.user_for(held, identity)
-    principal = principals.user_principal(principals.OIDC, identity.subject)
-    issued = await tokens.issue_session(held, user["metadata"]["name"], "oidc sign-in",
-                                        principals.OIDC, principal)  # fmt: skip
-    response = sessions.signed_in(request, issued.obj, issued.value, login.response_type)
-    response.del_cookie(STATE_COOKIE, path=STATE_COOKIE_PATH)  # one sign-in per state
-    return response
+        raise _refused(provider, f"the provider refused the sign-in: {shown}")
+    return login
 
 
-def _callback(request: web.Request) -> str:
-    return deps(request).external_url + CALLBACK_PATH
+def _oidc(provider: str) -> tuple[Begin, Finish]:
+    async def begin(held: Deps, redirect_uri: str, response_type: str) -> tuple[str, LoginState]:
+        found = await signin.enabled_provider(held, provider)
+        try:
+            return await found.begin(redirect_uri, response_type)
+        except ProviderError as exc:
+            raise _unavailable(provider, exc) from None
+
+    async def finish(held: Deps, code: str, login: LoginState, redirect_uri: str) -> Identity:
+        found = await signin.enabled_provider(held, provider)
+        return await found.finish(code, login, redirect_uri)
+
+    return begin, finish
 
 
-def _refused(reason: str) -> ApiError:
-    log.warning("oidc sign-in refused: %s", reason)
+async def _github_begin(
+    held: Deps, redirect_uri: str, response_type: str
+) -> tuple[str, LoginState]:
+    return (await signin.enabled_github(held)).begin(redirect_uri, response_type)
+
+
+async def _github_finish(held: Deps, code: str, login: LoginState, redirect_uri: str) -> Identity:
+    github = await signin.enabled_github(held)
+    identity = await github.finish(code, login, redirect_uri)
+    signin.admit_github(held, github.config, identity)
+    return identity
+
+
+for _provider in principals.OIDC_PROVIDERS:
+    _sign_in_routes(_provider, oidc_config.public_path(_provider), *_oidc(_provider))
+_sign_in_routes(principals.GITHUB, github_config.PUBLIC_PATH, _github_begin, _github_finish)
+
+
+def _refused(provider: str, reason: str) -> ApiError:
+    log.warning("%s sign-in refused: %s", provider, reason)
     return ApiError(401, "Unauthorized", f"authentication failed: {reason}")
 
 
-def _unavailable(exc: ProviderError) -> ApiError:
-    log.warning("oidc provider unavailable: %s", exc)
-    return ApiError(503, "ProviderUnavailable", f"the oidc provider cannot be used: {exc}")
+def _unavailable(provider: str, exc: Exception) -> ApiError:
+    log.warning("%s provider unavailable: %s", provider, exc)
+    return ApiError(503, "ProviderUnavailable", f"the {provider} provider cannot be used: {exc}")

@@ -45,10 +45,11 @@ async def register(deps: Deps, token: Obj, machine: Registration) -> bytes:
     cluster_id = token["metadata"]["namespace"]
     cluster = _ready_cluster(deps, cluster_id)
     assets = _assets(deps, cluster)
-    record = await _record(deps, token, cluster_id, machine)
+    # Everything that can refuse does so before anything is written.
     credential = deps.connections.credential(cluster_id)
     if credential is None or not credential.ca_cert:
         raise errors.Unavailable(f"cluster {cluster_id} cannot be reached yet")
+    record = await _record(deps, token, cluster_id, machine)
     client = await deps.connections.client(cluster_id)
     name = record["metadata"]["name"]
     join_token = await joining.issue(client, name, machine.hostname)

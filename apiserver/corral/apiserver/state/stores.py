@@ -15,7 +15,6 @@ from corral.core import settings
 from corral.core.api import drivers, names
 from corral.core.api.names import INDEX_TOKEN_KEY, LABEL_TOKEN_USER
 from corral.core.auth import hashing, ownership, principals
-from corral.core.auth.oidc_config import OidcConfig
 from corral.core.kube import kinds, user_attributes
 from corral.core.kube.informer import Informer, Obj
 from corral.core.provisioning import catalog, v1
@@ -247,7 +246,7 @@ class Stores:
         """The local provider always is; another, when its AuthConfig says so."""
         if provider in ("", principals.LOCAL):
             return True
-        return OidcConfig.from_object(self.authconfigs.get(provider)).enabled
+        return ((self.authconfigs.get(provider) or {}).get("spec") or {}).get("enabled") is True
 
     def groups(self, user_id: str) -> tuple[str, ...]:
         """The group principals the user's provider last said they are in."""

@@ -140,18 +140,20 @@ SYSTEM_TOKEN_NAMES = frozenset({"system-operator", "system-apiserver", "system-c
 KUBECONFIG_TOKEN_PREFIX = "kubeconfig-"
 
 
-# The OpenID Connect provider (spec 2.2 names it `oidc`): its AuthConfig, the Secret holding
-# its client secret, the Secret whose key seals the login state of every API server replica.
-OIDC_PROVIDER = "oidc"
-OIDC_CLIENT_SECRET = "oidcconfig-clientsecret"
+# The Secret whose key seals the sign-in state of every API server replica.
 OIDC_STATE_KEY = "oidc-login-state-key"
 # On a User made by a provider's login (and on its provider Secret): which provider.
 LABEL_AUTH_PROVIDER = "authn.management.svc.io/provider"
 
 
 def provider_secret_name(user_id: str) -> str:
-    """Spec 2.2: the user's refresh tokens, one entry per provider id."""
+    """Spec 2.2: the user's refresh or access tokens, one entry per provider id."""
     return f"{user_id}-secret"
+
+
+def client_secret_name(provider: str) -> str:
+    """The Secret holding a sign-in provider's client secret (`oidcconfig-clientsecret`)."""
+    return f"{provider}config-clientsecret"
 
 
 def password_secret_name(user_id: str) -> str:

@@ -1,5 +1,7 @@
-"""The OpenID Connect provider's configuration, as an administrator gives it and as the
-`oidc` AuthConfig stores it (the client secret apart, in a Secret), each field checked.
+"""An OpenID Connect provider's configuration, as an administrator gives it and as its
+AuthConfig (`oidc` or `keycloakoidc`) stores it (the client secret apart, in a Secret), each
+field checked. The two providers are one implementation: the provider id names the AuthConfig,
+the sign-in paths, the principals and the provider-secret entry.
 
 The issuer is an `https` URL. Plain `http` is accepted only on a loopback address, where
 nothing travels over a network (a provider run beside corral for tests or a demo). It is no
@@ -17,23 +19,40 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from corral.core.api import addresses
+from corral.core.auth.principals import KEYCLOAK_OIDC, OIDC
 from corral.core.errors import Invalid
 
 DEFAULT_SCOPE = "openid profile email"
 DEFAULT_GROUPS_CLAIM = "groups"
 MAX_URL = 1024
 MAX_SECRET = 1024
-# Where the provider sends the browser back to: the one redirect URI to register with it.
-CALLBACK_PATH = "/v3-public/oidcProviders/oidc/callback"
-LOGIN_PATH = "/v3-public/oidcProviders/oidc/login"
+# Rancher's public type of each provider, which names its `/v3-public` collection.
+PUBLIC_TYPES = {OIDC: "oidcProvider", KEYCLOAK_OIDC: "keycloakOIDCProvider"}
+# Rancher's type of each provider's configuration (`/v3/authConfigs/<provider>`).
+CONFIG_TYPES = {OIDC: "oidcConfig", KEYCLOAK_OIDC: "keycloakOIDCConfig"}
 
 _VISIBLE = re.compile(r"[!-~]+")
 _SCOPE_TOKEN = re.compile(r"[!#-\[\]-~]+")  # RFC 6749 3.3: visible ASCII but " and \
 _CLAIM = re.compile(r"[A-Za-z0-9_:./-]{1,256}")
 
 
+def public_path(provider: str) -> str:
+    """`/v3-public/oidcProviders/oidc`: where the provider's sign-in begins and ends."""
+    return f"/v3-public/{PUBLIC_TYPES[provider]}s/{provider}"
+
+
+def login_path(provider: str) -> str:
+    return public_path(provider) + "/login"
+
+
+def callback_path(provider: str) -> str:
+    """Where the provider sends the browser back to: the one redirect URI to register."""
+    return public_path(provider) + "/callback"
+
+
 @dataclass(frozen=True)
 class OidcConfig:
+    provider: str = OIDC
     issuer: str = ""
     client_id: str = ""
     scope: str = DEFAULT_SCOPE
@@ -41,9 +60,10 @@ class OidcConfig:
     enabled: bool = False
 
     @classmethod
-    def from_object(cls, obj: Mapping[str, Any] | None) -> OidcConfig:
+    def from_object(cls, obj: Mapping[str, Any] | None, provider: str) -> OidcConfig:
         spec = (obj or {}).get("spec") or {}
         return cls(
+            provider=provider,
             issuer=spec.get("issuer", ""),
             client_id=spec.get("clientId", ""),
             scope=spec.get("scope") or DEFAULT_SCOPE,
@@ -82,12 +102,12 @@ def check_issuer(value: Any) -> str:
     plain = not url.query and not url.fragment and not url.username and not url.password
     if not host or not plain or not _VISIBLE.fullmatch(value) or port == 0:
         raise Invalid(message, "issuer")
-    if url.scheme == "https" or (url.scheme == "http" and _loopback(host)):
+    if url.scheme == "https" or (url.scheme == "http" and is_loopback(host)):
         return value
     raise Invalid(message, "issuer")
 
 
-def _loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
@@ -129,12 +149,12 @@ def check_groups_claim(value: Any) -> str:
     return value
 
 
-def check_issuer_host(issuer: str, allow_link_local: bool) -> None:
-    """Invalid (naming `issuer`) for a link-local or metadata host, unless allowed."""
-    host = urlsplit(issuer).hostname or ""
+def check_issuer_host(url: str, allow_link_local: bool, field: str = "issuer") -> None:
+    """Invalid (naming `field`) for a link-local or metadata host, unless allowed."""
+    host = urlsplit(url).hostname or ""
     if not allow_link_local and addresses.is_metadata_host(host):
-        raise Invalid(f"issuer host {host} is a link-local or cloud metadata address; the "
-                      "setting allow-link-local-endpoints allows it", "issuer")  # fmt: skip
+        raise Invalid(f"{field} host {host} is a link-local or cloud metadata address; the "
+                      "setting allow-link-local-endpoints allows it", field)  # fmt: skip
 
 
 def merged(
@@ -157,4 +177,4 @@ def merged(
         if not isinstance(body["enabled"], bool):
             raise Invalid("enabled must be true or false", "enabled")
         spec["enabled"] = body["enabled"]
-    return OidcConfig.from_object({"spec": spec})
+    return OidcConfig.from_object({"spec": spec}, current.provider)

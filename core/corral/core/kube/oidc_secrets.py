@@ -1,6 +1,8 @@
-"""The Secrets of the OpenID Connect provider's configuration in svc-system: its client
-secret, and the key that seals sign-in state (`corral.core.auth.loginstate`), shared by every
-API server replica and made by whichever needs it first."""
+"""The Secrets of the sign-in providers' configurations in svc-system: each provider's client
+secret (`<provider>config-clientsecret`: `oidcconfig-clientsecret`,
+`keycloakoidcconfig-clientsecret`, `githubconfig-clientsecret`), and the key that seals
+sign-in state (`corral.core.auth.loginstate`), shared by every API server replica and made by
+whichever needs it first."""
 
 from __future__ import annotations
 
@@ -15,15 +17,17 @@ from corral.core.api import names
 from corral.core.auth import loginstate
 
 
-async def read_client_secret(kube: AsyncClient) -> str | None:
-    data = await _read(kube, names.OIDC_CLIENT_SECRET)
+async def read_client_secret(kube: AsyncClient, provider: str) -> str | None:
+    data = await _read(kube, names.client_secret_name(provider))
     value = (data or {}).get("clientSecret", b"").decode()
     return value or None
 
 
-async def store_client_secret(kube: AsyncClient, value: str) -> None:
+async def store_client_secret(kube: AsyncClient, provider: str, value: str) -> None:
     secret = Secret(
-        metadata=ObjectMeta(name=names.OIDC_CLIENT_SECRET, namespace=names.SYSTEM_NAMESPACE),
+        metadata=ObjectMeta(
+            name=names.client_secret_name(provider), namespace=names.SYSTEM_NAMESPACE
+        ),
         type="Opaque",
         data={"clientSecret": base64.b64encode(value.encode()).decode()},
     )

@@ -18,7 +18,6 @@ import hashlib
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from authlib.integrations.base_client import BaseApp, OAuthError
@@ -30,6 +29,7 @@ from authlib.oidc.discovery import OpenIDProviderMetadata
 from corral.core.auth import id_tokens, principals
 from corral.core.auth.loginstate import LoginState
 from corral.core.auth.oidc_config import OidcConfig
+from corral.core.auth.principals import Identity
 
 TIMEOUT_SECONDS = 10.0
 # Discovery and keys are read again after this long (a key rotation is also noticed at once,
@@ -45,16 +45,6 @@ class ProviderError(Exception):
 class GrantRefused(ProviderError):
     """The provider refused the code or the refresh token (`invalid_grant`): the user must
     sign in again; a refresh token it refused is dead."""
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Who the provider says signed in, and what corral keeps of it."""
-
-    subject: str
-    groups: list[str]  # group principals
-    display_name: str
-    refresh_token: str | None = field(repr=False)
 
 
 class _App(AsyncOAuth2Mixin, AsyncOpenIDMixin, BaseApp):
@@ -148,9 +138,9 @@ class Provider:
         name = claims.get("name") or claims.get("preferred_username") or claims["sub"]
         return Identity(
             subject=claims["sub"],
-            groups=principals.groups_of(claims, groups_claim),
+            groups=principals.groups_of(claims, groups_claim, self.config.provider),
             display_name=name[:256] if isinstance(name, str) else claims["sub"],
-            refresh_token=token.get("refresh_token") or keep_refresh,
+            credential=token.get("refresh_token") or keep_refresh,
         )
 
     async def _claims(self, token: Mapping[str, Any], nonce: str | None) -> dict[str, Any]:
@@ -210,14 +200,15 @@ def _why(exc: Exception) -> str:
 
 
 class Providers:
-    """The one Provider per configuration and client secret, so discovery and keys are
-    fetched once, not per sign-in."""
+    """The one Provider per provider id, configuration and client secret, so discovery and
+    keys are fetched once, not per sign-in."""
 
     def __init__(self) -> None:
-        self._current: tuple[tuple[OidcConfig, str], Provider] | None = None
+        self._current: dict[str, tuple[tuple[OidcConfig, str], Provider]] = {}
 
     def get(self, config: OidcConfig, client_secret: str) -> Provider:
         key = (config, hashlib.sha256(client_secret.encode()).hexdigest())
-        if self._current is None or self._current[0] != key:
-            self._current = (key, Provider(config, client_secret))
-        return self._current[1]
+        held = self._current.get(config.provider)
+        if held is None or held[0] != key:
+            held = self._current[config.provider] = (key, Provider(config, client_secret))
+        return held[1]

@@ -9,6 +9,10 @@ The catalog is the setting `kubernetes-version-catalog`: a JSON object from a ve
 A version needs every component of REQUIRED; `kwok` is optional and, when present, keeps the
 simulated nodes of the kwok node driver alive from inside the control plane. Flags are never
 in the catalog: corral adds them, so one plan serves the upstream images and the local ones.
+
+A version may also have a `node` section: the files a real machine downloads to join a cluster
+of that version (kubelet, kube-proxy, the CNI plugins and an image archive), each a URL and its
+sha256. `flannel` and `network-policies` are the pod network's components on those machines.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from corral.core.errors import Invalid
 
@@ -34,17 +39,30 @@ KWOK = "kwok"
 # Copies snapshots to and from an S3-compatible target (docs/provisioning.md, "S3 targets"); a
 # version without it takes backups onto the management cluster's volume only.
 ETCD_S3 = "etcd-s3"
-# The pod network of clusters whose machines are real (core/provisioning/network.py).
+REQUIRED = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, ETCDCTL, ETCDUTL)
+OPTIONAL = (KWOK, ETCD_S3)
+# The pod network of real machines: flanneld and the NetworkPolicy enforcer, run as DaemonSets
+# on the machines rather than in the control plane (core/provisioning/network.py); optional too.
 FLANNEL = "flannel"
 NETWORK_POLICIES = "network-policies"
-REQUIRED = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, ETCDCTL, ETCDUTL)
-# What else may run beside the control plane, and what runs on the cluster's own machines.
-CONTROL_PLANE_OPTIONAL = (KWOK, ETCD_S3)
-NETWORK = (FLANNEL, NETWORK_POLICIES)
-OPTIONAL = (*CONTROL_PLANE_OPTIONAL, *NETWORK)
+POD_NETWORK = (FLANNEL, NETWORK_POLICIES)
+
+# The node section: what a machine downloads and checks before it joins.
 NODE = "node"
-NODE_REQUIRED = ("kubelet", "kube-proxy", "cni-plugins")
-NODE_OPTIONAL = ("images",)
+KUBELET = "kubelet"
+KUBE_PROXY = "kube-proxy"
+CNI_PLUGINS = "cni-plugins"  # a gzip'd tar of bridge, host-local, portmap and loopback
+IMAGES = "images"  # an archive `ctr images import` takes, for machines that reach no registry
+NODE_REQUIRED = (KUBELET, KUBE_PROXY, CNI_PLUGINS)
+NODE_OPTIONAL = (IMAGES,)
+# A url is absolute https, or a file corral serves itself, resolved against corral's own URL.
+ASSETS_PATH = "/assets/"
+ASSET_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}", re.ASCII)
+MAX_URL = 1024
+_SHA256 = re.compile(r"[0-9a-f]{64}", re.ASCII)
+# Printable ASCII without space: what a URL may hold unescaped, and nothing a shell line or an
+# HTTP request line could be split on.
+_URL_CHARS = re.compile(r"[!-~]+", re.ASCII)
 
 # Bounds: a catalog is read on every provisioning pass and shown in /v3/settings.
 MAX_BYTES = 16 * 1024  # a Setting holds at most this (its CRD and settings.MAX_VALUE)
@@ -57,9 +75,6 @@ VERSION = re.compile(r"v(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{
 # What rke2 and k3s append to a Kubernetes version; their clients send it.
 FLAVOUR_SUFFIX = {"rke2": re.compile(r"\+rke2r[0-9]{1,3}"), "k3s": re.compile(r"\+k3s[0-9]{1,3}")}
 _IMAGE = re.compile(r"[a-z0-9][a-z0-9._/:@+-]*", re.ASCII)
-_ASSET_URL = re.compile(r"(https://[!-~]+|/assets/[A-Za-z0-9][A-Za-z0-9._-]*)", re.ASCII)
-_SHA256 = re.compile(r"[0-9a-f]{64}", re.ASCII)
-MAX_URL = 512
 
 # corral's default: the upstream images of the version it is built with (untestable here:
 # this machine reaches no registry; docs/provisioning.md says so).
@@ -74,21 +89,18 @@ class Component:
 
 
 @dataclass(frozen=True)
-class NodeAsset:
-    """A download a machine of the version needs: a `https://` url or a path under
-    `/assets/` of corral's own, and the sha256 (hex) it must have."""
-
-    url: str
-    sha256: str
+class Asset:
+    url: str  # https://… or /assets/<file>
+    sha256: str  # 64 lowercase hex digits
 
 
 @dataclass(frozen=True)
 class Release:
     version: str
     components: Mapping[str, Component]
-    # What a real machine of the version downloads (docs/design/real-machines.md, section 1),
-    # by name; None for a version that runs simulated workers only.
-    node: Mapping[str, NodeAsset] | None = None
+    # What a real machine downloads, by name (NODE_REQUIRED, and NODE_OPTIONAL when given);
+    # None: the version provisions control planes only, with simulated workers.
+    node: Mapping[str, Asset] | None = None
 
     def component(self, name: str) -> Component:
         return self.components[name]
@@ -159,24 +171,62 @@ def parse(text: str) -> Catalog:
     for version, components in document.items():
         if VERSION.fullmatch(version) is None:
             raise _bad(f"key {version!r} is not a version like v1.36.3")
-        node = None
-        if isinstance(components, dict) and NODE in components:
-            components = {k: v for k, v in components.items() if k != NODE}
-            node = _node(version, document[version][NODE])
-        releases[version] = Release(version, _components(version, components), node)
+        if not isinstance(components, dict):
+            raise _bad(f"{version} must be an object of components")
+        given = dict(components)
+        node = _node(f"{version}.{NODE}", given.pop(NODE)) if NODE in given else None
+        releases[version] = Release(version, _components(version, given), node)
     return Catalog(releases)
 
 
-def _components(version: str, given: Any) -> dict[str, Component]:
-    if not isinstance(given, dict):
-        raise _bad(f"{version} must be an object of components")
-    unknown = sorted(set(given) - set(REQUIRED) - set(OPTIONAL))
+def _components(version: str, given: dict[str, Any]) -> dict[str, Component]:
+    unknown = sorted(set(given) - set(REQUIRED) - set(OPTIONAL) - set(POD_NETWORK))
     if unknown:
         raise _bad(f"{version} has unknown components: {', '.join(unknown)}")
     missing = [name for name in REQUIRED if name not in given]
     if missing:
         raise _bad(f"{version} lacks components: {', '.join(missing)}")
     return {name: _component(f"{version}.{name}", spec) for name, spec in given.items()}
+
+
+def _node(where: str, given: Any) -> dict[str, Asset]:
+    if not isinstance(given, dict):
+        raise _bad(f"{where} must be an object of files")
+    unknown = sorted(set(given) - set(NODE_REQUIRED) - set(NODE_OPTIONAL))
+    if unknown:
+        raise _bad(f"{where} has unknown files: {', '.join(unknown)}")
+    missing = [name for name in NODE_REQUIRED if name not in given]
+    if missing:
+        raise _bad(f"{where} lacks files: {', '.join(missing)}")
+    return {name: _asset(f"{where}.{name}", spec) for name, spec in given.items()}
+
+
+def _asset(where: str, spec: Any) -> Asset:
+    if not isinstance(spec, dict) or set(spec) != {"url", "sha256"}:
+        raise _bad(f"{where} must be an object of url and sha256")
+    url, sha256 = spec["url"], spec["sha256"]
+    if not isinstance(url, str) or not _is_asset_url(url):
+        raise _bad(
+            f"{where}.url must be an https:// URL or {ASSETS_PATH}<file> (letters, digits, "
+            f"'.', '_', '+', '-'), at most {MAX_URL} characters, with no user or password"
+        )
+    if not isinstance(sha256, str) or _SHA256.fullmatch(sha256) is None:
+        raise _bad(f"{where}.sha256 must be 64 lowercase hexadecimal digits")
+    return Asset(url, sha256)
+
+
+def _is_asset_url(url: str) -> bool:
+    if len(url) > MAX_URL or _URL_CHARS.fullmatch(url) is None:
+        return False
+    if url.startswith(ASSETS_PATH):
+        return ASSET_FILE.fullmatch(url.removeprefix(ASSETS_PATH)) is not None
+    try:
+        parts = urlsplit(url)
+        hostname, _ = parts.hostname, parts.port  # a port out of range raises
+    except ValueError:
+        return False
+    # Credentials in a URL would show in /v3/settings to everyone who may read the catalog.
+    return parts.scheme == "https" and bool(hostname) and "@" not in parts.netloc
 
 
 def _component(where: str, spec: Any) -> Component:
@@ -194,45 +244,28 @@ def _component(where: str, spec: Any) -> Component:
     return Component(image, tuple(command))
 
 
-def _node(version: str, given: Any) -> dict[str, NodeAsset]:
-    where = f"{version}.{NODE}"
-    if not isinstance(given, dict):
-        raise _bad(f"{where} must be an object of downloads")
-    unknown = sorted(set(given) - set(NODE_REQUIRED) - set(NODE_OPTIONAL))
-    if unknown:
-        raise _bad(f"{where} has unknown downloads: {', '.join(unknown)}")
-    missing = [name for name in NODE_REQUIRED if name not in given]
-    if missing:
-        raise _bad(f"{where} lacks downloads: {', '.join(missing)}")
-    assets = {}
-    for name, spec in given.items():
-        if not isinstance(spec, dict) or set(spec) != {"url", "sha256"}:
-            raise _bad(f"{where}.{name} must be an object of url and sha256")
-        url, sha256 = spec["url"], spec["sha256"]
-        if not isinstance(url, str) or len(url) > MAX_URL or not _ASSET_URL.fullmatch(url):
-            raise _bad(f"{where}.{name}.url must be https://… or /assets/<file>")
-        if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
-            raise _bad(f"{where}.{name}.sha256 must be 64 lowercase hex digits")
-        assets[name] = NodeAsset(url, sha256)
-    return assets
-
-
 def _bad(message: str) -> Invalid:
     return Invalid(f"setting kubernetes-version-catalog {message}", "value")
 
 
-def document(releases: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]]) -> str:
-    """The JSON text of a catalog, from version -> component -> (image, command)."""
-    return json.dumps(
-        {
-            version: {
-                name: {"image": image, "command": list(command)}
-                for name, (image, command) in components.items()
-            }
-            for version, components in releases.items()
-        },
-        sort_keys=True,
-    )
+def document(
+    releases: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]],
+    nodes: Mapping[str, Mapping[str, Asset]] | None = None,
+) -> str:
+    """The JSON text of a catalog, from version -> component -> (image, command), and the
+    node sections of those versions that have one, version -> file name -> Asset."""
+    versions: dict[str, dict[str, object]] = {
+        version: {
+            name: {"image": image, "command": list(command)}
+            for name, (image, command) in components.items()
+        }
+        for version, components in releases.items()
+    }
+    for version, assets in (nodes or {}).items():
+        versions[version][NODE] = {
+            name: {"url": asset.url, "sha256": asset.sha256} for name, asset in assets.items()
+        }
+    return json.dumps(versions, sort_keys=True)
 
 
 def binaries(

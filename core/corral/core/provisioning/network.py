@@ -37,12 +37,15 @@ PLUGINS_WITH_FLANNEL = ("flannel", "canal")
 
 def objects(plugin: str, release: catalog.Release, cluster_cidr: str) -> list[dict[str, Any]]:
     """What the cluster's pod network is made of, in the order to apply it. A release without
-    flannel has no machines to connect (its workers are simulated): nothing. The catalog
-    holds a release with node binaries to both network components."""
+    node binaries has no machines to connect (its workers are simulated): nothing. The
+    catalog holds a release with node binaries to both network components."""
     components = release.components
-    if plugin not in PLUGINS_WITH_FLANNEL or catalog.FLANNEL not in components:
+    if release.node is None:
         return []
-    found = _flannel(components[catalog.FLANNEL], cluster_cidr)
+    found = [_node_proxier()]
+    if plugin not in PLUGINS_WITH_FLANNEL:
+        return found
+    found += _flannel(components[catalog.FLANNEL], cluster_cidr)
     if plugin == "canal":
         found += _network_policies(components[catalog.NETWORK_POLICIES])
     return found
@@ -190,6 +193,25 @@ def _network_policies(component: catalog.Component) -> list[dict[str, Any]]:
          "verbs": ["list", "watch"]},
     ]  # fmt: skip
     return [*_account(NETWORK_POLICIES, rules), _daemonset(NETWORK_POLICIES, [container], [])]
+
+
+def _node_proxier() -> dict[str, Any]:
+    """kube-proxy runs as its node (the installer gives it the kubelet's certificate), which
+    may read only its own pods: the built-in role kube-proxy's own identity has lets it follow
+    Services and EndpointSlices."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "corral:node-proxier", "labels": _LABELS},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "system:node-proxier",
+        },
+        "subjects": [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}
+        ],
+    }
 
 
 def _host_path(name: str, path: str, kind: str) -> dict[str, Any]:

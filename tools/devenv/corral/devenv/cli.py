@@ -39,6 +39,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="the slim Kubernetes 1.35 control plane (make devkube builds it); with "
         "--hosted-control-planes, clusters may be created at 1.35 and upgraded to 1.36",
     )
+    run.add_argument(
+        "--netbins",
+        type=Path,
+        default=Path("tools/netbins"),
+        help="the pod network's binaries (make netbins builds them); with "
+        "--hosted-control-planes, the catalog gets the files real machines download",
+    )
     run.add_argument("--crds", type=Path, default=Path("crds"), help="CRD folder to apply")
     run.add_argument(
         "--downstream-clusters",
@@ -97,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             previous_devkube=(
                 args.previous_devkube.resolve() if args.previous_devkube.exists() else None
             ),
+            netbins=args.netbins.resolve() if (args.netbins / "bin").exists() else None,
         )
     except ValueError as exc:
         print(f"corral.devenv: {exc}", file=sys.stderr)

@@ -26,7 +26,7 @@ from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
 from corral.core import pki
 from corral.core.kube import kinds
-from corral.devenv import clouddriver, host, hosted, images, network
+from corral.devenv import clouddriver, host, hosted, images, network, nodeassets
 from corral.devenv.cloud import Cloud
 from corral.devenv.controlplane import ControlPlane, Etcd, free_port
 from corral.devenv.process import Process, stop_all
@@ -63,6 +63,9 @@ class Options:
     # The slim devkube of the previous Kubernetes minor (tools/devkube/v1.35): with hosted
     # control planes, its image and a second catalog version, to upgrade clusters from.
     previous_devkube: Path | None = None
+    # tools/netbins, built: with hosted control planes, the files real machines download
+    # (nodeassets.py) are served at /assets/ and the catalog's version names them.
+    netbins: Path | None = None
     # False: the management plane is etcd and kube-apiserver alone, for callers that need
     # only its API (the contract tests); nothing then schedules, collects garbage or runs nodes.
     controllers: bool = True
@@ -106,6 +109,7 @@ class Environment:
         self.cluster_ids: list[str] = []
         self.controlplane_image: images.ControlPlaneImage | None = None
         self.previous_controlplane_image: images.ControlPlaneImage | None = None
+        self.node_assets: nodeassets.NodeAssets | None = None
         self._host_changes = host.HostChanges()
         self._network = network.HostNetwork()
         # With real nodes, the local cloud makes machines beside them (cloud.py); its driver
@@ -257,6 +261,10 @@ class Environment:
                 )
                 self.previous_controlplane_image = previous
                 node_images.append((previous.repository, previous.archive))
+            if self.options.netbins is not None:
+                self.node_assets = nodeassets.build(
+                    self.options.devkube.with_name(nodeassets.NODE_BINARY), self.options.netbins
+                )
         for index in range(self.options.real_nodes):
             node = RealNode(f"management-real-{index}", index, self.management,
                             self.options.devkube)  # fmt: skip
@@ -284,7 +292,9 @@ class Environment:
         Call it once the Setting CRD exists (start() does when it applies the CRDs)."""
         assert self.management is not None and self.controlplane_image is not None
         client = self.management.client()
-        values = hosted.settings(self.controlplane_image, self.previous_controlplane_image)
+        values = hosted.settings(
+            self.controlplane_image, self.previous_controlplane_image, self.node_assets
+        )
         for name, value in values.items():
             setting = kinds.Setting(metadata=ObjectMeta(name=name), value=value)
             client.apply(setting, field_manager="corral-devenv", force=True)
@@ -322,6 +332,8 @@ class Environment:
             "CORRAL_OPERATOR_DATA_DIR": str(self.root / "operator"),
             "CORRAL_DRIVER_FILE_DIR": str(self.driver_files),
         }
+        if self.node_assets is not None:
+            env["CORRAL_NODE_ASSET_DIR"] = str(self.node_assets.directory)
         self._corral_env = env
         self.corral = [
             Process(

@@ -7,6 +7,10 @@ in a fraction of a second, imported into each node's containerd.
 Hosted control planes run from a second image: the same busybox plus the static devkube
 binary, linked under the name of every component it serves. It takes seconds to build, so it
 is cached by the devkube binary's hash and shared by every environment of this user.
+
+The pod network of real machines runs from two more, each busybox plus one binary of
+tools/netbins: flanneld (with the iptables it runs) and kube-network-policies. nodeassets.py
+builds and caches them with the rest of the files machines download.
 """
 
 from __future__ import annotations
@@ -55,6 +59,17 @@ stages=/tmp/corral-kwok-stages.yaml
 devkube kwok-stages > "$stages"
 exec kwok --config="$stages" "$@"
 """
+FLANNEL_REPOSITORY = "localhost/corral-flannel"
+FLANNEL_COMMAND = "/opt/bin/flanneld"
+NETWORK_POLICIES_REPOSITORY = "localhost/corral-kube-network-policies"
+NETWORK_POLICIES_COMMAND = "/bin/kube-network-policies"
+# flanneld runs iptables to set up its rules and to clear its nftables ones at start-up, and
+# exits without it (tools/netbins/README.md). The image carries Debian's nf_tables iptables,
+# which kube-proxy's iptables on the machines is too, with the libraries and extensions it
+# loads; one multi-call binary, dispatching on its name.
+IPTABLES = Path("/usr/sbin/xtables-nft-multi")
+IPTABLES_NAMES = ("iptables", "ip6tables", "iptables-restore", "ip6tables-restore",
+                  "iptables-save", "ip6tables-save")  # fmt: skip
 # Every devkube change leaves an archive of about 60 MB behind: keep the newest few of each
 # Kubernetes version.
 CACHE_KEEP = 3
@@ -84,6 +99,25 @@ def build_busybox(workdir: Path) -> Path:
         ["--config.cmd", "/bin/sleep", "--config.cmd", "infinity"],
         archive,
     )
+    return archive
+
+
+def build_flannel(workdir: Path, flanneld: Path, tag: str) -> Path:
+    """An OCI archive of `<FLANNEL_REPOSITORY>:<tag>`: busybox (for the init container that
+    writes the CNI configuration), flanneld at FLANNEL_COMMAND and iptables."""
+    archive = workdir / "flannel.tar"
+    _build(workdir / "flannel", tag, lambda rootfs: _flannel_root(rootfs, flanneld),
+           ["--config.cmd", FLANNEL_COMMAND], archive)  # fmt: skip
+    return archive
+
+
+def build_network_policies(workdir: Path, binary: Path, tag: str) -> Path:
+    """An OCI archive of `<NETWORK_POLICIES_REPOSITORY>:<tag>`: busybox and
+    kube-network-policies at NETWORK_POLICIES_COMMAND (it needs no other program)."""
+    archive = workdir / "network-policies.tar"
+    _build(workdir / "network-policies", tag,
+           lambda rootfs: _with_binary(rootfs, binary, NETWORK_POLICIES_COMMAND),
+           ["--config.cmd", NETWORK_POLICIES_COMMAND], archive)  # fmt: skip
     return archive
 
 
@@ -119,7 +153,7 @@ def build_controlplane(
     if image.archive.exists():
         return image
     cache.mkdir(parents=True, exist_ok=True)
-    with _locked(cache / ".lock"):
+    with locked(cache / ".lock"):
         # A concurrent run may have built it while this one waited for the lock.
         if image.archive.exists():
             return image
@@ -201,8 +235,62 @@ def _controlplane_root(rootfs: Path, devkube: Path, commands: Sequence[str]) -> 
     (rootfs / "tmp").chmod(0o777 | stat.S_ISVTX)
 
 
+def _with_binary(rootfs: Path, binary: Path, command: str) -> None:
+    _busybox_root(rootfs)
+    target = rootfs / command.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(binary, target)
+    target.chmod(0o755)
+    (rootfs / "tmp").chmod(0o777 | stat.S_ISVTX)
+
+
+def _flannel_root(rootfs: Path, flanneld: Path) -> None:
+    _with_binary(rootfs, flanneld, FLANNEL_COMMAND)
+    # Debian's layout (merged /usr), so the paths compiled into the loader and iptables hold.
+    for directory in ("lib", "lib64"):
+        (rootfs / "usr" / directory).mkdir(parents=True, exist_ok=True)
+        (rootfs / directory).symlink_to(f"usr/{directory}")
+    extensions = _xtables_dir()
+    shared = [*sorted(extensions.glob("*.so")), IPTABLES]
+    for path in sorted({*shared, *(lib for file in shared for lib in _libraries(file))}):
+        target = rootfs / path.relative_to("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path.resolve(), target)
+    for name in IPTABLES_NAMES:
+        (rootfs / "usr" / "sbin" / name).symlink_to(IPTABLES.name)
+    # /run/xtables.lock is where iptables serialises with other writers; the DaemonSet mounts
+    # the host's /run over this.
+    (rootfs / "run").mkdir(exist_ok=True)
+
+
+def _xtables_dir() -> Path:
+    """Where iptables loads its extensions from: beside its libxtables."""
+    for library in _libraries(IPTABLES):
+        if library.name.startswith("libxtables.so"):
+            return library.resolve().parent / "xtables"
+    raise RuntimeError(f"{IPTABLES} does not link libxtables; is Debian's iptables installed?")
+
+
+def _libraries(binary: Path) -> list[Path]:
+    """The shared libraries `binary` loads, its dynamic loader among them, as ldd names them."""
+    found = []
+    for line in run(["ldd", str(binary)]).splitlines():
+        words = line.split()
+        if "=>" in words and len(words) > words.index("=>") + 1:
+            path = words[words.index("=>") + 1]
+        elif words and words[0].startswith("/"):
+            path = words[0]
+        else:
+            continue  # linux-vdso: the kernel's
+        if not path.startswith("/"):
+            raise RuntimeError(f"{binary} needs a library ldd cannot find: {line.strip()}")
+        found.append(Path(path))
+    return found
+
+
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
+    """Held by one process of this user at a time: cached builds are made once."""
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

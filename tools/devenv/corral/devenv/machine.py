@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from corral.devenv import network
+from corral.devenv import images, network
 from corral.devenv.host import (
     join_cgroup,
     kill_until_gone,
@@ -57,8 +57,10 @@ EXEC_TIMEOUT = 300.0
 SSH_PORT = 22
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CONTAINERD_SOCKET = "/run/containerd/containerd.sock"
-# containerd 1.6's default: what a machine with containerd installed and left alone uses.
-SANDBOX_IMAGE = "registry.k8s.io/pause:3.6"
+# The pods' sandbox. containerd's default (registry.k8s.io/pause) cannot be pulled here, so the
+# local cloud's machines are set up as an air-gapped site's would be: with an image the node
+# installer imports from the catalog's archive (nodeassets.py puts busybox there).
+SANDBOX_IMAGE = images.BUSYBOX_IMAGE
 # `unshare` stays outside the new PID namespace, its child is PID 1 inside; each dies with
 # the other.
 NEW_NAMESPACES = ["unshare", "--mount", "--net", "--pid", "--uts", "--cgroup", "--fork",
@@ -282,6 +284,7 @@ class Machine:
         for name in ETC_SEED:
             source = Path("/etc") / name
             if source.is_dir() and not source.is_symlink():
+                # /etc/ssl/private: the host's private keys stay on the host.
                 shutil.copytree(source, etc / name, symlinks=True,
                                 ignore=shutil.ignore_patterns("private"))  # fmt: skip
             elif source.exists() or source.is_symlink():
