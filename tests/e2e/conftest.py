@@ -33,7 +33,8 @@ HERE = Path(__file__).parent
 # test_real_node compares the host before and after, so under pytest-xdist they run one after
 # another on one worker.
 HOST_MODULES = frozenset({"test_helm_install", "test_machines", "test_pod_streams",
-                          "test_provisioning", "test_real_machines", "test_real_node"})  # fmt: skip
+                          "test_provisioning", "test_real_machines", "test_real_node",
+                          "test_ssh_join", "test_ssh_machines"})  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

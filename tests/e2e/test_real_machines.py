@@ -15,6 +15,7 @@ import base64
 import json
 import secrets
 import ssl
+import subprocess
 import time
 import urllib.parse
 import urllib.request
@@ -132,8 +133,8 @@ def address_of(node: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def downstream(api: Api, env: Environment, cluster: str, tmp_path_factory: pytest.TempPathFactory
-               ) -> k8s.CoreV1Api:  # fmt: skip
+def kubeconfig(api: Api, env: Environment, cluster: str, tmp_path_factory: pytest.TempPathFactory
+               ) -> Path:  # fmt: skip
     """The cluster as kubectl sees it through corral's proxy (generateKubeconfig)."""
     answer = api.post(f"/v3/clusters/{cluster}?action=generateKubeconfig", {})
     assert answer.status == 200, answer.body
@@ -144,7 +145,22 @@ def downstream(api: Api, env: Environment, cluster: str, tmp_path_factory: pytes
         ).decode()
     path = tmp_path_factory.mktemp("kubeconfig") / "config"
     path.write_text(yaml.safe_dump(config))
-    return k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(path)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def downstream(kubeconfig: Path) -> k8s.CoreV1Api:
+    return k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(kubeconfig)))
+
+
+def kubectl(env: Environment, kubeconfig: Path, *args: str, stdin: str = "") -> str:
+    done = subprocess.run(
+        [str(env.options.devkube), "kubectl", f"--kubeconfig={kubeconfig}",
+         f"--cache-dir={kubeconfig.parent / 'cache'}", *args],
+        input=stdin, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
 
 
 def test_the_pod_network_runs_on_the_machine(downstream: k8s.CoreV1Api, joined: Machine) -> None:
@@ -178,7 +194,7 @@ def pooled(env: Environment, api: Api, cluster: str) -> dict[str, Any]:
     assert template.status == 201, template.body
     pool = api.post("/v3/nodepools", {
         "type": "nodePool", "clusterId": cluster, "hostnamePrefix": "pool", "quantity": 1,
-        "worker": True, "nodeTemplateId": template.body["id"]})  # fmt: skip
+        "worker": True, "nodeTemplateName": template.body["id"]})  # fmt: skip
     assert pool.status == 201, pool.body
     began = time.monotonic()
     wait_for("pool's machine Ready", lambda: ready_node(api, cluster, "pool1"), JOIN_TIMEOUT)
@@ -252,15 +268,18 @@ def fetch(address: str, port: int) -> str:
 
 
 def test_a_nodeport_answers_on_every_machine_with_the_container_s_page(
-    env: Environment, downstream: k8s.CoreV1Api, web: tuple[Place, str]
+    env: Environment, kubeconfig: Path, web: tuple[Place, str]
 ) -> None:
     where, _ = web
-    service = downstream.create_namespaced_service(where.namespace, {
-        "metadata": {"name": "web"},
+    service = {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": where.namespace},
         "spec": {"type": "NodePort", "selector": {"workload.svc.io/workloadselector":
-                                                   f"daemonSet-{where.namespace}-web"},
-                 "ports": [{"port": 80, "targetPort": 8080}]}})  # fmt: skip
-    port = service.spec.ports[0].node_port
+                                                   f"daemonset-{where.namespace}-web"},
+                 "ports": [{"port": 80, "targetPort": 8080}]}}  # fmt: skip
+    kubectl(env, kubeconfig, "apply", "-f", "-", stdin=json.dumps(service))
+    port = int(kubectl(env, kubeconfig, "-n", where.namespace, "get", "service", "web",
+                       "-o", "jsonpath={.spec.ports[0].nodePort}"))  # fmt: skip
     for machine in env.cloud.machines():
         page = wait_for(f"NodePort on {machine.hostname}",
                         lambda m=machine: _get(f"http://{m.address}:{port}/"), 60)  # fmt: skip

@@ -75,7 +75,7 @@ ROUTE_MODULES = [
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
     globalrolebindings.SCHEMA, settings.SCHEMA, clusters.SCHEMA, clusters.KUBECONFIG_INPUT,
-    clusters.KUBECONFIG_OUTPUT, nodes.SCHEMA, nodes.DRAIN,
+    clusters.KUBECONFIG_OUTPUT, nodes.SCHEMA, nodes.DRAIN, nodes.CUSTOM_CONFIG,
     projects.SCHEMA, projects.EVENT, namespaces.SCHEMA, projectroletemplatebindings.SCHEMA,
     clusterroletemplatebindings.SCHEMA, workloads.SCHEMA, workloads.ROLLBACK, workloads.REVISION,
     pods.SCHEMA, pods.EXEC_INPUT, pods.EXEC_OUTPUT, secrets.SCHEMA, namespacedsecrets.SCHEMA,

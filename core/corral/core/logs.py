@@ -12,6 +12,12 @@ def quiet_http_clients() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def quiet_ssh_client() -> None:
+    """asyncssh logs every command it runs at INFO, and the node command a machine runs holds
+    a registration token: only its warnings are kept."""
+    logging.getLogger("asyncssh").setLevel(logging.WARNING)
+
+
 def words(command: list[str]) -> str:
     """A command for a log line, each word a JSON string: quotes, backslashes, line breaks,
     NUL and every other control or non-ASCII character escaped, so no word the caller chose

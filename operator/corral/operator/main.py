@@ -6,7 +6,7 @@ import logging
 
 import kopf
 
-from corral.core.logs import quiet_http_clients
+from corral.core.logs import quiet_http_clients, quiet_ssh_client
 
 # Importing a handler module registers its handlers with kopf.
 from corral.operator import probes, startup  # noqa: F401
@@ -17,6 +17,7 @@ from corral.operator.management import (  # noqa: F401
     groupsync,
     nodedrivers,
     projects,
+    sshmachines,
     tokens,
     users,
 )
@@ -26,6 +27,7 @@ def main() -> int:
     config = OperatorConfig.from_env()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     quiet_http_clients()
+    quiet_ssh_client()
     kopf.run(
         clusterwide=True,
         liveness_endpoint=config.liveness_endpoint,

@@ -20,6 +20,7 @@ from corral.operator.drivers.cache import Cache
 from corral.operator.drivers.registry import Drivers
 from corral.operator.management import bootstrap
 from corral.operator.management.nodedrivers import DriverKeeper
+from corral.operator.management.sshmachines import SSHMachines
 from corral.operator.management.tokens import ExpiryQueue
 from corral.operator.state import State
 
@@ -60,6 +61,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.drivers = DriverKeeper(memo.kube, cache, memo.state.clock, files=config.driver_files)
     memo.machine_drivers = Drivers(memo.kube, cache)
     memo.hosted_grant = config.hosted_grant
+    memo.ssh_machines = SSHMachines(memo.state)
     await ensure_peering_object(memo.kube, settings.peering.name)
     await bootstrap.run(memo.kube)
 

@@ -4,6 +4,9 @@ the operator mirrors and changed through `services.nodes`.
 Nodes are for the cluster's members and owners: a user bound only to one of its projects sees
 the cluster (403 here), not its machines. Changes need the cluster's owners, checked before the
 node is looked for.
+
+`POST /v3/nodes` (Rancher's, the cluster in the body) and `POST` on a cluster's nodes add an
+existing machine over SSH (`customConfig`); its key is never shown again.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from corral.apiserver.http.body import read_input, read_json
 from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
+from corral.apiserver.http.urls import v3
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
 from corral.apiserver.resources.scoped import cluster_link, scoped_id
@@ -26,7 +30,9 @@ from corral.apiserver.services.visibility import owned_cluster, visible_cluster
 from corral.core import errors
 from corral.core.api import condition_types as ct
 from corral.core.api.ids import ScopedId
+from corral.core.drivers import custom
 from corral.core.kube.informer import Obj
+from corral.core.projects import roles
 
 ACTIONS = ("cordon", "uncordon", "drain")
 SCHEMA = Schema(
@@ -34,7 +40,6 @@ SCHEMA = Schema(
     plural="nodes",
     fields={
         "name": readonly("string", "The downstream node's name"),
-        "clusterId": readonly("reference[cluster]"),
         "nodePoolId": readonly(
             "reference[nodePool]",
             "The pool that made the node; empty for one that joined otherwise",
@@ -42,8 +47,15 @@ SCHEMA = Schema(
         "displayName": Field("string", update=True),
         "description": Field("string", update=True),
         "desiredNodeTaints": Field("array[taint]", update=True),
-        "requestedHostname": readonly("string"),
-        **{role: readonly("boolean") for role in ROLES},
+        "requestedHostname": Field("string", create=True, required=True,
+                                   description="Immutable; hostnameOverride is the same"),
+        "hostnameOverride": Field("string", create=True),
+        "clusterId": Field("reference[cluster]", create=True,
+                           description="POST /v3/nodes only: the cluster to join"),
+        "customConfig": Field("customConfig", create=True, required=True,
+                              description="The machine over SSH; sshKey is never shown"),
+        **{role: Field("boolean", create=True, default=role == "worker",
+                       description="Immutable; only worker") for role in ROLES},
         "unschedulable": readonly("boolean"),
         "state": readonly("string"),
         "metadata": readonly("json"),
@@ -51,10 +63,26 @@ SCHEMA = Schema(
         "status": readonly("json"),
     },
     resource_methods=("GET", "PUT", "DELETE"),
-    collection_methods=("GET",),
+    collection_methods=("GET", "POST"),
     resource_actions={"cordon": {}, "uncordon": {}, "drain": {"input": "nodeDrainInput"}},
     parent="cluster",
-)
+)  # fmt: skip
+CUSTOM_CONFIG = Schema(
+    id="customConfig",
+    plural="customConfigs",
+    embedded=True,
+    fields={
+        "address": Field("string", create=True, required=True,
+                         description="IP address or DNS name of the machine (SSH, port 22)"),
+        "internalAddress": Field("string", create=True, description="IP address"),
+        "user": Field("string", create=True, default=custom.DEFAULT_USER,
+                      description="SSH user; another than root needs sudo without a password"),
+        "sshKey": Field("password", create=True, required=True, write_only=True,
+                        description="Private key (OpenSSH or PEM, no passphrase); write-only"),
+    },
+)  # fmt: skip
+# A body with a key of the largest size corral takes, and room for the rest.
+BODY_LIMIT = 64 * 1024
 DRAIN = Schema(
     id="nodeDrainInput",
     plural="nodeDrainInputs",
@@ -105,6 +133,7 @@ def fields(ask: Ask, obj: Obj) -> dict[str, Any]:
         "description": spec.get("description", ""),
         "desiredNodeTaints": spec.get("desiredNodeTaints"),
         "requestedHostname": spec.get("requestedHostname", ""),
+        "customConfig": custom.shown(spec.get(custom.FIELD)),
         **{role: bool(spec.get(role)) for role in ROLES},
         "unschedulable": bool(internal.get("unschedulable")),
         "state": "removing" if meta.get("deletionTimestamp") else _state(status),
@@ -151,6 +180,13 @@ def find(ask: Ask, given: str) -> Obj:
     return obj
 
 
+async def create(ask: Ask, body: dict[str, Any]) -> Obj:
+    cluster = ask.path["cluster"]
+    if body.get("clusterId", cluster) != cluster:
+        raise errors.invalid("clusterId", f"the path names cluster {cluster}")
+    return await nodes.create(ask.deps, ask.who, cluster, body)
+
+
 FAMILY = Family[Obj](
     schema=SCHEMA,
     listed=listed,
@@ -160,10 +196,24 @@ FAMILY = Family[Obj](
     detail=lambda ask, obj: object_fields(obj, ("name", "namespace", "creationTimestamp", "uid")),
     links=cluster_link,
     actions=lambda ask, obj: ACTIONS,
+    may_create=lambda ask: ask.who.access.cluster_role(ask.path["cluster"]) == roles.CLUSTER_OWNER,
+    before_create=members_cluster,
+    create=create,
     collection=NODES,
     url=url,
+    body_limit=BODY_LIMIT,
+    body_as_sent=True,
 )
 routes = handlers.routes(FAMILY)
+
+
+@routes.post(v3("nodes"))
+async def create_node(request: web.Request) -> web.Response:
+    """Rancher's `POST /v3/nodes`: the cluster is the body's `clusterId`."""
+    asked = handlers.ask(request)
+    body = await read_json(request, BODY_LIMIT)
+    obj = await nodes.create(asked.deps, asked.who, nodes.custom_id(body), body)
+    return web.json_response(FAMILY.render(asked, obj), status=201)
 
 
 def owned_node(request: web.Request, change: str) -> tuple[Ask, Obj]:

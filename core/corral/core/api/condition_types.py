@@ -85,6 +85,14 @@ REASON_ROTATING_CERTIFICATES = "RotatingCertificates"
 REASON_UPGRADING = "Upgrading"
 REASON_MACHINE_FAILED = "MachineFailed"
 REASON_WAITING_FOR_NODE = "WaitingForNode"
+# A machine added over SSH (docs/conditions.md, "Machines over SSH").
+REASON_INSTALLING = "Installing"
+REASON_SSH_KEY_MISSING = "SSHKeyMissing"
+REASON_AUTHENTICATION_FAILED = "AuthenticationFailed"
+REASON_HOST_KEY_CHANGED = "HostKeyChanged"
+REASON_CONTAINERD_MISSING = "ContainerdMissing"
+REASON_INSTALL_FAILED = "InstallFailed"
+REASON_UNINSTALL_FAILED = "UninstallFailed"
 
 # -- reasons: NodePool ------------------------------------------------------------------------
 

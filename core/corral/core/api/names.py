@@ -84,6 +84,17 @@ NODE_SOURCE_CUSTOM = "custom"
 # The Secret in SYSTEM_NAMESPACE holding a cluster registration token's value, labelled with
 # the token's name (and its cluster, LABEL_CLUSTER).
 LABEL_REGISTRATION_TOKEN = "management.svc.io/registration-token"
+# A machine added over SSH (`customConfig`): the operator installs it, and uninstalls it when
+# its record is deleted.
+NODE_SOURCE_SSH = "ssh"
+# On such a record: the machine's SSH host key (OpenSSH's one-line form) as first seen, which
+# every later connection must present, and when the node command last succeeded there.
+ANNOTATION_SSH_HOST_KEY = "management.svc.io/ssh-host-key"
+ANNOTATION_SSH_INSTALLED = "management.svc.io/ssh-installed"
+# The Secret in SYSTEM_NAMESPACE holding such a machine's SSH key, labelled with its cluster
+# (LABEL_CLUSTER) and its record's name.
+LABEL_SSH_KEY = "management.svc.io/ssh-key"
+SSH_KEY_FIELD = "sshKey"
 # The record of a machine's creation on its Node CR (docs/drivers.md, "Creating a machine"):
 # when `create` was about to be asked of the driver, and when it answered. Pending without
 # succeeded means an operator stopped in between: the next pass asks `state` before anything.
@@ -154,6 +165,11 @@ def node_cr_name(node_name: str) -> str:
     node mirror names its records so, and a pool names a machine's record after the hostname it
     asks for, so the mirror finds that record once the node registers."""
     return "m-" + hashlib.sha256(node_name.encode()).hexdigest()[:10]
+
+
+def ssh_key_secret_name(cluster_id: str, record: str) -> str:
+    """Record names are unique in their cluster only; the Secret's namespace is shared."""
+    return f"{cluster_id}-{record}-ssh-key"
 
 
 def credential_secret_name(cluster_id: str) -> str:
