@@ -350,8 +350,7 @@ def relative(url: str) -> str:
 
 
 def run_refused(machine: Machine, command: str) -> str:
-    done = machine.exec(["sh", "-c", f"set -o pipefail 2>/dev/null; {command}"],
-                        timeout=JOIN_TIMEOUT)  # fmt: skip
+    done = machine.exec(["sh", "-c", command], timeout=JOIN_TIMEOUT)
     assert done.rc != 0, done.stdout.decode(errors="replace")
     return (done.stdout + done.stderr).decode(errors="replace")
 
