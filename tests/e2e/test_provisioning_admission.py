@@ -310,7 +310,7 @@ def test_an_s3_target_needs_an_s3_credential_and_a_version_that_can_upload(
         ({**target, "cloudCredentialName": "cc-nosuch"}, "cloudCredentialName", "InvalidReference"),
         ({**target, "cloudCredentialName": kwok.body["id"]}, "cloudCredentialName",
          "InvalidReference"),
-        ({**target, "accessKey": "AK"}, "accessKey", "InvalidFormat"),
+        ({**target, "accessKey": "AK"}, "accessKey", "InvalidBodyContent"),
     ):  # fmt: skip
         body = {"name": "s3", "rke2Config": {"kubernetesVersion": "v1.36.3", "etcd": {"s3": block}}}
         refused = refused_and_nothing_stored(crs, clusters, body)
