@@ -185,12 +185,27 @@ def test_concurrent_attempts_are_counted_before_any_is_verified() -> None:
     assert all(w == 1.0 for w in waits[USER_FREE_FAILURES:])
 
 
+def test_no_penalty_runs_out_while_an_attempt_is_still_being_checked() -> None:
+    throttle = LoginThrottle()
+    for _ in range(USER_FREE_FAILURES):
+        assert throttle.reserve("bob", "10.0.0.1", 0.0) == 0
+    # The checks are slower than the first penalty (a loaded server hashing).
+    assert throttle.reserve("bob", "10.0.0.1", 5.0) == 1.0
+    for _ in range(USER_FREE_FAILURES - 1):
+        throttle.refused("bob", "10.0.0.1", 6.0)
+    assert throttle.reserve("bob", "10.0.0.1", 8.0) == 1.0
+    throttle.refused("bob", "10.0.0.1", 8.5)
+    assert throttle.reserve("bob", "10.0.0.1", 9.0) == 0.5
+    assert throttle.reserve("bob", "10.0.0.1", 9.5) == 0
+
+
 def test_a_penalty_doubles_per_failure_up_to_the_maximum() -> None:
     throttle = LoginThrottle()
     now = 0.0
     for failure in range(1, 30):
         now += throttle.retry_after("bob", "", now)  # each penalty waited out
         assert throttle.reserve("bob", f"10.0.0.{failure}", now) == 0
+        throttle.refused("bob", f"10.0.0.{failure}", now)
         expected = min(2.0 ** (failure - USER_FREE_FAILURES), MAX_PENALTY)
         assert throttle.retry_after("bob", "", now) == (
             expected if failure >= USER_FREE_FAILURES else 0
@@ -201,6 +216,7 @@ def test_refused_attempts_do_not_lengthen_the_penalty() -> None:
     throttle = LoginThrottle()
     for _ in range(USER_FREE_FAILURES):
         throttle.reserve("bob", "10.0.0.1", 0.0)
+        throttle.refused("bob", "10.0.0.1", 0.0)
     for _ in range(100):
         assert throttle.reserve("bob", "10.0.0.1", 0.5) == 0.5
     assert throttle.reserve("bob", "10.0.0.1", 1.0) == 0  # the right password now gets checked

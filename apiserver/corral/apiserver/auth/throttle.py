@@ -12,7 +12,8 @@ while the count still reads zero. The outcome then settles the reservation: a su
 the username's count and gives the address its attempt back; an attempt that could not be
 judged (a server error) gives both back; a wrong password keeps it (`refused`), and its
 penalty runs from that moment: counted from the reservation, a check slower than the penalty
-(a loaded server hashing) would let the next guess through at once.
+(a loaded server hashing) would let the next guess through at once. For the same reason no
+penalty runs out while an attempt is still being checked (`pending`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ FORGET_AFTER = 900.0
 class _Record:
     failures: int
     last: float
+    pending: int = 0
 
 
 class LoginThrottle:
@@ -55,6 +57,8 @@ class LoginThrottle:
         wait = self.retry_after(username, address, now)
         if not wait:
             self.failed(username, address, now)
+            for key in (f"user:{username}", f"addr:{address}"):
+                self._records[key].pending += 1
         return wait
 
     def failed(self, username: str, address: str, now: float) -> None:
@@ -71,6 +75,7 @@ class LoginThrottle:
             record = self._records.get(key)
             if record is not None:
                 record.last = max(record.last, now)
+                record.pending = max(record.pending - 1, 0)
 
     def succeeded(self, username: str, address: str | None = None) -> None:
         """Clears the username's count; gives back the address's attempt reserved for it."""
@@ -94,15 +99,17 @@ class LoginThrottle:
 
     def _give_back(self, key: str) -> None:
         record = self._records.get(key)
-        if record is not None and record.failures > 0:
-            record.failures -= 1
+        if record is not None:
+            record.failures = max(record.failures - 1, 0)
+            record.pending = max(record.pending - 1, 0)
 
     def _wait(self, key: str, free: int, now: float) -> float:
         record = self._records.get(key)
         if record is None or now - record.last > FORGET_AFTER or record.failures < free:
             return 0.0
         penalty = min(FIRST_PENALTY * 2.0 ** (record.failures - free), MAX_PENALTY)
-        return max(record.last + penalty - now, 0.0)
+        since = now if record.pending else record.last
+        return max(since + penalty - now, 0.0)
 
 
 def throttled(wait: float) -> ApiError:

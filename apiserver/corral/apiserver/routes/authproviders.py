@@ -146,6 +146,9 @@ def _sign_in_routes(provider: str, public: str, begin: Begin, finish: Finish) ->
         except (ProviderError, GithubError) as exc:
             throttle.release(attempt, address)
             raise _unavailable(provider, exc) from None
+        except BaseException:  # a cancelled exchange too: its reservation must not stay pending
+            throttle.release(attempt, address)
+            raise
         throttle.succeeded(attempt, address)
         user = await signin.user_for(held, provider, identity)
         principal = principals.user_principal(provider, identity.subject)

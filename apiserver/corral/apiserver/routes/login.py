@@ -82,7 +82,7 @@ async def verify(request: web.Request, username: str, user_id: str | None, passw
         raise throttled(wait)
     try:
         verified = await password_secrets.verify(held.kube, user_id, password)
-    except Exception:
+    except BaseException:  # a cancelled check too: its reservation must not stay pending
         throttle.release(username, address)
         raise
     if verified:
