@@ -10,7 +10,7 @@ DEVKUBE := tools/devkube/bin/devkube
 ##@ Everyday
 
 .PHONY: run
-run: $(STAMP) devkube netbins ## Start management + downstream clusters, operator and API server; Ctrl-C stops all
+run: $(STAMP) devkube netbins ## Start the clusters (a provisioned one with a real worker as root), operator and API server; Ctrl-C stops all
 	$(PY) -m corral.devenv run
 
 .PHONY: test

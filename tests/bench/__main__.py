@@ -7,6 +7,7 @@ import sys
 from tests.bench import (
     auth,
     devenv,
+    machines,
     podmemory,
     pools,
     projects,
@@ -28,6 +29,7 @@ BENCHMARKS = {
     "podmemory": podmemory.main,
     "pools": pools.main,
     "provisioning": provisioning.main,
+    "machines": machines.main,
 }
 
 

@@ -46,7 +46,7 @@ def test_ctrl_c_stops_every_process_it_started(tmp_path: Path, devkube: Path) ->
     cli = subprocess.Popen(
         [sys.executable, "-m", "corral.devenv", "run", "--dir", str(state),
          "--devkube", str(devkube), "--crds", str(ROOT / "crds"), "--api-port", "0",
-         "--nodes", "1"],
+         "--nodes", "1", "--real-nodes", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:

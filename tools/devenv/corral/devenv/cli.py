@@ -12,8 +12,9 @@ from types import FrameType
 
 from corral.core.logs import quiet_http_clients
 from corral.devenv.environment import Environment, Options
-from corral.devenv.host import HostNotReady
+from corral.devenv.host import HostNotReady, check_host
 from corral.devenv.process import ProcessFailed
+from corral.devenv.waiting import Timeout
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -59,15 +60,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     run.add_argument(
         "--real-nodes",
         type=int,
-        default=0,
-        help="real nodes (kubelet + containerd) for the management cluster; root only (default: 0)",
+        default=None,
+        help="real nodes (kubelet + containerd) for the management cluster (default: 1 as root "
+        "on Linux with the node packages, `make node-deps`; else 0, and the reason is printed)",
     )
     run.add_argument(
         "--hosted-control-planes",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="let provisioned (rke2/k3s) clusters run their control planes as pods on the real "
         "nodes: builds the control-plane image and sets the catalog and storage class settings "
-        "(needs --real-nodes 1)",
+        "(default: on with real nodes)",
+    )
+    run.add_argument(
+        "--real-clusters",
+        type=int,
+        default=None,
+        help="k3s clusters corral provisions at start, each with one real worker of the local "
+        "cloud (default: 1 with hosted control planes and `make netbins` built, else 0)",
     )
     run.add_argument(
         "--api-port",
@@ -90,6 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.devkube.exists():
         print(f"corral.devenv: {args.devkube} is missing; run `make devkube`", file=sys.stderr)
         return 2
+    real_nodes = args.real_nodes if args.real_nodes is not None else _real_nodes_possible()
+    hosted = args.hosted_control_planes
+    hosted = real_nodes > 0 if hosted is None else hosted
+    netbins = args.netbins.resolve() if (args.netbins / "bin").exists() else None
+    real_clusters = args.real_clusters
+    if real_clusters is None:
+        real_clusters = 1 if hosted and netbins is not None and not args.no_corral else 0
     try:
         options = Options(
             root=args.dir,
@@ -99,12 +116,13 @@ def main(argv: list[str] | None = None) -> int:
             nodes_per_cluster=args.nodes,
             api_port=args.api_port,
             start_corral=not args.no_corral,
-            real_nodes=args.real_nodes,
-            hosted_control_planes=args.hosted_control_planes,
+            real_nodes=real_nodes,
+            hosted_control_planes=hosted,
             previous_devkube=(
                 args.previous_devkube.resolve() if args.previous_devkube.exists() else None
             ),
-            netbins=args.netbins.resolve() if (args.netbins / "bin").exists() else None,
+            netbins=netbins,
+            real_clusters=real_clusters,
         )
     except ValueError as exc:
         print(f"corral.devenv: {exc}", file=sys.stderr)
@@ -127,9 +145,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nstopped", file=sys.stderr)
         return 0
-    except (ProcessFailed, HostNotReady) as exc:
+    except (ProcessFailed, HostNotReady, Timeout) as exc:
         print(f"corral.devenv: {exc}", file=sys.stderr)
         return 1
+
+
+def _real_nodes_possible() -> int:
+    """1 when this host can run a real node; else 0, saying why, so that a newcomer who is not
+    root still gets the simulated clusters."""
+    try:
+        check_host()
+    except HostNotReady as exc:
+        print(f"corral.devenv: simulated clusters only: {exc}", file=sys.stderr)
+        return 0
+    return 1
 
 
 SECRET_KEYS = ("CORRAL_TOKEN", "CORRAL_ADMIN_PASSWORD")

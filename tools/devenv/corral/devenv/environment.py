@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import fcntl
-import json
 import logging
 import os
 import secrets
@@ -14,11 +13,9 @@ import shutil
 import ssl
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from lightkube import codecs
 from lightkube.models.meta_v1 import ObjectMeta
@@ -26,7 +23,16 @@ from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
 from corral.core import pki
 from corral.core.kube import kinds
-from corral.devenv import clouddriver, host, hosted, images, network, nodeassets
+from corral.devenv import (
+    clouddriver,
+    host,
+    hosted,
+    images,
+    network,
+    nodeassets,
+    realclusters,
+    v3,
+)
 from corral.devenv.cloud import Cloud
 from corral.devenv.controlplane import ControlPlane, Etcd, free_port
 from corral.devenv.process import Process, stop_all
@@ -37,6 +43,8 @@ log = logging.getLogger(__name__)
 
 # The name of the first simulated downstream cluster; later ones get a number.
 DOWNSTREAM_NAME = "demo"
+# The same for the provisioned clusters with real workers.
+REAL_NAME = "real"
 CRD_TIMEOUT = 60.0
 CORRAL_TIMEOUT = 60.0
 ADMIN_USERNAME = "admin"
@@ -69,6 +77,9 @@ class Options:
     # False: the management plane is etcd and kube-apiserver alone, for callers that need
     # only its API (the contract tests); nothing then schedules, collects garbage or runs nodes.
     controllers: bool = True
+    # k3s clusters corral provisions, each with one real worker from the local cloud
+    # (realclusters.py): what `make run` gives a newcomer to deploy on.
+    real_clusters: int = 0
 
     def __post_init__(self) -> None:
         if not self.controllers and (self.real_nodes or self.downstream_clusters):
@@ -78,6 +89,11 @@ class Options:
             raise ValueError(
                 "hosted control planes need at least one real node to run their pods "
                 "(real_nodes >= 1, `--real-nodes 1`)"
+            )
+        if self.real_clusters and not (self.hosted_control_planes and self.netbins):
+            raise ValueError(
+                "clusters with real workers need hosted control planes and the pod network's "
+                "binaries (`--hosted-control-planes`, `make netbins`)"
             )
 
 
@@ -107,6 +123,7 @@ class Environment:
         self._api_host = "127.0.0.1"
         self._replicas: dict[str, Process] = {}  # by URL, those add_apiserver_replica() started
         self.cluster_ids: list[str] = []
+        self.real_cluster_ids: list[str] = []
         self.controlplane_image: images.ControlPlaneImage | None = None
         self.previous_controlplane_image: images.ControlPlaneImage | None = None
         self.node_assets: nodeassets.NodeAssets | None = None
@@ -195,6 +212,8 @@ class Environment:
         self._publish_kubeconfigs()
         if options.start_corral:
             self._start_corral()
+            if options.real_clusters:
+                self._provision_real_clusters()
         self.startup_seconds = time.monotonic() - began
         self._write_env_file()
         log.info("environment up in %.1fs", self.startup_seconds)
@@ -347,12 +366,24 @@ class Environment:
         context = ssl.create_default_context(cafile=str(self.ca_path))
         wait_for(
             "corral operator liveness",
-            lambda: _http_ok(self.operator_liveness, None),
+            lambda: v3.http_ok(self.operator_liveness, None),
             CORRAL_TIMEOUT,
             self.corral,
         )
         self.admin_token = self._admin_api_token(context)
         self.cluster_ids = [self._import(plane, context) for plane in self.downstreams]
+
+    def _provision_real_clusters(self) -> None:
+        assert self.controlplane_image is not None
+        admin = realclusters.Admin(
+            self.api_url, ssl.create_default_context(cafile=str(self.ca_path)), self.admin_token
+        )
+        names = [REAL_NAME if i == 0 else f"{REAL_NAME}{i + 1}"
+                 for i in range(self.options.real_clusters)]  # fmt: skip
+        driver = (f"file://{self.local_cloud_driver}", self.local_cloud_checksum)
+        self.real_cluster_ids = realclusters.provision(
+            admin, names, self.controlplane_image.version, driver, self.corral
+        )
 
     def add_downstream(self, name: str, nodes: int = 2) -> ControlPlane:
         """Start one more simulated downstream cluster (not imported) and wait until Ready."""
@@ -380,7 +411,7 @@ class Environment:
         new = Process("operator", [sys.executable, "-m", "corral.operator"],
                       self.root / "logs" / "operator.log", env=self._corral_env)  # fmt: skip
         self.corral[self.corral.index(old)] = new
-        wait_for("corral operator liveness", lambda: _http_ok(self.operator_liveness, None),
+        wait_for("corral operator liveness", lambda: v3.http_ok(self.operator_liveness, None),
                  CORRAL_TIMEOUT, [new])  # fmt: skip
 
     def add_apiserver_replica(self) -> str:
@@ -404,7 +435,7 @@ class Environment:
         self.corral.append(process)
         url = f"https://{self._api_host}:{port}"
         context = ssl.create_default_context(cafile=str(self.ca_path))
-        wait_for(f"corral {name} /readyz", lambda: _http_ok(f"{url}/readyz", context),
+        wait_for(f"corral {name} /readyz", lambda: v3.http_ok(f"{url}/readyz", context),
                  CORRAL_TIMEOUT, [process])  # fmt: skip
         return url
 
@@ -412,12 +443,12 @@ class Environment:
         """Import a downstream cluster through /v3, as a user would, and wait until Ready."""
         encoded = base64.b64encode(plane.kubeconfig_path.read_bytes()).decode()
         body = {"type": "cluster", "name": plane.name, "importedConfig": {"kubeConfig": encoded}}
-        created = _post_json(f"{self.api_url}/v3/clusters", body, context, self.admin_token)
+        created = v3.post_json(f"{self.api_url}/v3/clusters", body, context, self.admin_token)
         cluster_id: str = created["id"]
         wait_for(
             f"cluster {plane.name} ({cluster_id}) Ready",
             lambda: (
-                _get_json(f"{self.api_url}/v3/clusters/{cluster_id}", context, self.admin_token)[
+                v3.get_json(f"{self.api_url}/v3/clusters/{cluster_id}", context, self.admin_token)[
                     "state"
                 ]
                 == "active"
@@ -438,11 +469,11 @@ class Environment:
         login = f"{self.api_url}/v3-public/localProviders/local?action=login"
         session = wait_for(
             "admin login",
-            lambda: _post_json(login, credentials, context).get("token"),
+            lambda: v3.post_json(login, credentials, context).get("token"),
             CORRAL_TIMEOUT,
             self.corral,
         )
-        created = _post_json(
+        created = v3.post_json(
             f"{self.api_url}/v3/token", {"description": "corral-dev: make run"}, context, session
         )
         token: str = created["token"]
@@ -477,8 +508,11 @@ class Environment:
                 "CORRAL_ADMIN_USER": ADMIN_USERNAME,
                 "CORRAL_ADMIN_PASSWORD": self.admin_password,
                 "CORRAL_DOWNSTREAM_CLUSTER_IDS": ":".join(self.cluster_ids),
+                "CORRAL_REAL_CLUSTER_IDS": ":".join(self.real_cluster_ids),
                 "CORRAL_OPERATOR_LIVENESS": self.operator_liveness,
             }
+        if self.real_nodes:
+            lines["CORRAL_WORKLOAD_IMAGE"] = images.BUSYBOX_IMAGE
         text = "".join(f"{key}={value}\n" for key, value in lines.items())
         pki.write_private(self.env_file, text.encode())
 
@@ -502,27 +536,3 @@ class Environment:
             shutil.rmtree(self.root / name, ignore_errors=True)
         for name in ["management.kubeconfig", "dev.env"]:
             (self.root / name).unlink(missing_ok=True)
-
-
-def _post_json(
-    url: str, body: dict[str, Any], context: ssl.SSLContext, token: str | None = None
-) -> dict[str, Any]:
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")  # noqa: S310
-    with urllib.request.urlopen(request, timeout=10, context=context) as response:  # noqa: S310
-        result: dict[str, Any] = json.loads(response.read())
-        return result
-
-
-def _get_json(url: str, context: ssl.SSLContext, token: str) -> dict[str, Any]:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})  # noqa: S310
-    with urllib.request.urlopen(request, timeout=10, context=context) as response:  # noqa: S310
-        result: dict[str, Any] = json.loads(response.read())
-        return result
-
-
-def _http_ok(url: str, context: ssl.SSLContext | None) -> bool:
-    with urllib.request.urlopen(url, timeout=5, context=context) as response:  # noqa: S310
-        return bool(response.status == 200)
