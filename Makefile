@@ -48,9 +48,12 @@ fmt: $(STAMP) ## Format and auto-fix the Python code
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+# BENCH=<name> runs one (tests/bench/__main__.py lists them); the machines benchmark needs root.
+BENCH ?=
+
 .PHONY: bench
-bench: $(STAMP) devkube ## Benchmarks; they print figures, they do not pass or fail on speed
-	$(PY) -m tests.bench
+bench: $(STAMP) devkube netbins ## Benchmarks; they print figures, they do not pass or fail on speed
+	$(PY) -m tests.bench $(BENCH)
 
 ##@ Building blocks
 
