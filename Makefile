@@ -63,12 +63,12 @@ devkube: ## Build tools/devkube and its slim 1.35 control plane (each cached by 
 	tools/devkube/v1.35/build.sh
 
 .PHONY: netbins
-netbins: ## Build flanneld, kube-network-policies and the CNI plugins real machines use (cached)
+netbins: ## Build flanneld, kube-router and the CNI plugins real machines use (cached)
 	tools/netbins/build.sh
 
 # What a real node (kubelet + containerd), a machine of the local cloud (catatonit as its PID 1,
 # sshd) and `make image` need from Debian.
-NODE_PACKAGES := containerd runc containernetworking-plugins iptables umoci busybox-static \
+NODE_PACKAGES := containerd runc containernetworking-plugins iptables ipset umoci busybox-static \
   debootstrap catatonit openssh-server
 
 .PHONY: node-deps

@@ -57,8 +57,15 @@ chroot "$dir/flannel" /usr/sbin/iptables -t nat -A FLANNEL-POSTRTG -s 10.42.0.0/
   ! -d 224.0.0.0/4 -m comment --comment "flanneld masq" -j MASQUERADE --random-fully
 echo "rules: $(chroot "$dir/flannel" /usr/sbin/iptables-save -t nat | grep -c FLANNEL-POSTRTG)"
 echo "shell: $(chroot "$dir/flannel" /bin/sh -c 'echo works')"
-chroot "$dir/policies" /bin/kube-network-policies --help > "$dir/policies.help" 2>&1
-echo "policies: $(grep -c nfqueue-id "$dir/policies.help")"
+echo "kube-router: $(chroot "$dir/policies" /usr/local/bin/kube-router --version 2>&1)"
+# What kube-router's policy controller writes: a set of pod addresses and a verdict on it.
+chroot "$dir/policies" /usr/sbin/ipset create corral-pods hash:ip
+chroot "$dir/policies" /usr/sbin/ipset add corral-pods 10.42.1.5
+chroot "$dir/policies" /usr/sbin/iptables -A FORWARD -m set --match-set corral-pods dst \
+  -j REJECT --reject-with icmp-port-unreachable
+echo "sets: $(chroot "$dir/policies" /usr/sbin/ipset list -n)"
+verdicts=$(chroot "$dir/policies" /usr/sbin/iptables-save -t filter | grep -c 'set corral-pods')
+echo "verdicts: $verdicts"
 """
 
 
@@ -144,7 +151,9 @@ def test_containerd_imports_every_image_and_their_programs_run(
     assert said["iptables"].endswith("(nf_tables)")
     assert said["rules"] == "2"  # the chain and its rule
     assert said["shell"] == "works"
-    assert said["policies"] == "1"
+    assert said["kube-router"].startswith("Running /usr/local/bin/kube-router version v2.1.0")
+    assert said["sets"] == "corral-pods"
+    assert said["verdicts"] == "1"
 
 
 def test_the_archive_names_each_image_for_containerd(assets: nodeassets.NodeAssets) -> None:

@@ -5,12 +5,9 @@ machines of the local cloud by every path corral offers: the node command of its
 token run on a machine as root, a node pool of the local cloud's executable driver, and a
 machine added over SSH. Then, through /v3 only, what a platform team would do: a workload
 spread over the machines, its NodePort answering on each, pods reaching each other across
-machines, logs and execute, a drain and a scale-down, and a wrong or revoked token. The
-cluster is shared across the module: provisioning one takes a minute.
-
-Not here: project isolation on these machines. The enforcer (kube-network-policies) queues
-packets with nftables' `queue` expression, which this machine's kernel lacks, so no
-NetworkPolicy is enforced in the local environment (docs/provisioning.md, "The pod network").
+machines, logs and execute, project isolation enforced between pods of two projects and
+lifted again, a drain and a scale-down, and a wrong or revoked token. The cluster is shared
+across the module: provisioning one takes a minute.
 """
 
 from __future__ import annotations
@@ -176,7 +173,7 @@ def test_the_pod_network_runs_on_the_machine(downstream: k8s.CoreV1Api, joined: 
             if p.spec.node_name == "joined" and p.status.phase == "Running"
         }
 
-    wait_for("flannel and the enforcer running", lambda: {"kube-flannel", "kube-network-policies"}
+    wait_for("flannel and the enforcer running", lambda: {"kube-flannel", "kube-router"}
              <= running(), JOIN_TIMEOUT)  # fmt: skip
     conflist = joined.rootfs / "etc" / "cni" / "net.d" / "10-flannel.conflist"
     assert json.loads(conflist.read_text())["plugins"][0]["type"] == "bridge"
@@ -312,6 +309,54 @@ def test_logs_and_execute_return_the_container_s_real_output(
     assert logs.status == 200 and "serving" in logs.body, logs.body
     answer = execute(api, where, pod, "hostname; cat /www/index.html; exit 3")
     assert PAGE in answer["stdout"] and answer["exitCode"] == 3, answer
+
+
+ISOLATION_TIMEOUT = 120.0
+
+
+def reaches(api: Api, where: Place, pod: str, address: str) -> bool:
+    """Whether `pod` (of `where`) gets the page of the web container at `address`."""
+    return PAGE in execute(api, where, pod, fetch(address, 8080))["stdout"]
+
+
+def test_project_isolation_is_enforced_between_real_machines_and_lifted(
+    api: Api, cluster: str, web: tuple[Place, str]
+) -> None:
+    # Project A: web's pods, one on each machine. Project B: one pod of its own.
+    a, a_workload = web
+    b = place(api, cluster)
+    created = api.post(f"/v3/projects/{b.project}/workloads", {
+        "name": "other", "namespaceId": b.namespace, "scale": 1,
+        "containers": [{**WEB_CONTAINER, "name": "other"}]})  # fmt: skip
+    assert created.status == 201, created.body
+    b_pod = wait_for("project B's pod running",
+                     lambda: pods_of(api, b, str(created.body["id"])), JOIN_TIMEOUT)[0]  # fmt: skip
+    a_pod, a_other = pods_of(api, a, a_workload)
+    assert a_pod["nodeId"] != a_other["nodeId"]
+    # Open before: what isolation refuses below is refused by the policies alone.
+    assert reaches(api, b, b_pod["id"], a_pod["podIp"])
+    assert reaches(api, a, a_pod["id"], b_pod["podIp"])
+
+    turned_on = api.put(f"/v3/clusters/{cluster}", {"enableNetworkPolicy": True})
+    assert turned_on.status == 200, turned_on.body
+    try:
+        # Without an enforcer on the machines, B keeps reaching A and this times out.
+        wait_for("project B refused by project A's pods",
+                 lambda: not any(reaches(api, b, b_pod["id"], p["podIp"])
+                                 for p in (a_pod, a_other)), ISOLATION_TIMEOUT)  # fmt: skip
+        wait_for("project A refused by project B's pod",
+                 lambda: not reaches(api, a, a_pod["id"], b_pod["podIp"]),
+                 ISOLATION_TIMEOUT)  # fmt: skip
+        # Its own project's pod on the other machine is still reached.
+        assert reaches(api, a, a_pod["id"], a_other["podIp"])
+        assert reaches(api, a, a_other["id"], a_pod["podIp"])
+    finally:
+        turned_off = api.put(f"/v3/clusters/{cluster}", {"enableNetworkPolicy": False})
+        assert turned_off.status == 200, turned_off.body
+    wait_for("project B reaching project A again",
+             lambda: reaches(api, b, b_pod["id"], a_pod["podIp"]), ISOLATION_TIMEOUT)  # fmt: skip
+    wait_for("project A reaching project B again",
+             lambda: reaches(api, a, a_pod["id"], b_pod["podIp"]), ISOLATION_TIMEOUT)  # fmt: skip
 
 
 def test_a_drain_moves_the_pods_to_another_machine(

@@ -100,7 +100,7 @@ NODE_ASSETS = nodeassets.NodeAssets(
     {"kubelet-v1.36.3": "a" * 64, "kube-proxy-v1.36.3": "a" * 64,
      "cni-plugins-v1.10.0.tgz": "b" * 64, "images-v1.36.3.tar": "c" * 64},
     "localhost/corral-flannel:v0.28.10-0123456789ab",
-    "localhost/corral-kube-network-policies:v0.8.0-0123456789ab",
+    "localhost/corral-kube-router:v2.1.0-0123456789ab",
 )  # fmt: skip
 
 
@@ -122,7 +122,7 @@ def test_node_files_go_to_the_version_of_their_kubelet_alone() -> None:
         NODE_ASSETS.flannel_image, ("/opt/bin/flanneld",)
     )
     assert release.component(catalog.NETWORK_POLICIES) == catalog.Component(
-        NODE_ASSETS.network_policies_image, ("/bin/kube-network-policies",)
+        NODE_ASSETS.network_policies_image, ("/usr/local/bin/kube-router",)
     )
     # A 1.36 kubelet must not join a 1.35 apiserver: that version stays simulated.
     old = parsed.release("v1.35.8")
@@ -140,7 +140,7 @@ def test_netbins_go_mod_gives_the_versions_the_files_are_named_after() -> None:
     assert nodeassets.module_versions(go_mod) == {
         nodeassets.CNI_MODULE: "v1.10.0",
         nodeassets.FLANNEL_MODULE: "v0.28.10",
-        nodeassets.NETWORK_POLICIES_MODULE: "v0.8.0",
+        nodeassets.NETWORK_POLICIES_MODULE: "v2.1.0",
     }
 
 

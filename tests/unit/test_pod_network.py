@@ -10,7 +10,7 @@ from corral.core.provisioning import catalog, network
 from corral.operator.controlplane.network import plugin_of
 
 FLANNEL = catalog.Component("localhost/flannel:1", ("/opt/bin/flanneld",))
-POLICIES = catalog.Component("localhost/netpol:1", ("/bin/kube-network-policies",))
+POLICIES = catalog.Component("localhost/kube-router:1", ("/usr/local/bin/kube-router",))
 NODE = {
     name: catalog.Asset(f"/assets/{name}", "0" * 64)
     for name in (catalog.KUBELET, catalog.KUBE_PROXY, catalog.CNI_PLUGINS)
@@ -26,7 +26,7 @@ def kinds(objects: list[dict[str, object]]) -> list[tuple[object, object]]:
 
 
 def test_flannel_is_an_account_its_configuration_and_a_daemonset_on_every_node() -> None:
-    objects = network.objects("flannel", WITH_NETWORK, "10.42.0.0/16")[:6]
+    objects = network.objects("flannel", WITH_NETWORK, "10.42.0.0/16", "10.43.0.0/16")[:6]
     assert kinds(objects) == [
         ("ClusterRoleBinding", "corral:node-proxier"),
         ("ServiceAccount", "kube-flannel"),
@@ -48,27 +48,46 @@ def test_flannel_is_an_account_its_configuration_and_a_daemonset_on_every_node()
 
 @pytest.mark.parametrize("plugin", ["canal", "flannel"])
 def test_both_plugins_enforce_network_policies_as_rke2_and_k3s_do(plugin: str) -> None:
-    objects = network.objects(plugin, WITH_NETWORK, "10.42.0.0/16")
+    objects = network.objects(plugin, WITH_NETWORK, "10.42.0.0/16", "10.43.0.0/16")
     assert kinds(objects)[-4:] == [
-        ("ServiceAccount", "kube-network-policies"),
-        ("ClusterRole", "corral:kube-network-policies"),
-        ("ClusterRoleBinding", "corral:kube-network-policies"),
-        ("DaemonSet", "kube-network-policies"),
+        ("ServiceAccount", "kube-router"),
+        ("ClusterRole", "corral:kube-router"),
+        ("ClusterRoleBinding", "corral:kube-router"),
+        ("DaemonSet", "kube-router"),
     ]
     enforcer = objects[-1]["spec"]["template"]["spec"]["containers"][0]
-    assert enforcer["command"][0] == "/bin/kube-network-policies"
-    assert "--hostname-override=$(NODE_NAME)" in enforcer["command"]
+    assert enforcer["command"][0] == "/usr/local/bin/kube-router"
+    # The policy controller alone: flannel routes and kube-proxy serves Services.
+    assert {"--run-firewall=true", "--run-router=false", "--run-service-proxy=false",
+            "--hostname-override=$(NODE_NAME)",
+            "--service-cluster-ip-range=10.43.0.0/16"} <= set(enforcer["command"])  # fmt: skip
+
+
+def test_the_enforcer_has_netfilter_s_rights_and_reads_the_api_only() -> None:
+    objects = network.objects("canal", WITH_NETWORK, "10.42.0.0/16", "10.43.0.0/16")
+    role, daemonset = objects[-3], objects[-1]
+    container = daemonset["spec"]["template"]["spec"]["containers"][0]
+    assert container["securityContext"] == {
+        "privileged": False,
+        "capabilities": {"add": ["NET_ADMIN", "NET_RAW"]},
+    }
+    verbs = {verb for rule in role["rules"] for verb in rule["verbs"]}
+    assert verbs == {"get", "list", "watch"}
+    granted = {(group, resource) for rule in role["rules"] for group in rule["apiGroups"]
+               for resource in rule["resources"]}  # fmt: skip
+    assert ("networking.k8s.io", "networkpolicies") in granted
+    assert not any(resource.startswith("secrets") for _, resource in granted)
 
 
 def test_none_gets_only_kube_proxy_s_reading_and_simulated_workers_nothing() -> None:
-    only = network.objects("none", WITH_NETWORK, "10.42.0.0/16")
+    only = network.objects("none", WITH_NETWORK, "10.42.0.0/16", "10.43.0.0/16")
     assert kinds(only) == [("ClusterRoleBinding", "corral:node-proxier")]
     assert only[0]["roleRef"]["name"] == "system:node-proxier"
-    assert network.objects("canal", SIMULATED, "10.42.0.0/16") == []
+    assert network.objects("canal", SIMULATED, "10.42.0.0/16", "10.43.0.0/16") == []
 
 
 def test_the_cluster_roles_are_not_the_project_sync_s_to_remove() -> None:
-    for body in network.objects("canal", WITH_NETWORK, "10.42.0.0/16"):
+    for body in network.objects("canal", WITH_NETWORK, "10.42.0.0/16", "10.43.0.0/16"):
         assert "app.kubernetes.io/managed-by" not in body["metadata"].get("labels", {})
 
 

@@ -150,8 +150,8 @@ def with_node(**node: object) -> str:
         "command": ["/opt/bin/flanneld"],
     }
     release["network-policies"] = {
-        "image": "localhost/kube-network-policies:v0.8.0",
-        "command": ["/bin/kube-network-policies"],
+        "image": "localhost/kube-router:v2.1.0",
+        "command": ["/usr/local/bin/kube-router"],
     }
     release["node"] = node
     return json.dumps(document)
@@ -174,7 +174,7 @@ def test_a_version_with_a_node_section_names_each_file_and_its_checksum() -> Non
     assert release.node["kube-proxy"].url == "https://downloads.example.com/v1.36.3/kube-proxy"
     assert release.node["images"] == catalog.Asset("/assets/images-v1.36.3.tar", SHA)
     assert release.component("flannel").command == ("/opt/bin/flanneld",)
-    assert release.component("network-policies").image == "localhost/kube-network-policies:v0.8.0"
+    assert release.component("network-policies").image == "localhost/kube-router:v2.1.0"
 
 
 def test_the_node_section_and_its_image_archive_are_optional() -> None:

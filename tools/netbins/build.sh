@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the pod network's binaries once per distinct input and links their folder at
-# tools/netbins/bin: flanneld, kube-network-policies and the CNI plugins bridge, host-local,
-# portmap and loopback (README.md says what each is for and why it is built this way).
+# tools/netbins/bin: flanneld, kube-router (for its NetworkPolicy controller) and the CNI plugins
+# bridge, host-local, portmap and loopback (README.md says what each is for and why it is built
+# this way).
 #
 # Cached like tools/devkube/build.sh: under $NETBINS_CACHE (default ~/.cache/corral/netbins) in
 # a folder named after a hash of everything that goes into the binaries.
@@ -9,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 FLANNEL=github.com/flannel-io/flannel
-NETPOL=sigs.k8s.io/kube-network-policies
+KUBE_ROUTER=github.com/cloudnativelabs/kube-router/v2
 PLUGINS=github.com/containernetworking/plugins
 CNI_PLUGINS=(plugins/main/bridge plugins/ipam/host-local plugins/meta/portmap plugins/main/loopback)
 
@@ -22,13 +23,15 @@ if [[ ! -d $out ]]; then
   echo "netbins: building $key (cold: about 5 CPU-minutes; README.md)" >&2
   # go.sum pins each module's hash; each is built in a copy of its own module, with its own
   # go.mod and go.sum, so its dependencies are exactly the ones its release was built with.
-  go mod download "$FLANNEL" "$NETPOL" "$PLUGINS"
+  go mod download "$FLANNEL" "$KUBE_ROUTER" "$PLUGINS"
   work=$(mktemp -d)
   partial="$out.tmp"
   # A failed build leaves neither its copies of the modules nor half a folder in the cache.
   trap 'chmod -R u+w "$work"; rm -rf "$work" "$partial"' EXIT
-  for module in "$FLANNEL" "$NETPOL" "$PLUGINS"; do
-    cp -r "$(go list -m -f '{{.Dir}}' "$module")" "$work/${module##*/}"
+  for module in "$FLANNEL" "$KUBE_ROUTER" "$PLUGINS"; do
+    # kube-router's path ends in its major version (/v2): the copy is named after the module.
+    name=${module%/v[0-9]*}
+    cp -r "$(go list -m -f '{{.Dir}}' "$module")" "$work/${name##*/}"
   done
   chmod -R u+w "$work"
   rm -rf "$partial"
@@ -49,8 +52,9 @@ if [[ ! -d $out ]]; then
   (cd "$work/flannel" && go build -o "$partial/flanneld" \
     -ldflags "-s -w -X $FLANNEL/pkg/version.Version=$flannel_version" .)
 
-  (cd "$work/kube-network-policies" && go build -o "$partial/kube-network-policies" \
-    -ldflags "-s -w" ./cmd)
+  kube_router_version=$(go list -m -f '{{.Version}}' "$KUBE_ROUTER")
+  (cd "$work/kube-router" && go build -o "$partial/kube-router" \
+    -ldflags "-s -w -X $KUBE_ROUTER/pkg/version.Version=$kube_router_version" ./cmd/kube-router)
 
   plugins_version=$(go list -m -f '{{.Version}}' "$PLUGINS")
   for plugin in "${CNI_PLUGINS[@]}"; do

@@ -5,10 +5,14 @@
   container writes the node's CNI configuration (the standard `bridge`, `host-local` and
   `portmap` plugins over flannel's subnet) once flannel has one, which is what flannel's own
   CNI plugin would do at every pod's start;
-- NetworkPolicies, for both: SIG Network's kube-network-policies on every node (the enforcer
-  kind runs: small, nftables through netlink, no dependency on the CNI). `canal` (rke2's
-  default) is flannel plus an enforcer; `flannel` is k3s' default, and k3s enforces
-  NetworkPolicies beside flannel too (its embedded kube-router), so both get one.
+- NetworkPolicies, for both: kube-router's network policy controller alone on every node (the
+  enforcer k3s embeds beside flannel: iptables verdicts over ipset sets of pod addresses, no
+  dependency on the CNI). `canal` (rke2's default) is flannel plus an enforcer; `flannel` is
+  k3s' default, and k3s enforces NetworkPolicies beside flannel too, so both get one.
+  SIG Network's kube-network-policies was the first choice and is not used: it hands new
+  connections to itself with nftables' `queue` expression, which some kernels lack (the
+  development machine's does), and then enforces nothing; iptables and ipset are in every
+  kernel that runs kube-proxy.
 - `none`: nothing.
 
 The images and commands are the version catalog's (`flannel`, `network-policies`); corral adds
@@ -24,19 +28,22 @@ from corral.core.provisioning import catalog
 
 NAMESPACE = "kube-system"
 FLANNEL = "kube-flannel"
-NETWORK_POLICIES = "kube-network-policies"
+NETWORK_POLICIES = "kube-router"
 FLANNEL_BACKEND = "vxlan"
 # VXLAN's 50 bytes under a 1500-byte link.
 FLANNEL_MTU = 1450
 CNI_CONFIG = "10-flannel.conflist"
 # Written by flanneld on the node, read by the CNI container.
 SUBNET_ENV = "/run/flannel/subnet.env"
-NETFILTER_QUEUE = 98
+# kube-router's default. Its /healthz fails once the policy controller misses a sync.
+HEALTH_PORT = 20244
 
 PLUGINS_WITH_FLANNEL = ("flannel", "canal")
 
 
-def objects(plugin: str, release: catalog.Release, cluster_cidr: str) -> list[dict[str, Any]]:
+def objects(
+    plugin: str, release: catalog.Release, cluster_cidr: str, service_cidr: str
+) -> list[dict[str, Any]]:
     """What the cluster's pod network is made of, in the order to apply it. A release without
     node binaries has no machines to connect (its workers are simulated): nothing. The
     catalog holds a release with node binaries to both network components."""
@@ -47,7 +54,7 @@ def objects(plugin: str, release: catalog.Release, cluster_cidr: str) -> list[di
     if plugin not in PLUGINS_WITH_FLANNEL:
         return found
     found += _flannel(components[catalog.FLANNEL], cluster_cidr)
-    found += _network_policies(components[catalog.NETWORK_POLICIES])
+    found += _network_policies(components[catalog.NETWORK_POLICIES], service_cidr)
     return found
 
 
@@ -168,31 +175,52 @@ _CNI_TEMPLATE = {
 }
 
 
-def _network_policies(component: catalog.Component) -> list[dict[str, Any]]:
+def _network_policies(component: catalog.Component, service_cidr: str) -> list[dict[str, Any]]:
     container = {
         "name": NETWORK_POLICIES,
         "image": component.image,
         "imagePullPolicy": "IfNotPresent",
         "command": [
             *component.command,
+            "--run-firewall=true",
+            "--run-router=false",
+            "--run-service-proxy=false",
             "--hostname-override=$(NODE_NAME)",
-            f"--nfqueue-id={NETFILTER_QUEUE}",
-            # containerd here has no NRI; pod IPs come from the API instead.
-            "--disable-nri=true",
-            "--metrics-bind-address=127.0.0.1:9080",
-            "--v=2",
+            # Traffic to Services is left to kube-proxy; the policies judge what reaches pods.
+            f"--service-cluster-ip-range={service_cidr}",
+            f"--health-port={HEALTH_PORT}",
+            "--v=1",
         ],
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
-        "resources": {"requests": {"cpu": "50m", "memory": "50Mi"}},
-        # It queues the node's forwarded packets to itself (nfqueue) and answers for them.
-        "securityContext": {"privileged": True, "capabilities": {"add": ["NET_ADMIN"]}},
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": HEALTH_PORT},
+            "initialDelaySeconds": 10,
+            "periodSeconds": 10,
+        },
+        # It writes the node's filter table (iptables-restore) and its ipsets: netfilter's
+        # rights, not a privileged container.
+        "securityContext": {
+            "privileged": False,
+            "capabilities": {"add": ["NET_ADMIN", "NET_RAW"]},
+        },
+        "volumeMounts": [{"name": "xtables-lock", "mountPath": "/run/xtables.lock"}],
     }
+    # Reading only. Pods, namespaces and NetworkPolicies are what it enforces; its own Node
+    # gives its address (the pods whose hostIP it is are the ones it guards). kube-router starts
+    # informers of Services, Endpoints and EndpointSlices whichever controllers run and waits
+    # for all of them to sync before enforcing anything, so it must be able to list those too.
     rules = [
-        {"apiGroups": [""], "resources": ["pods", "namespaces"], "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods", "namespaces", "services", "endpoints"],
+         "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"],
          "verbs": ["list", "watch"]},
+        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+         "verbs": ["list", "watch"]},
     ]  # fmt: skip
-    return [*_account(NETWORK_POLICIES, rules), _daemonset(NETWORK_POLICIES, [container], [])]
+    volumes = [_host_path("xtables-lock", "/run/xtables.lock", "FileOrCreate")]
+    return [*_account(NETWORK_POLICIES, rules), _daemonset(NETWORK_POLICIES, [container], volumes)]
 
 
 def _node_proxier() -> dict[str, Any]:

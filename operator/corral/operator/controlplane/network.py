@@ -46,7 +46,9 @@ class PodNetwork:
 
     async def ensure(self, spec: Mapping[str, Any], release: catalog.Release) -> None:
         """The pod network of `spec`'s plugin from `release`'s images, applied when due."""
-        wanted = network.objects(plugin_of(spec), release, manifests.CLUSTER_CIDR)
+        wanted = network.objects(
+            plugin_of(spec), release, manifests.CLUSTER_CIDR, manifests.SERVICE_CIDR
+        )
         digest = hashlib.sha256(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
         if self._applied is not None:
             done, at = self._applied

@@ -27,6 +27,8 @@ COMMANDS = {
     "ctr": "containerd",
     "runc": "runc",
     "iptables": "iptables",
+    # Copied into the NetworkPolicy enforcer's image (images.py), which runs it on machines.
+    "ipset": "ipset",
     "umoci": "umoci",
     "busybox": "busybox-static",
     "unshare": "util-linux",

@@ -9,8 +9,9 @@ binary, linked under the name of every component it serves. It takes seconds to 
 is cached by the devkube binary's hash and shared by every environment of this user.
 
 The pod network of real machines runs from two more, each busybox plus one binary of
-tools/netbins: flanneld (with the iptables it runs) and kube-network-policies. nodeassets.py
-builds and caches them with the rest of the files machines download.
+tools/netbins and the netfilter tools it runs: flanneld (iptables) and kube-router, the
+NetworkPolicy enforcer (iptables and ipset). nodeassets.py builds and caches them with the rest
+of the files machines download.
 """
 
 from __future__ import annotations
@@ -61,15 +62,18 @@ exec kwok --config="$stages" "$@"
 """
 FLANNEL_REPOSITORY = "localhost/corral-flannel"
 FLANNEL_COMMAND = "/opt/bin/flanneld"
-NETWORK_POLICIES_REPOSITORY = "localhost/corral-kube-network-policies"
-NETWORK_POLICIES_COMMAND = "/bin/kube-network-policies"
+NETWORK_POLICIES_REPOSITORY = "localhost/corral-kube-router"
+NETWORK_POLICIES_COMMAND = "/usr/local/bin/kube-router"
 # flanneld runs iptables to set up its rules and to clear its nftables ones at start-up, and
-# exits without it (tools/netbins/README.md). The image carries Debian's nf_tables iptables,
-# which kube-proxy's iptables on the machines is too, with the libraries and extensions it
-# loads; one multi-call binary, dispatching on its name.
+# kube-router's policy controller runs iptables-save, iptables-restore and ipset; each exits
+# without them (tools/netbins/README.md). Their images carry Debian's nf_tables iptables, which
+# kube-proxy's iptables on the machines is too (all three share the filter table), with the
+# libraries and extensions it loads; one multi-call binary, dispatching on its name.
 IPTABLES = Path("/usr/sbin/xtables-nft-multi")
 IPTABLES_NAMES = ("iptables", "ip6tables", "iptables-restore", "ip6tables-restore",
                   "iptables-save", "ip6tables-save")  # fmt: skip
+# Debian's ipset (package `ipset`, `make node-deps`), for kube-router's sets of pod addresses.
+IPSET = Path("/usr/sbin/ipset")
 # Every devkube change leaves an archive of about 60 MB behind: keep the newest few of each
 # Kubernetes version.
 CACHE_KEEP = 3
@@ -111,12 +115,12 @@ def build_flannel(workdir: Path, flanneld: Path, tag: str) -> Path:
     return archive
 
 
-def build_network_policies(workdir: Path, binary: Path, tag: str) -> Path:
-    """An OCI archive of `<NETWORK_POLICIES_REPOSITORY>:<tag>`: busybox and
-    kube-network-policies at NETWORK_POLICIES_COMMAND (it needs no other program)."""
+def build_network_policies(workdir: Path, kube_router: Path, tag: str) -> Path:
+    """An OCI archive of `<NETWORK_POLICIES_REPOSITORY>:<tag>`: busybox, kube-router at
+    NETWORK_POLICIES_COMMAND, iptables and ipset."""
     archive = workdir / "network-policies.tar"
     _build(workdir / "network-policies", tag,
-           lambda rootfs: _with_binary(rootfs, binary, NETWORK_POLICIES_COMMAND),
+           lambda rootfs: _kube_router_root(rootfs, kube_router),
            ["--config.cmd", NETWORK_POLICIES_COMMAND], archive)  # fmt: skip
     return archive
 
@@ -246,12 +250,23 @@ def _with_binary(rootfs: Path, binary: Path, command: str) -> None:
 
 def _flannel_root(rootfs: Path, flanneld: Path) -> None:
     _with_binary(rootfs, flanneld, FLANNEL_COMMAND)
+    _with_netfilter_tools(rootfs, ())
+
+
+def _kube_router_root(rootfs: Path, kube_router: Path) -> None:
+    _with_binary(rootfs, kube_router, NETWORK_POLICIES_COMMAND)
+    _with_netfilter_tools(rootfs, (IPSET,))
+
+
+def _with_netfilter_tools(rootfs: Path, others: Sequence[Path]) -> None:
+    """This host's iptables under IPTABLES_NAMES, and `others` at their own paths, with the
+    libraries and extensions they load."""
     # Debian's layout (merged /usr), so the paths compiled into the loader and iptables hold.
     for directory in ("lib", "lib64"):
         (rootfs / "usr" / directory).mkdir(parents=True, exist_ok=True)
         (rootfs / directory).symlink_to(f"usr/{directory}")
     extensions = _xtables_dir()
-    shared = [*sorted(extensions.glob("*.so")), IPTABLES]
+    shared = [*sorted(extensions.glob("*.so")), IPTABLES, *others]
     for path in sorted({*shared, *(lib for file in shared for lib in _libraries(file))}):
         target = rootfs / path.relative_to("/")
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ They are one folder, which the API server serves at `/assets/<file>` (CORRAL_NOD
 - `cni-plugins-<version>.tgz`: tools/netbins' bridge, host-local, portmap and loopback, at the
   top level of the tarball.
 - `images-<version>.tar`: one OCI archive of busybox (the pods' sandbox and the workload image),
-  flannel and kube-network-policies, each named in its index, so that
+  flannel and kube-router (the NetworkPolicy enforcer), each named in its index, so that
   `ctr -n k8s.io images import` names all three.
 - `SHA256SUMS`: the sha256 of each, in sha256sum's format, computed once.
 
@@ -45,7 +45,7 @@ CNI_PLUGINS = ("bridge", "host-local", "loopback", "portmap")
 CONTAINERD_IMAGE_NAME = "io.containerd.image.name"
 OCI_REF_NAME = "org.opencontainers.image.ref.name"
 FLANNEL_MODULE = "github.com/flannel-io/flannel"
-NETWORK_POLICIES_MODULE = "sigs.k8s.io/kube-network-policies"
+NETWORK_POLICIES_MODULE = "github.com/cloudnativelabs/kube-router/v2"
 CNI_MODULE = "github.com/containernetworking/plugins"
 # tools/devkube/build.sh builds it beside devkube.
 NODE_BINARY = "devkube-node"
@@ -93,7 +93,7 @@ def build(node_binary: Path, netbins: Path) -> NodeAssets:
     versions = module_versions(netbins / "go.mod")
     binaries = netbins / "bin"
     version = kubelet_version(node_binary)
-    flanneld, policies = binaries / "flanneld", binaries / "kube-network-policies"
+    flanneld, policies = binaries / "flanneld", binaries / "kube-router"
     flannel_image = f"{images.FLANNEL_REPOSITORY}:{versions[FLANNEL_MODULE]}-{_short(flanneld)}"
     policies_image = (
         f"{images.NETWORK_POLICIES_REPOSITORY}:{versions[NETWORK_POLICIES_MODULE]}-"
@@ -170,8 +170,7 @@ def _build(assets: NodeAssets, node_binary: Path, binaries: Path, cache: Path) -
             (assets.flannel_image,
              images.build_flannel(built, binaries / "flanneld", flannel_tag)),
             (assets.network_policies_image,
-             images.build_network_policies(built, binaries / "kube-network-policies",
-                                           policies_tag)),
+             images.build_network_policies(built, binaries / "kube-router", policies_tag)),
         ]  # fmt: skip
         _bundle(archives, out / files[catalog.IMAGES], Path(work) / "bundle")
         sums = "".join(f"{_file_digest(out / name)}  {name}\n" for name in sorted(files.values()))
@@ -218,7 +217,7 @@ def _bundle(archives: Sequence[tuple[str, Path]], target: Path, layout: Path) ->
 def _host_inputs() -> list[Path]:
     """What the images copy from this host besides the built binaries."""
     busybox = Path(shutil.which("busybox") or "/bin/busybox")
-    return [busybox, images.IPTABLES]
+    return [busybox, images.IPTABLES, images.IPSET]
 
 
 def _file_digest(path: Path) -> str:
