@@ -34,7 +34,7 @@ HERE = Path(__file__).parent
 # another on one worker.
 HOST_MODULES = frozenset({"test_helm_install", "test_machines", "test_pod_streams",
                           "test_provisioning", "test_real_machines", "test_real_node",
-                          "test_ssh_join", "test_ssh_machines"})  # fmt: skip
+                          "test_ssh_machines"})  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -6,8 +6,9 @@ token run on a machine as root, a node pool of the local cloud's executable driv
 machine added over SSH. Then, through /v3 only, what a platform team would do: a workload
 spread over the machines, its NodePort answering on each, pods reaching each other across
 machines, logs and execute, project isolation enforced between pods of two projects and
-lifted again, a drain and a scale-down, and a wrong or revoked token. The cluster is shared
-across the module: provisioning one takes a minute.
+lifted again, a drain, a wrong or revoked token, a pool machine that stops answering replaced,
+a scale-down, and the machine added over SSH uninstalled when its node is deleted. The cluster
+is shared across the module: provisioning one takes a minute.
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from corral.devenv import images
+from corral.core.api import names
+from corral.devenv import host, images
 from corral.devenv.environment import Environment
 from corral.devenv.machine import Machine
 from corral.devenv.waiting import wait_for
@@ -40,6 +44,9 @@ from .conftest import set_setting, stack_options
 
 PROVISION_TIMEOUT = 300.0
 JOIN_TIMEOUT = 180.0
+# The node controller's grace period (40 s) before it marks a silent node, then the pool's
+# 5 s, then a new machine's join.
+REPLACE_TIMEOUT = 300.0
 VERSION = "v1.36.3"
 
 
@@ -211,6 +218,51 @@ def test_a_pool_of_the_local_cloud_makes_a_real_worker(
     assert address_of(node) in {m.address for m in env.cloud.machines() if m.hostname == "pool1"}
 
 
+@dataclass
+class SshMachine:
+    machine: Machine
+    node: str  # its Node record's name in the cluster's namespace
+
+
+@pytest.fixture(scope="module")
+def ssh_added(env: Environment, api: Api, cluster: str) -> SshMachine:
+    """A machine with containerd and sshd, added by its address and key (spec 2.4
+    customConfig): corral connects over SSH and runs the installer with a token of its own."""
+    key = ed25519.Ed25519PrivateKey.generate()
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption()).decode()  # fmt: skip
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                           serialization.PublicFormat.OpenSSH).decode()  # fmt: skip
+    machine = env.cloud.create("sshjoin", hostname="sshjoin")
+    machine.start_sshd(public)
+    added = api.post("/v3/nodes", {"type": "node", "clusterId": cluster,
+                                   "requestedHostname": "sshjoin",
+                                   "customConfig": {"address": machine.address,
+                                                    "sshKey": private}})  # fmt: skip
+    assert added.status == 201, added.body
+    assert "sshKey" not in json.dumps(added.body["customConfig"])
+
+    def joined() -> dict[str, Any] | None:
+        node = nodes_of(api, cluster).get("sshjoin")
+        provisioned = [c for c in (node or {}).get("status", {}).get("conditions", [])
+                       if c["type"] == "Provisioned"]  # fmt: skip
+        if provisioned and provisioned[0]["status"] == "False":
+            raise AssertionError(provisioned[0])
+        return node if node and node.get("state") == "active" else None
+
+    wait_for("the machine added over SSH Ready", joined, JOIN_TIMEOUT)
+    return SshMachine(machine, str(added.body["id"]).split(":")[1])
+
+
+def test_a_machine_added_over_ssh_joins_with_its_own_address(
+    api: Api, cluster: str, ssh_added: SshMachine
+) -> None:
+    node = nodes_of(api, cluster)["sshjoin"]
+    assert address_of(node) == ssh_added.machine.address
+    assert node["worker"] is True
+    assert (ssh_added.machine.rootfs / "usr/local/bin/corral-node-uninstall.sh").exists()
+
+
 PAGE = "served-by-a-real-machine"
 WEB_CONTAINER = {
     "name": "web",
@@ -245,7 +297,9 @@ def pods_of(api: Api, where: Place, wid: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def web(api: Api, cluster: str, joined: Machine, pooled: dict[str, Any]) -> tuple[Place, str]:
+def web(
+    api: Api, cluster: str, joined: Machine, pooled: dict[str, Any], ssh_added: SshMachine
+) -> tuple[Place, str]:
     """A workload on every machine (a DaemonSet, made through /v3) in a project of its own."""
     where = place(api, cluster)
     created = api.post(f"/v3/projects/{where.project}/workloads", {
@@ -253,7 +307,7 @@ def web(api: Api, cluster: str, joined: Machine, pooled: dict[str, Any]) -> tupl
         "containers": [WEB_CONTAINER]})  # fmt: skip
     assert created.status == 201, created.body
     wid = str(created.body["id"])
-    wait_for("a web pod on each machine", lambda: len(pods_of(api, where, wid)) == 2, JOIN_TIMEOUT)
+    wait_for("a web pod on each machine", lambda: len(pods_of(api, where, wid)) == 3, JOIN_TIMEOUT)
     return where, wid
 
 
@@ -294,7 +348,7 @@ def _get(url: str) -> str | None:
 
 def test_pods_on_different_machines_reach_each_other(api: Api, web: tuple[Place, str]) -> None:
     where, wid = web
-    first, second = pods_of(api, where, wid)
+    first, second = pods_of(api, where, wid)[:2]
     assert first["nodeId"] != second["nodeId"]
     answer = execute(api, where, first["id"], fetch(second["podIp"], 8080))
     assert PAGE in answer["stdout"], answer
@@ -331,7 +385,7 @@ def test_project_isolation_is_enforced_between_real_machines_and_lifted(
     assert created.status == 201, created.body
     b_pod = wait_for("project B's pod running",
                      lambda: pods_of(api, b, str(created.body["id"])), JOIN_TIMEOUT)[0]  # fmt: skip
-    a_pod, a_other = pods_of(api, a, a_workload)
+    a_pod, a_other = pods_of(api, a, a_workload)[:2]
     assert a_pod["nodeId"] != a_other["nodeId"]
     # Open before: what isolation refuses below is refused by the policies alone.
     assert reaches(api, b, b_pod["id"], a_pod["podIp"])
@@ -374,16 +428,16 @@ def test_a_drain_moves_the_pods_to_another_machine(
     assert drained.status == 200, drained.body
     try:
         moved = wait_for(
-            "the pods on the other machine",
+            "the pods on the other machines",
             lambda: (
                 (p := pods_of(api, where, wid))
                 and len(p) == 2
-                and all(q["nodeId"] == "pool1" for q in p)
+                and all(q["nodeId"] != "joined" for q in p)
                 and p
             ),
             JOIN_TIMEOUT,
         )
-        assert {p["nodeId"] for p in moved} == {"pool1"}
+        assert {p["nodeId"] for p in moved} <= {"pool1", "sshjoin"}
     finally:
         undone = api.post(relative(node["actions"]["uncordon"]), {})
         assert undone.status == 200, undone.body
@@ -429,14 +483,48 @@ def test_a_wrong_or_revoked_registration_token_joins_nothing(
         env.cloud.remove("refused")
 
 
+def test_a_pool_machine_that_stops_answering_is_replaced(
+    env: Environment, api: Api, cluster: str, pooled: dict[str, Any]
+) -> None:
+    # The machine's link goes down: its kubelet stops reporting, the cluster's node
+    # controller marks it unreachable, and deleteNotReadyAfterSecs later the pool replaces it
+    # with a new machine under the next name.
+    lowered = api.put(f"/v3/nodepools/{pooled['id']}", {"deleteNotReadyAfterSecs": 5})
+    assert lowered.status == 200, lowered.body
+    (lost,) = [m for m in env.cloud.machines() if m.hostname == "pool1"]
+    host.run(["ip", "link", "set", lost.veth, "down"])
+    wait_for("pool2 Ready in place of pool1", lambda: ready_node(api, cluster, "pool2"),
+             REPLACE_TIMEOUT)  # fmt: skip
+    wait_for("pool1 gone from the cluster", lambda: "pool1" not in nodes_of(api, cluster),
+             JOIN_TIMEOUT)  # fmt: skip
+    wait_for("its machine removed",
+             lambda: "pool1" not in {m.hostname for m in env.cloud.machines()},
+             JOIN_TIMEOUT)  # fmt: skip
+    assert api.get(f"/v3/nodepools/{pooled['id']}").body["quantity"] == 1
+
+
 def test_scaling_the_pool_down_removes_its_machine(
     env: Environment, api: Api, cluster: str, pooled: dict[str, Any]
 ) -> None:
-    before = {m.hostname for m in env.cloud.machines()}
-    assert "pool1" in before
+    pool = {n for n, node in nodes_of(api, cluster).items() if node["nodePoolId"] == pooled["id"]}
+    assert len(pool) == 1, pool
     scaled = api.put(f"/v3/nodepools/{pooled['id']}", {"quantity": 0})
     assert scaled.status == 200, scaled.body
-    wait_for("pool1 gone from the cluster", lambda: "pool1" not in nodes_of(api, cluster),
+    wait_for("the pool's node gone from the cluster",
+             lambda: not pool & set(nodes_of(api, cluster)), JOIN_TIMEOUT)  # fmt: skip
+    wait_for("its machine gone", lambda: not pool & {m.hostname for m in env.cloud.machines()},
              JOIN_TIMEOUT)  # fmt: skip
-    wait_for("its machine gone", lambda: "pool1" not in {m.hostname for m in env.cloud.machines()},
+
+
+def test_deleting_the_machine_added_over_ssh_uninstalls_it(
+    env: Environment, api: Api, cluster: str, ssh_added: SshMachine
+) -> None:
+    crs = k8s.CustomObjectsApi(k8s_config.new_client_from_config(str(env.management_kubeconfig)))
+    # Its registration token was used up when it joined.
+    tokens = crs.list_namespaced_custom_object(names.GROUP, names.VERSION, cluster,
+                                               "clusterregistrationtokens")["items"]  # fmt: skip
+    assert not [t for t in tokens if t["spec"].get("machine") == ssh_added.node]
+    assert api.delete(f"/v3/clusters/{cluster}/nodes/{ssh_added.node}").status == 204
+    wait_for("sshjoin gone from the cluster", lambda: "sshjoin" not in nodes_of(api, cluster),
              JOIN_TIMEOUT)  # fmt: skip
+    assert installed(ssh_added.machine) == []

@@ -8,7 +8,7 @@ The cluster's control plane is not made here (no hosted control planes), so the 
 runs, downloads from corral, registers with the machine's own token and is refused (422: the
 cluster is not Ready): what is proved is that the node command ran on the machine as root, its
 failure was reported with its last lines, and its uninstall left the machine clean. The join
-itself is tests/e2e/test_ssh_join.py's.
+itself is tests/e2e/test_real_machines.py's.
 """
 
 from __future__ import annotations

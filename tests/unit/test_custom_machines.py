@@ -3,16 +3,29 @@ runs on the machine (`corral.core.drivers.custom`)."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime
+import json
 import shlex
+from types import SimpleNamespace
 from typing import Any
 
+import httpx2
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from lightkube import ApiError as KubeApiError
 
 from corral.core.drivers import custom
 from corral.core.errors import Invalid
-from corral.operator.management.sshmachines import RETRY_MAX, retry_delay
+from corral.operator.management import ssh
+from corral.operator.management.sshmachines import (
+    KEY_GRACE,
+    RETRY_MAX,
+    KeyNotYet,
+    SSHMachines,
+    retry_delay,
+)
 
 
 def openssh_key() -> str:
@@ -227,3 +240,45 @@ def test_retries_wait_longer_each_time_up_to_a_bound() -> None:
     assert delays[0] < delays[1] < delays[2]
     assert max(delays) == RETRY_MAX
     assert delays == sorted(delays)
+
+
+class _NoSecrets:
+    """A management cluster in which the key's Secret is not written yet."""
+
+    def __init__(self) -> None:
+        self.written: list[Any] = []
+
+    async def get(self, _resource: Any, name: str, namespace: str | None = None) -> Any:
+        request = httpx2.Request(
+            "GET", f"https://kube/api/v1/namespaces/{namespace}/secrets/{name}"
+        )
+        status = {"kind": "Status", "code": 404, "reason": "NotFound", "message": "not found"}
+        response = httpx2.Response(404, request=request, content=json.dumps(status).encode(),
+                                   headers={"Content-Type": "application/json"})  # fmt: skip
+        raise KubeApiError(request=request, response=response)
+
+    async def apply(self, obj: Any, **_: Any) -> Any:
+        self.written.append(obj)
+        return obj
+
+    async def patch(self, *args: Any, **_: Any) -> Any:
+        self.written.append(args)
+        return args[-1]
+
+
+def _record(created: datetime.datetime) -> dict[str, Any]:
+    return {"metadata": {"name": "m-1", "namespace": "c-1", "annotations": {},
+                         "creationTimestamp": created.strftime("%Y-%m-%dT%H:%M:%SZ")},
+            "spec": {"customConfig": {"address": "10.0.0.5", "sshKeySecretName": "k"}}}  # fmt: skip
+
+
+def test_a_new_record_waits_quietly_for_its_key_then_says_it_is_missing() -> None:
+    now = datetime.datetime(2026, 11, 28, 12, 0, tzinfo=datetime.UTC)
+    kube = _NoSecrets()
+    machines = SSHMachines(SimpleNamespace(kube=kube, clock=lambda: now, corral=None))  # type: ignore[arg-type]
+    with pytest.raises(KeyNotYet):
+        asyncio.run(machines.provision(_record(now - datetime.timedelta(seconds=KEY_GRACE - 1))))
+    assert kube.written == []  # no Provisioned False for a Secret a moment behind its record
+    with pytest.raises(ssh.Failed) as failed:
+        asyncio.run(machines.provision(_record(now - datetime.timedelta(seconds=KEY_GRACE + 1))))
+    assert failed.value.reason == "SSHKeyMissing"

@@ -10,7 +10,9 @@ record's `Provisioned`, with `Initialized` and `Registered` (False until the nod
 the field manager `corral-ssh-machines`; once the node has joined, the node mirror writes
 those conditions and this reconciler writes nothing more. A failed pass is retried by kopf
 with a delay doubling up to RETRY_MAX; a failed installer is followed by its uninstall, so
-nothing half-installed stays on the machine.
+nothing half-installed stays on the machine. The API server writes the record before the
+Secret with its key (the record is what claims the hostname), so a record seen without its
+Secret waits for it quietly for KEY_GRACE before saying the key is missing.
 
 Deleting the record runs the uninstall over SSH (best effort: a failure is a Warning event on
 the record, and does not keep it), removes its node and join credential from the cluster, its
@@ -41,7 +43,7 @@ from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
 from corral.core.kube.status import StatusWriter
 from corral.core.registration import tokens
-from corral.core.times import format_time
+from corral.core.times import format_time, parse_time
 from corral.operator.management import ssh
 from corral.operator.state import State
 
@@ -57,9 +59,17 @@ UNINSTALL_TIMEOUT = 120.0
 # authorized_keys), then doubling.
 RETRY_FIRST = 10.0
 RETRY_MAX = 300.0
+# How long a new record waits for its key's Secret, written a moment after it, before that is
+# reported; and how often it looks meanwhile.
+KEY_GRACE = 30.0
+KEY_WAIT = 1.0
 # A cluster that cannot be reached while a machine goes holds its deletion this long at most.
 CLUSTER_TIMEOUT = 10.0
 SSH_MACHINES = {names.LABEL_NODE_SOURCE: names.NODE_SOURCE_SSH}
+
+
+class KeyNotYet(Exception):
+    """A new record's key Secret is not written yet."""
 
 
 def retry_delay(retry: int) -> float:
@@ -83,6 +93,8 @@ class SSHMachines:
         try:
             await self._install(record)
         except ssh.Failed as failed:
+            if failed.reason == ct.REASON_SSH_KEY_MISSING and self._new(record):
+                raise KeyNotYet from None
             await self._write(record, Condition.of(ct.PROVISIONED, False, failed.reason,
                                                    failed.message))  # fmt: skip
             raise
@@ -91,6 +103,10 @@ class SSHMachines:
             Condition.of(ct.PROVISIONED, True, ct.REASON_PROVISIONED,
                          "installed over SSH; the node joins the cluster"),
         )  # fmt: skip
+
+    def _new(self, record: Obj) -> bool:
+        created = parse_time(record["metadata"]["creationTimestamp"])
+        return (self.state.clock() - created).total_seconds() < KEY_GRACE
 
     async def _install(self, record: Obj) -> None:
         meta, spec = record["metadata"], record["spec"]
@@ -246,6 +262,8 @@ def _machines(memo: kopf.Memo) -> SSHMachines:
 async def ssh_machine_install(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> None:
     try:
         await _machines(memo).provision(dict(body))
+    except KeyNotYet:
+        raise kopf.TemporaryError("waiting for the SSH key's Secret", delay=KEY_WAIT) from None
     except ssh.Failed as failed:
         raise kopf.TemporaryError(str(failed), delay=retry_delay(retry)) from None
 
