@@ -18,6 +18,7 @@ from corral.apiserver.auth.activity import ActivityTracker
 from corral.apiserver.auth.ledger import KubeLedger
 from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.auth.throttle import LoginThrottle
+from corral.apiserver.auth.verified import VerifiedTokens
 from corral.apiserver.deps import DEPS, Deps
 from corral.apiserver.http import errors, serving
 from corral.apiserver.http.schemas import Registry
@@ -118,6 +119,7 @@ def create_app(
         schemas=schemas,
         access=AccessMemo(),
         activity=ActivityTracker(_activity_writer(kube)),
+        verified=VerifiedTokens(),
         limiter=RateLimiter(KubeLedger(kube, stores.user_uid)),
         throttle=LoginThrottle(),
         readiness=Readiness(),

@@ -211,6 +211,11 @@ class Stores:
                 return candidate
         return self.tokens.get(name)
 
+    def token_version(self, name: str) -> str | None:
+        """The resourceVersion of token `name` as cached; None when there is no such token."""
+        found = self.tokens.get(name)
+        return found["metadata"].get("resourceVersion") if found else None
+
     def number(self, name: str) -> float:
         # A bad value stored by hand must not lock everyone out; the default applies.
         return settings.number(name, self.settings.get(name))
