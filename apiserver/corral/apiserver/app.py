@@ -96,7 +96,10 @@ def create_app(
     driver_files: str | None = None,
     node_assets: Path | None = None,
     serving_cert: bytes | None = None,
+    throttle: Path | None = None,
 ) -> web.Application:
+    """`throttle`: the file the login throttle's counts are shared through with the other
+    workers of this server; None keeps them in memory."""
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
     app.on_response_prepare.append(serving.set_response_headers)
     app.on_response_prepare.append(rate_limit_headers)
@@ -121,7 +124,7 @@ def create_app(
         activity=ActivityTracker(_activity_writer(kube)),
         verified=VerifiedTokens(),
         limiter=RateLimiter(KubeLedger(kube, stores.user_uid)),
-        throttle=LoginThrottle(),
+        throttle=LoginThrottle(throttle),
         readiness=Readiness(),
     )
     for module in ROUTE_MODULES:
@@ -172,3 +175,4 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         await asyncio.gather(*tasks, return_exceptions=True)
     await connections.close()
     await held.kube.close()
+    held.throttle.close()
