@@ -21,6 +21,7 @@ from http import HTTPStatus
 from aiohttp import web
 from aiohttp.web_request import BaseRequest
 
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.http.errors import ApiError
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ class _RequestHandler(web.RequestHandler):
         kind = type(exc).__name__ if exc else HTTPStatus(status).phrase
         log.warning("refused a malformed request from %s: %s", request.remote, kind)
         error = malformed_request(status)
-        response = web.json_response(error.body(), status=error.status)
+        response = json_response(error.body(), status=error.status)
         response.headers["Server"] = SERVER_NAME
         response.force_close()
         return response
