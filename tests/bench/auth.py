@@ -1,52 +1,31 @@
-"""What authentication costs: authenticated `GET /v3/token/{id}` against an unauthenticated
-`/healthz` of the same server and kube-apiserver's own GET of the same Token object, at 1 and
-32 concurrent clients over keep-alive HTTPS on loopback. Also the in-process cost of the
-authentication decision alone."""
+"""What authentication and the worker processes cost: authenticated `GET /v3/token/{id}`
+against an unauthenticated `/healthz` of the same server and kube-apiserver's own GET of the
+same Token object, with one worker and with two, under wrk (one thread, 32 keep-alive TLS
+connections) on loopback. Also the in-process cost of the authentication decision alone.
+
+Client and servers share the machine's cores: compare figures within one run."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime
-import ssl
-import statistics
+import re
+import shutil
+import subprocess
 import time
 
-import aiohttp
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
 from corral.core.auth import hashing
 from corral.core.auth.tokens import Policy, TokenRecord, check, split
+from corral.devenv.environment import Environment
 from tests.bench.common import stack
 
-REQUESTS = {1: 2000, 32: 6000}
-WARMUP = 200
-
-
-async def measure(
-    url: str, headers: dict[str, str], context: ssl.SSLContext, concurrency: int, total: int
-) -> tuple[float, float, float]:
-    """Requests per second, p50 ms, p99 ms."""
-    latencies: list[float] = []
-    connector = aiohttp.TCPConnector(ssl=context, limit=concurrency)
-    async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
-
-        async def worker(count: int, record: bool) -> None:
-            for _ in range(count):
-                began = time.perf_counter()
-                async with session.get(url) as response:
-                    await response.read()
-                    assert response.status == 200, response.status
-                if record:
-                    latencies.append(time.perf_counter() - began)
-
-        await asyncio.gather(
-            *(worker(WARMUP // concurrency + 1, False) for _ in range(concurrency))
-        )
-        began = time.perf_counter()
-        await asyncio.gather(*(worker(total // concurrency, True) for _ in range(concurrency)))
-        elapsed = time.perf_counter() - began
-    latencies.sort()
-    p99 = latencies[int(len(latencies) * 0.99) - 1]
-    return len(latencies) / elapsed, statistics.median(latencies) * 1000, p99 * 1000
+CONNECTIONS = 32
+SECONDS = 8
+ACCOUNT = "corral-bench"
+# wrk's latency units, in milliseconds.
+UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
 
 def decision_cost() -> float:
@@ -66,24 +45,70 @@ def decision_cost() -> float:
     return (time.perf_counter() - began) / rounds * 1e6
 
 
+def wrk(url: str, headers: dict[str, str]) -> tuple[float, float, float]:
+    """Requests per second, p50 ms, p99 ms of SECONDS of wrk at CONNECTIONS connections."""
+    command = ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{SECONDS}s", "--latency", url]
+    for name, value in headers.items():
+        command += ["-H", f"{name}: {value}"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    if "Non-2xx" in out:
+        raise RuntimeError(f"wrk saw errors from {url}:\n{out}")
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+
+    def percentile(p: str) -> float:
+        number, unit = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s)$", out, re.M).groups()  # type: ignore[union-attr]
+        return float(number) * UNITS[unit]
+
+    return rps, percentile("50"), percentile("99")
+
+
+def kube_reader(env: Environment) -> str:
+    """A bearer token of a service account that may read Token objects (wrk sends no client
+    certificate)."""
+    api = k8s_config.new_client_from_config(str(env.management_kubeconfig))
+    core, rbac = k8s.CoreV1Api(api), k8s.RbacAuthorizationV1Api(api)
+    core.create_namespaced_service_account("svc-system", {"metadata": {"name": ACCOUNT}})
+    rbac.create_cluster_role({
+        "metadata": {"name": ACCOUNT},
+        "rules": [{"apiGroups": ["management.svc.io"], "resources": ["tokens"], "verbs": ["get"]}],
+    })  # fmt: skip
+    rbac.create_cluster_role_binding({
+        "metadata": {"name": ACCOUNT},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": ACCOUNT},
+        "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": "svc-system"}],
+    })  # fmt: skip
+    request = core.create_namespaced_service_account_token(
+        ACCOUNT, "svc-system", {"spec": {"expirationSeconds": 3600}}
+    )
+    return str(request.status.token)
+
+
 def main() -> None:
+    if shutil.which("wrk") is None:
+        raise SystemExit("auth: needs wrk (make bench-deps)")
     with stack(downstream_clusters=0) as env:
         print(f"authentication decision in-process: {decision_cost():.1f} µs")
+        two = env.add_apiserver_replica(workers=2)
         token_name = env.admin_token.split(":")[0]
-        corral_tls = ssl.create_default_context(cafile=str(env.ca_path))
-        kube_tls = ssl.create_default_context(cafile=str(env.management.ca_path))  # type: ignore[union-attr]
-        kube_tls.load_cert_chain(*map(str, env.management._client_cert))  # type: ignore[union-attr]
-        kube_url = env.management.server  # type: ignore[union-attr]
-        cases: list[tuple[str, str, dict[str, str], ssl.SSLContext]] = [
-            ("corral GET /v3/token/{id} (authenticated)", f"{env.api_url}/v3/token/{token_name}",
-             {"Authorization": f"Bearer {env.admin_token}"}, corral_tls),
-            ("corral GET /healthz (no authentication)", f"{env.api_url}/healthz", {}, corral_tls),
-            ("kube-apiserver GET of the Token CR",
-             f"{kube_url}/apis/management.svc.io/v3/tokens/{token_name}", {}, kube_tls),
+        corral = {"Authorization": f"Bearer {env.admin_token}"}
+        kube = {"Authorization": f"Bearer {kube_reader(env)}"}
+        kube_url = f"{env.management.server}/apis/management.svc.io/v3/tokens/{token_name}"  # type: ignore[union-attr]
+        cases = [
+            ("corral GET /v3/token/{id}, 1 worker", f"{env.api_url}/v3/token/{token_name}", corral),
+            ("corral GET /healthz, 1 worker", f"{env.api_url}/healthz", {}),
+            ("corral GET /v3/token/{id}, 2 workers", f"{two}/v3/token/{token_name}", corral),
+            ("corral GET /healthz, 2 workers", f"{two}/healthz", {}),
+            ("kube-apiserver GET of the Token CR", kube_url, kube),
         ]  # fmt: skip
-        print(f"{'case':<45} {'clients':>7} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}")
-        for label, url, headers, context in cases:
-            for concurrency, total in REQUESTS.items():
-                rps, p50, p99 = asyncio.run(measure(url, headers, context, concurrency, total))
-                print(f"{label:<45} {concurrency:>7} {rps:>8.0f} {p50:>7.2f} {p99:>7.2f}",
-                      flush=True)  # fmt: skip
+        print(f"wrk, 1 thread, {CONNECTIONS} keep-alive TLS connections, {SECONDS} s each")
+        print(f"{'case':<42} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}")
+        rates = {}
+        for label, url, headers in cases:
+            rps, p50, p99 = wrk(url, headers)
+            rates[label] = rps
+            print(f"{label:<42} {rps:>8.0f} {p50:>7.2f} {p99:>7.2f}", flush=True)
+        token, health = rates[cases[0][0]], rates[cases[1][0]]
+        print(f"token GET / healthz, 1 worker: {token / health:.2f}; "
+              f"token GET / kube-apiserver GET: {token / rates[cases[4][0]]:.2f}; "
+              f"2 workers / 1 worker (token GET): {rates[cases[2][0]] / token:.2f}")  # fmt: skip
