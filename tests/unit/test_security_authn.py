@@ -25,7 +25,7 @@ from corral.apiserver.auth.verified import VerifiedTokens
 from corral.apiserver.http.errors import error_middleware
 from corral.apiserver.middleware import auth_middleware
 from corral.core.auth import hashing
-from corral.core.auth.tokens import AuthFailure, split
+from corral.core.auth.tokens import AuthFailure, TokenRecord, split
 from tests.unit.held import holding
 
 from .test_rate_limit import MemoryLedger
@@ -58,6 +58,9 @@ class Stores:
 
     def token_version(self, name: str) -> str | None:
         return None  # never stored: every request verifies its key
+
+    def token_record(self, obj: dict[str, Any]) -> TokenRecord:
+        return TokenRecord.from_object(obj)
 
     def user_active(self, user_id: str) -> bool:
         return True

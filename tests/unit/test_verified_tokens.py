@@ -16,6 +16,7 @@ from corral.apiserver.auth import authn
 from corral.apiserver.auth.activity import ActivityTracker
 from corral.apiserver.auth.verified import VerifiedTokens
 from corral.apiserver.http.errors import ApiError
+from corral.apiserver.state.stores import Stores as RealStores
 from corral.core.auth import hashing
 from corral.core.auth.tokens import TokenRecord
 
@@ -47,6 +48,9 @@ class Stores:
     def token_version(self, name: str) -> str | None:
         found = self.tokens.get(name)
         return found["metadata"]["resourceVersion"] if found else None
+
+    def token_record(self, obj: dict[str, Any]) -> TokenRecord:
+        return TokenRecord.from_object(obj)
 
     def user_active(self, user_id: str) -> bool | None:
         return self.users.get(user_id)
@@ -197,3 +201,15 @@ def record(name: str) -> TokenRecord:
         kind="", is_derived=True, cluster_name="", enabled=True, description="",
         auth_provider="local", last_activity=None, uid="",
     )  # fmt: skip
+
+
+def test_a_token_object_is_parsed_once_per_version() -> None:
+    stores = RealStores.create(None)  # type: ignore[arg-type]  # nothing here talks to Kubernetes
+    held = Stores()
+    held.add_token("token-a", KEY)
+    obj = held.tokens["token-a"]
+    first = stores.token_record(obj)
+    assert stores.token_record(obj) is first
+    changed = {**obj, "metadata": {**obj["metadata"], "resourceVersion": "99"}}
+    assert stores.token_record(changed) is not first
+    assert stores.token_record(changed) == first

@@ -112,7 +112,7 @@ def verified_record(name: str, key: str, stores: Stores, known: VerifiedTokens) 
     if record is not None:
         return record
     found = stores.token(name, key)
-    record = verified(TokenRecord.from_object(found) if found else None, key)
+    record = verified(stores.token_record(found) if found else None, key)
     known.put(key, found["metadata"].get("resourceVersion") if found else None, record)
     return record
 
