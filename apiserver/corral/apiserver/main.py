@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import shutil
@@ -12,6 +11,8 @@ import ssl
 import sys
 import tempfile
 from pathlib import Path
+
+import uvloop
 
 from corral.apiserver import workers
 from corral.apiserver.app import create_app
@@ -54,12 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     context.load_cert_chain(config.tls_cert, config.tls_key)
     sock = serving.listen(config.host, config.port)
     if count == 1:
-        asyncio.run(run(config, features, context, sock))
+        uvloop.run(run(config, features, context, sock))
         return 0
     shared = Path(tempfile.mkdtemp(prefix="corral-apiserver-"))
 
     def worker(supervisor: int) -> int:
-        asyncio.run(run(config, features, context, sock, shared / "throttle.db", supervisor))
+        uvloop.run(run(config, features, context, sock, shared / "throttle.db", supervisor))
         return 0
 
     logging.getLogger(__name__).info("serving with %d workers", count)
