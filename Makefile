@@ -52,8 +52,16 @@ fmt: $(STAMP) ## Format and auto-fix the Python code
 BENCH ?=
 
 .PHONY: bench
-bench: $(STAMP) devkube netbins ## Benchmarks; they print figures, they do not pass or fail on speed
+bench: $(STAMP) devkube netbins bench-deps ## Benchmarks; they print figures, they do not pass or fail on speed
 	$(PY) -m tests.bench $(BENCH)
+
+.PHONY: bench-deps
+bench-deps: ## Install wrk, the HTTP load generator the benchmarks drive (when missing)
+	@command -v wrk >/dev/null && exit 0; \
+	if ! command -v apt-get >/dev/null || [ "$$(id -u)" != 0 ]; then \
+	  echo "bench-deps: install wrk (apt-get install wrk)" >&2; exit 1; fi; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends wrk >/dev/null
 
 ##@ Building blocks
 

@@ -18,8 +18,7 @@ from corral.apiserver.auth.ledger import KubeLedger
 from corral.apiserver.auth.ratelimit import reservation, window_of
 from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
-from tests.bench.auth import REQUESTS, measure
-from tests.bench.common import get_json, stack
+from tests.bench.common import REQUESTS, get_json, measure, stack
 
 RESERVATIONS = 300
 HIGH_LIMIT = 1_000_000

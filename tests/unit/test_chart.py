@@ -321,3 +321,23 @@ def test_the_readme_documents_every_rule_and_no_other() -> None:
             for verb in rule["verbs"]
         }
     assert documented() == granted
+
+
+@needs_helm
+@pytest.mark.parametrize(
+    ("sets", "workers"),
+    [((), "limits.cpu"), (("api.resources.limits.cpu=1500m",), "limits.cpu"),
+     (("api.resources.limits.cpu=null",), None)],
+)  # fmt: skip
+def test_the_api_server_runs_a_worker_per_cpu_of_its_limit(
+    sets: tuple[str, ...], workers: str | None
+) -> None:
+    deployment = named(render(*sets), "Deployment", "corral-api")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["args"] == ["--workers", "$(CORRAL_WORKERS)"]
+    (env,) = [e for e in container["env"] if e["name"] == "CORRAL_WORKERS"]
+    if workers is None:
+        assert env["value"] == "1"
+    else:
+        field = env["valueFrom"]["resourceFieldRef"]
+        assert field == {"containerName": "api", "resource": workers, "divisor": "1"}

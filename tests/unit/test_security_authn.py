@@ -21,10 +21,11 @@ from hypothesis import strategies as st
 from corral.apiserver.auth.activity import ActivityTracker
 from corral.apiserver.auth.authn import PROXY_PATH
 from corral.apiserver.auth.ratelimit import RateLimiter
+from corral.apiserver.auth.verified import VerifiedTokens
 from corral.apiserver.http.errors import error_middleware
 from corral.apiserver.middleware import auth_middleware
 from corral.core.auth import hashing
-from corral.core.auth.tokens import AuthFailure, split
+from corral.core.auth.tokens import AuthFailure, TokenRecord, split
 from tests.unit.held import holding
 
 from .test_rate_limit import MemoryLedger
@@ -55,6 +56,12 @@ class Stores:
             },
         }
 
+    def token_version(self, name: str) -> str | None:
+        return None  # never stored: every request verifies its key
+
+    def token_record(self, obj: dict[str, Any]) -> TokenRecord:
+        return TokenRecord.from_object(obj)
+
     def user_active(self, user_id: str) -> bool:
         return True
 
@@ -80,6 +87,7 @@ def application() -> web.Application:
         web.Application(middlewares=[error_middleware, auth_middleware]),
         stores=Stores(),
         activity=ActivityTracker(lambda token, seen: asyncio.sleep(0)),
+        verified=VerifiedTokens(),
         limiter=RateLimiter(MemoryLedger()),
     )
     app.router.add_route("*", PROXY_PATH + "/{path:.*}", ok)

@@ -104,7 +104,7 @@ async def test_a_malformed_head_gets_the_json_error_without_its_bytes(
 ) -> None:
     app = web.Application()
     app.on_response_prepare.append(serving.set_response_headers)
-    runner = await serving.start(app, "127.0.0.1", 0)
+    runner = await serving.start(app, serving.listen("127.0.0.1", 0))
     try:
         host, port = runner.addresses[0][:2]
         reader, writer = await asyncio.open_connection(host, port)

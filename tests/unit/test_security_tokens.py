@@ -20,6 +20,7 @@ from corral.apiserver.auth.throttle import (
     ADDRESS_FREE_FAILURES,
     FORGET_AFTER,
     MAX_PENALTY,
+    PENDING_HOLD,
     USER_FREE_FAILURES,
     LoginThrottle,
 )
@@ -197,6 +198,14 @@ def test_no_penalty_runs_out_while_an_attempt_is_still_being_checked() -> None:
     throttle.refused("bob", "10.0.0.1", 8.5)
     assert throttle.reserve("bob", "10.0.0.1", 9.0) == 0.5
     assert throttle.reserve("bob", "10.0.0.1", 9.5) == 0
+
+
+def test_a_check_that_never_ends_holds_the_penalty_for_a_bounded_time() -> None:
+    throttle = LoginThrottle()
+    for _ in range(USER_FREE_FAILURES):
+        throttle.reserve("bob", "10.0.0.1", 0.0)  # never judged: its worker was killed
+    assert throttle.retry_after("bob", "", PENDING_HOLD - 1) == 1.0
+    assert throttle.retry_after("bob", "", PENDING_HOLD + 1) == 0
 
 
 def test_a_penalty_doubles_per_failure_up_to_the_maximum() -> None:

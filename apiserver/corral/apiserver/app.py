@@ -18,6 +18,7 @@ from corral.apiserver.auth.activity import ActivityTracker
 from corral.apiserver.auth.ledger import KubeLedger
 from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.auth.throttle import LoginThrottle
+from corral.apiserver.auth.verified import VerifiedTokens
 from corral.apiserver.deps import DEPS, Deps
 from corral.apiserver.http import errors, serving
 from corral.apiserver.http.schemas import Registry
@@ -95,7 +96,10 @@ def create_app(
     driver_files: str | None = None,
     node_assets: Path | None = None,
     serving_cert: bytes | None = None,
+    throttle: Path | None = None,
 ) -> web.Application:
+    """`throttle`: the file the login throttle's counts are shared through with the other
+    workers of this server; None keeps them in memory."""
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
     app.on_response_prepare.append(serving.set_response_headers)
     app.on_response_prepare.append(rate_limit_headers)
@@ -118,8 +122,9 @@ def create_app(
         schemas=schemas,
         access=AccessMemo(),
         activity=ActivityTracker(_activity_writer(kube)),
+        verified=VerifiedTokens(),
         limiter=RateLimiter(KubeLedger(kube, stores.user_uid)),
-        throttle=LoginThrottle(),
+        throttle=LoginThrottle(throttle),
         readiness=Readiness(),
     )
     for module in ROUTE_MODULES:
@@ -170,3 +175,4 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         await asyncio.gather(*tasks, return_exceptions=True)
     await connections.close()
     await held.kube.close()
+    held.throttle.close()

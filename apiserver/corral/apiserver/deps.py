@@ -20,6 +20,7 @@ from corral.apiserver.auth.authn import principal
 from corral.apiserver.auth.authz import Caller
 from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.auth.throttle import LoginThrottle
+from corral.apiserver.auth.verified import VerifiedTokens
 from corral.apiserver.http.schemas import Registry
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.state.stores import Stores
@@ -52,6 +53,7 @@ class Deps:
     schemas: Registry
     access: AccessMemo
     activity: ActivityTracker
+    verified: VerifiedTokens  # tokens whose key was verified, by version
     limiter: RateLimiter
     throttle: LoginThrottle
     readiness: Readiness

@@ -30,7 +30,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
         return await handler(request)
     held = request.app[DEPS]
     now = datetime.datetime.now(datetime.UTC)
-    who = authenticate(request, held.stores, held.activity, now)
+    who = authenticate(request, held.stores, held.activity, held.verified, now)
     limit = int(held.stores.number("api-rate-limit-per-minute"))
     decision = await held.limiter.hit(who.user_id, limit, time.time())
     request[RATE_LIMIT] = decision

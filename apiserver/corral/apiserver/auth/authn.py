@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from corral.apiserver.auth.activity import ActivityTracker
+from corral.apiserver.auth.verified import VerifiedTokens
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.state.stores import Stores
 from corral.core.auth.tokens import (
@@ -24,8 +25,9 @@ from corral.core.auth.tokens import (
     AuthFailure,
     Policy,
     TokenRecord,
-    check,
     split,
+    standing,
+    verified,
 )
 from corral.core.kube.impersonation import Impersonation
 
@@ -103,20 +105,35 @@ def proxied_cluster(request: web.Request) -> str | None:
     return request.match_info.get("cluster")
 
 
+def verified_record(name: str, key: str, stores: Stores, known: VerifiedTokens) -> TokenRecord:
+    """The record of token `name`, whose key `key` is: remembered when this key was verified
+    against the token's current version, else found, parsed and verified (and remembered)."""
+    record = known.get(name, key, stores.token_version(name))
+    if record is not None:
+        return record
+    found = stores.token(name, key)
+    record = verified(stores.token_record(found) if found else None, key)
+    known.put(key, found["metadata"].get("resourceVersion") if found else None, record)
+    return record
+
+
 def authenticate(
-    request: web.Request, stores: Stores, activity: ActivityTracker, now: datetime.datetime
+    request: web.Request,
+    stores: Stores,
+    activity: ActivityTracker,
+    known: VerifiedTokens,
+    now: datetime.datetime,
 ) -> Principal:
     value, via_cookie = credential(request)
     if not value:
         raise ApiError(401, "Unauthorized", MSG_MISSING)
     try:
         name, key = split(value)
-        found = stores.token(name, key)
-        record = TokenRecord.from_object(found) if found else None
-        user_active = stores.user_active(record.user_id) if record else None
-        last = activity.last_seen(name, record.last_activity) if record else None
+        record = verified_record(name, key, stores, known)
+        user_active = stores.user_active(record.user_id)
+        last = activity.last_seen(name, record.last_activity)
         policy = Policy(idle_minutes=stores.number("auth-user-session-idle-ttl-minutes"))
-        token = check(record, key, user_active, last, policy, now)
+        token = standing(record, user_active, last, policy, now)
     except AuthFailure as failure:
         raise ApiError(failure.status, _FAILURE_CODES[failure.status], failure.message) from None
     if not stores.provider_enabled(token.auth_provider):

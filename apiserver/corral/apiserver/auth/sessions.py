@@ -9,6 +9,7 @@ import secrets
 from aiohttp import web
 
 from corral.apiserver.auth.authn import CSRF_COOKIE, SESSION_COOKIE
+from corral.apiserver.http.encoding import json_response
 from corral.core import times
 from corral.core.auth import ttl
 from corral.core.kube.informer import Obj
@@ -24,7 +25,7 @@ def signed_in(request: web.Request, token: Obj, value: str, response_type: str) 
         response.set_cookie(SESSION_COOKIE, value, path="/", httponly=True,
                             secure=request.secure, samesite="Lax")  # fmt: skip
     else:
-        response = web.json_response({
+        response = json_response({
             "type": "token", "baseType": "token", "id": name, "token": value,
             "expiresAt": times.format_time(expiry) if expiry else "",
         }, status=201)  # fmt: skip

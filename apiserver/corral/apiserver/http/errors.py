@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 from lightkube import ApiError as KubeApiError
 
+from corral.apiserver.http.encoding import json_response
 from corral.core.errors import (
     Conflict,
     CorralError,
@@ -94,7 +95,7 @@ def from_core(error: CorralError) -> ApiError:
 
 
 def response(error: ApiError, headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response(
+    return json_response(
         error.body(), status=error.status, headers={**error.headers, **(headers or {})}
     )
 

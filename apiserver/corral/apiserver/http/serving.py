@@ -13,17 +13,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 import ssl
+from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 
 from aiohttp import web
 from aiohttp.web_request import BaseRequest
 
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.http.errors import ApiError
 
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "corral"
+# Connections waiting to be accepted (aiohttp's own default).
+BACKLOG = 128
 
 
 def malformed_request(status: int) -> ApiError:
@@ -45,7 +50,7 @@ class _RequestHandler(web.RequestHandler):
         kind = type(exc).__name__ if exc else HTTPStatus(status).phrase
         log.warning("refused a malformed request from %s: %s", request.remote, kind)
         error = malformed_request(status)
-        response = web.json_response(error.body(), status=error.status)
+        response = json_response(error.body(), status=error.status)
         response.headers["Server"] = SERVER_NAME
         response.force_close()
         return response
@@ -75,24 +80,67 @@ async def set_response_headers(request: web.Request, response: web.StreamRespons
     response.headers["Cache-Control"] = "no-store"
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before any worker starts so that all of them accept on it."""
+    family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    return socket.create_server(address, family=family, backlog=BACKLOG)
+
+
 async def start(
-    app: web.Application, host: str, port: int, context: ssl.SSLContext | None = None
+    app: web.Application, sock: socket.socket, context: ssl.SSLContext | None = None
 ) -> web.AppRunner:
-    """Start serving in the running loop; the caller cleans the runner up."""
+    """Start serving on `sock` in the running loop; the caller cleans the runner up."""
     runner = _Runner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host, port, ssl_context=context).start()
+    await _accept(runner, sock, context)
     return runner
 
 
-async def serve(app: web.Application, host: str, port: int, context: ssl.SSLContext) -> None:
-    """Serve until SIGINT or SIGTERM, then close connections and run the cleanup contexts."""
+async def serve(
+    app: web.Application,
+    sock: socket.socket,
+    context: ssl.SSLContext,
+    supervisor: int | None = None,
+    ready: Callable[[], Awaitable[object]] | None = None,
+) -> None:
+    """Serve until SIGINT or SIGTERM, then close connections and run the cleanup contexts.
+
+    A worker of a supervisor (`supervisor`: a pipe whose other end only the supervisor holds)
+    stops as well when that pipe ends, so no worker outlives a supervisor killed outright; and
+    it accepts connections only once `ready` returns: the port is shared, and a worker just
+    (re)started with empty caches would answer for the others what it does not know yet.
+    """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    runner = await start(app, host, port, context)
+    if supervisor is not None:
+        loop.add_reader(supervisor, stop.set)
+    runner = _Runner(app, access_log=None)
+    await runner.setup()
     try:
-        await stop.wait()
+        if ready is not None:
+            await _first(ready(), stop.wait())
+        if not stop.is_set():
+            await _accept(runner, sock, context)
+            await stop.wait()
     finally:
+        if supervisor is not None:
+            loop.remove_reader(supervisor)
         await runner.cleanup()
+
+
+async def _accept(
+    runner: web.AppRunner, sock: socket.socket, context: ssl.SSLContext | None
+) -> None:
+    await web.SockSite(runner, sock, ssl_context=context, backlog=BACKLOG).start()
+
+
+async def _first(*awaitables: Awaitable[object]) -> None:
+    """Wait until one of `awaitables` is done; cancel the others."""
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()

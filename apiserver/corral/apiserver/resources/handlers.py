@@ -13,6 +13,7 @@ from aiohttp import web
 
 from corral.apiserver.deps import caller, deps
 from corral.apiserver.http.body import read_json
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.resources.family import Ask, Family
 from corral.core import errors
 
@@ -55,7 +56,7 @@ def _add(
 
         @table.get(collection)
         async def list_all(request: web.Request) -> web.Response:
-            return web.json_response(await family.page(ask(request), request.path))
+            return json_response(await family.page(ask(request), request.path))
 
     if "GET" in schema.resource_methods:
 
@@ -65,7 +66,7 @@ def _add(
             body = family.render(asked, obj)
             if family.include is not None:
                 body |= await family.include(asked, obj)
-            return web.json_response(body)
+            return json_response(body)
 
     if family.create is not None:
         create = family.create
@@ -82,7 +83,7 @@ def _add(
                 family.before_create(asked)
             body = await read_json(request, family.body_limit)
             obj = await create(asked, family.given(body, creating=True))
-            return web.json_response(family.render(asked, obj), status=201)
+            return json_response(family.render(asked, obj), status=201)
 
     if family.update is not None:
         update = family.update
@@ -94,7 +95,7 @@ def _add(
                 family.before_update(asked, obj)
             body = await read_json(request, family.update_limit or family.body_limit)
             changed = await update(asked, obj, family.given(body, creating=False))
-            return web.json_response(family.render(asked, changed))
+            return json_response(family.render(asked, changed))
 
     if family.delete is not None:
         delete = family.delete

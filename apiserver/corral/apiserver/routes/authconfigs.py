@@ -32,6 +32,7 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.http.body import AUTH_LIMIT, read_input
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.http.urls import v3
@@ -159,11 +160,11 @@ async def config_action(request: web.Request) -> web.Response:
         if name == "configureTest":
             url = authconfigs.try_github(deps, SCHEMA.writable(body, False), callback)
             kind = GITHUB_TEST_OUTPUT.id
-            return web.json_response({"type": kind, "baseType": kind, "redirectUrl": url})
+            return json_response({"type": kind, "baseType": kind, "redirectUrl": url})
         await authconfigs.test_and_apply_github(deps, _inner(body, "githubConfig"), callback)
     elif name == "configureTest":
         metadata = await authconfigs.try_config(deps, provider, SCHEMA.writable(body, False))
-        return web.json_response({
+        return json_response({
             "type": TEST_OUTPUT.id, "baseType": TEST_OUTPUT.id,
             "redirectUrl": deps.external_url + oidc_config.login_path(provider),
             "issuer": metadata.get("issuer", ""),
@@ -173,7 +174,7 @@ async def config_action(request: web.Request) -> web.Response:
         })  # fmt: skip
     else:
         await authconfigs.test_and_apply(deps, provider, _inner(body, "oidcConfig"))
-    return web.json_response(FAMILY.render(asked, provider))
+    return json_response(FAMILY.render(asked, provider))
 
 
 def _inner(body: dict[str, Any], key: str) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from aiohttp import web
 from corral.apiserver.auth import sessions
 from corral.apiserver.auth.throttle import throttled
 from corral.apiserver.deps import Deps, deps
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.services import signin, tokens
 from corral.core import errors
@@ -80,7 +81,7 @@ def _providers(request: web.Request) -> list[dict[str, Any]]:
 @routes.get("/v3-public/{plural:(?i:authproviders)}")
 async def list_providers(request: web.Request) -> web.Response:
     data = _providers(request)
-    return web.json_response({
+    return json_response({
         "type": "collection", "resourceType": "authProvider", "data": data,
         "links": {"self": deps(request).external_url + request.path}, "actions": {},
         "pagination": {"limit": len(data), "total": len(data)},
@@ -91,7 +92,7 @@ async def list_providers(request: web.Request) -> web.Response:
 async def get_provider(request: web.Request) -> web.Response:
     for provider in _providers(request):
         if provider["id"] == request.match_info["id"]:
-            return web.json_response(provider)
+            return json_response(provider)
     raise errors.not_found(f"authProvider {request.match_info['id']} not found")
 
 

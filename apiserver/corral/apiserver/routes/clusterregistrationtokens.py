@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.http.body import read_input
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.http.objects import object_stamp
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -117,4 +118,4 @@ async def token_action(request: web.Request) -> web.Response:
         raise errors.Unsupported("POST on a cluster registration token needs ?action=rotate")
     await read_input(request, "rotate")
     rotated = await registrationtokens.rotate(asked.deps, obj)
-    return web.json_response(FAMILY.render(asked, rotated))
+    return json_response(FAMILY.render(asked, rotated))

@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.http.body import AUTH_LIMIT, read_input, read_json
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.http.objects import name_of, object_fields, object_stamp
 from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -370,17 +371,17 @@ async def cluster_action(request: web.Request) -> web.Response:
     if name == "backupEtcd":
         await read_input(request, name)
         created = await etcdbackups.backup(asked.deps, obj)
-        return web.json_response(BACKUPS.render(asked, created), status=201)
+        return json_response(BACKUPS.render(asked, created), status=201)
     if name == "restoreFromEtcdBackup":
         written = await etcdbackups.restore(
             asked.deps, obj, await read_input(request, RESTORE_INPUT)
         )
-        return web.json_response(FAMILY.render(asked, written), status=201)
+        return json_response(FAMILY.render(asked, written), status=201)
     body = await read_json(request)
     rotation.check_input(body)
     clusters.require_provisioned(obj, name)
     wanted = await rotating.rotate(asked.deps, obj, body)
-    return web.json_response({"type": rotation.OUTPUT_TYPE, "message": rotation.message(wanted)})
+    return json_response({"type": rotation.OUTPUT_TYPE, "message": rotation.message(wanted)})
 
 
 async def generate_kubeconfig(request: web.Request, asked: Ask, obj: Obj) -> web.Response:
@@ -393,4 +394,4 @@ async def generate_kubeconfig(request: web.Request, asked: Ask, obj: Obj) -> web
         asked.deps, asked.who, name_of(obj), None if given is None else ttl.requested(given)
     )
     config = clusters.kubeconfig_for(asked.deps, obj, issued.value, asked.base)
-    return web.json_response({"type": "generateKubeconfigOutput", "config": config})
+    return json_response({"type": "generateKubeconfigOutput", "config": config})

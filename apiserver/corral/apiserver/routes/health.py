@@ -5,18 +5,19 @@ from __future__ import annotations
 from aiohttp import web
 
 from corral.apiserver.deps import DEPS
+from corral.apiserver.http.encoding import json_response
 
 routes = web.RouteTableDef()
 
 
 @routes.get("/healthz")
 async def healthz(request: web.Request) -> web.Response:
-    return web.json_response({"status": "ok"})
+    return json_response({"status": "ok"})
 
 
 @routes.get("/readyz")
 async def readyz(request: web.Request) -> web.Response:
     readiness = request.app[DEPS].readiness
     if readiness.ready:
-        return web.json_response({"status": "ok"})
-    return web.json_response({"status": "waiting", "pending": readiness.pending}, status=503)
+        return json_response({"status": "ok"})
+    return json_response({"status": "waiting", "pending": readiness.pending}, status=503)

@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.http.body import read_input
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.http.objects import name_of, object_fields, object_stamp
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -114,6 +115,6 @@ async def driver_action(request: web.Request) -> web.Response:
         raise errors.Unsupported("POST on a node driver needs ?action=<name>")
     nodedrivers.may_activate(asked.who, name)
     await read_input(request, name)
-    return web.json_response(
+    return json_response(
         FAMILY.render(asked, await nodedrivers.activate(asked.deps, asked.who, obj, name))
     )

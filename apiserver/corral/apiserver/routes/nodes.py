@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.http.body import read_input, read_json
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.query import action, label_selector
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -213,7 +214,7 @@ async def create_node(request: web.Request) -> web.Response:
     asked = handlers.ask(request)
     body = await read_json(request, BODY_LIMIT)
     obj = await nodes.create(asked.deps, asked.who, nodes.custom_id(body), body)
-    return web.json_response(FAMILY.render(asked, obj), status=201)
+    return json_response(FAMILY.render(asked, obj), status=201)
 
 
 def owned_node(request: web.Request, change: str) -> tuple[Ask, Obj]:
@@ -231,7 +232,7 @@ async def update_node(request: web.Request) -> web.Response:
     body = await read_json(request)
     SCHEMA.refuse_unknown(body)
     updated = await nodes.update(asked.deps, obj, body)
-    return web.json_response(FAMILY.render(asked, updated))
+    return json_response(FAMILY.render(asked, updated))
 
 
 @routes.delete(NODE)
@@ -254,7 +255,7 @@ async def node_action(request: web.Request) -> web.Response:
         patch = {"desiredNodeUnschedulable": "false"}
     else:
         patch = {"desiredNodeUnschedulable": "drain", "nodeDrainInput": drain_input(body)}
-    return web.json_response(FAMILY.render(asked, await nodes.desire(asked.deps, obj, patch)))
+    return json_response(FAMILY.render(asked, await nodes.desire(asked.deps, obj, patch)))
 
 
 def drain_input(body: dict[str, Any]) -> dict[str, Any]:

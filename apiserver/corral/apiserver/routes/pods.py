@@ -18,6 +18,7 @@ import aiohttp
 from aiohttp import web
 
 from corral.apiserver.http.body import read_input
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -234,7 +235,7 @@ async def pod_action(request: web.Request) -> web.Response:
     pod.where.require_write("run commands in pods")
     body = await read_input(request, EXEC_INPUT)
     result = await pods.execute(asked.deps, asked.who, pod, body)
-    return web.json_response(
+    return json_response(
         {
             "type": "podExecOutput",
             "stdout": result.stdout,

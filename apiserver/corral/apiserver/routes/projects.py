@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from corral.apiserver.http import envelope
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.resources import handlers
@@ -159,7 +160,7 @@ async def project_events(request: web.Request) -> web.Response:
         default_sort="lastTimestamp",
         newest_first=True,
     )
-    return web.json_response(body)
+    return json_response(body)
 
 
 def event_fields(event: Obj, origin: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from aiohttp import web
 from corral.apiserver.deps import caller, deps
 from corral.apiserver.http import steve
 from corral.apiserver.http.body import read_json
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.services import clusters, provisioning
 from corral.core import errors
 from corral.core.kube.informer import Obj
@@ -49,7 +50,7 @@ async def listing(request: web.Request) -> web.Response:
         lambda c: render(request, c), request.query,
         provisioning.revision(held, shown), can_create=who.is_admin,
     )  # fmt: skip
-    return web.json_response(body)
+    return json_response(body)
 
 
 def found(request: web.Request) -> Obj:
@@ -60,7 +61,7 @@ def found(request: web.Request) -> Obj:
 
 @routes.get(ITEM)
 async def get_cluster(request: web.Request) -> web.Response:
-    return web.json_response(render(request, found(request)))
+    return json_response(render(request, found(request)))
 
 
 @routes.post(TYPE)
@@ -70,7 +71,7 @@ async def create(request: web.Request) -> web.Response:
     namespace = request.match_info.get("namespace")
     body = await read_json(request)
     created = await provisioning.create(deps(request), caller(request), namespace, body)
-    return web.json_response(render(request, created), status=201)
+    return json_response(render(request, created), status=201)
 
 
 @routes.put(ITEM)
@@ -78,7 +79,7 @@ async def update_cluster(request: web.Request) -> web.Response:
     cluster = found(request)
     body = await read_json(request)
     updated = await provisioning.update(deps(request), caller(request), cluster, body)
-    return web.json_response(render(request, updated))
+    return json_response(render(request, updated))
 
 
 @routes.delete(ITEM)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from corral.apiserver.deps import base_url, deps
+from corral.apiserver.http.encoding import json_response
 
 API_VERSION = {"group": "management.svc.io", "path": "/v3", "version": "v3"}
 
@@ -19,4 +20,4 @@ async def api_root(request: web.Request) -> web.Response:
     for schema in deps(request).schemas.collections():
         links[schema.plural] = f"{base}/{schema.plural.lower()}"
     body = {"type": "apiRoot", "baseType": "apiRoot", "apiVersion": API_VERSION, "links": links}
-    return web.json_response(body, headers={"X-Api-Schemas": f"{base}/schemas"})
+    return json_response(body, headers={"X-Api-Schemas": f"{base}/schemas"})

@@ -8,6 +8,7 @@ from aiohttp import web
 
 from corral.apiserver.deps import base_url, deps
 from corral.apiserver.http import envelope
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.http.schemas import Field, Schema
 from corral.core import errors
 
@@ -39,7 +40,7 @@ async def list_schemas(request: web.Request) -> web.Response:
         request.path,
         can_create=False,
     )
-    return web.json_response(body)
+    return json_response(body)
 
 
 @routes.get("/v3/schemas/{id}")
@@ -47,4 +48,4 @@ async def get_schema(request: web.Request) -> web.Response:
     schema = deps(request).schemas.get(request.match_info["id"])
     if schema is None:
         raise errors.not_found("no such schema")
-    return web.json_response(schema.document(base_url(request)))
+    return json_response(schema.document(base_url(request)))

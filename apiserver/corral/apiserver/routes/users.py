@@ -11,6 +11,7 @@ from aiohttp import web
 
 from corral.apiserver.deps import caller, deps
 from corral.apiserver.http.body import AUTH_LIMIT, DEFAULT_LIMIT, read_input
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.http.objects import meta_fields
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
@@ -88,7 +89,7 @@ async def change_password(request: web.Request) -> web.Response:
     who = caller(request)
     body = await read_input(request, CHANGE_PASSWORD, AUTH_LIMIT)
     await users.change_password(deps(request), who, body)
-    return web.json_response({}, status=200)
+    return json_response({}, status=200)
 
 
 routes = handlers.routes(FAMILY, collection_actions={"changepassword": change_password})
@@ -102,4 +103,4 @@ async def user_action(request: web.Request) -> web.Response:
     users.may_set_password(asked.who, obj)
     body = await read_input(request, SET_PASSWORD, AUTH_LIMIT)
     await users.reset_password(asked.deps, asked.who, obj, body)
-    return web.json_response(FAMILY.render(asked, obj))
+    return json_response(FAMILY.render(asked, obj))

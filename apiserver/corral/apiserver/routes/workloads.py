@@ -13,6 +13,7 @@ from aiohttp import web
 
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import read_input
+from corral.apiserver.http.encoding import json_response
 from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.resources import handlers
@@ -151,9 +152,7 @@ async def workload_action(request: web.Request) -> web.Response:
         raise errors.Unsupported("POST on a workload needs ?action=<name>")
     workloads.may_act(found, name)
     body = await read_input(request, ROLLBACK if name == "rollback" else name)
-    return web.json_response(
-        FAMILY.render(asked, await workloads.act(asked.deps, found, name, body))
-    )
+    return json_response(FAMILY.render(asked, await workloads.act(asked.deps, found, name, body)))
 
 
 @routes.get(WORKLOADS + "/{id}/revisions")
@@ -176,7 +175,7 @@ async def list_revisions(request: web.Request) -> web.Response:
         newest_first=True,
     )
     body["links"] = {"self": revisions_url}
-    return web.json_response(body)
+    return json_response(body)
 
 
 def _revision_fields(rs: Obj, current: str | None) -> dict[str, Any]:

@@ -52,7 +52,7 @@ def listed(deps: Deps, who: Caller) -> list[TokenRecord]:
     return [
         record
         for obj in deps.stores.tokens.by_index("user", who.user_id)
-        if not (record := TokenRecord.from_object(obj)).is_system
+        if not (record := deps.stores.token_record(obj)).is_system
     ]
 
 
@@ -62,7 +62,7 @@ def own(deps: Deps, who: Caller, name: str) -> TokenRecord | None:
     obj = deps.stores.tokens.get(name)
     if obj is None:
         return None
-    record = TokenRecord.from_object(obj)
+    record = deps.stores.token_record(obj)
     return None if record.user_id != who.user_id or record.is_system else record
 
 
@@ -215,7 +215,7 @@ async def revoke_all(deps: Deps, who: Caller) -> None:
 async def end_sessions(deps: Deps, user_id: str, keep: str) -> None:
     """A new password ends the user's other login sessions; API tokens stay valid."""
     for obj in deps.stores.tokens.by_index("user", user_id):
-        record = TokenRecord.from_object(obj)
+        record = deps.stores.token_record(obj)
         if record.is_session and record.name != keep:
             await revoke(deps, record.name)
 

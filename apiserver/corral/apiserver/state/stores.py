@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import OrderedDict
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lightkube import AsyncClient, operators
 from lightkube.resources.core_v1 import Secret
@@ -15,9 +16,13 @@ from corral.core import settings
 from corral.core.api import drivers, names
 from corral.core.api.names import INDEX_TOKEN_KEY, LABEL_TOKEN_USER
 from corral.core.auth import hashing, ownership, principals
+from corral.core.auth.tokens import TokenRecord
 from corral.core.kube import kinds, user_attributes
 from corral.core.kube.informer import Informer, Obj
 from corral.core.provisioning import catalog, v1
+
+# Parsed token records kept: every token of a large installation, in a few MiB.
+MAX_RECORDS = 20_000
 
 
 def _token_user(obj: Obj) -> list[str]:
@@ -110,6 +115,8 @@ class Stores:
     registration_tokens: Informer
     # The values of the registration tokens (their Secrets in svc-system).
     registration_values: Informer
+    # Token records by the name and resourceVersion they were parsed from (`token_record`).
+    _records: OrderedDict[tuple[str, str], TokenRecord] = field(default_factory=OrderedDict)
 
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
@@ -210,6 +217,24 @@ class Stores:
             if candidate["metadata"]["name"] == name:
                 return candidate
         return self.tokens.get(name)
+
+    def token_record(self, obj: Obj) -> TokenRecord:
+        """The token object's record, parsed once per version of the object, not per request
+        (the most recently used `MAX_RECORDS` are kept)."""
+        meta = obj["metadata"]
+        key = (meta["name"], meta.get("resourceVersion", ""))
+        record = self._records.get(key)
+        if record is None or not key[1]:
+            record = self._records[key] = TokenRecord.from_object(obj)
+            while len(self._records) > MAX_RECORDS:
+                self._records.popitem(last=False)
+        self._records.move_to_end(key)
+        return record
+
+    def token_version(self, name: str) -> str | None:
+        """The resourceVersion of token `name` as cached; None when there is no such token."""
+        found = self.tokens.get(name)
+        return found["metadata"].get("resourceVersion") if found else None
 
     def number(self, name: str) -> float:
         # A bad value stored by hand must not lock everyone out; the default applies.

@@ -145,10 +145,27 @@ def check(
     `user_active` is None when the user does not exist (or is being deleted), False when the
     user is disabled. `last_activity` is the latest use known to this process.
     """
+    return standing(verified(record, key), user_active, last_activity, policy, now)
+
+
+def verified(record: TokenRecord | None, key: str) -> TokenRecord:
+    """The first half of `check`: the token exists and `key` is its key."""
     if record is None:
         raise AuthFailure(404, MSG_NOT_FOUND)
     if not hashing.verify(record.stored, key):
         raise AuthFailure(422, MSG_INVALID)
+    return record
+
+
+def standing(
+    record: TokenRecord,
+    user_active: bool | None,
+    last_activity: datetime.datetime | None,
+    policy: Policy,
+    now: datetime.datetime,
+) -> TokenRecord:
+    """The second half of `check`, for a token whose key is verified: what the clock, the
+    settings and its user say of it now. Nothing here may be remembered between requests."""
     if record.expired(now):
         raise AuthFailure(410, MSG_EXPIRED)
     if record.is_session and ttl.is_idle(last_activity or record.created, policy.idle_minutes, now):

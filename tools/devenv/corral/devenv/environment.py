@@ -414,9 +414,10 @@ class Environment:
         wait_for("corral operator liveness", lambda: v3.http_ok(self.operator_liveness, None),
                  CORRAL_TIMEOUT, [new])  # fmt: skip
 
-    def add_apiserver_replica(self) -> str:
-        """Start one more API server replica on a free port and return its URL."""
-        url = self._start_apiserver(free_port())
+    def add_apiserver_replica(self, workers: int = 1) -> str:
+        """Start one more API server replica on a free port, serving with `workers` processes,
+        and return its URL."""
+        url = self._start_apiserver(free_port(), workers)
         self._replicas[url] = self.corral[-1]
         return url
 
@@ -426,11 +427,17 @@ class Environment:
         replica.stop()
         self.corral.remove(replica)
 
-    def _start_apiserver(self, port: int) -> str:
+    def apiserver_replica(self, url: str) -> Process:
+        """The process of a replica add_apiserver_replica() started (with several workers,
+        their supervisor)."""
+        return self._replicas[url]
+
+    def _start_apiserver(self, port: int, workers: int = 1) -> str:
         replicas = sum(p.name.startswith("apiserver") for p in self.corral)
         name = "apiserver" if replicas == 0 else f"apiserver-{replicas + 1}"
         env = {**self._corral_env, "CORRAL_LISTEN": f"{self._api_host}:{port}"}
-        process = Process(name, [sys.executable, "-m", "corral.apiserver"],
+        command = [sys.executable, "-m", "corral.apiserver", "--workers", str(workers)]
+        process = Process(name, command,
                           self.root / "logs" / f"{name}.log", env=env)  # fmt: skip
         self.corral.append(process)
         url = f"https://{self._api_host}:{port}"
