@@ -106,6 +106,17 @@ def proxied_cluster(request: web.Request) -> str | None:
 def authenticate(
     request: web.Request, stores: Stores, activity: ActivityTracker, now: datetime.datetime
 ) -> Principal:
+    who = verified(request, stores, activity, now)
+    activity.touch(who.token.name, now)
+    return who
+
+
+def verified(
+    request: web.Request, stores: Stores, activity: ActivityTracker, now: datetime.datetime
+) -> Principal:
+    """Who the request's credential names, as `authenticate` finds them, without counting
+    this as the session's activity: what a long-lived stream asks again while it is open (a
+    subscription open in a tab keeps no session from going idle)."""
     value, via_cookie = credential(request)
     if not value:
         raise ApiError(401, "Unauthorized", MSG_MISSING)
@@ -124,7 +135,6 @@ def authenticate(
         raise ApiError(401, "Unauthorized", "must authenticate, provider disabled")
     if token.cluster_name and proxied_cluster(request) != token.cluster_name:
         raise ApiError(401, "Unauthorized", f"token is valid only for cluster {token.cluster_name}")
-    activity.touch(token.name, now)
     user = token.user_id
     return Principal(user, token, via_cookie, stores.is_admin(user), stores.groups(user))
 
