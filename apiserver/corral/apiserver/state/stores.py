@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lightkube import AsyncClient, operators
 from lightkube.resources.core_v1 import Secret
 
+from corral.apiserver.state.changes import Changes
 from corral.core import settings
 from corral.core.api import drivers, names
 from corral.core.api.names import INDEX_TOKEN_KEY, LABEL_TOKEN_USER
@@ -110,17 +111,23 @@ class Stores:
     registration_tokens: Informer
     # The values of the registration tokens (their Secrets in svc-system).
     registration_values: Informer
+    # What the caches below publish to `GET /v3/subscribe`.
+    changes: Changes = field(default_factory=Changes)
 
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
+        changes = Changes()
         return cls(
+            changes=changes,
             tokens=Informer(
                 client, kinds.Token, {"user": _token_user, INDEX_TOKEN_KEY: _token_key}
             ),
             users=Informer(client, kinds.User, {"username": _username, "principal": _principals}),
             bindings=Informer(client, kinds.GlobalRoleBinding, {"user": _binding_user}),
             settings=Informer(client, kinds.Setting),
-            clusters=Informer(client, kinds.Cluster, {"v1": _v1_name}),
+            clusters=Informer(
+                client, kinds.Cluster, {"v1": _v1_name}, on_change=changes.hook("clusters")
+            ),
             nodes=Informer(
                 client, kinds.Node, {"cluster": _namespace, "template": _template}, namespace="*"
             ),
