@@ -33,6 +33,7 @@ from corral.apiserver.routes import (
     clusterroletemplatebindings,
     clusters,
     connect,
+    console,
     globalrolebindings,
     health,
     login,
@@ -72,7 +73,7 @@ ROUTE_MODULES = [
     nodes, proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
     workloads, pods, secrets, namespacedsecrets, nodedrivers, nodetemplates, cloudcredentials,
     nodepools, authproviders, authconfigs, provisioningclusters, clusterregistrationtokens,
-    connect, subscribe,
+    connect, console, subscribe,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,

@@ -33,12 +33,14 @@ SESSION_COOKIE = "R_SESS"
 CSRF_COOKIE = "CSRF"
 CSRF_HEADER = "X-API-CSRF"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
-PUBLIC_PREFIXES = ("/healthz", "/readyz", "/v3-public/", "/assets/")
+# The console's files are public: the page signs in through the API itself (routes.console).
+PUBLIC_PREFIXES = ("/healthz", "/readyz", "/v3-public/", "/assets/", "/static/")
 # What a machine that has no user reaches: the node installer and corral's CA (public, as
 # Rancher's), and registration, which checks the registration token it carries itself
-# (routes.connect). Exact paths: nothing else under /v3/connect is let past.
+# (routes.connect); and the console's page. Exact paths: nothing else under /v3/connect is let
+# past.
 PUBLIC_PATHS = frozenset(
-    {"/cacerts", "/v3/connect/install.sh", "/v3/connect/uninstall.sh", "/v3/connect/register"}
+    {"/", "/cacerts", "/v3/connect/install.sh", "/v3/connect/uninstall.sh", "/v3/connect/register"}
 )
 # The Kubernetes API of one cluster through corral: the only routes a token scoped to a
 # cluster (every kubeconfig token) is good for.
