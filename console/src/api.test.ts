@@ -23,10 +23,14 @@ describe("errorOf", () => {
     expect(error.message).toBe("502 Bad Gateway");
     expect(error.code).toBe("");
   });
-  it("says a 401 or a 410 ends the session, and a 403 does not", () => {
-    expect(new ApiError(401, "", "").sessionEnded).toBe(true);
-    expect(new ApiError(410, "", "").sessionEnded).toBe(true);
-    expect(new ApiError(403, "", "").sessionEnded).toBe(false);
+  it("says the credential's failures end the session, and other refusals do not", () => {
+    expect(new ApiError(401, "Unauthorized", "must authenticate").sessionEnded).toBe(true);
+    expect(new ApiError(410, "Gone", "must authenticate, expired").sessionEnded).toBe(true);
+    expect(new ApiError(422, "InvalidToken", "invalid auth token value").sessionEnded).toBe(true);
+    expect(new ApiError(404, "NotFound", "token not found").sessionEnded).toBe(true);
+    expect(new ApiError(404, "NotFound", "cluster c-1 not found").sessionEnded).toBe(false);
+    expect(new ApiError(422, "MissingRequired", "name is required").sessionEnded).toBe(false);
+    expect(new ApiError(403, "PermissionDenied", "no").sessionEnded).toBe(false);
   });
 });
 

@@ -4,6 +4,7 @@
 
 export const CSRF_COOKIE = "CSRF";
 export const CSRF_HEADER = "X-API-CSRF";
+const TOKEN_GONE = "token not found";
 
 /** An answer of the API that is not a success, with the API's own words. */
 export class ApiError extends Error {
@@ -19,9 +20,13 @@ export class ApiError extends Error {
     this.fieldName = fieldName;
   }
 
-  /** Whether the session is over (expired, idle, logged out elsewhere): sign in again. */
+  /** Whether the credential is no good any more (expired, idle, logged out, deleted, its user
+   * disabled): sign in again. The API's answers for these (docs/api.md, "Authentication"): 401,
+   * 410, 422 InvalidToken, and 404 "token not found" for a token that is gone. */
   get sessionEnded(): boolean {
-    return this.status === 401 || this.status === 410;
+    if (this.status === 401 || this.status === 410) return true;
+    if (this.status === 422) return this.code === "InvalidToken";
+    return this.status === 404 && this.message === TOKEN_GONE;
   }
 }
 

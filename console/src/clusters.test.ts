@@ -30,6 +30,10 @@ describe("toRow", () => {
   it("lists as problems only the conditions a healthy cluster does not have", () => {
     expect(toRow(demo).problems.map((c) => c.type)).toEqual(["NoDiskPressure"]);
   });
+  it("counts no pods for a cluster with capacity and nothing requested", () => {
+    const row = toRow({ id: "c-idle", status: { capacity: { pods: "110" }, requested: {} } });
+    expect([row.pods, row.podCapacity]).toEqual([0, 110]);
+  });
   it("shows no counts a cluster has not reported", () => {
     const row = toRow({ id: "c-new" });
     expect([row.name, row.nodes, row.pods, row.version]).toEqual(["c-new", null, null, ""]);

@@ -66,7 +66,8 @@ export function toRow(cluster: V3Cluster): ClusterRow {
     version: status.version?.gitVersion ?? "",
     driver: cluster.driver ?? "",
     nodes: status.nodeCount ?? null,
-    pods: count(status.requested?.pods),
+    // A cluster with capacity but no pods requested has none running (requested sums them).
+    pods: count(status.requested?.pods) ?? (status.capacity ? 0 : null),
     podCapacity: count(status.capacity?.pods),
     conditions,
     problems: conditions.filter((c) => !healthy(c)),

@@ -6,6 +6,7 @@ import sys
 
 from tests.bench import (
     auth,
+    console,
     devenv,
     podmemory,
     pools,
@@ -28,6 +29,7 @@ BENCHMARKS = {
     "podmemory": podmemory.main,
     "pools": pools.main,
     "provisioning": provisioning.main,
+    "console": console.main,
 }
 
 
