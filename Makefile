@@ -10,18 +10,18 @@ DEVKUBE := tools/devkube/bin/devkube
 ##@ Everyday
 
 .PHONY: run
-run: $(STAMP) devkube netbins ## Start the clusters (a provisioned one with a real worker as root), operator and API server; Ctrl-C stops all
+run: $(STAMP) devkube netbins console ## Start the clusters (a provisioned one with a real worker as root), operator, API server and console; Ctrl-C stops all
 	$(PY) -m corral.devenv run
 
 .PHONY: test
-test: lint-imports test-unit test-contract test-e2e ## Layering contracts, unit, contract, then end-to-end tests
+test: lint-imports test-console test-unit test-contract test-e2e ## Layering contracts, console, unit, contract, then end-to-end tests
 
 .PHONY: test-unit
 test-unit: $(STAMP) devkube ## Unit tests only (no cluster; under a minute; helm from devkube lints the chart)
 	$(PY) -m pytest tests/unit
 
 .PHONY: test-contract
-test-contract: $(STAMP) devkube ## The API in-process against a real kube-apiserver, no operator (seconds per family)
+test-contract: $(STAMP) devkube console ## The API in-process against a real kube-apiserver, no operator (seconds per family)
 	$(PY) -m pytest tests/contract
 
 # The e2e tests wait on clusters far more than they compute (about half a core of two), so two
@@ -30,7 +30,7 @@ test-contract: $(STAMP) devkube ## The API in-process against a real kube-apiser
 E2E_WORKERS ?= 2
 
 .PHONY: test-e2e
-test-e2e: $(STAMP) devkube netbins node-deps keycloak s3server ## End-to-end tests (starts its own control planes)
+test-e2e: $(STAMP) devkube netbins node-deps browser-deps console keycloak s3server ## End-to-end tests (starts its own control planes)
 	$(PY) -m pytest tests/e2e --durations=15 -n $(E2E_WORKERS)
 
 .PHONY: lint
@@ -79,19 +79,54 @@ netbins: ## Build flanneld, kube-router and the CNI plugins real machines use (c
 NODE_PACKAGES := containerd runc containernetworking-plugins iptables ipset umoci busybox-static \
   debootstrap catatonit openssh-server
 
-.PHONY: node-deps
-node-deps: ## Install the Debian packages real nodes and the image build need (when missing)
-	@missing=$$(for p in $(NODE_PACKAGES); do \
+# $(call apt-install,target,what needs them,packages): install the Debian packages missing.
+define apt-install
+	@missing=$$(for p in $(3); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
 	done); \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(uname -s)" != Linux ] || ! command -v apt-get >/dev/null; then \
-	  echo "node-deps: real nodes need Debian/Ubuntu Linux with: $$missing" >&2; exit 1; fi; \
+	  echo "$(1): $(2) need Debian/Ubuntu Linux with: $$missing" >&2; exit 1; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
-	  echo "node-deps: run as root, or install: apt-get install $$missing" >&2; exit 1; fi; \
-	echo "node-deps: installing $$missing"; \
+	  echo "$(1): run as root, or install: apt-get install $$missing" >&2; exit 1; fi; \
+	echo "$(1): installing $$missing"; \
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends $$missing >/dev/null
+endef
+
+.PHONY: node-deps
+node-deps: ## Install the Debian packages real nodes and the image build need (when missing)
+	$(call apt-install,node-deps,real nodes,$(NODE_PACKAGES))
+
+# The browser the console's tests drive (Playwright's own browser downloads are not used).
+BROWSER_PACKAGES := chromium
+
+.PHONY: browser-deps
+browser-deps: ## Install Debian's Chromium for the console's browser tests (when missing)
+	$(call apt-install,browser-deps,the console's browser tests,$(BROWSER_PACKAGES))
+
+# The console's sources: a build is redone only when one changes.
+CONSOLE_BUILT := apiserver/corral/apiserver/webconsole/index.html
+CONSOLE_SOURCES := $(shell find console/src -type f 2>/dev/null) \
+  console/index.html console/vite.config.ts console/tsconfig.json console/package-lock.json
+CONSOLE_MODULES := console/node_modules/.installed
+
+.PHONY: console
+console: $(CONSOLE_BUILT) ## Build the web console into the API server's package (npm, cached)
+
+.PHONY: test-console
+test-console: $(CONSOLE_MODULES) ## The console's lint (eslint, tsc) and unit tests (vitest)
+	cd console && npm run --silent lint && npm test --silent
+
+$(CONSOLE_BUILT): $(CONSOLE_MODULES) $(CONSOLE_SOURCES)
+	cd console && npm run --silent build
+
+# `npm ci` installs exactly the lock (npm's own cache makes a repeat quick); skipped while
+# node_modules is newer than the lock.
+$(CONSOLE_MODULES): console/package-lock.json
+	@command -v npm >/dev/null || { echo "console: Node.js 20.19 or later with npm is needed" >&2; exit 1; }
+	cd console && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 .PHONY: keycloak
 keycloak: $(STAMP) ## Keycloak (the OIDC provider of the e2e tests) into ~/.cache/corral (177 MB once)
@@ -102,7 +137,7 @@ s3server: $(STAMP) ## moto's S3 server (the S3 target of the e2e tests) in a vir
 	$(PY) -m corral.devenv.s3server fetch
 
 .PHONY: image
-image: $(STAMP) node-deps ## corral's OCI image, no registry or Docker (cached; a no-op when unchanged)
+image: $(STAMP) node-deps console ## corral's OCI image, no registry or Docker (cached; a no-op when unchanged)
 	tools/image/build.sh
 
 .PHONY: venv
@@ -117,7 +152,7 @@ $(STAMP): pyproject.toml
 .PHONY: clean
 clean: ## Remove the virtualenv, the devkube and netbins links and local state (.corral)
 	rm -rf $(VENV) tools/devkube/bin tools/netbins/bin .corral .pytest_cache .mypy_cache .ruff_cache \
-	  .import_linter_cache
+	  .import_linter_cache console/node_modules apiserver/corral/apiserver/webconsole
 
 .PHONY: help
 help: ## This list

@@ -6,6 +6,7 @@ import sys
 
 from tests.bench import (
     auth,
+    console,
     devenv,
     machines,
     podmemory,
@@ -30,6 +31,7 @@ BENCHMARKS = {
     "pools": pools.main,
     "provisioning": provisioning.main,
     "machines": machines.main,
+    "console": console.main,
 }
 
 

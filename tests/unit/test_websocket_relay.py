@@ -13,8 +13,7 @@ import pytest
 from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestServer
 
-from corral.apiserver.http.websockets import close_code, relay
-from corral.apiserver.routes.proxy import same_origin
+from corral.apiserver.http.websockets import close_code, relay, same_origin
 
 Upstream = Callable[[web.WebSocketResponse], Awaitable[None]]
 

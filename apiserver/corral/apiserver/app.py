@@ -24,6 +24,7 @@ from corral.apiserver.http import errors, serving
 from corral.apiserver.http.schemas import Registry
 from corral.apiserver.middleware import auth_middleware, rate_limit_headers
 from corral.apiserver.readiness import Readiness
+from corral.apiserver.resources.subscriptions import SUBSCRIBABLE
 from corral.apiserver.routes import (
     assets,
     authconfigs,
@@ -33,6 +34,7 @@ from corral.apiserver.routes import (
     clusterroletemplatebindings,
     clusters,
     connect,
+    console,
     globalrolebindings,
     health,
     login,
@@ -51,6 +53,7 @@ from corral.apiserver.routes import (
     schemas,
     secrets,
     settings,
+    subscribe,
     tokens,
     users,
     workloads,
@@ -71,7 +74,7 @@ ROUTE_MODULES = [
     nodes, proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
     workloads, pods, secrets, namespacedsecrets, nodedrivers, nodetemplates, cloudcredentials,
     nodepools, authproviders, authconfigs, provisioningclusters, clusterregistrationtokens,
-    connect,
+    connect, console, subscribe,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
@@ -127,6 +130,7 @@ def create_app(
         throttle=LoginThrottle(throttle),
         readiness=Readiness(),
     )
+    app[SUBSCRIBABLE] = {s.resource_type: s for s in (clusters.SUBSCRIBABLE,)}
     for module in ROUTE_MODULES:
         app.add_routes(module.routes)
     app.cleanup_ctx.append(_background)

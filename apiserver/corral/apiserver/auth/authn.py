@@ -35,12 +35,14 @@ SESSION_COOKIE = "R_SESS"
 CSRF_COOKIE = "CSRF"
 CSRF_HEADER = "X-API-CSRF"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
-PUBLIC_PREFIXES = ("/healthz", "/readyz", "/v3-public/", "/assets/")
+# The console's files are public: the page signs in through the API itself (routes.console).
+PUBLIC_PREFIXES = ("/healthz", "/readyz", "/v3-public/", "/assets/", "/static/")
 # What a machine that has no user reaches: the node installer and corral's CA (public, as
 # Rancher's), and registration, which checks the registration token it carries itself
-# (routes.connect). Exact paths: nothing else under /v3/connect is let past.
+# (routes.connect); and the console's page. Exact paths: nothing else under /v3/connect is let
+# past.
 PUBLIC_PATHS = frozenset(
-    {"/cacerts", "/v3/connect/install.sh", "/v3/connect/uninstall.sh", "/v3/connect/register"}
+    {"/", "/cacerts", "/v3/connect/install.sh", "/v3/connect/uninstall.sh", "/v3/connect/register"}
 )
 # The Kubernetes API of one cluster through corral: the only routes a token scoped to a
 # cluster (every kubeconfig token) is good for.
@@ -124,6 +126,21 @@ def authenticate(
     known: VerifiedTokens,
     now: datetime.datetime,
 ) -> Principal:
+    who = identify(request, stores, activity, known, now)
+    activity.touch(who.token.name, now)
+    return who
+
+
+def identify(
+    request: web.Request,
+    stores: Stores,
+    activity: ActivityTracker,
+    known: VerifiedTokens,
+    now: datetime.datetime,
+) -> Principal:
+    """Who the request's credential names, as `authenticate` finds them, without counting
+    this as the session's activity: what a long-lived stream asks again while it is open (a
+    subscription open in a tab keeps no session from going idle)."""
     value, via_cookie = credential(request)
     if not value:
         raise ApiError(401, "Unauthorized", MSG_MISSING)
@@ -141,7 +158,6 @@ def authenticate(
         raise ApiError(401, "Unauthorized", "must authenticate, provider disabled")
     if token.cluster_name and proxied_cluster(request) != token.cluster_name:
         raise ApiError(401, "Unauthorized", f"token is valid only for cluster {token.cluster_name}")
-    activity.touch(token.name, now)
     user = token.user_id
     return Principal(user, token, via_cookie, stores.is_admin(user), stores.groups(user))
 

@@ -75,9 +75,10 @@ class _Runner(web.AppRunner):
 
 async def set_response_headers(request: web.Request, response: web.StreamResponse) -> None:
     """Every answer: no version banner, and never cached (bodies carry per-user data and, on
-    login and token creation, credentials)."""
+    login and token creation, credentials) unless its handler chose otherwise (the console's
+    static files, the same for everyone)."""
     response.headers["Server"] = SERVER_NAME
-    response.headers["Cache-Control"] = "no-store"
+    response.headers.setdefault("Cache-Control", "no-store")
 
 
 def listen(host: str, port: int) -> socket.socket:

@@ -1,4 +1,9 @@
-"""Relaying one WebSocket to another, message by message, until either side closes.
+"""WebSocket handshakes corral accepts, and relaying one WebSocket to another, message by
+message, until either side closes.
+
+A handshake authenticated by the session cookie must come from a page of corral's own origin:
+a browser sends the cookie with a WebSocket opened by any site's page, and a handshake carries
+no CSRF header, so the Origin is what tells corral's console from another site.
 
 Pings and pongs are relayed too (neither side answers them itself), so a client's heartbeat
 measures the whole path, not only its hop to corral. The first side to close closes the other
@@ -15,10 +20,48 @@ import asyncio
 import logging
 
 from aiohttp import ClientWebSocketResponse, WSCloseCode, WSMsgType, web
+from yarl import URL
+
+from corral.apiserver.http.errors import ApiError
+from corral.core import errors
 
 log = logging.getLogger(__name__)
 
 Socket = web.WebSocketResponse | ClientWebSocketResponse
+
+
+def check_handshake(request: web.Request, via_cookie: bool, own_origin: str) -> None:
+    """400 for a request that is no WebSocket handshake; 403 for one authenticated by the
+    session cookie from another origin than `own_origin` (corral's external URL), or none."""
+    if not web.WebSocketResponse(protocols=offered_protocols(request)).can_prepare(request).ok:
+        raise ApiError(400, "BadRequest", "not a valid WebSocket handshake")
+    if not via_cookie:
+        return  # a token is no ambient credential: any origin, or none (kubectl), may send it
+    origin = request.headers.get("Origin")
+    if origin is None:
+        # A browser always sends one; a cookie without it is no page of corral's.
+        raise errors.forbidden("a WebSocket opened with the session cookie must carry corral's "
+                               "Origin")  # fmt: skip
+    if not same_origin(origin, own_origin):
+        raise errors.forbidden(f"WebSocket from a foreign origin: {origin}")
+
+
+def same_origin(origin: str, own: str) -> bool:
+    theirs, ours = URL(origin), URL(own)
+    return theirs.host is not None and (theirs.scheme, theirs.host, theirs.port) == (
+        ours.scheme,
+        ours.host,
+        ours.port,
+    )
+
+
+def offered_protocols(request: web.Request) -> list[str]:
+    return [
+        protocol.strip()
+        for value in request.headers.getall("Sec-WebSocket-Protocol", [])
+        for protocol in value.split(",")
+        if protocol.strip()
+    ]
 
 
 # Relays under way: the event loop keeps only weak references to tasks.

@@ -22,6 +22,7 @@ from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
 from corral.apiserver.resources.scoped import cluster_link, scoped_id, seen_by_members
+from corral.apiserver.resources.subscriptions import Subscribable
 from corral.apiserver.services import clusters, etcdbackups, tokens
 from corral.apiserver.services import rotation as rotating
 from corral.apiserver.services.clusterspec import (
@@ -262,6 +263,11 @@ FAMILY = Family[Obj](
         ("GET", "PUT") if name_of(obj) == names.LOCAL_CLUSTER else SCHEMA.resource_methods
     ),
     body_as_sent=True,
+)
+
+# `GET /v3/subscribe`: a cluster's changes go to whoever `find` would show it to.
+SUBSCRIBABLE = Subscribable(
+    FAMILY, cache="clusters", sees=lambda ask, obj: ask.who.access.sees_cluster(name_of(obj))
 )
 
 BACKUP_SCHEMA = Schema(

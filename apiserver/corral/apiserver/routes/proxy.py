@@ -117,7 +117,7 @@ async def proxy(request: web.Request) -> web.StreamResponse:
     upgrade = request.headers.get("Upgrade")
     websocket = upgrade is not None and upgrade.lower() == "websocket"
     if websocket:
-        check_websocket(request, who.principal, held.external_url)
+        websockets.check_handshake(request, who.principal.via_cookie, held.external_url)
     connection = await held.connections.connection(cluster)
     url = upstream_url(request, connection.credential)
     session = connection.session()
@@ -162,38 +162,6 @@ def kept(headers: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in headers.items() if k.lower() not in DROPPED_RESPONSE}
 
 
-def check_websocket(request: web.Request, who: Principal, own_origin: str) -> None:
-    if not web.WebSocketResponse(protocols=offered_protocols(request)).can_prepare(request).ok:
-        raise ApiError(400, "BadRequest", "not a valid WebSocket handshake")
-    if not who.via_cookie:
-        return  # a token is no ambient credential: any origin, or none (kubectl), may send it
-    origin = request.headers.get("Origin")
-    if origin is None:
-        # A browser always sends one; a cookie without it is no page of corral's.
-        raise errors.forbidden("a WebSocket opened with the session cookie must carry corral's "
-                               "Origin")  # fmt: skip
-    if not same_origin(origin, own_origin):
-        raise errors.forbidden(f"WebSocket from a foreign origin: {origin}")
-
-
-def same_origin(origin: str, own: str) -> bool:
-    theirs, ours = URL(origin), URL(own)
-    return theirs.host is not None and (theirs.scheme, theirs.host, theirs.port) == (
-        ours.scheme,
-        ours.host,
-        ours.port,
-    )
-
-
-def offered_protocols(request: web.Request) -> list[str]:
-    return [
-        protocol.strip()
-        for value in request.headers.getall("Sec-WebSocket-Protocol", [])
-        for protocol in value.split(",")
-        if protocol.strip()
-    ]
-
-
 async def relay_websocket(
     request: web.Request, who: Principal, cluster: str, session: aiohttp.ClientSession, url: URL
 ) -> web.StreamResponse:
@@ -201,7 +169,7 @@ async def relay_websocket(
         async with asyncio.timeout(HANDSHAKE_TIMEOUT):
             upstream = await session.ws_connect(
                 url,
-                protocols=offered_protocols(request),
+                protocols=websockets.offered_protocols(request),
                 params=request.query,
                 headers=forwarded_headers(request, who, DROPPED_REQUEST | DROPPED_UPGRADE),
                 autoping=False,

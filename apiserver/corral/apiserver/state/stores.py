@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from lightkube import AsyncClient, operators
 from lightkube.resources.core_v1 import Secret
 
+from corral.apiserver.state.changes import Changes
 from corral.core import settings
 from corral.core.api import drivers, names
 from corral.core.api.names import INDEX_TOKEN_KEY, LABEL_TOKEN_USER
@@ -117,17 +118,23 @@ class Stores:
     registration_values: Informer
     # Token records by the name and resourceVersion they were parsed from (`token_record`).
     _records: OrderedDict[tuple[str, str], TokenRecord] = field(default_factory=OrderedDict)
+    # What the caches below publish to `GET /v3/subscribe`.
+    changes: Changes = field(default_factory=Changes)
 
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
+        changes = Changes()
         return cls(
+            changes=changes,
             tokens=Informer(
                 client, kinds.Token, {"user": _token_user, INDEX_TOKEN_KEY: _token_key}
             ),
             users=Informer(client, kinds.User, {"username": _username, "principal": _principals}),
             bindings=Informer(client, kinds.GlobalRoleBinding, {"user": _binding_user}),
             settings=Informer(client, kinds.Setting),
-            clusters=Informer(client, kinds.Cluster, {"v1": _v1_name}),
+            clusters=Informer(
+                client, kinds.Cluster, {"v1": _v1_name}, on_change=changes.hook("clusters")
+            ),
             nodes=Informer(
                 client, kinds.Node, {"cluster": _namespace, "template": _template}, namespace="*"
             ),

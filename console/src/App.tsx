@@ -1,0 +1,117 @@
+import { useEffect, useState } from "preact/hooks";
+
+import { onSessionEnded } from "./api";
+import { ClusterList } from "./ClusterList";
+import { SignIn } from "./SignIn";
+import { signOut, whoAmI, type User } from "./session";
+import { applyTheme, currentTheme, type Theme } from "./theme";
+
+type View =
+  | { kind: "loading" }
+  | { kind: "signed-out"; notice: string }
+  | { kind: "signed-in"; user: User };
+
+export const ENDED_NOTICE = "Your session has ended. Sign in again to continue.";
+
+export function App() {
+  const [view, setView] = useState<View>({ kind: "loading" });
+
+  const check = async (notice: string) => {
+    try {
+      const user = await whoAmI();
+      setView(user ? { kind: "signed-in", user } : { kind: "signed-out", notice });
+    } catch {
+      setView({ kind: "signed-out", notice: "corral cannot be reached; try again shortly." });
+    }
+  };
+
+  useEffect(() => {
+    void check("");
+    return onSessionEnded(() => {
+      setView((current) =>
+        current.kind === "signed-in" ? { kind: "signed-out", notice: ENDED_NOTICE } : current,
+      );
+    });
+  }, []);
+
+  if (view.kind === "loading") {
+    return (
+      <p class="loading" role="status">
+        Loading…
+      </p>
+    );
+  }
+  if (view.kind === "signed-out") {
+    return <SignIn notice={view.notice} onSignedIn={() => void check("")} />;
+  }
+  return (
+    <Shell
+      user={view.user}
+      onSignedOut={() => {
+        setView({ kind: "signed-out", notice: "You have signed out." });
+      }}
+    />
+  );
+}
+
+function Shell({ user, onSignedOut }: { user: User; onSignedOut: () => void }) {
+  const [theme, setTheme] = useState<Theme>(currentTheme);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState("");
+
+  const leave = async () => {
+    setBusy(true);
+    try {
+      await signOut();
+      onSignedOut();
+    } catch (failure) {
+      setError(failure instanceof Error ? failure.message : String(failure));
+      setBusy(false);
+    }
+  };
+
+  const toggleTheme = () => {
+    const next: Theme = theme === "dark" ? "light" : "dark";
+    applyTheme(next, true);
+    setTheme(next);
+  };
+
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="topbar">
+        <span class="brand">corral</span>
+        <nav aria-label="Main">
+          <a href="#/clusters" aria-current="page">
+            Clusters
+          </a>
+        </nav>
+        <span class="spacer-flex" />
+        <button
+          type="button"
+          class="ghost"
+          aria-pressed={theme === "dark"}
+          onClick={toggleTheme}
+        >
+          Dark theme
+        </button>
+        <span class="user" data-testid="user">
+          {user.name || user.username}
+        </span>
+        <button type="button" onClick={() => void leave()} disabled={busy}>
+          {busy ? "Signing out…" : "Sign out"}
+        </button>
+      </header>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      <main id="main" tabIndex={-1}>
+        <ClusterList />
+      </main>
+    </>
+  );
+}

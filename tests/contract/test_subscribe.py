@@ -1,0 +1,227 @@
+"""`GET /v3/subscribe`: change events over a WebSocket, each only to a caller who may see the
+object, the handshake's refusals, and a socket closed when its session ends."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestClient
+from lightkube import AsyncClient
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.types import PatchType
+
+from corral.core.api import ids
+from corral.core.kube import kinds
+
+from .client import error, eventually
+from .conftest import EXTERNAL_URL, Person
+
+EVENT_WAIT = 10.0
+
+
+class Events:
+    """What one subscriber's socket received, read in the background."""
+
+    def __init__(self, socket: aiohttp.ClientWebSocketResponse) -> None:
+        self.socket = socket
+        self.seen: list[dict[str, Any]] = []
+        self._arrived = asyncio.Condition()
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        async for message in self.socket:
+            if message.type == aiohttp.WSMsgType.TEXT:
+                async with self._arrived:
+                    self.seen.append(json.loads(message.data))
+                    self._arrived.notify_all()
+
+    async def first(self, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """The first event `match` accepts, awaited."""
+        async with asyncio.timeout(EVENT_WAIT), self._arrived:
+            await self._arrived.wait_for(lambda: any(match(e) for e in self.seen))
+        return next(e for e in self.seen if match(e))
+
+    def about(self, cluster_id: str) -> list[dict[str, Any]]:
+        return [e for e in self.seen if (e.get("data") or {}).get("id") == cluster_id]
+
+    async def closed(self) -> int | None:
+        async with asyncio.timeout(EVENT_WAIT):
+            await self._reader
+        return self.socket.close_code
+
+
+@asynccontextmanager
+async def subscribed(
+    client: TestClient[Any, Any], person: Person, query: str = "resourceTypes=cluster"
+) -> AsyncIterator[Events]:
+    headers = {"Authorization": f"Bearer {person.api.token}"}
+    async with client.ws_connect(f"/v3/subscribe?{query}", headers=headers) as socket:
+        events = Events(socket)
+        yield events
+
+
+async def new_cluster(kube: AsyncClient, name: str) -> str:
+    cluster_id = ids.generate("c")
+    spec = {"displayName": name, "driver": "imported"}
+    await kube.create(kinds.Cluster(metadata=ObjectMeta(name=cluster_id), spec=spec))
+    return cluster_id
+
+
+async def describe(kube: AsyncClient, cluster_id: str, text: str) -> None:
+    await kube.patch(kinds.Cluster, cluster_id, {"spec": {"description": text}},
+                     patch_type=PatchType.MERGE)  # fmt: skip
+
+
+async def grant(admin: Person, cluster_id: str, person: Person) -> None:
+    made = await admin.api.post("/v3/clusterroletemplatebindings",
+                                {"clusterId": cluster_id, "userId": person.id,
+                                 "roleTemplateId": "cluster-member"})  # fmt: skip
+    assert made.status == 201, made.body
+
+
+def change_of(cluster_id: str, text: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda e: (
+        e["name"] == "resource.change"
+        and e["data"]["id"] == cluster_id
+        and e["data"]["description"] == text
+    )
+
+
+async def test_a_user_never_receives_an_event_of_a_cluster_hidden_from_them(
+    client: TestClient[Any, Any],
+    kube: AsyncClient,
+    admin: Person,
+    make_user: Callable[..., Awaitable[Person]],
+) -> None:
+    member, other = await make_user(), await make_user()
+    async with subscribed(client, member) as theirs, subscribed(client, other) as others:
+        hidden = await new_cluster(kube, "hidden-from-other")
+        await grant(admin, hidden, member)
+        await describe(kube, hidden, "first")
+        event = await theirs.first(change_of(hidden, "first"))
+        # The resource as GET shows it to the member: the same fields and links.
+        shown = (await member.api.get(f"/v3/clusters/{hidden}")).body
+        assert event["resourceType"] == "cluster"
+        assert event["data"]["links"] == shown["links"]
+        assert event["data"]["name"] == shown["name"] == "hidden-from-other"
+        await kube.delete(kinds.Cluster, hidden)
+        await theirs.first(lambda e: e["name"] == "resource.remove" and e["data"]["id"] == hidden)
+
+        # A cluster of the other user's own, changed after all of the above: once its event
+        # is in, every event before it was delivered or withheld.
+        own = await new_cluster(kube, "the-others-own")
+        await grant(admin, own, other)
+        await describe(kube, own, "last")
+        await others.first(change_of(own, "last"))
+        assert others.about(hidden) == []
+        assert theirs.about(own) == []
+        await kube.delete(kinds.Cluster, own)
+
+
+async def test_an_administrator_receives_every_clusters_events_and_filters_by_name(
+    client: TestClient[Any, Any], kube: AsyncClient, admin: Person
+) -> None:
+    query = "resourceTypes=cluster&eventNames=resource.remove"
+    async with subscribed(client, admin, query) as removals, subscribed(client, admin) as every:
+        cluster_id = await new_cluster(kube, "for-the-admin")
+        created = await every.first(lambda e: e["data"]["id"] == cluster_id)
+        assert created["name"] == "resource.create"
+        await kube.delete(kinds.Cluster, cluster_id)
+        removed = await removals.first(lambda e: e["data"]["id"] == cluster_id)
+        assert removed["name"] == "resource.remove"
+        assert {e["name"] for e in removals.seen} == {"resource.remove"}
+
+
+async def test_a_binding_removed_stops_the_events_of_its_cluster(
+    client: TestClient[Any, Any],
+    kube: AsyncClient,
+    admin: Person,
+    make_user: Callable[..., Awaitable[Person]],
+) -> None:
+    member = await make_user()
+    watched, control = await new_cluster(kube, "revoked"), await new_cluster(kube, "control")
+    await grant(admin, control, member)
+    binding = (await admin.api.post("/v3/clusterroletemplatebindings",
+                                    {"clusterId": watched, "userId": member.id,
+                                     "roleTemplateId": "cluster-member"})).body  # fmt: skip
+    async with subscribed(client, member) as events:
+        await describe(kube, watched, "while bound")
+        await events.first(change_of(watched, "while bound"))
+        removed = await admin.api.delete(f"/v3/clusterroletemplatebindings/{binding['id']}")
+        assert removed.status == 204, removed.body
+
+        async def hidden() -> bool:
+            return (await member.api.get(f"/v3/clusters/{watched}")).status == 404
+
+        await eventually("the binding's removal to reach the app", hidden)
+        await describe(kube, watched, "after the binding")
+        await describe(kube, control, "after the binding")
+        await events.first(change_of(control, "after the binding"))
+        assert not [e for e in events.about(watched) if e["data"]["description"] != "while bound"]
+    for cluster_id in (watched, control):
+        await kube.delete(kinds.Cluster, cluster_id)
+
+
+async def test_a_socket_closes_when_its_session_ends(
+    client: TestClient[Any, Any],
+    kube: AsyncClient,
+    admin: Person,
+    make_user: Callable[..., Awaitable[Person]],
+) -> None:
+    person = await make_user()
+    cluster_id = await new_cluster(kube, "seen-until-logout")
+    await grant(admin, cluster_id, person)
+    async with subscribed(client, person) as events:
+        assert person.api.token is not None
+        await kube.delete(kinds.Token, person.api.token.split(":")[0])
+
+        async def gone() -> bool:
+            return (await person.api.get("/v3/clusters")).status != 200
+
+        await eventually("the token's deletion to reach the app", gone)
+        await describe(kube, cluster_id, "after the session")
+        assert await events.closed() == aiohttp.WSCloseCode.POLICY_VIOLATION
+        assert events.about(cluster_id) == []
+    await kube.delete(kinds.Cluster, cluster_id)
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [("resourceTypes=secret", "resourceTypes"), ("eventNames=resource.explode", "eventNames")],
+)
+async def test_a_type_or_event_not_offered_is_refused_before_the_upgrade(
+    admin: Person, query: str, field: str
+) -> None:
+    headers = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+               "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}  # fmt: skip
+    error(await admin.api.get(f"/v3/subscribe?{query}", headers=headers), 422, "InvalidOption",
+          field)  # fmt: skip
+
+
+async def test_a_plain_get_is_no_subscription(admin: Person) -> None:
+    error(await admin.api.get("/v3/subscribe"), 400, "BadRequest")
+
+
+async def test_no_credential_is_401(client: TestClient[Any, Any]) -> None:
+    with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+        await client.ws_connect("/v3/subscribe")
+    assert refused.value.status == 401
+
+
+async def test_the_session_cookie_opens_it_only_from_corrals_own_origin(
+    client: TestClient[Any, Any], admin: Person
+) -> None:
+    cookie = {"Cookie": f"R_SESS={admin.api.token}"}
+    for origin in ({"Origin": "https://evil.example"}, {}):
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await client.ws_connect("/v3/subscribe", headers={**cookie, **origin})
+        assert refused.value.status == 403
+    async with client.ws_connect("/v3/subscribe",
+                                 headers={**cookie, "Origin": EXTERNAL_URL}) as socket:  # fmt: skip
+        assert not socket.closed
