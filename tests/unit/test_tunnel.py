@@ -23,8 +23,11 @@ from corral.core.errors import Invalid
 from corral.core.tunnel import handshake
 from corral.core.tunnel.session import (
     AUTHORITY,
+    MAX_FRAME,
     MAX_MESSAGE,
+    PREFACE,
     STREAM_WINDOW,
+    FrameLengths,
     ProtocolViolation,
     Stream,
     StreamRefused,
@@ -237,6 +240,33 @@ async def test_a_frame_over_the_bound_ends_the_tunnel() -> None:
         assert _goaway_code(pair.agent_end.out.sent) == h2.errors.ErrorCodes.FRAME_SIZE_ERROR
 
 
+@pytest.mark.parametrize("client", [True, False])
+async def test_a_frame_announced_over_the_bound_ends_the_tunnel_at_its_header(
+    client: bool,
+) -> None:
+    """Only the header arrives: nothing of the announced megabyte is waited for."""
+    near, far = carriers()
+    tunnel = Tunnel(near, client=client, accept=echo)
+    task = asyncio.create_task(tunnel.run())
+    header = (1024 * 1024).to_bytes(3, "big") + bytes([0, 0]) + (1).to_bytes(4, "big")
+    await far.send((b"" if client else PREFACE) + header)
+    with pytest.raises(ProtocolViolation) as violation:
+        await asyncio.wait_for(task, 5)
+    assert violation.value.code == h2.errors.ErrorCodes.FRAME_SIZE_ERROR
+    assert _goaway_code(near.out.sent) == h2.errors.ErrorCodes.FRAME_SIZE_ERROR
+
+
+def test_frame_lengths_are_followed_across_messages() -> None:
+    lengths = FrameLengths(skip=0)
+    frame = (100).to_bytes(3, "big") + b"\0" * 6 + b"x" * 100
+    stream = frame * 3 + (MAX_FRAME + 1).to_bytes(3, "big") + b"\0" * 6
+    # Cut anywhere, the three good frames pass and the fourth header is caught.
+    for cut in (1, 5, 9, 50, 109, 110, 200):
+        lengths = FrameLengths(skip=0)
+        assert lengths.over_bound(stream[:cut]) is None
+        assert lengths.over_bound(stream[cut:]) == MAX_FRAME + 1
+
+
 async def test_garbage_instead_of_http2_ends_the_tunnel() -> None:
     corral_end, agent_end = carriers()
     agent = Tunnel(agent_end, client=False, accept=echo)
@@ -305,7 +335,7 @@ async def test_a_stream_spliced_to_a_socket_carries_it_both_ways() -> None:
 
 def _goaway_code(sent: list[bytes]) -> int | None:
     data = b"".join(sent)
-    position = 0
+    position = len(PREFACE) if data.startswith(PREFACE) else 0
     code = None
     while position + 9 <= len(data):
         frame, length = hyperframe.frame.Frame.parse_frame_header(memoryview(data[position:][:9]))

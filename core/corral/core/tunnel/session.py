@@ -40,6 +40,9 @@ CONNECTION_WINDOW = MAX_STREAMS * STREAM_WINDOW
 # What one carrier message holds at most; a peer's bigger message ends the tunnel.
 MAX_MESSAGE = 64 * 1024
 _DEFAULT_WINDOW = 65535
+FRAME_HEADER = 9
+# What a client sends before its first frame (RFC 9113, section 3.4).
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 
 class Carrier(Protocol):
@@ -134,6 +137,36 @@ class Stream:
             self.answered.exception()  # retrieved: nobody may be waiting for it
 
 
+class FrameLengths:
+    """Each frame's announced length, checked as soon as its header arrives. h2 buffers a
+    frame whole before it checks the length, so a peer announcing 16 MiB would be buffered up
+    to that; here it ends the tunnel at the header."""
+
+    def __init__(self, skip: int) -> None:
+        self._skip = skip  # bytes of the current frame's body (or the preface) still to come
+        self._header = bytearray()
+
+    def over_bound(self, data: bytes) -> int | None:
+        """The first announced length over `MAX_FRAME` in `data`; None when all are within."""
+        position = 0
+        while position < len(data):
+            if self._skip:
+                taken = min(self._skip, len(data) - position)
+                self._skip -= taken
+                position += taken
+                continue
+            wanted = FRAME_HEADER - len(self._header)
+            self._header += data[position : position + wanted]
+            position += wanted
+            if len(self._header) == FRAME_HEADER:
+                length = int.from_bytes(self._header[:3], "big")
+                if length > MAX_FRAME:
+                    return length
+                self._skip = length
+                self._header.clear()
+        return None
+
+
 class Tunnel:
     """Either side of one tunnel: `client=True` for corral, which opens streams; the agent
     passes `accept`, run once per stream corral opens. `run()` reads the carrier until it ends
@@ -151,6 +184,7 @@ class Tunnel:
         self._slots = asyncio.Event()
         self._closed: TunnelClosed | None = None
         self._started = False
+        self._frames = FrameLengths(skip=0 if client else len(PREFACE))
 
     @property
     def closed(self) -> bool:
@@ -186,6 +220,12 @@ class Tunnel:
                         self._h2.close_connection(h2.errors.ErrorCodes.FRAME_SIZE_ERROR)
                         raise ProtocolViolation(
                             f"a message of {len(message)} bytes is over {MAX_MESSAGE}",
+                            h2.errors.ErrorCodes.FRAME_SIZE_ERROR,
+                        )
+                    if (length := self._frames.over_bound(message)) is not None:
+                        self._h2.close_connection(h2.errors.ErrorCodes.FRAME_SIZE_ERROR)
+                        raise ProtocolViolation(
+                            f"a frame of {length} bytes is over {MAX_FRAME}",
                             h2.errors.ErrorCodes.FRAME_SIZE_ERROR,
                         )
                     try:
