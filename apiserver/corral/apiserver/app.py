@@ -24,6 +24,7 @@ from corral.apiserver.http.schemas import Registry
 from corral.apiserver.middleware import auth_middleware, rate_limit_headers
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.routes import (
+    agents,
     assets,
     authconfigs,
     authproviders,
@@ -61,6 +62,7 @@ from corral.core.github.client import Clients
 from corral.core.kube import kinds
 from corral.core.kube.connections import Connections
 from corral.core.kube.oidc_secrets import StateKey
+from corral.core.kube.tunnels import Tunnels
 from corral.core.oidc.provider import Providers
 
 log = logging.getLogger(__name__)
@@ -70,7 +72,7 @@ ROUTE_MODULES = [
     nodes, proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
     workloads, pods, secrets, namespacedsecrets, nodedrivers, nodetemplates, cloudcredentials,
     nodepools, authproviders, authconfigs, provisioningclusters, clusterregistrationtokens,
-    connect,
+    connect, agents,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
@@ -102,10 +104,12 @@ def create_app(
     schemas = Registry()
     schemas.add(*SCHEMA_LIST)
     stores = Stores.create(kube)
+    tunnels = Tunnels()
     app[DEPS] = Deps(
         kube=kube,
         stores=stores,
-        connections=Connections(kube),
+        connections=Connections(kube, tunnels=tunnels),
+        tunnels=tunnels,
         external_url=external_url,
         corral_ca=corral_ca,
         serving_cert=serving_cert,
@@ -168,5 +172,6 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+    await held.tunnels.close()
     await connections.close()
     await held.kube.close()

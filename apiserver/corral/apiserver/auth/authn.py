@@ -38,7 +38,14 @@ PUBLIC_PREFIXES = ("/healthz", "/readyz", "/v3-public/", "/assets/")
 # Rancher's), and registration, which checks the registration token it carries itself
 # (routes.connect). Exact paths: nothing else under /v3/connect is let past.
 PUBLIC_PATHS = frozenset(
-    {"/cacerts", "/v3/connect/install.sh", "/v3/connect/uninstall.sh", "/v3/connect/register"}
+    {
+        "/cacerts",
+        "/v3/connect/install.sh",
+        "/v3/connect/uninstall.sh",
+        "/v3/connect/register",
+        # A cluster agent's tunnel, whose only credential is the agent's (routes.agents).
+        "/v3/connect",
+    }
 )
 # The Kubernetes API of one cluster through corral: the only routes a token scoped to a
 # cluster (every kubeconfig token) is good for.

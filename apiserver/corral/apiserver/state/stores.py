@@ -110,6 +110,8 @@ class Stores:
     registration_tokens: Informer
     # The values of the registration tokens (their Secrets in svc-system).
     registration_values: Informer
+    # The digests of the cluster agents' credentials (Secrets in svc-system).
+    agent_credentials: Informer
 
     @classmethod
     def create(cls, client: AsyncClient) -> Stores:
@@ -168,6 +170,13 @@ class Stores:
                 labels={names.LABEL_REGISTRATION_TOKEN: operators.exists()},
                 name="registration-token-values",
             ),
+            agent_credentials=Informer(
+                client,
+                Secret,
+                namespace=names.SYSTEM_NAMESPACE,
+                labels={names.LABEL_AGENT_CREDENTIAL: operators.exists()},
+                name="agent-credentials",
+            ),
         )
 
     def all(self) -> list[Informer]:
@@ -190,6 +199,7 @@ class Stores:
             self.etcdbackups,
             self.registration_tokens,
             self.registration_values,
+            self.agent_credentials,
         ]
 
     @contextlib.asynccontextmanager

@@ -51,6 +51,9 @@ KWOK_NODE_VALUE = "fake"
 # The management cluster itself, registered at start-up.
 LOCAL_CLUSTER = "local"
 LABEL_CLUSTER_CREDENTIAL = "management.svc.io/cluster-credential"
+# The digest of a cluster agent's credential: a Secret in SYSTEM_NAMESPACE labelled with its
+# cluster (docs/design/cluster-agent.md, section 3).
+LABEL_AGENT_CREDENTIAL = "management.svc.io/agent-credential"
 
 # The namespace where corral keeps its own secrets in the management cluster.
 SYSTEM_NAMESPACE = "svc-system"
@@ -174,6 +177,10 @@ def ssh_key_secret_name(cluster_id: str, record: str) -> str:
 
 def credential_secret_name(cluster_id: str) -> str:
     return f"{cluster_id}-credential"
+
+
+def agent_credential_secret_name(cluster_id: str) -> str:
+    return f"{cluster_id}-agent-credential"
 
 
 def cloud_credential_secret_name(credential: str) -> str:

@@ -29,6 +29,7 @@ from corral.core.errors import Unavailable
 from corral.core.kube.credential import client_for, from_environment, session_for, ssl_context
 from corral.core.kube.impersonation import ImpersonatingTransport, Impersonation
 from corral.core.kube.informer import Informer, Obj
+from corral.core.kube.tunnels import Tunnels
 
 SYNC_TIMEOUT = 10.0
 # Service account tokens rotate: this process's own credential is read again this often,
@@ -46,6 +47,9 @@ USER_CLIENTS = 256
 class Connection:
     credential: Credential
     client: AsyncClient
+    # The proxy to a tunnelled cluster (`core.kube.tunnels`); None to dial its server. It
+    # holds a secret: never logged.
+    proxy: str | None = field(default=None, repr=False)
     informers: dict[str, Informer] = field(default_factory=dict)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _session: aiohttp.ClientSession | None = None
@@ -59,7 +63,9 @@ class Connection:
             self._as.move_to_end(who)
             return client
         if self._transport is None:
-            self._transport = httpx2.AsyncHTTPTransport(verify=ssl_context(self.credential))
+            self._transport = httpx2.AsyncHTTPTransport(
+                verify=ssl_context(self.credential), proxy=self.proxy
+            )
         client = self._as[who] = client_for(
             self.credential, transport=ImpersonatingTransport(self._transport, who)
         )
@@ -73,7 +79,7 @@ class Connection:
         """The cluster's HTTP session: it reaches the cluster's server only and sends the
         credential per request, so sharing it across callers cannot carry it anywhere else."""
         if self._session is None or self._session.closed:
-            self._session = session_for(self.credential, timeout=None)
+            self._session = session_for(self.credential, timeout=None, proxy=self.proxy)
         return self._session
 
     async def close(self) -> None:
@@ -95,9 +101,10 @@ class Connections:
         kube: AsyncClient,
         local: Callable[[], Credential] = from_environment,
         on_change: CredentialHook | None = None,
+        tunnels: Tunnels | None = None,
     ) -> None:
         """`on_change(cluster)` runs when the cluster's credential Secret comes, changes or
-        goes."""
+        goes. A cluster reached through its agent needs its tunnel in `tunnels`."""
         self.credentials = Informer(
             kube,
             Secret,
@@ -110,6 +117,7 @@ class Connections:
         self._connections: dict[str, Connection] = {}
         self._changed = asyncio.Event()
         self._on_change = on_change
+        self.tunnels = tunnels
 
     def credential(self, cluster: str) -> Credential | None:
         """The cluster's credential; None while it has none."""
@@ -124,10 +132,11 @@ class Connections:
         credential = self.credential(cluster)
         if credential is None:
             raise Unavailable(f"cluster {cluster} has no credential yet")
+        proxy = self._proxy(cluster) if credential.tunnel else None
         known = self._connections.get(cluster)
-        if known is not None and known.credential == credential:
+        if known is not None and known.credential == credential and known.proxy == proxy:
             return known
-        connection = Connection(credential, client_for(credential))
+        connection = Connection(credential, client_for(credential, proxy=proxy), proxy=proxy)
         self._connections[cluster] = connection
         if known is not None:
             await known.close()
@@ -194,6 +203,15 @@ class Connections:
             return self.credential(cluster) != connection.credential
         except (KeyError, ValueError):  # a Secret that holds no usable credential
             return True
+
+    def _proxy(self, cluster: str) -> str:
+        """The proxy to the cluster's tunnel; `Unavailable` while none is held here. It stays
+        the same while tunnels replace each other, so a connection built on it outlives its
+        tunnel."""
+        proxy = self.tunnels.proxy(cluster) if self.tunnels is not None else None
+        if proxy is None:
+            raise Unavailable(f"cluster {cluster}: its agent is not connected")
+        return proxy
 
     def _local_credential(self) -> Credential:
         now = time.monotonic()

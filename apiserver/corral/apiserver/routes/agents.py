@@ -1,0 +1,62 @@
+"""`GET /v3/connect`: a cluster agent's tunnel (docs/design/cluster-agent.md). The agent's
+credential is its only authentication; a good one upgrades to a WebSocket that carries the
+tunnel, held here until either side ends it or a newer agent of the cluster replaces it."""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from corral.apiserver.deps import deps
+from corral.apiserver.http.errors import ApiError
+from corral.apiserver.services import tunnels
+from corral.core.kube.tunnels import CLOSE_PROTOCOL, Held, WebSocketCarrier
+from corral.core.tunnel import handshake
+from corral.core.tunnel.session import MAX_MESSAGE, ProtocolViolation, Tunnel, TunnelClosed
+
+log = logging.getLogger(__name__)
+
+routes = web.RouteTableDef()
+
+# Each side pings this often; a tunnel that misses a pong is closed and the agent dials again.
+HEARTBEAT = 10.0
+# One answer for every credential that opens nothing: which check failed is not said.
+MSG_BAD_CREDENTIAL = "agent credential is not valid"
+
+
+@routes.get(handshake.PATH)
+async def connect(http: web.Request) -> web.StreamResponse:
+    held = deps(http)
+    cluster = tunnels.authenticated(held, http.headers.get("Authorization", ""))
+    if cluster is None:
+        raise ApiError(401, "Unauthorized", MSG_BAD_CREDENTIAL)
+    agent = tunnels.agent(cluster, http.headers)
+    socket = web.WebSocketResponse(max_msg_size=MAX_MESSAGE, heartbeat=HEARTBEAT)
+    if not socket.can_prepare(http).ok:
+        raise ApiError(400, "InvalidBodyContent", "an agent's tunnel is a WebSocket upgrade")
+    await tunnels.store_credential(held, agent)
+    await socket.prepare(http)
+    tunnel = Tunnel(WebSocketCarrier(socket), client=True)
+
+    async def close(code: int) -> None:
+        await tunnel.close()
+        await socket.close(code=code)
+
+    entry = Held(tunnel, agent.version, agent.image, close)
+    await held.tunnels.hold(cluster, entry)
+    log.info("cluster %s: agent %s connected", cluster, agent.version or "(no version)")
+    try:
+        await tunnel.run()
+    except ProtocolViolation as exc:
+        log.warning("cluster %s: its agent broke the tunnel's protocol: %s", cluster, exc)
+        # The carrier's codes are WebSocket close codes; h2's are not.
+        await close(exc.code if exc.code >= 1000 else CLOSE_PROTOCOL)
+    except TunnelClosed:
+        pass
+    finally:
+        held.tunnels.release(cluster, entry)
+        await tunnel.close()
+        await socket.close()
+        log.info("cluster %s: agent disconnected", cluster)
+    return socket
