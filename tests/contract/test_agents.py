@@ -19,22 +19,25 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestClient, TestServer
 from kubernetes import client as k8s
 from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
 
 from corral.agent import dialer
+from corral.apiserver.app import create_app
 from corral.core.api import ids, names
 from corral.core.clusters.credential import Credential
-from corral.core.kube import agent_credentials, kinds
+from corral.core.features import parse as parse_features
+from corral.core.kube import agent_credentials, kinds, tunnel_leases
+from corral.core.kube import client as kube_client
 from corral.core.kube.client import as_dict
 from corral.core.kube.credential import from_environment
 from corral.core.tunnel import handshake
 from corral.core.tunnel.session import MAX_MESSAGE
 
 from .client import Api, eventually
-from .conftest import Person
+from .conftest import EXTERNAL_URL, Person
 
 AGENT_NAMESPACE = "svc-agent-contract"
 
@@ -326,3 +329,67 @@ async def _closed(socket: aiohttp.ClientWebSocketResponse) -> int | None:
         message = await socket.receive()
         if message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
             return socket.close_code
+
+
+@pytest.fixture
+async def replica(kubeconfig: Any, admin_password: str) -> AsyncIterator[TestClient[Any, Any]]:
+    """A second API server replica, as a second pod of the Deployment would be."""
+    app = create_app(kube_client.async_client(), parse_features(""), EXTERNAL_URL)
+    async with TestClient(TestServer(app)) as served:
+
+        async def ready() -> bool:
+            async with served.get("/readyz") as answer:
+                return answer.status == 200
+
+        await eventually("the second replica's readiness", ready)
+        yield served
+
+
+async def test_a_replica_without_the_tunnel_reaches_the_cluster_through_its_holder(
+    client: TestClient[Any, Any], replica: TestClient[Any, Any], cluster: Registered,
+    agent: asyncio.Task[None], admin: Person, coordination: k8s.CoordinationV1Api,
+) -> None:  # fmt: skip
+    await eventually("the tunnel", lambda: _answers(admin.api, cluster))
+    lease = coordination.read_namespaced_lease(
+        names.tunnel_lease_name(cluster.id), names.SYSTEM_NAMESPACE
+    )
+    assert lease.metadata.annotations[names.ANNOTATION_AGENT_VERSION] == "0.1.0"
+    assert lease.metadata.annotations[names.ANNOTATION_AGENT_IMAGE] == "localhost/corral:test"
+    elsewhere = Api(replica, admin.api.token)
+    await eventually("the second replica to reach the tunnel",
+                     lambda: _answers(elsewhere, cluster), within=15)  # fmt: skip
+
+
+async def test_an_agent_moving_to_another_replica_takes_its_tunnel_with_it(
+    client: TestClient[Any, Any], replica: TestClient[Any, Any], cluster: Registered,
+    upstream: dialer.Upstream, admin: Person, coordination: k8s.CoordinationV1Api,
+) -> None:  # fmt: skip
+    before = await _raw_tunnel(client, cluster)
+    moved = asyncio.create_task(_dial(replica, cluster).tunnel(upstream))
+    try:
+        # The first replica finds its Lease taken at its next renewal and lets its tunnel go.
+        code = await asyncio.wait_for(_closed(before), tunnel_leases.RENEW_SECONDS + 10)
+        assert code == handshake.CLOSE_REPLACED
+        await eventually("the first replica to reach the moved tunnel",
+                         lambda: _answers(admin.api, cluster), within=15)  # fmt: skip
+    finally:
+        moved.cancel()
+        await asyncio.gather(moved, return_exceptions=True)
+        await before.close()
+    # The Lease went with the last tunnel.
+    await eventually("the Lease to go", lambda: _lease_gone(coordination, cluster))
+
+
+async def _lease_gone(coordination: k8s.CoordinationV1Api, cluster: Registered) -> bool:
+    try:
+        coordination.read_namespaced_lease(
+            names.tunnel_lease_name(cluster.id), names.SYSTEM_NAMESPACE
+        )
+    except k8s.ApiException as exc:
+        return exc.status == 404
+    return False
+
+
+@pytest.fixture(scope="module")
+def coordination(core: k8s.CoreV1Api) -> k8s.CoordinationV1Api:
+    return k8s.CoordinationV1Api(core.api_client)

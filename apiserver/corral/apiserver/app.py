@@ -62,6 +62,7 @@ from corral.core.github.client import Clients
 from corral.core.kube import kinds
 from corral.core.kube.connections import Connections
 from corral.core.kube.oidc_secrets import StateKey
+from corral.core.kube.tunnel_leases import Relays
 from corral.core.kube.tunnels import Tunnels
 from corral.core.oidc.provider import Providers
 
@@ -97,6 +98,8 @@ def create_app(
     driver_files: str | None = None,
     node_assets: Path | None = None,
     serving_cert: bytes | None = None,
+    tunnel_listen: tuple[str, int] = ("127.0.0.1", 0),
+    tunnel_advertise: str = "",
 ) -> web.Application:
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
     app.on_response_prepare.append(serving.set_response_headers)
@@ -104,7 +107,7 @@ def create_app(
     schemas = Registry()
     schemas.add(*SCHEMA_LIST)
     stores = Stores.create(kube)
-    tunnels = Tunnels()
+    tunnels = Tunnels(kube, Relays(kube), tunnel_listen, tunnel_advertise)
     app[DEPS] = Deps(
         kube=kube,
         stores=stores,

@@ -33,6 +33,10 @@ class ApiServerConfig:
     driver_files: str | None = None
     # The files GET /assets/<file> serves; None serves nothing there.
     node_assets: Path | None = None
+    # Where the tunnel proxy listens, and the host:port other corral processes reach it at
+    # (docs/design/cluster-agent.md, section 6); empty: the address it listens on.
+    tunnel_listen: tuple[str, int] = ("127.0.0.1", 0)
+    tunnel_advertise: str = ""
 
     @classmethod
     def from_env(cls) -> ApiServerConfig:
@@ -54,7 +58,17 @@ class ApiServerConfig:
             external_url=external_url(os.environ.get("CORRAL_EXTERNAL_URL") or default_url),
             driver_files=driver_files(os.environ.get(source.FILE_DIR_ENV)),
             node_assets=node_assets(os.environ.get(NODE_ASSET_DIR_ENV)),
+            tunnel_listen=address(os.environ.get("CORRAL_TUNNEL_LISTEN", "127.0.0.1:0")),
+            tunnel_advertise=os.environ.get("CORRAL_TUNNEL_ADVERTISE", ""),
         )
+
+
+def address(text: str) -> tuple[str, int]:
+    """`host:port` (port 0: any free one)."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise ConfigError(f"CORRAL_TUNNEL_LISTEN must be host:port, not {text!r}")
+    return host, int(port)
 
 
 def driver_files(text: str | None) -> str | None:

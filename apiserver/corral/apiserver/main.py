@@ -38,5 +38,6 @@ async def run(config: ApiServerConfig, features: dict[str, bool], context: ssl.S
     app = create_app(
         kube.async_client(), features, config.external_url, corral_ca, config.driver_files,
         config.node_assets, serving_cert=config.tls_cert.read_bytes(),
+        tunnel_listen=config.tunnel_listen, tunnel_advertise=config.tunnel_advertise,
     )  # fmt: skip
     await serving.serve(app, config.host, config.port, context)

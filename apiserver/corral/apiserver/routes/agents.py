@@ -4,6 +4,7 @@ tunnel, held here until either side ends it or a newer agent of the cluster repl
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from aiohttp import web
@@ -11,7 +12,7 @@ from aiohttp import web
 from corral.apiserver.deps import deps
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.services import tunnels
-from corral.core.kube.tunnels import CLOSE_PROTOCOL, Held, WebSocketCarrier
+from corral.core.kube.tunnels import CLOSE_GOING_AWAY, CLOSE_PROTOCOL, Held, WebSocketCarrier
 from corral.core.tunnel import handshake
 from corral.core.tunnel.session import MAX_MESSAGE, ProtocolViolation, Tunnel, TunnelClosed
 
@@ -38,25 +39,34 @@ async def connect(http: web.Request) -> web.StreamResponse:
     await tunnels.store_credential(held, agent)
     await socket.prepare(http)
     tunnel = Tunnel(WebSocketCarrier(socket), client=True)
+    running = asyncio.create_task(tunnel.run())
+    # The WebSocket is this handler's alone: whoever ends the tunnel (a newer agent, another
+    # replica taking it, a shutdown) stops it here, and the handler closes with their code.
+    ending = [CLOSE_GOING_AWAY]
 
     async def close(code: int) -> None:
-        await tunnel.close()
-        await socket.close(code=code)
+        ending[0] = code
+        running.cancel()
 
     entry = Held(tunnel, agent.version, agent.image, close)
     await held.tunnels.hold(cluster, entry)
     log.info("cluster %s: agent %s connected", cluster, agent.version or "(no version)")
     try:
-        await tunnel.run()
+        await running
     except ProtocolViolation as exc:
         log.warning("cluster %s: its agent broke the tunnel's protocol: %s", cluster, exc)
         # The carrier's codes are WebSocket close codes; h2's are not.
-        await close(exc.code if exc.code >= 1000 else CLOSE_PROTOCOL)
+        ending[0] = exc.code if exc.code >= 1000 else CLOSE_PROTOCOL
     except TunnelClosed:
         pass
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise  # the handler itself is cancelled, not only the tunnel
     finally:
-        held.tunnels.release(cluster, entry)
+        running.cancel()
+        await held.tunnels.release(cluster, entry)
         await tunnel.close()
-        await socket.close()
+        await socket.close(code=ending[0])
         log.info("cluster %s: agent disconnected", cluster)
     return socket

@@ -29,6 +29,7 @@ from corral.core.errors import Unavailable
 from corral.core.kube.credential import client_for, from_environment, session_for, ssl_context
 from corral.core.kube.impersonation import ImpersonatingTransport, Impersonation
 from corral.core.kube.informer import Informer, Obj
+from corral.core.kube.tunnel_leases import Relays
 from corral.core.kube.tunnels import Tunnels
 
 SYNC_TIMEOUT = 10.0
@@ -104,7 +105,9 @@ class Connections:
         tunnels: Tunnels | None = None,
     ) -> None:
         """`on_change(cluster)` runs when the cluster's credential Secret comes, changes or
-        goes. A cluster reached through its agent needs its tunnel in `tunnels`."""
+        goes, and when its agent's tunnel does. A cluster reached through its agent is reached
+        through the proxy of the process holding its tunnel (`tunnels`, when this process
+        holds tunnels, else the Leases alone)."""
         self.credentials = Informer(
             kube,
             Secret,
@@ -118,6 +121,7 @@ class Connections:
         self._changed = asyncio.Event()
         self._on_change = on_change
         self.tunnels = tunnels
+        self.relays = tunnels.relays if tunnels is not None else Relays(kube, on_change)
 
     def credential(self, cluster: str) -> Credential | None:
         """The cluster's credential; None while it has none."""
@@ -132,7 +136,7 @@ class Connections:
         credential = self.credential(cluster)
         if credential is None:
             raise Unavailable(f"cluster {cluster} has no credential yet")
-        proxy = self._proxy(cluster) if credential.tunnel else None
+        proxy = await self._proxy(cluster) if credential.tunnel else None
         known = self._connections.get(cluster)
         if known is not None and known.credential == credential and known.proxy == proxy:
             return known
@@ -173,7 +177,7 @@ class Connections:
     async def run(self) -> None:
         """Feed the credentials; close a cluster's connection once its credential changes or
         goes, rather than at its next use. Runs until cancelled."""
-        watch = asyncio.create_task(self.credentials.run())
+        watch = asyncio.gather(self.credentials.run(), self.relays.leases.run())
         try:
             while True:
                 await self._changed.wait()
@@ -204,11 +208,12 @@ class Connections:
         except (KeyError, ValueError):  # a Secret that holds no usable credential
             return True
 
-    def _proxy(self, cluster: str) -> str:
-        """The proxy to the cluster's tunnel; `Unavailable` while none is held here. It stays
-        the same while tunnels replace each other, so a connection built on it outlives its
-        tunnel."""
-        proxy = self.tunnels.proxy(cluster) if self.tunnels is not None else None
+    async def _proxy(self, cluster: str) -> str:
+        """The proxy to the cluster's tunnel; `Unavailable` while no process holds one. It
+        stays the same while tunnels of one process replace each other, so a connection
+        built on it outlives its tunnel."""
+        tunnels = self.tunnels
+        proxy = await (tunnels.proxy(cluster) if tunnels else self.relays.proxy(cluster))
         if proxy is None:
             raise Unavailable(f"cluster {cluster}: its agent is not connected")
         return proxy

@@ -1,13 +1,14 @@
 """The agents' tunnels this process holds, one per cluster, and the way corral's clients
-reach them: an HTTP CONNECT proxy on loopback (docs/design/cluster-agent.md, section 5). A
-tunnelled cluster's clients (lightkube's and aiohttp's, as for any cluster) are given the
-proxy; each CONNECT, authorised with the cluster's name and this process's random proxy
-secret, becomes a new stream of that cluster's tunnel, and the client speaks TLS to the
+reach them: an HTTP CONNECT proxy (docs/design/cluster-agent.md, sections 5-6). A tunnelled
+cluster's clients (lightkube's and aiohttp's, as for any cluster) are given the proxy of the
+process holding its tunnel; each CONNECT, authorised with the cluster's name and corral's
+relay key, becomes a new stream of that cluster's tunnel, and the client speaks TLS to the
 cluster's API server through it as it would directly. Nothing above the registry knows the
-difference. What the CONNECT names is not used: a stream reaches the agent's API server only.
+difference, nor whether the tunnel is held here or by another replica (its Lease says where).
+What the CONNECT names is not used: a stream reaches the agent's API server only.
 
 A newer tunnel of a cluster replaces the one held: the older is closed (WebSocket code
-`CLOSE_REPLACED`), never both used.
+`CLOSE_REPLACED`), here at once, on another replica when it finds its Lease taken.
 """
 
 from __future__ import annotations
@@ -16,16 +17,21 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import datetime
 import hmac
 import logging
 import secrets
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import aiohttp
 import h11
 from aiohttp import web
+from lightkube import ApiError, AsyncClient
 
+from corral.core.kube import tunnel_leases
+from corral.core.kube.tunnel_leases import Relays
 from corral.core.tunnel.handshake import CLOSE_REPLACED
 from corral.core.tunnel.session import MAX_MESSAGE, ProtocolViolation, Tunnel
 from corral.core.tunnel.splice import splice
@@ -83,65 +89,125 @@ class Held:
 
 
 class Tunnels:
-    def __init__(self) -> None:
+    """The tunnels this process holds and its proxy, which other corral processes reach them
+    through as well (the relay): it listens on `listen` and is advertised in each tunnel's
+    Lease as `advertise` (the address other processes reach this one at)."""
+
+    def __init__(
+        self,
+        kube: AsyncClient,
+        relays: Relays,
+        listen: tuple[str, int] = ("127.0.0.1", 0),
+        advertise: str = "",
+        clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+    ) -> None:
+        self._kube = kube
+        self.relays = relays
+        self._listen = listen
+        self._advertise = advertise
+        self._clock = clock
+        self.identity = f"{socket.gethostname()}-{secrets.token_hex(4)}"
         self._held: dict[str, Held] = {}
-        self._secret = secrets.token_urlsafe(32)
+        self._renewals: dict[str, asyncio.Task[None]] = {}
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
     def held(self, cluster: str) -> Held | None:
         return self._held.get(cluster)
 
-    def proxy(self, cluster: str) -> str | None:
-        """The proxy URL (with its credentials) that reaches the cluster's tunnel while it is
-        held here; None otherwise. The URL holds a secret: never logged."""
-        if cluster not in self._held or self._server is None:
-            return None
-        port = self._server.sockets[0].getsockname()[1]
-        return f"http://{cluster}:{self._secret}@127.0.0.1:{port}"
+    async def proxy(self, cluster: str) -> str | None:
+        """The proxy URL (with the key: never logged) that reaches the cluster's tunnel: this
+        process's while it holds it, else the holder's from its Lease; None when no process
+        holds one."""
+        if cluster in self._held and self._server is not None:
+            return tunnel_leases.proxy_url(cluster, await self.relays.key(), self._address())
+        return await self.relays.proxy(cluster)
 
     async def hold(self, cluster: str, held: Held) -> None:
-        """`held` becomes the cluster's tunnel; the one it replaces is closed."""
-        if self._server is None:
-            self._server = await asyncio.start_server(self._accepted, "127.0.0.1", 0)
+        """`held` becomes the cluster's tunnel, here and in its Lease; the one it replaces is
+        closed, here at once, on another replica at its next renewal."""
+        await self._serve()
         previous = self._held.get(cluster)
         self._held[cluster] = held
+        await tunnel_leases.take(self._kube, cluster, self.identity, self._address(),
+                                 held.version, held.image, self._clock())  # fmt: skip
+        if cluster not in self._renewals:
+            self._renewals[cluster] = asyncio.create_task(self._renew(cluster))
         if previous is not None:
             log.info("cluster %s: a new agent tunnel replaces the one held", cluster)
             await previous.close(CLOSE_REPLACED)
 
-    def release(self, cluster: str, held: Held) -> None:
-        """The tunnel ended: forgotten, unless a newer one replaced it."""
-        if self._held.get(cluster) is held:
-            del self._held[cluster]
+    async def release(self, cluster: str, held: Held) -> None:
+        """The tunnel ended: forgotten with its Lease, unless a newer one replaced it."""
+        if self._held.get(cluster) is not held:
+            return
+        del self._held[cluster]
+        renewal = self._renewals.pop(cluster, None)
+        if renewal is not None and renewal is not asyncio.current_task():
+            renewal.cancel()
+        try:
+            await tunnel_leases.drop(self._kube, cluster, self.identity)
+        except ApiError as exc:  # it expires on its own
+            log.warning("cluster %s: its tunnel's Lease stays until it expires: %s", cluster, exc)
 
     async def close(self) -> None:
         for cluster, held in list(self._held.items()):
             await held.close(CLOSE_GOING_AWAY)
-            self.release(cluster, held)
+            await self.release(cluster, held)
         if self._server is not None:
             self._server.close()
             self._server = None
-        for task in list(self._connections):
+        for task in [*self._connections, *self._renewals.values()]:
             task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
+        await asyncio.gather(*self._connections, *self._renewals.values(), return_exceptions=True)
+
+    async def _serve(self) -> None:
+        if self._server is None:
+            await self.relays.key()
+            host, port = self._listen
+            self._server = await asyncio.start_server(self._accepted, host, port)
+
+    def _address(self) -> str:
+        assert self._server is not None
+        port = self._server.sockets[0].getsockname()[1]
+        host = self._advertise or self._listen[0]
+        return host if ":" in host else f"{host}:{port}"
+
+    async def _renew(self, cluster: str) -> None:
+        """Keeps the cluster's Lease while its tunnel is held here; closes the tunnel once
+        another replica took the Lease (the agent dialled it)."""
+        while True:
+            await asyncio.sleep(tunnel_leases.RENEW_SECONDS)
+            held = self._held.get(cluster)
+            if held is None:
+                return
+            try:
+                ours = await tunnel_leases.renew(self._kube, cluster, self.identity, self._clock())
+            except ApiError as exc:
+                log.warning("cluster %s: its tunnel's Lease was not renewed: %s", cluster, exc)
+                continue
+            if not ours:
+                log.info("cluster %s: its agent's tunnel is held by another replica", cluster)
+                self._renewals.pop(cluster, None)
+                await held.close(CLOSE_REPLACED)
+                return
 
     async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._connections.add(task)
         try:
-            await self._serve(reader, writer)
+            await self._relay(reader, writer)
         finally:
             if task is not None:
                 self._connections.discard(task)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         http = h11.Connection(h11.SERVER, max_incomplete_event_size=REQUEST_LIMIT)
         try:
             async with asyncio.timeout(OPEN_TIMEOUT):
                 request = await _request(http, reader)
-                cluster = self._authorised(request)
+                cluster = self._authorised(request, await self.relays.key())
                 held = self._held.get(cluster or "")
                 if request.method != b"CONNECT" or held is None:
                     writer.write(_answer(http, 407 if cluster is None else 502))
@@ -156,8 +222,9 @@ class Tunnels:
         with contextlib.suppress(ConnectionError):
             await splice(stream, reader, writer)
 
-    def _authorised(self, request: h11.Request) -> str | None:
-        """The cluster a request's Proxy-Authorization names with this process's secret."""
+    @staticmethod
+    def _authorised(request: h11.Request, key: str) -> str | None:
+        """The cluster a request's Proxy-Authorization names with corral's relay key."""
         for name, value in request.headers:
             if name != b"proxy-authorization":
                 continue
@@ -168,7 +235,7 @@ class Tunnels:
                 cluster, _, secret = base64.b64decode(encoded, validate=True).partition(b":")
             except binascii.Error:
                 return None
-            if hmac.compare_digest(secret, self._secret.encode()):
+            if hmac.compare_digest(secret, key.encode()):
                 return cluster.decode("ascii", "replace")
         return None
 
