@@ -19,6 +19,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+import yaml
 from aiohttp.test_utils import TestClient, TestServer
 from kubernetes import client as k8s
 from lightkube import AsyncClient
@@ -33,7 +34,8 @@ from corral.core.kube import agent_credentials, kinds, tunnel_leases
 from corral.core.kube import client as kube_client
 from corral.core.kube.client import as_dict
 from corral.core.kube.credential import from_environment
-from corral.core.tunnel import handshake
+from corral.core.registration import tokens
+from corral.core.tunnel import handshake, manifest
 from corral.core.tunnel.session import MAX_MESSAGE
 
 from .client import Api, eventually
@@ -393,3 +395,83 @@ async def _lease_gone(coordination: k8s.CoordinationV1Api, cluster: Registered) 
 @pytest.fixture(scope="module")
 def coordination(core: k8s.CoreV1Api) -> k8s.CoordinationV1Api:
     return k8s.CoordinationV1Api(core.api_client)
+
+
+async def _default_token(api: Api, cluster_id: str) -> dict[str, Any] | None:
+    listed = await api.get(f"/v3/clusterregistrationtokens?clusterId={cluster_id}")
+    tokens = [t for t in listed.body["data"] if t["name"] == "default-token" and t["token"]]
+    return tokens[0] if tokens else None
+
+
+async def _manifest(client: TestClient[Any, Any], url: str) -> tuple[int, str]:
+    assert url.startswith(EXTERNAL_URL + "/v3/import/")
+    async with client.get(url.removeprefix(EXTERNAL_URL)) as answer:
+        return answer.status, await answer.text()
+
+
+async def test_a_cluster_made_with_only_a_name_is_registered_by_applying_its_manifest(
+    client: TestClient[Any, Any], admin: Person, upstream: dialer.Upstream,
+) -> None:  # fmt: skip
+    made = await admin.api.post("/v3/clusters", {"type": "cluster", "name": "registered"})
+    assert made.status == 201, made.body
+    cluster_id = made.body["id"]
+    assert made.body["state"] == "pending"
+    token = await eventually("the cluster's default token",
+                             lambda: _default_token(admin.api, cluster_id))  # fmt: skip
+    url = token["manifestUrl"]
+    assert token["command"] == f"kubectl apply -f {url}"
+    assert token["insecureCommand"] == f"curl --insecure -sfL {url} | kubectl apply -f -"
+    assert token["nodeCommand"] == ""
+    status, text = await _manifest(client, url)
+    assert status == 200
+    documents = list(yaml.safe_load_all(text))
+    kinds_made = [(d["kind"], d["metadata"]["name"]) for d in documents]
+    assert kinds_made == [
+        ("Namespace", "svc-agent"), ("ServiceAccount", "corral-agent"),
+        ("ClusterRoleBinding", "corral-agent"), ("Secret", "corral-agent-token"),
+        ("Secret", "corral-agent-credential"), ("Deployment", "corral-agent"),
+    ]  # fmt: skip
+    value = documents[4]["stringData"]["credential"]
+    env = {e["name"]: e.get("value") for e in
+           documents[5]["spec"]["template"]["spec"]["containers"][0]["env"]}  # fmt: skip
+    assert (env["CORRAL_URL"], env["CORRAL_CLUSTER"]) == (EXTERNAL_URL, cluster_id)
+    # Fetched again, the manifest carries the same credential: a running agent is not cut off.
+    assert (await _manifest(client, url))[1] == text
+    # The credential in it opens the cluster's tunnel, and the cluster is reached through it.
+    registered = Registered(cluster_id, value)
+    task = asyncio.create_task(_dial(client, registered).tunnel(upstream))
+    try:
+        await eventually("the tunnel", lambda: _answers(admin.api, registered), within=15)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_manifest_needs_a_live_token_of_its_own_cluster(
+    client: TestClient[Any, Any], admin: Person,
+) -> None:  # fmt: skip
+    ids_made = []
+    for name in ("first", "second"):
+        made = await admin.api.post("/v3/clusters", {"type": "cluster", "name": name})
+        ids_made.append(made.body["id"])
+    first, second = [
+        await eventually("a default token", lambda c=c: _default_token(admin.api, c))
+        for c in ids_made
+    ]
+    forged = tokens.new_value()
+    for url in (
+        manifest.url(EXTERNAL_URL, forged, ids_made[0]),
+        manifest.url(EXTERNAL_URL, second["token"], ids_made[0]),  # another cluster's token
+        EXTERNAL_URL + "/v3/import/" + first["token"] + ".yaml",
+    ):
+        assert (await _manifest(client, url))[0] == 404
+    # Revoked, the token opens the manifest no more.
+    assert (await admin.api.delete(f"/v3/clusterregistrationtokens/{first['id']}")).status in (
+        200,
+        204,
+    )
+
+    async def revoked() -> bool:
+        return (await _manifest(client, first["manifestUrl"]))[0] == 404
+
+    await eventually("the revoked token to open nothing", revoked)

@@ -18,9 +18,10 @@ import h2.errors
 import h2.events
 import hyperframe.frame
 import pytest
+import yaml
 
 from corral.core.errors import Invalid
-from corral.core.tunnel import handshake
+from corral.core.tunnel import handshake, manifest
 from corral.core.tunnel.session import (
     AUTHORITY,
     MAX_FRAME,
@@ -425,3 +426,41 @@ def test_the_version_and_image_are_short_printable_text() -> None:
     for bad in ("a b", "x" * 257, "line\nbreak"):
         with pytest.raises(Invalid):
             handshake.text(handshake.HEADER_VERSION, bad)
+
+
+# -- the import manifest ----------------------------------------------------------------------
+
+
+def _agent(checksum: str = "") -> manifest.Agent:
+    return manifest.Agent(cluster="c-abcde", corral_url="https://corral.example",
+                          credential=handshake.new_value(), image="localhost/corral:0.1.0",
+                          ca_checksum=checksum)  # fmt: skip
+
+
+def test_the_manifest_runs_the_agent_locked_down_with_its_own_credential() -> None:
+    agent = _agent("f" * 64)
+    documents = list(yaml.safe_load_all(manifest.render(agent)))
+    assert agent.credential not in repr(agent)
+    deployment = documents[-1]
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["CORRAL_AGENT_CREDENTIAL"]["valueFrom"]["secretKeyRef"]["name"] == (
+        manifest.CREDENTIAL_SECRET
+    )
+    assert env["CORRAL_CA_CHECKSUM"]["value"] == "f" * 64
+    assert documents[4]["stringData"]["credential"] == agent.credential
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    assert pod["automountServiceAccountToken"] is False
+    assert deployment["spec"]["strategy"]["type"] == "Recreate"
+    # Without a CA of corral's own, nothing is pinned: the system's trust applies.
+    assert "CORRAL_CA_CHECKSUM" not in manifest.render(_agent())
+
+
+def test_a_manifest_url_names_its_token_and_cluster() -> None:
+    url = manifest.url("https://corral.example", "t" * 48, "c-abcde")
+    assert url == f"https://corral.example/v3/import/{'t' * 48}_c-abcde.yaml"
+    assert manifest.parse_name(url.rpartition("/")[2]) == ("t" * 48, "c-abcde")
+    for bad in ("t_c-abcde.yml", "tc-abcde.yaml", "_c-abcde.yaml", "t_.yaml", "t_c-abcde"):
+        assert manifest.parse_name(bad) is None

@@ -18,6 +18,7 @@ from corral.apiserver.auth.activity import ActivityTracker
 from corral.apiserver.auth.ledger import KubeLedger
 from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.auth.throttle import LoginThrottle
+from corral.apiserver.config import DEFAULT_AGENT_IMAGE
 from corral.apiserver.deps import DEPS, Deps
 from corral.apiserver.http import errors, serving
 from corral.apiserver.http.schemas import Registry
@@ -100,6 +101,7 @@ def create_app(
     serving_cert: bytes | None = None,
     tunnel_listen: tuple[str, int] = ("127.0.0.1", 0),
     tunnel_advertise: str = "",
+    agent_image: str = DEFAULT_AGENT_IMAGE,
 ) -> web.Application:
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
     app.on_response_prepare.append(serving.set_response_headers)
@@ -118,6 +120,7 @@ def create_app(
         serving_cert=serving_cert,
         driver_files=driver_files,
         node_assets=node_assets,
+        agent_image=agent_image,
         features=features,
         providers=Providers(),
         github=Clients(),

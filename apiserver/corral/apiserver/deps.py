@@ -47,6 +47,8 @@ class Deps:
     driver_files: str | None
     # The directory GET /assets/<file> serves (CORRAL_NODE_ASSET_DIR); None serves nothing.
     node_assets: Path | None
+    # The image the import manifest runs the cluster agent from (CORRAL_AGENT_IMAGE).
+    agent_image: str
     features: Mapping[str, bool]
     providers: Providers
     github: Clients

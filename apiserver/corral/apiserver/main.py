@@ -39,5 +39,6 @@ async def run(config: ApiServerConfig, features: dict[str, bool], context: ssl.S
         kube.async_client(), features, config.external_url, corral_ca, config.driver_files,
         config.node_assets, serving_cert=config.tls_cert.read_bytes(),
         tunnel_listen=config.tunnel_listen, tunnel_advertise=config.tunnel_advertise,
+        agent_image=config.agent_image,
     )  # fmt: skip
     await serving.serve(app, config.host, config.port, context)

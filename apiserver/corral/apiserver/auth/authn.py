@@ -33,7 +33,9 @@ SESSION_COOKIE = "R_SESS"
 CSRF_COOKIE = "CSRF"
 CSRF_HEADER = "X-API-CSRF"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
-PUBLIC_PREFIXES = ("/healthz", "/readyz", "/v3-public/", "/assets/")
+# `/v3/import/`: the import manifests, whose registration token in the path is their only
+# credential (routes.agents).
+PUBLIC_PREFIXES = ("/healthz", "/readyz", "/v3-public/", "/assets/", "/v3/import/")
 # What a machine that has no user reaches: the node installer and corral's CA (public, as
 # Rancher's), and registration, which checks the registration token it carries itself
 # (routes.connect). Exact paths: nothing else under /v3/connect is let past.

@@ -1,6 +1,8 @@
-"""`GET /v3/connect`: a cluster agent's tunnel (docs/design/cluster-agent.md). The agent's
-credential is its only authentication; a good one upgrades to a WebSocket that carries the
-tunnel, held here until either side ends it or a newer agent of the cluster replaces it."""
+"""A cluster agent's routes (docs/design/cluster-agent.md): `GET /v3/import/<token>_<cluster>
+.yaml`, the manifest that starts it, whose registration token is its only credential; and
+`GET /v3/connect`, its tunnel. The agent's credential is its only authentication there; a good
+one upgrades to a WebSocket that carries the tunnel, held here until either side ends it or a
+newer agent of the cluster replaces it."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from corral.apiserver.deps import deps
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.services import tunnels
 from corral.core.kube.tunnels import CLOSE_GOING_AWAY, CLOSE_PROTOCOL, Held, WebSocketCarrier
-from corral.core.tunnel import handshake
+from corral.core.tunnel import handshake, manifest
 from corral.core.tunnel.session import MAX_MESSAGE, ProtocolViolation, Tunnel, TunnelClosed
 
 log = logging.getLogger(__name__)
@@ -24,6 +26,12 @@ routes = web.RouteTableDef()
 HEARTBEAT = 10.0
 # One answer for every credential that opens nothing: which check failed is not said.
 MSG_BAD_CREDENTIAL = "agent credential is not valid"
+
+
+@routes.get(manifest.PATH_PREFIX + "{name}")
+async def import_manifest(http: web.Request) -> web.Response:
+    text = await tunnels.import_manifest(deps(http), http.match_info["name"])
+    return web.Response(text=text, content_type="application/yaml")
 
 
 @routes.get(handshake.PATH)

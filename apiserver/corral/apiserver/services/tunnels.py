@@ -7,16 +7,19 @@ the tunnel. The credential is the only thing that authenticates an agent: it is 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from corral.apiserver.deps import Deps
-from corral.core.api import names
+from corral.apiserver.services import registering
+from corral.core import errors
+from corral.core.api import drivers, names
 from corral.core.clusters.credential import Credential
 from corral.core.kube import agent_credentials, cluster_secrets
 from corral.core.kube.client import FIELD_MANAGER, as_dict
-from corral.core.tunnel import handshake
+from corral.core.tunnel import handshake, manifest
 
 log = logging.getLogger(__name__)
 
@@ -80,3 +83,26 @@ async def store_credential(deps: Deps, agent: Agent) -> None:
     stored = await deps.kube.apply(secret, field_manager=FIELD_MANAGER, force=True)
     deps.connections.credentials.put(as_dict(stored))
     log.info("cluster %s: corral's credential now goes through its agent", agent.cluster)
+
+
+async def import_manifest(deps: Deps, name: str) -> str:
+    """The manifest of `GET /v3/import/<token>_<cluster>.yaml`: the registration token is its
+    only credential, and it must be a live token of that cluster, an imported one; anything
+    else is the same `NotFound`."""
+    parsed = manifest.parse_name(name)
+    token = registering.presented(deps, parsed[0]) if parsed else None
+    if parsed is None or token is None or token["metadata"]["namespace"] != parsed[1]:
+        raise errors.not_found("no such manifest")
+    cluster = deps.stores.clusters.get(parsed[1])
+    if (
+        cluster is None
+        or cluster["metadata"].get("deletionTimestamp")
+        or cluster["spec"].get("driver") != drivers.IMPORTED
+    ):
+        raise errors.not_found("no such manifest")
+    value = await agent_credentials.ensure(deps.kube, cluster)
+    checksum = hashlib.sha256(deps.corral_ca).hexdigest() if deps.corral_ca else ""
+    agent = manifest.Agent(cluster=parsed[1], corral_url=deps.external_url, credential=value,
+                           image=deps.agent_image, ca_checksum=checksum)  # fmt: skip
+    log.info("cluster %s: its import manifest was served", parsed[1])
+    return manifest.render(agent)

@@ -1,14 +1,15 @@
-"""A cluster agent's credential in the management cluster: only its sha256, in a Secret of
-svc-system owned by the Cluster and labelled with it, so the API server finds it by cluster
-and the value itself exists only in the manifest the agent runs from
-(docs/design/cluster-agent.md, section 3). Issuing again replaces it: the old value stops
-opening the tunnel."""
+"""A cluster agent's credential in the management cluster: a Secret of svc-system owned by the
+Cluster and labelled with it, holding the value as the registration tokens' Secrets hold
+theirs (the API server reads no Secret elsewhere), so a manifest fetched again carries the same
+credential and never cuts off the agent already running (docs/design/cluster-agent.md,
+section 3). Issuing anew replaces it: the old value stops opening the tunnel."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 
-from lightkube import AsyncClient
+from lightkube import ApiError, AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
 from lightkube.resources.core_v1 import Secret
 
@@ -17,12 +18,11 @@ from corral.core.kube.client import FIELD_MANAGER, as_dict
 from corral.core.kube.informer import Obj
 from corral.core.tunnel import handshake
 
-DIGEST_KEY = "sha256"
+VALUE_KEY = "value"
 
 
 async def issue(kube: AsyncClient, cluster: Obj) -> tuple[str, Obj]:
-    """A new credential for the cluster's agent: the value (a secret, for the manifest only)
-    and the Secret holding its digest."""
+    """A new credential for the cluster's agent: the value (a secret) and its Secret."""
     value = handshake.new_value()
     meta = cluster["metadata"]
     secret = Secret(
@@ -40,13 +40,35 @@ async def issue(kube: AsyncClient, cluster: Obj) -> tuple[str, Obj]:
             ],
         ),
         type="Opaque",
-        data={DIGEST_KEY: base64.b64encode(handshake.digest(value).encode()).decode()},
+        data={VALUE_KEY: base64.b64encode(value.encode()).decode()},
     )
     stored = await kube.apply(secret, field_manager=FIELD_MANAGER, force=True)
     return value, as_dict(stored)
 
 
-def digest_of(secret: Obj | None) -> str:
-    """The digest a credential Secret holds; empty when there is none."""
-    encoded = ((secret or {}).get("data") or {}).get(DIGEST_KEY, "")
+async def ensure(kube: AsyncClient, cluster: Obj) -> str:
+    """The cluster's agent credential, made the first time."""
+    try:
+        secret = as_dict(await kube.get(
+            Secret, names.agent_credential_secret_name(cluster["metadata"]["name"]),
+            namespace=names.SYSTEM_NAMESPACE,
+        ))  # fmt: skip
+    except ApiError as exc:
+        if exc.status.code != 404:
+            raise
+    else:
+        if value := value_of(secret):
+            return value
+    value, _ = await issue(kube, cluster)
+    return value
+
+
+def value_of(secret: Obj | None) -> str:
+    encoded = ((secret or {}).get("data") or {}).get(VALUE_KEY, "")
     return base64.b64decode(encoded).decode() if encoded else ""
+
+
+def digest_of(secret: Obj | None) -> str:
+    """The sha256 of the credential a Secret holds; empty when there is none."""
+    value = value_of(secret)
+    return hashlib.sha256(value.encode()).hexdigest() if value else ""
