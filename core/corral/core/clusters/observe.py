@@ -269,7 +269,8 @@ def cluster_conditions(
         return disconnected(failures)
     if not has_credential or probe is None:
         message = (
-            "waiting for an import: corral has no credential for this cluster; give its "
+            "waiting for an import: corral has no credential for this cluster; apply its "
+            "registration's command (clusterregistrationtokens) in the cluster, or give its "
             "kubeconfig as importedConfig.kubeConfig in a PUT of the cluster"
         )
         return pending(
