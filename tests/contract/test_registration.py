@@ -206,9 +206,28 @@ async def test_a_bad_ttl_is_refused_and_nothing_is_made(
     assert count() == before
 
 
-async def test_a_token_for_an_imported_cluster_is_refused(admin: Person, cluster: str) -> None:
-    refused = await admin.api.post(PATH, {"clusterId": cluster})
+async def test_a_token_for_the_local_cluster_is_refused(admin: Person) -> None:
+    refused = await admin.api.post(PATH, {"clusterId": names.LOCAL_CLUSTER})
     error(refused, 422, "InvalidReference", "clusterId")
+
+
+async def test_an_imported_clusters_token_starts_its_agent_and_registers_no_machine(
+    admin: Person, anonymous: Api
+) -> None:
+    """Its token is for the agent's manifest (tests/contract/test_agents.py): it has no node
+    command, and a machine presenting it joins nothing."""
+    made = await admin.api.post("/v3/clusters", {"type": "cluster", "name": "imported"})
+    cluster_id = made.body["id"]
+
+    async def default_token() -> dict[str, Any] | None:
+        listed = await admin.api.get(f"{PATH}?clusterId={cluster_id}")
+        return next((t for t in listed.body["data"] if t["token"]), None)
+
+    token = await eventually("the imported cluster's token", default_token)
+    assert token["nodeCommand"] == "" and token["manifestUrl"]
+    status, raw = await register_raw(anonymous, token["token"], {"hostname": hostname()})
+    assert status == 422
+    assert json.loads(raw)["code"] == "InvalidState"
 
 
 async def test_a_token_with_a_ttl_says_when_it_expires(owned: Owned) -> None:

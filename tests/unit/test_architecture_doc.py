@@ -29,6 +29,7 @@ SHORT_ROOTS = {
     "core": REPO / "core" / "corral" / "core",
     "operator": REPO / "operator" / "corral" / "operator",
     "apiserver": REPO / "apiserver" / "corral" / "apiserver",
+    "agent": REPO / "agent" / "corral" / "agent",
     "devenv": REPO / "tools" / "devenv" / "corral" / "devenv",
 }
 # A backticked text starting with one of these (and holding a `/`) is a path and must exist.

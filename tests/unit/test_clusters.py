@@ -11,8 +11,8 @@ import yaml
 
 from corral.core import conditions, quantity
 from corral.core.api import drivers, names
-from corral.core.clusters import importing, observe
-from corral.core.conditions import Condition
+from corral.core.clusters import importing, observe, state
+from corral.core.conditions import Condition, merge
 from corral.operator.downstream.drain import DrainRefused, evictable
 
 
@@ -255,3 +255,27 @@ def test_drain_chooses_pods_as_kubectl_does() -> None:
     with pytest.raises(DrainRefused, match="emptyDir"):
         evictable([local], {})
     assert evictable([local], {"deleteLocalData": True}) == [local]
+
+
+def test_a_cluster_reached_through_its_agent_says_whether_the_agent_is_connected() -> None:
+    connected = observe.Agent(connected=True, version="0.1.0", image="localhost/corral:0.1.0")
+    conditions = observe.cluster_conditions(
+        "imported", True, observe.Probe(True, True), [node("a")], agent=connected
+    )
+    deployed = next(c for c in conditions if c.type == "AgentDeployed")
+    assert (deployed.status, deployed.reason, deployed.message) == (
+        "True",
+        "AgentConnected",
+        "agent 0.1.0",
+    )
+    assert by_type(conditions)["Ready"] == ("True", "Ready")
+    # Without its tunnel there is no probe: the agent's absence is the reason, not an import.
+    lost = by_type(
+        observe.cluster_conditions("imported", True, None, [], agent=observe.Agent(False))
+    )
+    assert lost["AgentDeployed"] == ("False", "AgentDisconnected")
+    assert lost["Ready"] == ("False", "AgentDisconnected")
+    assert lost["Pending"] == ("False", "Connected")
+    observed = observe.cluster_conditions("imported", True, None, [], agent=observe.Agent(False))
+    merged = merge([], observed, datetime.datetime(2026, 11, 28, tzinfo=datetime.UTC))
+    assert state.state({"metadata": {}, "status": {"conditions": merged}})[0] == "unavailable"

@@ -33,7 +33,7 @@ version=$(sed -n 's/^version = "\([^"]*\)"$/\1/p' pyproject.toml | head -n1)
 [[ -n $version ]] || die "no version in pyproject.toml"
 inputs=$(
   {
-    find core operator apiserver -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 |
+    find core operator apiserver agent -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 |
       LC_ALL=C sort -z | xargs -0 sha256sum
     sha256sum pyproject.toml tools/image/build.sh
     echo "$base_key"
@@ -164,7 +164,7 @@ umoci config --image "$layout:$tag" \
   --config.label "org.opencontainers.image.version=$version" \
   --config.label "org.opencontainers.image.revision=$inputs" \
   --manifest.annotation "org.opencontainers.image.version=$version" \
-  --history.created_by "user $ID, PATH, cmd corral-apiserver (entry points: corral-operator)"
+  --history.created_by "user $ID, PATH, cmd corral-apiserver (entry points: corral-operator, corral-agent)"
 umoci gc --layout "$layout"
 tar -C "$layout" -cf "$archive.tmp" .
 mv "$archive.tmp" "$archive"

@@ -19,6 +19,7 @@ from corral.apiserver.auth.ledger import KubeLedger
 from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.auth.throttle import LoginThrottle
 from corral.apiserver.auth.verified import VerifiedTokens
+from corral.apiserver.config import DEFAULT_AGENT_IMAGE
 from corral.apiserver.deps import DEPS, Deps
 from corral.apiserver.http import errors, serving
 from corral.apiserver.http.schemas import Registry
@@ -26,6 +27,7 @@ from corral.apiserver.middleware import auth_middleware, rate_limit_headers
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.resources.subscriptions import SUBSCRIBABLE
 from corral.apiserver.routes import (
+    agents,
     assets,
     authconfigs,
     authproviders,
@@ -65,6 +67,8 @@ from corral.core.github.client import Clients
 from corral.core.kube import kinds
 from corral.core.kube.connections import Connections
 from corral.core.kube.oidc_secrets import StateKey
+from corral.core.kube.tunnel_leases import Relays
+from corral.core.kube.tunnels import Tunnels
 from corral.core.oidc.provider import Providers
 
 log = logging.getLogger(__name__)
@@ -74,7 +78,7 @@ ROUTE_MODULES = [
     nodes, proxy, projects, namespaces, projectroletemplatebindings, clusterroletemplatebindings,
     workloads, pods, secrets, namespacedsecrets, nodedrivers, nodetemplates, cloudcredentials,
     nodepools, authproviders, authconfigs, provisioningclusters, clusterregistrationtokens,
-    connect, console, subscribe,
+    connect, console, subscribe, agents,
 ]  # fmt: skip
 SCHEMA_LIST = [
     tokens.SCHEMA, users.SCHEMA, users.SET_PASSWORD, users.CHANGE_PASSWORD,
@@ -100,6 +104,9 @@ def create_app(
     node_assets: Path | None = None,
     serving_cert: bytes | None = None,
     throttle: Path | None = None,
+    tunnel_listen: tuple[str, int] = ("127.0.0.1", 0),
+    tunnel_advertise: str = "",
+    agent_image: str = DEFAULT_AGENT_IMAGE,
 ) -> web.Application:
     """`throttle`: the file the login throttle's counts are shared through with the other
     workers of this server; None keeps them in memory."""
@@ -109,15 +116,18 @@ def create_app(
     schemas = Registry()
     schemas.add(*SCHEMA_LIST)
     stores = Stores.create(kube)
+    tunnels = Tunnels(kube, Relays(kube), tunnel_listen, tunnel_advertise)
     app[DEPS] = Deps(
         kube=kube,
         stores=stores,
-        connections=Connections(kube),
+        connections=Connections(kube, tunnels=tunnels),
+        tunnels=tunnels,
         external_url=external_url,
         corral_ca=corral_ca,
         serving_cert=serving_cert,
         driver_files=driver_files,
         node_assets=node_assets,
+        agent_image=agent_image,
         features=features,
         providers=Providers(),
         github=Clients(),
@@ -177,6 +187,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+    await held.tunnels.close()
     await connections.close()
     await held.kube.close()
     held.throttle.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from yarl import URL
@@ -17,6 +18,10 @@ _ANY_HOST = {"", "0.0.0.0", "::", "[::]"}  # noqa: S104
 
 class ConfigError(ValueError):
     """The environment does not describe a server that can start."""
+
+
+# What `make image` tags corral's image as, without its content hash.
+DEFAULT_AGENT_IMAGE = f"localhost/corral:{metadata.version('corral')}"
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,12 @@ class ApiServerConfig:
     driver_files: str | None = None
     # The files GET /assets/<file> serves; None serves nothing there.
     node_assets: Path | None = None
+    # Where the tunnel proxy listens, and the host:port other corral processes reach it at
+    # (docs/design/cluster-agent.md, section 6); empty: the address it listens on.
+    tunnel_listen: tuple[str, int] = ("127.0.0.1", 0)
+    tunnel_advertise: str = ""
+    # The image the import manifest runs the cluster agent from: corral's own.
+    agent_image: str = DEFAULT_AGENT_IMAGE
 
     @classmethod
     def from_env(cls) -> ApiServerConfig:
@@ -54,7 +65,18 @@ class ApiServerConfig:
             external_url=external_url(os.environ.get("CORRAL_EXTERNAL_URL") or default_url),
             driver_files=driver_files(os.environ.get(source.FILE_DIR_ENV)),
             node_assets=node_assets(os.environ.get(NODE_ASSET_DIR_ENV)),
+            tunnel_listen=address(os.environ.get("CORRAL_TUNNEL_LISTEN", "127.0.0.1:0")),
+            tunnel_advertise=os.environ.get("CORRAL_TUNNEL_ADVERTISE", ""),
+            agent_image=os.environ.get("CORRAL_AGENT_IMAGE") or DEFAULT_AGENT_IMAGE,
         )
+
+
+def address(text: str) -> tuple[str, int]:
+    """`host:port` (port 0: any free one)."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise ConfigError(f"CORRAL_TUNNEL_LISTEN must be host:port, not {text!r}")
+    return host, int(port)
 
 
 def driver_files(text: str | None) -> str | None:

@@ -27,6 +27,7 @@ from corral.apiserver.state.stores import Stores
 from corral.core.github.client import Clients
 from corral.core.kube.connections import Connections
 from corral.core.kube.oidc_secrets import StateKey
+from corral.core.kube.tunnels import Tunnels
 from corral.core.oidc.provider import Providers
 
 
@@ -35,6 +36,7 @@ class Deps:
     kube: AsyncClient  # the management cluster, as corral itself
     stores: Stores
     connections: Connections  # downstream clusters
+    tunnels: Tunnels  # the cluster agents' tunnels held here, which `connections` goes through
     # scheme://host[:port] clients reach this server at (CORRAL_EXTERNAL_URL).
     external_url: str
     # The CA of this server's certificate, for kubeconfigs; None when clients trust it already.
@@ -46,6 +48,8 @@ class Deps:
     driver_files: str | None
     # The directory GET /assets/<file> serves (CORRAL_NODE_ASSET_DIR); None serves nothing.
     node_assets: Path | None
+    # The image the import manifest runs the cluster agent from (CORRAL_AGENT_IMAGE).
+    agent_image: str
     features: Mapping[str, bool]
     providers: Providers
     github: Clients

@@ -36,13 +36,23 @@ CSRF_COOKIE = "CSRF"
 CSRF_HEADER = "X-API-CSRF"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 # The console's files are public: the page signs in through the API itself (routes.console).
-PUBLIC_PREFIXES = ("/healthz", "/readyz", "/v3-public/", "/assets/", "/static/")
+# `/v3/import/`: the import manifests, whose registration token in the path is their only
+# credential (routes.agents).
+PUBLIC_PREFIXES = ("/healthz", "/readyz", "/v3-public/", "/assets/", "/static/", "/v3/import/")
 # What a machine that has no user reaches: the node installer and corral's CA (public, as
 # Rancher's), and registration, which checks the registration token it carries itself
 # (routes.connect); and the console's page. Exact paths: nothing else under /v3/connect is let
 # past.
 PUBLIC_PATHS = frozenset(
-    {"/", "/cacerts", "/v3/connect/install.sh", "/v3/connect/uninstall.sh", "/v3/connect/register"}
+    {
+        "/",
+        "/cacerts",
+        "/v3/connect/install.sh",
+        "/v3/connect/uninstall.sh",
+        "/v3/connect/register",
+        # A cluster agent's tunnel, whose only credential is the agent's (routes.agents).
+        "/v3/connect",
+    }
 )
 # The Kubernetes API of one cluster through corral: the only routes a token scoped to a
 # cluster (every kubeconfig token) is good for.

@@ -25,24 +25,28 @@ from corral.apiserver.services import registrationtokens
 from corral.core import errors
 from corral.core.kube.informer import Obj
 from corral.core.registration import tokens
+from corral.core.tunnel import manifest
 
 SCHEMA = Schema(
     id="clusterRegistrationToken",
     plural="clusterRegistrationTokens",
     fields={
         "clusterId": Field("reference[cluster]", create=True, required=True,
-                           description="A provisioned (rke2 or k3s) cluster; clusterName is "
-                                       "the same"),
+                           description="A provisioned (rke2 or k3s) or an imported cluster; "
+                                       "clusterName is the same"),
         "clusterName": Field("reference[cluster]", create=True),
         "ttl": Field("int", create=True, default=0,
                      description=f"Seconds until it expires: 0 (never) or "
                                  f"{tokens.MIN_TTL_SECONDS} to {tokens.MAX_TTL_SECONDS}"),
         "token": readonly("string", "The value machines present; a secret"),
-        "command": readonly("string", "Empty: a provisioned cluster imports nothing"),
-        "insecureCommand": readonly("string"),
-        "nodeCommand": readonly("string", "Joins a machine as a worker, corral's key pinned"),
+        "command": readonly("string", "An imported cluster's: applies its agent's manifest"),
+        "insecureCommand": readonly("string", "The command for a corral the cluster does not "
+                                              "trust yet"),
+        "nodeCommand": readonly("string", "A provisioned cluster's: joins a machine as a "
+                                          "worker, corral's key pinned"),
         "insecureNodeCommand": readonly("string", "The node command without the pin"),
-        "manifestUrl": readonly("string", "Empty: a provisioned cluster imports nothing"),
+        "manifestUrl": readonly("string", "An imported cluster's: its agent's manifest, the "
+                                          "token in it"),
         "expiresAt": readonly("date", "Empty: never"),
         "machine": readonly("string", "The one machine this token registers, if any"),
         "state": readonly("string"),
@@ -61,17 +65,20 @@ ACTIONS = tuple(SCHEMA.resource_actions)
 def fields(ask: Ask, obj: Obj) -> dict[str, Any]:
     spec, cluster = obj.get("spec") or {}, obj["metadata"]["namespace"]
     value = registrationtokens.value(ask.deps, obj)
+    url = registrationtokens.manifest_url(ask.deps, obj, value)
+    # A provisioned cluster's token joins machines; an imported one's starts its agent.
+    node = "" if url else value
     return {
         "id": scoped_id(obj),
         "name": obj["metadata"]["name"],
         "clusterId": cluster,
         "clusterName": cluster,
         "token": value,
-        "command": "",
-        "insecureCommand": "",
-        "nodeCommand": registrationtokens.node_command(ask.deps, value),
-        "insecureNodeCommand": registrationtokens.node_command(ask.deps, value, pinned=False),
-        "manifestUrl": "",
+        "command": manifest.command(url) if url else "",
+        "insecureCommand": manifest.insecure_command(url) if url else "",
+        "nodeCommand": registrationtokens.node_command(ask.deps, node),
+        "insecureNodeCommand": registrationtokens.node_command(ask.deps, node, pinned=False),
+        "manifestUrl": url,
         "expiresAt": spec.get("expiresAt", ""),
         "machine": spec.get("machine", ""),
         **object_stamp(obj),

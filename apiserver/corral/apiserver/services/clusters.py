@@ -11,6 +11,7 @@ unreachable server is answered at once and nothing is stored.
 from __future__ import annotations
 
 import base64
+import datetime
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,8 +28,8 @@ from corral.apiserver.services.clusterspec import CUSTOMIZATIONS, PSA_TEMPLATE
 from corral.apiserver.services.visibility import owned_cluster
 from corral.core import errors, jsonpatch, kubeconfig
 from corral.core.api import drivers, ids, names
-from corral.core.kube import guarded, kinds
-from corral.core.kube.client import as_dict, delete_if_present
+from corral.core.kube import guarded, kinds, registration_tokens
+from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.projects import podsecurity
 from corral.core.provisioning import admission, upgrade
@@ -75,7 +76,20 @@ async def create(deps: Deps, who: Caller, body: dict[str, Any]) -> Obj:
         deps.stores.clusters.put(created)
         return created
     name = ids.generate("c") if driver == drivers.IMPORTED else f"c-m-{ids.random_suffix(8)}"
-    return await make(deps, name, spec, labels, taken=f"cluster {name} already exists")
+    created = await make(deps, name, spec, labels, taken=f"cluster {name} already exists")
+    if driver == drivers.IMPORTED:
+        await registration(deps, name)
+    return created
+
+
+async def registration(deps: Deps, cluster: str) -> None:
+    """An imported cluster given no kubeconfig is registered by its agent: its `default-token`
+    shows the manifest to apply there (docs/design/cluster-agent.md, section 8). The token
+    lives in the cluster's namespace, made here rather than waiting for the operator."""
+    await ensure_namespace(deps.kube, cluster, {names.LABEL_CLUSTER: cluster})
+    await registration_tokens.ensure_default(
+        deps.kube, cluster, datetime.datetime.now(datetime.UTC)
+    )
 
 
 async def make(

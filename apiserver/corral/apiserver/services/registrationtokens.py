@@ -26,6 +26,7 @@ from corral.core.kube import registration_tokens
 from corral.core.kube.informer import Obj
 from corral.core.projects import roles
 from corral.core.registration import command, tokens
+from corral.core.tunnel import manifest
 
 TYPE = "clusterRegistrationToken"
 
@@ -67,9 +68,12 @@ async def create(deps: Deps, who: Caller, body: dict[str, Any]) -> Obj:
     cluster = seen_cluster(deps, who, cluster_id)
     if cluster is None or not may_manage(who, cluster_id):
         raise errors.invalid("clusterId", f"cluster {cluster_id} not found", "InvalidReference")
-    if cluster["spec"].get("driver") not in drivers.HOSTED:
-        raise errors.invalid("clusterId", "machines register only with rke2 and k3s clusters",
-                             "InvalidReference")  # fmt: skip
+    if cluster["spec"].get("driver") not in drivers.HOSTED | {drivers.IMPORTED}:
+        raise errors.invalid(
+            "clusterId",
+            "tokens register machines with rke2 and k3s clusters, agents with imported ones",
+            "InvalidReference",
+        )
     if cluster["metadata"].get("deletionTimestamp"):
         raise errors.Conflict(f"cluster {cluster_id} is being deleted", code="Conflict")
     ttl = tokens.ttl(body.get("ttl"))
@@ -110,3 +114,13 @@ async def delete(deps: Deps, token: Obj) -> None:
 def _remember(deps: Deps, token: Obj, secret: Obj) -> None:
     deps.stores.registration_values.put(secret)
     deps.stores.registration_tokens.put(token)
+
+
+def manifest_url(deps: Deps, token: Obj, value: str) -> str:
+    """Where an imported cluster's agent manifest is served with this token; empty for a
+    provisioned cluster's token (it imports nothing) or while the value is not cached."""
+    cluster_id = token["metadata"]["namespace"]
+    cluster = deps.stores.clusters.get(cluster_id)
+    if not value or cluster is None or cluster["spec"].get("driver") != drivers.IMPORTED:
+        return ""
+    return manifest.url(deps.external_url, value, cluster_id)

@@ -116,6 +116,8 @@ class Stores:
     registration_tokens: Informer
     # The values of the registration tokens (their Secrets in svc-system).
     registration_values: Informer
+    # The digests of the cluster agents' credentials (Secrets in svc-system).
+    agent_credentials: Informer
     # Token records by the name and resourceVersion they were parsed from (`token_record`).
     _records: OrderedDict[tuple[str, str], TokenRecord] = field(default_factory=OrderedDict)
     # What the caches below publish to `GET /v3/subscribe`.
@@ -182,6 +184,13 @@ class Stores:
                 labels={names.LABEL_REGISTRATION_TOKEN: operators.exists()},
                 name="registration-token-values",
             ),
+            agent_credentials=Informer(
+                client,
+                Secret,
+                namespace=names.SYSTEM_NAMESPACE,
+                labels={names.LABEL_AGENT_CREDENTIAL: operators.exists()},
+                name="agent-credentials",
+            ),
         )
 
     def all(self) -> list[Informer]:
@@ -204,6 +213,7 @@ class Stores:
             self.etcdbackups,
             self.registration_tokens,
             self.registration_values,
+            self.agent_credentials,
         ]
 
     @contextlib.asynccontextmanager

@@ -51,6 +51,19 @@ KWOK_NODE_VALUE = "fake"
 # The management cluster itself, registered at start-up.
 LOCAL_CLUSTER = "local"
 LABEL_CLUSTER_CREDENTIAL = "management.svc.io/cluster-credential"
+# The digest of a cluster agent's credential: a Secret in SYSTEM_NAMESPACE labelled with its
+# cluster (docs/design/cluster-agent.md, section 3).
+LABEL_AGENT_CREDENTIAL = "management.svc.io/agent-credential"
+# Where a cluster's agent tunnel is held: a Lease in SYSTEM_NAMESPACE labelled with its cluster,
+# renewed by the API server replica holding it, with where others reach it and what the agent
+# said of itself.
+LABEL_TUNNEL = "management.svc.io/tunnel"
+ANNOTATION_TUNNEL_RELAY = "management.svc.io/tunnel-relay"
+ANNOTATION_AGENT_VERSION = "management.svc.io/agent-version"
+ANNOTATION_AGENT_IMAGE = "management.svc.io/agent-image"
+# The key every corral process presents to another's tunnel proxy (a Secret in
+# SYSTEM_NAMESPACE, made by the first process that needs it).
+TUNNEL_RELAY_SECRET = "corral-tunnel-relay"
 
 # The namespace where corral keeps its own secrets in the management cluster.
 SYSTEM_NAMESPACE = "svc-system"
@@ -174,6 +187,14 @@ def ssh_key_secret_name(cluster_id: str, record: str) -> str:
 
 def credential_secret_name(cluster_id: str) -> str:
     return f"{cluster_id}-credential"
+
+
+def agent_credential_secret_name(cluster_id: str) -> str:
+    return f"{cluster_id}-agent-credential"
+
+
+def tunnel_lease_name(cluster_id: str) -> str:
+    return f"tunnel-{cluster_id}"
 
 
 def cloud_credential_secret_name(credential: str) -> str:

@@ -18,6 +18,7 @@ from corral.core import kubeconfig
 # "/", "?", "#" and "%" are always encoded, so each segment given stays exactly one segment.
 _SEGMENT_SAFE = "!$&'()*+,;=:@"
 _DOT_SEGMENTS = {".", "..", b".", b".."}
+TRANSPORT_TUNNEL = b"tunnel"
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,9 @@ class Credential:
     token: str | None = None
     client_cert: bytes | None = None  # PEM
     client_key: bytes | None = None  # PEM
+    # Reached through its agent's tunnel (docs/design/cluster-agent.md), not by dialling
+    # `server`: the server still names it for TLS.
+    tunnel: bool = False
 
     def kubeconfig(self, name: str = "downstream") -> dict[str, Any]:
         return kubeconfig.build(
@@ -59,6 +63,8 @@ class Credential:
 
     def secret_data(self) -> dict[str, str]:
         data = {"server": self.server.encode()}
+        if self.tunnel:
+            data["transport"] = TRANSPORT_TUNNEL
         for key, value in (
             ("ca.crt", self.ca_cert),
             ("token", (self.token or "").encode()),
@@ -78,4 +84,5 @@ class Credential:
             token=raw["token"].decode() if raw.get("token") else None,
             client_cert=raw.get("tls.crt"),
             client_key=raw.get("tls.key"),
+            tunnel=raw.get("transport") == TRANSPORT_TUNNEL,
         )

@@ -223,6 +223,16 @@ def cluster_status(
     return status
 
 
+@dataclass(frozen=True)
+class Agent:
+    """A cluster reached through its agent's tunnel: whether a tunnel is held (its Lease is
+    fresh), and what the agent said of itself."""
+
+    connected: bool
+    version: str = ""
+    image: str = ""
+
+
 def cluster_conditions(
     driver: str,
     has_credential: bool,
@@ -231,6 +241,7 @@ def cluster_conditions(
     failures: Mapping[str, str] | None = None,
     duplicate_of: str | None = None,
     provisioning: Mapping[str, Any] | None = None,
+    agent: Agent | None = None,
 ) -> list[Condition]:
     """The seven cluster conditions of the interface, from what was observed.
 
@@ -254,9 +265,12 @@ def cluster_conditions(
             drivers.never_provisioned(driver),
             failures,
         )
+    if has_credential and agent is not None and not agent.connected:
+        return disconnected(failures)
     if not has_credential or probe is None:
         message = (
-            "waiting for an import: corral has no credential for this cluster; give its "
+            "waiting for an import: corral has no credential for this cluster; apply its "
+            "registration's command (clusterregistrationtokens) in the cluster, or give its "
             "kubeconfig as importedConfig.kubeConfig in a PUT of the cluster"
         )
         return pending(
@@ -270,7 +284,10 @@ def cluster_conditions(
         Condition.of(ct.PENDING, False, ct.REASON_CONNECTED),
         Condition.of(ct.PROVISIONED, True, origin),
     ]
-    if probe.credential_rejected:
+    if agent is not None and not probe.credential_rejected:
+        message = f"agent {agent.version}" if agent.version else "agent connected"
+        conditions.append(Condition.of(ct.AGENT_DEPLOYED, True, ct.REASON_AGENT_CONNECTED, message))
+    elif probe.credential_rejected:
         conditions.append(
             Condition.of(ct.AGENT_DEPLOYED, False, ct.REASON_CREDENTIAL_REJECTED, probe.message)
         )
@@ -320,6 +337,21 @@ def cluster_conditions(
             )
         )
     return conditions
+
+
+def disconnected(failures: Mapping[str, str]) -> list[Condition]:
+    """The conditions of a cluster whose agent has no tunnel: imported, but nothing of it can
+    be looked at until the agent dials again."""
+    message = "the cluster's agent is not connected to corral"
+    return [
+        Condition.of(ct.PENDING, False, ct.REASON_CONNECTED),
+        Condition.of(ct.PROVISIONED, True, ct.REASON_IMPORTED),
+        Condition.of(ct.AGENT_DEPLOYED, False, ct.REASON_AGENT_DISCONNECTED, message),
+        Condition.of(ct.READY, False, ct.REASON_AGENT_DISCONNECTED, message),
+        updated(failures),
+        Condition(ct.NO_DISK_PRESSURE, "Unknown", ct.REASON_AGENT_DISCONNECTED),
+        Condition(ct.NO_MEMORY_PRESSURE, "Unknown", ct.REASON_AGENT_DISCONNECTED),
+    ]
 
 
 def pending(

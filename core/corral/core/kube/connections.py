@@ -29,6 +29,8 @@ from corral.core.errors import Unavailable
 from corral.core.kube.credential import client_for, from_environment, session_for, ssl_context
 from corral.core.kube.impersonation import ImpersonatingTransport, Impersonation
 from corral.core.kube.informer import Informer, Obj
+from corral.core.kube.tunnel_leases import Relays
+from corral.core.kube.tunnels import Tunnels
 
 SYNC_TIMEOUT = 10.0
 # Service account tokens rotate: this process's own credential is read again this often,
@@ -46,6 +48,9 @@ USER_CLIENTS = 256
 class Connection:
     credential: Credential
     client: AsyncClient
+    # The proxy to a tunnelled cluster (`core.kube.tunnels`); None to dial its server. It
+    # holds a secret: never logged.
+    proxy: str | None = field(default=None, repr=False)
     informers: dict[str, Informer] = field(default_factory=dict)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _session: aiohttp.ClientSession | None = None
@@ -59,7 +64,9 @@ class Connection:
             self._as.move_to_end(who)
             return client
         if self._transport is None:
-            self._transport = httpx2.AsyncHTTPTransport(verify=ssl_context(self.credential))
+            self._transport = httpx2.AsyncHTTPTransport(
+                verify=ssl_context(self.credential), proxy=self.proxy
+            )
         client = self._as[who] = client_for(
             self.credential, transport=ImpersonatingTransport(self._transport, who)
         )
@@ -73,7 +80,7 @@ class Connection:
         """The cluster's HTTP session: it reaches the cluster's server only and sends the
         credential per request, so sharing it across callers cannot carry it anywhere else."""
         if self._session is None or self._session.closed:
-            self._session = session_for(self.credential, timeout=None)
+            self._session = session_for(self.credential, timeout=None, proxy=self.proxy)
         return self._session
 
     async def close(self) -> None:
@@ -95,9 +102,12 @@ class Connections:
         kube: AsyncClient,
         local: Callable[[], Credential] = from_environment,
         on_change: CredentialHook | None = None,
+        tunnels: Tunnels | None = None,
     ) -> None:
         """`on_change(cluster)` runs when the cluster's credential Secret comes, changes or
-        goes."""
+        goes, and when its agent's tunnel does. A cluster reached through its agent is reached
+        through the proxy of the process holding its tunnel (`tunnels`, when this process
+        holds tunnels, else the Leases alone)."""
         self.credentials = Informer(
             kube,
             Secret,
@@ -110,6 +120,8 @@ class Connections:
         self._connections: dict[str, Connection] = {}
         self._changed = asyncio.Event()
         self._on_change = on_change
+        self.tunnels = tunnels
+        self.relays = tunnels.relays if tunnels is not None else Relays(kube, on_change)
 
     def credential(self, cluster: str) -> Credential | None:
         """The cluster's credential; None while it has none."""
@@ -124,10 +136,11 @@ class Connections:
         credential = self.credential(cluster)
         if credential is None:
             raise Unavailable(f"cluster {cluster} has no credential yet")
+        proxy = await self._proxy(cluster) if credential.tunnel else None
         known = self._connections.get(cluster)
-        if known is not None and known.credential == credential:
+        if known is not None and known.credential == credential and known.proxy == proxy:
             return known
-        connection = Connection(credential, client_for(credential))
+        connection = Connection(credential, client_for(credential, proxy=proxy), proxy=proxy)
         self._connections[cluster] = connection
         if known is not None:
             await known.close()
@@ -164,7 +177,7 @@ class Connections:
     async def run(self) -> None:
         """Feed the credentials; close a cluster's connection once its credential changes or
         goes, rather than at its next use. Runs until cancelled."""
-        watch = asyncio.create_task(self.credentials.run())
+        watch = asyncio.gather(self.credentials.run(), self.relays.leases.run())
         try:
             while True:
                 await self._changed.wait()
@@ -194,6 +207,16 @@ class Connections:
             return self.credential(cluster) != connection.credential
         except (KeyError, ValueError):  # a Secret that holds no usable credential
             return True
+
+    async def _proxy(self, cluster: str) -> str:
+        """The proxy to the cluster's tunnel; `Unavailable` while no process holds one. It
+        stays the same while tunnels of one process replace each other, so a connection
+        built on it outlives its tunnel."""
+        tunnels = self.tunnels
+        proxy = await (tunnels.proxy(cluster) if tunnels else self.relays.proxy(cluster))
+        if proxy is None:
+            raise Unavailable(f"cluster {cluster}: its agent is not connected")
+        return proxy
 
     def _local_credential(self) -> Credential:
         now = time.monotonic()

@@ -43,9 +43,13 @@ def client_for(
     credential: Credential,
     timeout: float = REQUEST_TIMEOUT,
     transport: httpx2.AsyncBaseTransport | None = None,
+    proxy: str | None = None,
 ) -> AsyncClient:
     """A typed client (lightkube) for the cluster; over `transport` when given (which then
-    holds the TLS settings, `ssl_context`)."""
+    holds the TLS settings, `ssl_context`), through the CONNECT proxy `proxy` when given (a
+    tunnel's, `core.kube.tunnels`)."""
+    if transport is None and proxy is not None:
+        transport = httpx2.AsyncHTTPTransport(verify=ssl_context(credential), proxy=proxy)
     return AsyncClient(
         KubeConfig.from_dict(credential.kubeconfig()),
         timeout=httpx2.Timeout(timeout),
@@ -55,12 +59,13 @@ def client_for(
 
 
 def session_for(
-    credential: Credential, timeout: float | None = REQUEST_TIMEOUT
+    credential: Credential, timeout: float | None = REQUEST_TIMEOUT, proxy: str | None = None
 ) -> aiohttp.ClientSession:
     """A raw HTTP session (aiohttp) for the cluster: health, version, proxying, WebSockets.
     Relative URLs resolve against the server; a request for any other origin is refused before
     a connection is made, and the credential is attached to each request, never as a session
-    default. An upgrade the server refuses raises `UpgradeRefused`."""
+    default. An upgrade the server refuses raises `UpgradeRefused`. Connections go through the
+    CONNECT proxy `proxy` when given (a tunnel's), TLS still end to end to the server."""
 
     async def authorize(request: ClientRequest, send: ClientHandlerType) -> ClientResponse:
         # A middleware runs for every request of the session, redirects included.
@@ -78,6 +83,7 @@ def session_for(
     return aiohttp.ClientSession(
         base_url=credential.server.rstrip("/") + "/",
         connector=aiohttp.TCPConnector(ssl=ssl_context(credential)),
+        proxy=proxy,
         middlewares=(authorize,),
         timeout=aiohttp.ClientTimeout(total=timeout, connect=min(timeout or 10, 10)),
     )

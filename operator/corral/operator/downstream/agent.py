@@ -265,9 +265,22 @@ class Agent:
                 self.totals,
                 dict(self.failures.current),
                 self.duplicate_of,
+                self._agent(),
             )
         except Exception as exc:  # noqa: BLE001 - cannot go into the status it failed to write
             log.warning("cluster %s: status write failed: %s", self.cluster, nodes.describe(exc))
+
+    def _agent(self) -> observe.Agent | None:
+        """For a cluster reached through its agent: whether its tunnel is held, from its
+        Lease (renewed every 5 s; the timer's look notices one that stopped)."""
+        connections = self.state.connections
+        credential = connections.credential(self.cluster)
+        if credential is None or not credential.tunnel:
+            return None
+        holding = connections.relays.holding(self.cluster)
+        if holding is None or not holding.fresh(self.state.clock()):
+            return observe.Agent(connected=False)
+        return observe.Agent(connected=True, version=holding.version, image=holding.image)
 
     async def _connection(self) -> Connection | None:
         """The cluster's connection; None while it has no credential."""

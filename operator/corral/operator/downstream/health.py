@@ -75,6 +75,7 @@ class Health:
         totals: dict[str, observe.PodTotals],
         failures: dict[str, str],
         duplicate_of: str | None = None,
+        agent: observe.Agent | None = None,
     ) -> None:
         driver = body["spec"]["driver"]
         current = body.get("status") or {}
@@ -84,15 +85,18 @@ class Health:
             fields |= observe.cluster_status(
                 driver, credential.server, credential.ca_cert, nodes, totals, probe
             )
+        if agent is not None and agent.connected and agent.image:
+            fields["agentImage"] = agent.image
         fields["observedGeneration"] = generation
         observed = observe.cluster_conditions(
             driver,
-            credential is not None,
+            credential is not None or agent is not None,
             probe,
             nodes,
             failures,
             duplicate_of,
             current.get("provisioning"),
+            agent,
         )
         written = await self.writer.apply(
             kinds.Cluster, self.cluster, seen=body, conditions=observed, fields=fields

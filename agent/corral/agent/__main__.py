@@ -1,0 +1,5 @@
+import sys
+
+from corral.agent.main import main
+
+sys.exit(main())

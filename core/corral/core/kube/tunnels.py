@@ -1,0 +1,257 @@
+"""The agents' tunnels this process holds, one per cluster, and the way corral's clients
+reach them: an HTTP CONNECT proxy (docs/design/cluster-agent.md, sections 5-6). A tunnelled
+cluster's clients (lightkube's and aiohttp's, as for any cluster) are given the proxy of the
+process holding its tunnel; each CONNECT, authorised with the cluster's name and corral's
+relay key, becomes a new stream of that cluster's tunnel, and the client speaks TLS to the
+cluster's API server through it as it would directly. Nothing above the registry knows the
+difference, nor whether the tunnel is held here or by another replica (its Lease says where).
+What the CONNECT names is not used: a stream reaches the agent's API server only.
+
+A newer tunnel of a cluster replaces the one held: the older is closed (WebSocket code
+`CLOSE_REPLACED`), here at once, on another replica when it finds its Lease taken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import datetime
+import hmac
+import logging
+import secrets
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import aiohttp
+import h11
+from aiohttp import web
+from lightkube import ApiError, AsyncClient
+
+from corral.core.kube import tunnel_leases
+from corral.core.kube.tunnel_leases import Relays
+from corral.core.tunnel.handshake import CLOSE_REPLACED
+from corral.core.tunnel.session import MAX_MESSAGE, ProtocolViolation, Tunnel
+from corral.core.tunnel.splice import splice
+
+log = logging.getLogger(__name__)
+
+# How long a CONNECT may take to arrive, and the agent to open its stream.
+OPEN_TIMEOUT = 10.0
+# A CONNECT request is one line and a few headers.
+REQUEST_LIMIT = 8 * 1024
+# WebSocket close codes: going away, a peer that broke the protocol, a message too big.
+CLOSE_GOING_AWAY = 1001
+CLOSE_PROTOCOL = 1002
+CLOSE_TOO_BIG = 1009
+
+WebSocket = web.WebSocketResponse | aiohttp.ClientWebSocketResponse
+
+
+class WebSocketCarrier:
+    """A tunnel's carrier over aiohttp's WebSocket, either end: binary messages only, each at
+    most `MAX_MESSAGE` bytes (the WebSocket itself is made with that `max_msg_size`)."""
+
+    def __init__(self, socket: WebSocket) -> None:
+        self._socket = socket
+
+    async def send(self, data: bytes) -> None:
+        try:
+            await self._socket.send_bytes(data)
+        except (ConnectionResetError, RuntimeError) as exc:  # RuntimeError: already closing
+            raise ConnectionError(str(exc)) from None
+
+    async def receive(self) -> bytes | None:
+        message = await self._socket.receive()
+        if message.type == aiohttp.WSMsgType.BINARY:
+            data: bytes = message.data
+            return data
+        if message.type == aiohttp.WSMsgType.TEXT:
+            raise ProtocolViolation("a text message in a tunnel", CLOSE_PROTOCOL)
+        if message.type == aiohttp.WSMsgType.ERROR:
+            error = message.data
+            if isinstance(error, aiohttp.WebSocketError) and error.code == CLOSE_TOO_BIG:
+                raise ProtocolViolation(f"a message over {MAX_MESSAGE} bytes", CLOSE_TOO_BIG)
+            raise ProtocolViolation(f"a broken WebSocket frame: {error}", CLOSE_PROTOCOL)
+        return None  # closing, closed
+
+
+@dataclass
+class Held:
+    """A cluster's tunnel while this process holds it, with what the agent said of itself."""
+
+    tunnel: Tunnel
+    version: str
+    image: str
+    close: Callable[[int], Awaitable[None]]
+
+
+class Tunnels:
+    """The tunnels this process holds and its proxy, which other corral processes reach them
+    through as well (the relay): it listens on `listen` and is advertised in each tunnel's
+    Lease as `advertise` (the address other processes reach this one at)."""
+
+    def __init__(
+        self,
+        kube: AsyncClient,
+        relays: Relays,
+        listen: tuple[str, int] = ("127.0.0.1", 0),
+        advertise: str = "",
+        clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+    ) -> None:
+        self._kube = kube
+        self.relays = relays
+        self._listen = listen
+        self._advertise = advertise
+        self._clock = clock
+        self.identity = f"{socket.gethostname()}-{secrets.token_hex(4)}"
+        self._held: dict[str, Held] = {}
+        self._renewals: dict[str, asyncio.Task[None]] = {}
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    def held(self, cluster: str) -> Held | None:
+        return self._held.get(cluster)
+
+    async def proxy(self, cluster: str) -> str | None:
+        """The proxy URL (with the key: never logged) that reaches the cluster's tunnel: this
+        process's while it holds it, else the holder's from its Lease; None when no process
+        holds one."""
+        if cluster in self._held and self._server is not None:
+            return tunnel_leases.proxy_url(cluster, await self.relays.key(), self._address())
+        return await self.relays.proxy(cluster)
+
+    async def hold(self, cluster: str, held: Held) -> None:
+        """`held` becomes the cluster's tunnel, here and in its Lease; the one it replaces is
+        closed, here at once, on another replica at its next renewal."""
+        await self._serve()
+        previous = self._held.get(cluster)
+        self._held[cluster] = held
+        await tunnel_leases.take(self._kube, cluster, self.identity, self._address(),
+                                 held.version, held.image, self._clock())  # fmt: skip
+        if cluster not in self._renewals:
+            self._renewals[cluster] = asyncio.create_task(self._renew(cluster))
+        if previous is not None:
+            log.info("cluster %s: a new agent tunnel replaces the one held", cluster)
+            await previous.close(CLOSE_REPLACED)
+
+    async def release(self, cluster: str, held: Held) -> None:
+        """The tunnel ended: forgotten with its Lease, unless a newer one replaced it."""
+        if self._held.get(cluster) is not held:
+            return
+        del self._held[cluster]
+        renewal = self._renewals.pop(cluster, None)
+        if renewal is not None and renewal is not asyncio.current_task():
+            renewal.cancel()
+        try:
+            await tunnel_leases.drop(self._kube, cluster, self.identity)
+        except ApiError as exc:  # it expires on its own
+            log.warning("cluster %s: its tunnel's Lease stays until it expires: %s", cluster, exc)
+
+    async def close(self) -> None:
+        for cluster, held in list(self._held.items()):
+            await held.close(CLOSE_GOING_AWAY)
+            await self.release(cluster, held)
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for task in [*self._connections, *self._renewals.values()]:
+            task.cancel()
+        await asyncio.gather(*self._connections, *self._renewals.values(), return_exceptions=True)
+
+    async def _serve(self) -> None:
+        if self._server is None:
+            await self.relays.key()
+            host, port = self._listen
+            self._server = await asyncio.start_server(self._accepted, host, port)
+
+    def _address(self) -> str:
+        assert self._server is not None
+        port = self._server.sockets[0].getsockname()[1]
+        host = self._advertise or self._listen[0]
+        return host if ":" in host else f"{host}:{port}"
+
+    async def _renew(self, cluster: str) -> None:
+        """Keeps the cluster's Lease while its tunnel is held here; closes the tunnel once
+        another replica took the Lease (the agent dialled it)."""
+        while True:
+            await asyncio.sleep(tunnel_leases.RENEW_SECONDS)
+            held = self._held.get(cluster)
+            if held is None:
+                return
+            try:
+                ours = await tunnel_leases.renew(self._kube, cluster, self.identity, self._clock())
+            except ApiError as exc:
+                log.warning("cluster %s: its tunnel's Lease was not renewed: %s", cluster, exc)
+                continue
+            if not ours:
+                log.info("cluster %s: its agent's tunnel is held by another replica", cluster)
+                self._renewals.pop(cluster, None)
+                await held.close(CLOSE_REPLACED)
+                return
+
+    async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+        try:
+            await self._relay(reader, writer)
+        finally:
+            if task is not None:
+                self._connections.discard(task)
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        http = h11.Connection(h11.SERVER, max_incomplete_event_size=REQUEST_LIMIT)
+        try:
+            async with asyncio.timeout(OPEN_TIMEOUT):
+                request = await _request(http, reader)
+                cluster = self._authorised(request, await self.relays.key())
+                held = self._held.get(cluster or "")
+                if request.method != b"CONNECT" or held is None:
+                    writer.write(_answer(http, 407 if cluster is None else 502))
+                    writer.close()
+                    return
+                stream = await held.tunnel.open()
+        except (ConnectionError, TimeoutError, h11.RemoteProtocolError) as exc:
+            log.info("a connection to a cluster's tunnel failed: %s", type(exc).__name__)
+            writer.close()
+            return
+        writer.write(_answer(http, 200))
+        with contextlib.suppress(ConnectionError):
+            await splice(stream, reader, writer)
+
+    @staticmethod
+    def _authorised(request: h11.Request, key: str) -> str | None:
+        """The cluster a request's Proxy-Authorization names with corral's relay key."""
+        for name, value in request.headers:
+            if name != b"proxy-authorization":
+                continue
+            scheme, _, encoded = value.partition(b" ")
+            if scheme.lower() != b"basic":
+                return None
+            try:
+                cluster, _, secret = base64.b64decode(encoded, validate=True).partition(b":")
+            except binascii.Error:
+                return None
+            if hmac.compare_digest(secret, key.encode()):
+                return cluster.decode("ascii", "replace")
+        return None
+
+
+async def _request(http: h11.Connection, reader: asyncio.StreamReader) -> h11.Request:
+    while True:
+        event = http.next_event()
+        if isinstance(event, h11.Request):
+            return event
+        if event is h11.NEED_DATA:
+            data = await reader.read(REQUEST_LIMIT)
+            http.receive_data(data)  # b"" is the end: h11 then raises for a cut request
+            continue
+        raise h11.RemoteProtocolError(f"not a request: {type(event).__name__}")
+
+
+def _answer(http: h11.Connection, status: int) -> bytes:
+    data = http.send(h11.Response(status_code=status, headers=[]))
+    return data or b""

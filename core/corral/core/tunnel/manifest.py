@@ -1,0 +1,129 @@
+"""The import manifest: what `kubectl apply -f <manifestUrl>` creates in a cluster corral
+cannot reach (docs/design/cluster-agent.md, section 8), as plain objects.
+
+- the namespace `svc-agent`;
+- the ServiceAccount `corral-agent`, bound to `cluster-admin`: it is corral's credential in
+  the cluster (section 4), and corral manages namespaces, RBAC, quotas, workloads and nodes
+  there and impersonates users, which nothing narrower allows;
+- that account's long-lived token Secret, mounted where a pod's token would be: the agent
+  hands it to corral, and a projected token would expire within the hour while corral holds
+  it;
+- the Secret with the agent's credential, for this cluster alone;
+- the Deployment: one replica, `Recreate` (two agents overlap as little as possible), non-root,
+  read-only root filesystem, no capabilities, no other token mounted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+NAMESPACE = "svc-agent"
+NAME = "corral-agent"
+TOKEN_SECRET = "corral-agent-token"
+CREDENTIAL_SECRET = "corral-agent-credential"
+TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+# The agent's own user and group, as corral's image has them.
+RUN_AS = 10001
+
+
+@dataclass(frozen=True)
+class Agent:
+    cluster: str
+    corral_url: str
+    credential: str = field(repr=False)
+    image: str
+    ca_checksum: str = ""  # sha256 of corral's CA, pinned by the agent; empty: system trust
+
+
+def objects(agent: Agent) -> list[dict[str, Any]]:
+    labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/managed-by": "corral"}
+    meta = {"namespace": NAMESPACE, "labels": labels}
+    env: list[dict[str, Any]] = [
+        {"name": "CORRAL_URL", "value": agent.corral_url},
+        {"name": "CORRAL_CLUSTER", "value": agent.cluster},
+        {"name": "CORRAL_AGENT_IMAGE", "value": agent.image},
+        {"name": "CORRAL_AGENT_CREDENTIAL", "valueFrom": {"secretKeyRef": {
+            "name": CREDENTIAL_SECRET, "key": "credential"}}},
+    ]  # fmt: skip
+    if agent.ca_checksum:
+        env.append({"name": "CORRAL_CA_CHECKSUM", "value": agent.ca_checksum})
+    return [
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": NAMESPACE, "labels": labels}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": NAME, **meta},
+         "automountServiceAccountToken": False},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": NAME, "labels": labels},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": "cluster-admin"},
+         "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]},
+        {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+         "metadata": {"name": TOKEN_SECRET, **meta,
+                      "annotations": {"kubernetes.io/service-account.name": NAME}}},
+        {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+         "metadata": {"name": CREDENTIAL_SECRET, **meta},
+         "stringData": {"credential": agent.credential}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": NAME, **meta},
+         "spec": {
+             "replicas": 1,
+             "strategy": {"type": "Recreate"},
+             "selector": {"matchLabels": labels},
+             "template": {
+                 "metadata": {"labels": labels},
+                 "spec": {
+                     "serviceAccountName": NAME,
+                     "automountServiceAccountToken": False,
+                     "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS,
+                                         "runAsGroup": RUN_AS,
+                                         "seccompProfile": {"type": "RuntimeDefault"}},
+                     "containers": [{
+                         "name": "agent",
+                         "image": agent.image,
+                         "command": ["corral-agent"],
+                         "env": env,
+                         "securityContext": {"allowPrivilegeEscalation": False,
+                                             "readOnlyRootFilesystem": True,
+                                             "capabilities": {"drop": ["ALL"]}},
+                         "volumeMounts": [{"name": "token", "mountPath": TOKEN_MOUNT,
+                                           "readOnly": True}],
+                     }],
+                     "volumes": [{"name": "token", "secret": {"secretName": TOKEN_SECRET}}],
+                 },
+             },
+         }},
+    ]  # fmt: skip
+
+
+def render(agent: Agent) -> str:
+    return yaml.safe_dump_all(objects(agent), sort_keys=False)
+
+
+def url(corral_url: str, token: str, cluster: str) -> str:
+    """Where the manifest is served: the registration token in the path is what makes it
+    unguessable, expiring and revocable."""
+    return f"{corral_url}{PATH_PREFIX}{token}_{cluster}.yaml"
+
+
+def command(manifest_url: str) -> str:
+    return f"kubectl apply -f {manifest_url}"
+
+
+def insecure_command(manifest_url: str) -> str:
+    """For a corral whose certificate the cluster does not trust: the manifest is fetched
+    without checking it; the agent then pins corral's CA by its checksum."""
+    return f"curl --insecure -sfL {manifest_url} | kubectl apply -f -"
+
+
+def parse_name(name: str) -> tuple[str, str] | None:
+    """The token and cluster of `<token>_<cluster>.yaml`; None for anything else."""
+    stem, dot, extension = name.rpartition(".")
+    token, underscore, cluster = stem.partition("_")
+    if not dot or extension != "yaml" or not underscore or not token or not cluster:
+        return None
+    return token, cluster
+
+
+PATH_PREFIX = "/v3/import/"

@@ -1,0 +1,477 @@
+"""`GET /v3/connect`: a cluster agent's tunnel, against the real management cluster
+(docs/design/cluster-agent.md, docs/api.md "Cluster agents").
+
+The agent here is corral's own (`corral.agent.dialer`), run in the test's process; the API
+server it reaches as "its" cluster is this real kube-apiserver, with a real ServiceAccount
+token of its own. So a request to `/k8s/clusters/<id>` that answers went through the tunnel:
+the cluster has no other way in (its credential is the one the agent handed over, marked to go
+through the tunnel), and the answer is the real kube-apiserver's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+from aiohttp.test_utils import TestClient, TestServer
+from kubernetes import client as k8s
+from lightkube import AsyncClient
+from lightkube.models.meta_v1 import ObjectMeta
+
+from corral.agent import dialer
+from corral.apiserver.app import create_app
+from corral.core.api import ids, names
+from corral.core.clusters.credential import Credential
+from corral.core.features import parse as parse_features
+from corral.core.kube import agent_credentials, kinds, tunnel_leases
+from corral.core.kube import client as kube_client
+from corral.core.kube.client import as_dict
+from corral.core.kube.credential import from_environment
+from corral.core.registration import tokens
+from corral.core.tunnel import handshake, manifest
+from corral.core.tunnel.session import MAX_MESSAGE
+
+from .client import Api, eventually
+from .conftest import EXTERNAL_URL, Person
+
+AGENT_NAMESPACE = "svc-agent-contract"
+
+
+@dataclass
+class Registered:
+    """A cluster registered through an agent: its id and its agent's credential value."""
+
+    id: str
+    value: str
+
+    def authorization(self) -> str:
+        return "Bearer " + handshake.credential(self.id, self.value)
+
+
+@pytest.fixture(scope="module")
+def service_account(core: k8s.CoreV1Api, kubeconfig: Any) -> str:
+    """A ServiceAccount of "the downstream cluster" (this one) bound as the agent's is, and a
+    token of it: what the agent hands corral."""
+    rbac = k8s.RbacAuthorizationV1Api(core.api_client)
+    try:
+        core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=AGENT_NAMESPACE)))
+        core.create_namespaced_service_account(
+            AGENT_NAMESPACE, k8s.V1ServiceAccount(metadata=k8s.V1ObjectMeta(name="corral-agent"))
+        )
+        rbac.create_cluster_role_binding(
+            k8s.V1ClusterRoleBinding(
+                metadata=k8s.V1ObjectMeta(name="corral-agent-contract"),
+                role_ref=k8s.V1RoleRef(
+                    api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="cluster-admin"
+                ),
+                subjects=[
+                    k8s.RbacV1Subject(
+                        kind="ServiceAccount", name="corral-agent", namespace=AGENT_NAMESPACE
+                    )
+                ],
+            )
+        )
+    except k8s.ApiException as exc:
+        if exc.status != 409:
+            raise
+    request = k8s.AuthenticationV1TokenRequest(
+        spec=k8s.V1TokenRequestSpec(audiences=[], expiration_seconds=3600)
+    )
+    answer = core.create_namespaced_service_account_token("corral-agent", AGENT_NAMESPACE, request)
+    return str(answer.status.token)
+
+
+@pytest.fixture
+def upstream(service_account: str) -> dialer.Upstream:
+    own = from_environment()
+    return dialer.Upstream.of(Credential(own.server, own.ca_cert, token=service_account))
+
+
+async def register(kube: AsyncClient) -> Registered:
+    """A cluster as `POST /v3/clusters` with only a name leaves it, with its agent credential."""
+    cluster_id = "c-" + ids.random_suffix(5)
+    spec = {"displayName": cluster_id, "driver": "imported"}
+    body = as_dict(
+        await kube.create(kinds.Cluster(metadata=ObjectMeta(name=cluster_id), spec=spec))
+    )
+    value, _ = await agent_credentials.issue(kube, body)
+    return Registered(cluster_id, value)
+
+
+@pytest.fixture
+async def cluster(kube: AsyncClient, client: TestClient[Any, Any]) -> Registered:
+    registered = await register(kube)
+    await eventually(f"the app to know {registered.id}'s agent credential",
+                     lambda: _knows(client, registered))  # fmt: skip
+    return registered
+
+
+async def _knows(client: TestClient[Any, Any], registered: Registered) -> bool:
+    """Whether the app takes the credential: a handshake without an upgrade answers 400 (the
+    credential passed) rather than 401."""
+    async with client.get(
+        handshake.PATH, headers={"Authorization": registered.authorization(), **_agent_headers()}
+    ) as answer:
+        return answer.status == 400
+
+
+def _agent_headers(params: handshake.Params | None = None) -> dict[str, str]:
+    own = from_environment()
+    params = params or handshake.Params(own.server, own.ca_cert or b"", "token")
+    return {
+        handshake.HEADER_PARAMS: params.header(),
+        handshake.HEADER_VERSION: "0.1.0",
+        handshake.HEADER_IMAGE: "localhost/corral:test",
+    }
+
+
+def _url(client: TestClient[Any, Any]) -> str:
+    return str(client.make_url("")).rstrip("/")
+
+
+def _dial(client: TestClient[Any, Any], registered: Registered) -> dialer.Dial:
+    return dialer.Dial(url=_url(client), authorization=registered.authorization(),
+                       version="0.1.0", image="localhost/corral:test", ssl=False)  # fmt: skip
+
+
+@pytest.fixture
+async def agent(
+    client: TestClient[Any, Any], cluster: Registered, upstream: dialer.Upstream
+) -> AsyncIterator[asyncio.Task[None]]:
+    """The cluster's agent, holding its tunnel until the test ends."""
+    task = asyncio.create_task(_dial(client, cluster).tunnel(upstream))
+    yield task
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def _through(api: Api, cluster: Registered) -> int:
+    answer = await api.get(f"/k8s/clusters/{cluster.id}/api/v1/namespaces/{AGENT_NAMESPACE}")
+    return answer.status
+
+
+async def test_a_registered_cluster_is_reached_through_its_agent(
+    client: TestClient[Any, Any], cluster: Registered, agent: asyncio.Task[None], admin: Person,
+    core: k8s.CoreV1Api,
+) -> None:  # fmt: skip
+    await eventually("the proxy to answer through the tunnel",
+                     lambda: _answers(admin.api, cluster))  # fmt: skip
+    answer = await admin.api.get(f"/k8s/clusters/{cluster.id}/api/v1/namespaces/{AGENT_NAMESPACE}")
+    assert answer.body["metadata"]["name"] == AGENT_NAMESPACE
+    # The credential corral keeps for the cluster is the agent's, marked for the tunnel.
+    secret = core.read_namespaced_secret(
+        names.credential_secret_name(cluster.id), names.SYSTEM_NAMESPACE
+    )
+    stored = Credential.from_secret_data(secret.data)
+    assert stored.tunnel
+    assert stored.server == from_environment().server
+
+
+async def _answers(api: Api, cluster: Registered) -> bool:
+    return await _through(api, cluster) == 200
+
+
+async def test_without_its_agent_a_registered_cluster_is_unavailable(
+    client: TestClient[Any, Any], cluster: Registered, upstream: dialer.Upstream, admin: Person
+) -> None:
+    task = asyncio.create_task(_dial(client, cluster).tunnel(upstream))
+    await eventually("the tunnel", lambda: _answers(admin.api, cluster))
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+    async def refused() -> bool:
+        return await _through(admin.api, cluster) == 503
+
+    await eventually("the cluster to be unavailable without its agent", refused)
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        "forged value",
+        "other cluster's value",
+        "replaced value",
+        "no bearer",
+        "malformed",
+    ],
+)
+async def test_a_credential_that_is_not_this_clusters_opens_nothing(
+    client: TestClient[Any, Any], kube: AsyncClient, cluster: Registered, forge: str,
+    core: k8s.CoreV1Api, caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    other = await register(kube)
+    await eventually("the other credential", lambda: _knows(client, other))
+    authorization = {
+        "forged value": "Bearer " + handshake.credential(cluster.id, handshake.new_value()),
+        "other cluster's value": "Bearer " + handshake.credential(cluster.id, other.value),
+        "no bearer": "Basic " + base64.b64encode(f"{cluster.id}:{cluster.value}".encode()).decode(),
+        "malformed": "Bearer " + cluster.value,
+    }.get(forge)
+    if forge == "replaced value":
+        body = as_dict(await kube.get(kinds.Cluster, cluster.id))
+        await agent_credentials.issue(kube, body)
+
+        async def replaced() -> bool:
+            return not await _knows(client, cluster)
+
+        await eventually("the app to know the new credential", replaced)
+        authorization = cluster.authorization()
+    assert authorization is not None
+    caplog.set_level(logging.INFO)
+    async with client.get(
+        handshake.PATH, headers={"Authorization": authorization, **_agent_headers()}
+    ) as answer:
+        assert answer.status == 401
+        body = await answer.json()
+    assert (body["status"], body["code"], body["message"]) == (
+        401,
+        "Unauthorized",
+        "agent credential is not valid",
+    )
+    # Nothing was stored for the cluster, and the secret is in no log line.
+    with pytest.raises(k8s.ApiException) as missing:
+        core.read_namespaced_secret(
+            names.credential_secret_name(cluster.id), names.SYSTEM_NAMESPACE
+        )
+    assert missing.value.status == 404
+    assert cluster.value not in caplog.text and other.value not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        (handshake.HEADER_PARAMS, "not base64"),
+        (handshake.HEADER_PARAMS, base64.b64encode(b'{"server": "http://x"}').decode()),
+        (handshake.HEADER_VERSION, "has spaces"),
+    ],
+)
+async def test_bad_agent_parameters_are_refused_naming_the_header(
+    client: TestClient[Any, Any], cluster: Registered, header: str, value: str,
+    core: k8s.CoreV1Api,
+) -> None:  # fmt: skip
+    headers = {"Authorization": cluster.authorization(), **_agent_headers(), header: value}
+    async with client.get(handshake.PATH, headers=headers) as answer:
+        assert answer.status == 422
+        body = await answer.json()
+    assert (body["code"], body["fieldName"]) == ("InvalidFormat", header)
+    with pytest.raises(k8s.ApiException):
+        core.read_namespaced_secret(
+            names.credential_secret_name(cluster.id), names.SYSTEM_NAMESPACE
+        )
+
+
+async def test_a_second_agent_replaces_the_first(
+    client: TestClient[Any, Any], cluster: Registered, upstream: dialer.Upstream, admin: Person
+) -> None:
+    first = await _raw_tunnel(client, cluster)
+    second = asyncio.create_task(_dial(client, cluster).tunnel(upstream))
+    try:
+        message = await asyncio.wait_for(_closed(first), 10)
+        assert message == handshake.CLOSE_REPLACED
+        await eventually("the second agent's tunnel", lambda: _answers(admin.api, cluster))
+    finally:
+        second.cancel()
+        await asyncio.gather(second, return_exceptions=True)
+        await first.close()
+
+
+@pytest.mark.parametrize(
+    ("send", "code"),
+    [
+        ("oversized", aiohttp.WSCloseCode.MESSAGE_TOO_BIG),
+        ("garbage", aiohttp.WSCloseCode.PROTOCOL_ERROR),
+        ("text", aiohttp.WSCloseCode.PROTOCOL_ERROR),
+    ],
+)
+async def test_a_tunnel_that_breaks_the_rules_is_closed_and_no_other_is_disturbed(
+    client: TestClient[Any, Any], kube: AsyncClient, cluster: Registered,
+    upstream: dialer.Upstream, admin: Person, send: str, code: int,
+) -> None:  # fmt: skip
+    bystander = await register(kube)
+    await eventually("the bystander's credential", lambda: _knows(client, bystander))
+    good = asyncio.create_task(_dial(client, bystander).tunnel(upstream))
+    try:
+        await eventually("the bystander's tunnel", lambda: _answers(admin.api, bystander))
+        bad = await _raw_tunnel(client, cluster)
+        if send == "oversized":
+            await bad.send_bytes(b"\0" * (MAX_MESSAGE + 1))
+        elif send == "garbage":
+            await bad.send_bytes(b"GET / HTTP/1.1\r\n\r\n")
+        else:
+            await bad.send_str("hello")
+        assert await asyncio.wait_for(_closed(bad), 10) == code
+        await bad.close()
+        assert await _through(admin.api, bystander) == 200
+        assert not good.done()
+    finally:
+        good.cancel()
+        await asyncio.gather(good, return_exceptions=True)
+
+
+async def _raw_tunnel(
+    client: TestClient[Any, Any], cluster: Registered
+) -> aiohttp.ClientWebSocketResponse:
+    """A tunnel's WebSocket with nothing speaking HTTP/2 in it: what the test sends is all."""
+    headers = {"Authorization": cluster.authorization(), **_agent_headers()}
+    return await client.session.ws_connect(
+        _url(client) + handshake.PATH, headers=headers, max_msg_size=0
+    )
+
+
+async def _closed(socket: aiohttp.ClientWebSocketResponse) -> int | None:
+    """Reads until the server closes; its close code."""
+    while True:
+        message = await socket.receive()
+        if message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
+            return socket.close_code
+
+
+@pytest.fixture
+async def replica(kubeconfig: Any, admin_password: str) -> AsyncIterator[TestClient[Any, Any]]:
+    """A second API server replica, as a second pod of the Deployment would be."""
+    app = create_app(kube_client.async_client(), parse_features(""), EXTERNAL_URL)
+    async with TestClient(TestServer(app)) as served:
+
+        async def ready() -> bool:
+            async with served.get("/readyz") as answer:
+                return answer.status == 200
+
+        await eventually("the second replica's readiness", ready)
+        yield served
+
+
+async def test_a_replica_without_the_tunnel_reaches_the_cluster_through_its_holder(
+    client: TestClient[Any, Any], replica: TestClient[Any, Any], cluster: Registered,
+    agent: asyncio.Task[None], admin: Person, coordination: k8s.CoordinationV1Api,
+) -> None:  # fmt: skip
+    await eventually("the tunnel", lambda: _answers(admin.api, cluster))
+    lease = coordination.read_namespaced_lease(
+        names.tunnel_lease_name(cluster.id), names.SYSTEM_NAMESPACE
+    )
+    assert lease.metadata.annotations[names.ANNOTATION_AGENT_VERSION] == "0.1.0"
+    assert lease.metadata.annotations[names.ANNOTATION_AGENT_IMAGE] == "localhost/corral:test"
+    elsewhere = Api(replica, admin.api.token)
+    await eventually("the second replica to reach the tunnel",
+                     lambda: _answers(elsewhere, cluster), within=15)  # fmt: skip
+
+
+async def test_an_agent_moving_to_another_replica_takes_its_tunnel_with_it(
+    client: TestClient[Any, Any], replica: TestClient[Any, Any], cluster: Registered,
+    upstream: dialer.Upstream, admin: Person, coordination: k8s.CoordinationV1Api,
+) -> None:  # fmt: skip
+    before = await _raw_tunnel(client, cluster)
+    moved = asyncio.create_task(_dial(replica, cluster).tunnel(upstream))
+    try:
+        # The first replica finds its Lease taken at its next renewal and lets its tunnel go.
+        code = await asyncio.wait_for(_closed(before), tunnel_leases.RENEW_SECONDS + 10)
+        assert code == handshake.CLOSE_REPLACED
+        await eventually("the first replica to reach the moved tunnel",
+                         lambda: _answers(admin.api, cluster), within=15)  # fmt: skip
+    finally:
+        moved.cancel()
+        await asyncio.gather(moved, return_exceptions=True)
+        await before.close()
+    # The Lease went with the last tunnel.
+    await eventually("the Lease to go", lambda: _lease_gone(coordination, cluster))
+
+
+async def _lease_gone(coordination: k8s.CoordinationV1Api, cluster: Registered) -> bool:
+    try:
+        coordination.read_namespaced_lease(
+            names.tunnel_lease_name(cluster.id), names.SYSTEM_NAMESPACE
+        )
+    except k8s.ApiException as exc:
+        return exc.status == 404
+    return False
+
+
+@pytest.fixture(scope="module")
+def coordination(core: k8s.CoreV1Api) -> k8s.CoordinationV1Api:
+    return k8s.CoordinationV1Api(core.api_client)
+
+
+async def _default_token(api: Api, cluster_id: str) -> dict[str, Any] | None:
+    listed = await api.get(f"/v3/clusterregistrationtokens?clusterId={cluster_id}")
+    tokens = [t for t in listed.body["data"] if t["name"] == "default-token" and t["token"]]
+    return tokens[0] if tokens else None
+
+
+async def _manifest(client: TestClient[Any, Any], url: str) -> tuple[int, str]:
+    assert url.startswith(EXTERNAL_URL + "/v3/import/")
+    async with client.get(url.removeprefix(EXTERNAL_URL)) as answer:
+        return answer.status, await answer.text()
+
+
+async def test_a_cluster_made_with_only_a_name_is_registered_by_applying_its_manifest(
+    client: TestClient[Any, Any], admin: Person, upstream: dialer.Upstream,
+) -> None:  # fmt: skip
+    made = await admin.api.post("/v3/clusters", {"type": "cluster", "name": "registered"})
+    assert made.status == 201, made.body
+    cluster_id = made.body["id"]
+    assert made.body["state"] == "pending"
+    token = await eventually("the cluster's default token",
+                             lambda: _default_token(admin.api, cluster_id))  # fmt: skip
+    url = token["manifestUrl"]
+    assert token["command"] == f"kubectl apply -f {url}"
+    assert token["insecureCommand"] == f"curl --insecure -sfL {url} | kubectl apply -f -"
+    assert token["nodeCommand"] == ""
+    status, text = await _manifest(client, url)
+    assert status == 200
+    documents = list(yaml.safe_load_all(text))
+    kinds_made = [(d["kind"], d["metadata"]["name"]) for d in documents]
+    assert kinds_made == [
+        ("Namespace", "svc-agent"), ("ServiceAccount", "corral-agent"),
+        ("ClusterRoleBinding", "corral-agent"), ("Secret", "corral-agent-token"),
+        ("Secret", "corral-agent-credential"), ("Deployment", "corral-agent"),
+    ]  # fmt: skip
+    value = documents[4]["stringData"]["credential"]
+    env = {e["name"]: e.get("value") for e in
+           documents[5]["spec"]["template"]["spec"]["containers"][0]["env"]}  # fmt: skip
+    assert (env["CORRAL_URL"], env["CORRAL_CLUSTER"]) == (EXTERNAL_URL, cluster_id)
+    # Fetched again, the manifest carries the same credential: a running agent is not cut off.
+    assert (await _manifest(client, url))[1] == text
+    # The credential in it opens the cluster's tunnel, and the cluster is reached through it.
+    registered = Registered(cluster_id, value)
+    task = asyncio.create_task(_dial(client, registered).tunnel(upstream))
+    try:
+        await eventually("the tunnel", lambda: _answers(admin.api, registered), within=15)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_manifest_needs_a_live_token_of_its_own_cluster(
+    client: TestClient[Any, Any], admin: Person,
+) -> None:  # fmt: skip
+    ids_made = []
+    for name in ("first", "second"):
+        made = await admin.api.post("/v3/clusters", {"type": "cluster", "name": name})
+        ids_made.append(made.body["id"])
+    first, second = [
+        await eventually("a default token", lambda c=c: _default_token(admin.api, c))
+        for c in ids_made
+    ]
+    forged = tokens.new_value()
+    for url in (
+        manifest.url(EXTERNAL_URL, forged, ids_made[0]),
+        manifest.url(EXTERNAL_URL, second["token"], ids_made[0]),  # another cluster's token
+        EXTERNAL_URL + "/v3/import/" + first["token"] + ".yaml",
+    ):
+        assert (await _manifest(client, url))[0] == 404
+    # Revoked, the token opens the manifest no more.
+    assert (await admin.api.delete(f"/v3/clusterregistrationtokens/{first['id']}")).status in (
+        200,
+        204,
+    )
+
+    async def revoked() -> bool:
+        return (await _manifest(client, first["manifestUrl"]))[0] == 404
+
+    await eventually("the revoked token to open nothing", revoked)
