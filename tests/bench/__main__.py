@@ -7,6 +7,7 @@ import sys
 from tests.bench import (
     auth,
     devenv,
+    idle,
     machines,
     podmemory,
     pools,
@@ -27,6 +28,7 @@ BENCHMARKS = {
     "readiness": readiness.main,
     "workloads": workloads.main,
     "podmemory": podmemory.main,
+    "idle": idle.main,
     "pools": pools.main,
     "provisioning": provisioning.main,
     "machines": machines.main,
