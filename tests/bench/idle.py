@@ -38,10 +38,9 @@ def settled(env: Environment) -> bool:
     active = {c["id"] for c in clusters if c.get("state") == "active"}
     if not set(env.cluster_ids) <= active:
         return False
-    nodes = get_json(env, f"{env.api_url}/v3/nodes?limit=-1")["data"]
     for cluster in env.cluster_ids:
-        ready = [n for n in nodes if n.get("clusterId") == cluster and n.get("state") == "active"]
-        if len(ready) < NODES:
+        nodes = get_json(env, f"{env.api_url}/v3/clusters/{cluster}/nodes?limit=-1")["data"]
+        if sum(1 for n in nodes if n.get("state") == "active") < NODES:
             return False
     return True
 
@@ -71,7 +70,7 @@ def measure(clusters: int) -> Idle:
         (operator,) = [p for p in env.corral if p.name == "operator"]
         began = time.monotonic()
         wait_for("every cluster active, every node mirrored", lambda: settled(env),
-                 SETTLE_TIMEOUT, env.corral)  # fmt: skip
+                 SETTLE_TIMEOUT, env.corral, interval=1.0)  # fmt: skip
         print(f"{clusters} clusters x {NODES} nodes settled {time.monotonic() - began:.0f} s "
               "after the stack was up", flush=True)  # fmt: skip
         cpu, began = cpu_seconds(operator), time.monotonic()
