@@ -8,6 +8,7 @@ import asyncio
 import datetime
 from typing import Any
 
+from corral.core.clusters import observe
 from corral.core.kube import kinds
 from corral.core.kube.informer import Informer
 from corral.core.kube.status import StatusWriter
@@ -36,6 +37,46 @@ async def test_a_timed_reason_falls_due_and_an_earlier_one_stands() -> None:
     wakeups.after(60, Wake.RETRY)
     await asyncio.wait_for(wakeups.wait(), 1)
     assert wakeups.take() == {Wake.RETRY}
+
+
+async def test_a_timer_given_while_waiting_for_a_later_one_is_kept() -> None:
+    wakeups = Wakeups()
+    wakeups.after(60, Wake.TIMER)
+    waiting = asyncio.create_task(wakeups.wait())
+    await asyncio.sleep(0)  # the waiter is now waiting for the timer a minute away
+    wakeups.after(0.01, Wake.POD)
+    await asyncio.wait_for(waiting, 5)
+    assert wakeups.take() == {Wake.POD}
+
+
+def test_a_nodes_heartbeat_changes_nothing_the_agent_keeps() -> None:
+    def node(heartbeat: str, ready: str = "True") -> dict[str, Any]:
+        return {
+            "metadata": {"name": "n1", "resourceVersion": heartbeat, "labels": {"a": "b"},
+                         "managedFields": [{"manager": "kubelet", "time": heartbeat}]},
+            "spec": {"providerID": "kwok://n1", "taints": [{"key": "k", "effect": "NoSchedule"}]},
+            "status": {
+                "capacity": {"cpu": "4"}, "allocatable": {"cpu": "4"},
+                "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+                "conditions": [{"type": "Ready", "status": ready, "reason": "KubeletReady",
+                                "message": "ok", "lastHeartbeatTime": heartbeat,
+                                "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                "images": [{"names": ["busybox"], "sizeBytes": 1}],
+            },
+        }  # fmt: skip
+
+    kept = observe.observed_node(node("1"))
+    assert kept["metadata"] == {"name": "n1", "resourceVersion": "1", "labels": {"a": "b"}}
+    assert kept["status"]["conditions"] == [
+        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}
+    ]
+    assert "images" not in kept["status"]
+    later = observe.observed_node(node("2"))
+    assert {**later, "metadata": {**later["metadata"], "resourceVersion": "1"}} == kept
+    assert observe.observed_node(node("3", ready="False"))["status"] != kept["status"]
+    # What the mirror writes of the node is the same from the kept copy as from the node.
+    assert observe.node_status(kept, None) == observe.node_status(node("1"), None)
+    assert observe.node_conditions(kept, True, "") == observe.node_conditions(node("1"), True, "")
 
 
 def obj(name: str, generation: int, namespace: str = "c-1", **meta: Any) -> dict[str, Any]:

@@ -7,7 +7,9 @@ while away are not kept. Objects are kept by `name`, or `namespace/name` for nam
 and found through named indexes. Writes made by this process are put in at once (`put`,
 `forget`), so it reads its own writes without waiting for the watch; the newer
 resourceVersion wins. `on_change(event, obj)` runs after each change a listing or an event
-brings (`ADDED`, `MODIFIED`, `DELETED`), not after this process's own `put` or `forget`.
+brings (`ADDED`, `MODIFIED`, `DELETED`), not after this process's own `put` or `forget`. An
+informer that keeps a cut copy (`keep`) calls it only when the copy changed: an update of
+fields it does not keep (a node's heartbeat, a pod's container statuses) wakes no one.
 """
 
 from __future__ import annotations
@@ -128,6 +130,8 @@ class Informer:
                 data = self._kept(as_dict(obj))
                 if event == "DELETED":
                     self._remove(key_of(data))
+                elif self._refresh(data):
+                    continue
                 else:
                     self._store(data)
                 self._changed(event, data)
@@ -145,6 +149,8 @@ class Informer:
             self._changed("DELETED", gone)
         for key, obj in fresh.items():
             old = self._objects.get(key)
+            if old is not None and self._refresh(obj):
+                continue
             self._store(obj)
             if old is None:
                 self._changed("ADDED", obj)
@@ -154,6 +160,15 @@ class Informer:
     async def _listed(self, listing: AsyncIterable[Any]) -> AsyncIterator[Obj]:
         async for obj in listing:
             yield self._kept(as_dict(obj))
+
+    def _refresh(self, obj: Obj) -> bool:
+        """Whether a cut copy is what is held already but for its resourceVersion: then only
+        the version is taken, and nothing counts as changed."""
+        current = self._objects.get(key_of(obj))
+        if self._keep is None or current is None or not _same_but_version(current, obj):
+            return False
+        self._objects[key_of(obj)] = obj
+        return True
 
     def _kept(self, obj: Obj) -> Obj:
         return obj if self._keep is None else self._keep(obj)
@@ -188,6 +203,13 @@ class Informer:
 def _version_of(obj: Obj) -> str:
     version: str = obj["metadata"].get("resourceVersion", "")
     return version
+
+
+def _same_but_version(a: Obj, b: Obj) -> bool:
+    def unversioned(obj: Obj) -> Obj:
+        return {**obj, "metadata": {**obj["metadata"], "resourceVersion": None}}
+
+    return unversioned(a) == unversioned(b)
 
 
 def _newer(current: Obj, candidate: Obj) -> bool:
