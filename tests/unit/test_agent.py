@@ -8,11 +8,13 @@ import asyncio
 import datetime
 from typing import Any
 
+from corral.core.api import names
 from corral.core.clusters import observe
 from corral.core.kube import kinds
 from corral.core.kube.informer import Informer
 from corral.core.kube.status import StatusWriter
-from corral.operator.downstream import drain, nodes
+from corral.core.projects import downstream
+from corral.operator.downstream import drain, nodes, projects
 from corral.operator.downstream.agent import Failures
 from corral.operator.state import BY_CLUSTER, SpecChanges, State
 from corral.operator.wakeups import Wake, Wakeups
@@ -148,3 +150,36 @@ async def test_the_mirror_removes_only_the_records_it_made() -> None:
     assert await mirror.sync(kube, [], {}) == {}  # type: ignore[arg-type]
     assert kube.deleted == ["m-mirrored"]
     assert records.get("c-1/m-mirrored") is None and records.get("c-1/m-pool") is not None
+
+
+def test_the_project_syncs_record_keeps_what_a_pass_compares_and_no_secret() -> None:
+    copy = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "data": {"password": "c2VjcmV0"},
+        "metadata": {
+            "name": "db", "namespace": "ns1", "resourceVersion": "9", "uid": "u",
+            "labels": {"management.svc.io/managed-by": "corral"},
+            "annotations": {downstream.ANNOTATION_HASH: "h1", "kubectl.io/last": "x" * 4096},
+            "managedFields": [{"manager": "corral"}],
+        },
+    }  # fmt: skip
+    kept = projects.owned_record("Secret", copy)
+    assert kept == {
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": "db", "namespace": "ns1", "resourceVersion": "9",
+                     "annotations": {downstream.ANNOTATION_HASH: "h1"}},
+    }  # fmt: skip
+    assert downstream.key_of(kept) == ("Secret", "ns1", "db")
+    assert downstream.stamp(kept) == downstream.stamp(copy) == "h1"
+
+
+def test_the_project_sync_watches_each_kind_it_writes_and_only_its_own() -> None:
+    assert {o.kind for o in projects.OWNED} == set(projects.KIND_RESOURCES)
+    assert {o.kind for o in projects.OWNED if o.namespace is None} == {
+        "ClusterRole", "ClusterRoleBinding"
+    }  # fmt: skip
+    for owned in projects.OWNED:
+        assert owned.labels[names.LABEL_MANAGED_BY] == names.MANAGED_BY

@@ -23,6 +23,7 @@ class Wake(enum.Enum):
     RETRY = "retry"  # the last pass left work pending or failed
     POOL = "pool"  # a NodePool's spec, or a pool's machine still on its way
     CERTIFICATE = "certificate"  # a kubelet's certificate request in a provisioned cluster
+    OWNED = "owned"  # an object the project sync keeps downstream (a quota, a binding, …)
     POD = "pod"  # a downstream pod, as far as the node totals and the autoscaler read it
     AUTOSCALE = "autoscale"  # pools with bounds: the autoscaler's rules also wait on time
 

@@ -21,6 +21,7 @@ latest until the next full look; it is never fatal.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -68,7 +69,7 @@ T = TypeVar("T")
 
 LOOK = {Wake.TIMER, Wake.CREDENTIAL}
 NODE_SYNC = LOOK | {Wake.NODE, Wake.POD}
-PROJECT_SYNC = LOOK | {Wake.NAMESPACE, Wake.PROJECT, Wake.SPEC, Wake.RETRY}
+PROJECT_SYNC = LOOK | {Wake.NAMESPACE, Wake.PROJECT, Wake.SPEC, Wake.RETRY, Wake.OWNED}
 POOL_SYNC = LOOK | {Wake.NODE, Wake.POOL}
 AUTOSCALER_SYNC = LOOK | {Wake.NODE, Wake.POD, Wake.POOL, Wake.AUTOSCALE}
 CERTIFICATE_SYNC = LOOK | {Wake.NODE, Wake.CERTIFICATE}
@@ -86,11 +87,13 @@ class Watched:
     reason: Wake
     keep: Callable[[Obj], Obj] | None = None
     settle: float = 0.0
+    labels: dict[str, Any] | None = None
+    namespace: str | None = None
 
 
 NODES = Watched(DownstreamNode, "nodes", Wake.NODE, keep=observe.observed_node)
 NAMESPACES = Watched(Namespace, "namespaces", Wake.NAMESPACE)
-PODS = Watched(Pod, "pods", Wake.POD, keep=pods.for_scheduling, settle=POD_SETTLE)
+PODS = Watched(Pod, "pods", Wake.POD, keep=pods.for_scheduling, settle=POD_SETTLE, namespace="*")
 # Only in clusters corral provisioned: an imported cluster's kubelets are someone else's.
 CERTIFICATES = Watched(CertificateSigningRequest, "certificatesigningrequests", Wake.CERTIFICATE)
 
@@ -166,7 +169,9 @@ class Agent:
         self.probe: observe.Probe | None = None
         self.node_list: list[Obj] = []
         self.totals: dict[str, observe.PodTotals] = {}
-        self._totals_of: int | None = None  # the pod informer's version the totals are of
+        # The versions of the node and pod informers that node_list and totals are of.
+        self._nodes_of: int | None = None
+        self._totals_of: int | None = None
         # What the last status written was computed from: the same again writes nothing.
         self._status_of: tuple[Any, ...] | None = None
         # The Cluster that has this cluster's claim, when it is not this one.
@@ -214,7 +219,7 @@ class Agent:
             connection = await self._attempt("credential", self._connection())
         self.connection = connection
         if connection is None:
-            self.probe, self.node_list = None, []
+            self.probe, self.node_list, self._nodes_of = None, [], None
             if reasons & PROJECT_SYNC:
                 await self._sync_projects(None, None, False, body["spec"])
             return
@@ -231,6 +236,7 @@ class Agent:
             namespace_informer = await self._informer("namespace list", NAMESPACES, look)
             pod_informer = await self._informer("pod list", PODS, look)
         self.node_list = node_informer.all() if node_informer is not None else []
+        self._nodes_of = node_informer.version if node_informer is not None else None
         if pod_informer is not None and pod_informer.version != self._totals_of:
             self.totals = observe.pod_totals(pod_informer.all())
             self._totals_of = pod_informer.version
@@ -255,7 +261,7 @@ class Agent:
                 self.wakeups.after(PROBE_INTERVAL, Wake.POOL)
         if reasons & PROJECT_SYNC:
             client = connection.client if namespace_informer is not None else None
-            await self._sync_projects(client, namespace_informer, probe.ready, body["spec"])
+            await self._sync_projects(client, namespace_informer, probe.ready, body["spec"], look)
 
     async def _probe(self, connection: Connection, look: bool) -> observe.Probe:
         """Ask the API server whether it is ready; on a full look, and while it is not, its
@@ -290,15 +296,39 @@ class Agent:
         namespaces: Informer | None,
         ready: bool,
         cluster_spec: Obj,
+        look: bool = False,
     ) -> None:
+        owned = None
+        if client is not None and namespaces is not None:
+            owned = await self._owned(look)
         pending = await self._attempt(
-            "projects", self.projects.run(client, namespaces, ready, cluster_spec)
+            "projects", self.projects.run(client, namespaces, owned, ready, cluster_spec)
         )
         if pending:
             self.wakeups.after(self.retry, Wake.RETRY)
             self.retry = min(self.retry * 2, PROBE_INTERVAL)
         else:
             self.retry = RETRY_MIN
+        if (conflicts := self.projects.conflicts_retry_in()) is not None:
+            self.wakeups.after(conflicts, Wake.RETRY)
+
+    async def _owned(self, look: bool) -> dict[str, Informer] | None:
+        """The informers of what the project sync writes, by kind; None until all answer."""
+        found: dict[str, Informer] = {}
+        for owned in self.projects.owned:
+            watched = Watched(
+                owned.resource,
+                owned.plural,
+                Wake.OWNED,
+                keep=functools.partial(projects.owned_record, owned.kind),
+                labels=owned.labels,
+                namespace=owned.namespace,
+            )
+            informer = await self._informer(f"{owned.plural} list", watched, look)
+            if informer is None:
+                return None
+            found[owned.kind] = informer
+        return found
 
     async def _write_status(self, body: Obj) -> None:
         """What this pass and the last look saw, with the failures standing."""
@@ -309,7 +339,7 @@ class Agent:
         # The cluster's own resourceVersion moves with every write (ours included), so a
         # status computed from the same inputs is the same status, already written.
         inputs = (current["metadata"].get("resourceVersion"), credential, self.probe,
-                  self.node_list, self.totals, failures, self.duplicate_of)  # fmt: skip
+                  self._nodes_of, self.totals, failures, self.duplicate_of)  # fmt: skip
         if inputs == self._status_of:
             return
         try:
@@ -342,6 +372,8 @@ class Agent:
                 client,
                 watched.resource,
                 name=f"cluster {self.cluster} {watched.name}",
+                namespace=watched.namespace,
+                labels=watched.labels,
                 on_change=changed,
                 keep=watched.keep,
             )
