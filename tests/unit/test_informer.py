@@ -124,3 +124,18 @@ async def test_a_cut_copy_taken_in_silence_still_moves_its_version() -> None:
         task.cancel()
     informer.put(namespace("a", "1"))  # an older write of this process's
     assert informer.get("a") == without_annotations(namespace("a", "2"))
+
+
+def test_alike_objects_share_their_strings_and_stay_equal() -> None:
+    informer = Informer(None, Namespace, share_strings=True)  # type: ignore[arg-type]
+    first, second = namespace("a", "1", "c:p"), namespace("b", "1", "c:p")
+    # Built at run time, as a JSON decoder builds them: equal, but not one object.
+    first["metadata"]["labels"] = {"team": "".join(["x", "y"])}
+    second["metadata"]["labels"] = {"team": "".join(["x", "y"])}
+    assert first["metadata"]["labels"]["team"] is not second["metadata"]["labels"]["team"]
+    informer.put(first)
+    informer.put(second)
+    a, b = informer.get("a"), informer.get("b")
+    assert a == first and b == second
+    assert a is not None and b is not None
+    assert a["metadata"]["labels"]["team"] is b["metadata"]["labels"]["team"]

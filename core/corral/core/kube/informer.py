@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from typing import Any
 
@@ -56,9 +57,12 @@ class Informer:
         on_change: ChangeHook | None = None,
         retry_delay: float = RETRY_DELAY,
         keep: Callable[[Obj], Obj] | None = None,
+        share_strings: bool = False,
     ) -> None:
         """`keep(obj)` is what is kept of each object (all of it without): readers that need a
-        few fields of large objects keep just those."""
+        few fields of large objects keep just those. `share_strings` keeps one copy of each
+        key and short value across all objects (`shared`): for informers of many alike
+        objects (a cluster's nodes) held for long, where it halves their memory."""
         self._client = client
         self._resource = resource
         self._scope: dict[str, Any] = {"labels": labels}
@@ -70,6 +74,7 @@ class Informer:
         self._on_change = on_change
         self._retry_delay = retry_delay
         self._keep = keep
+        self._share_strings = share_strings
         self._resource_version: str | None = None
         self.name: str = name or resource._api_info.plural
         self.synced = asyncio.Event()  # set once the first listing is in
@@ -171,7 +176,8 @@ class Informer:
         return True
 
     def _kept(self, obj: Obj) -> Obj:
-        return obj if self._keep is None else self._keep(obj)
+        kept = obj if self._keep is None else self._keep(obj)
+        return shared(kept) if self._share_strings else kept
 
     def _changed(self, event: str, obj: Obj) -> None:
         if self._on_change is not None:
@@ -198,6 +204,22 @@ class Informer:
                     members.discard(key)
                     if not members:
                         del self._indexes[index][value]
+
+
+# Longer values (a certificate, a message) are rarely the same in two objects.
+SHARED_LENGTH = 64
+
+
+def shared(value: Any) -> Any:
+    """The same value with its keys and short strings interned: objects of one kind repeat
+    the same keys, labels and condition values, which then exist once in the process."""
+    if isinstance(value, dict):
+        return {sys.intern(k) if isinstance(k, str) else k: shared(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shared(v) for v in value]
+    if isinstance(value, str) and len(value) <= SHARED_LENGTH:
+        return sys.intern(value)
+    return value
 
 
 def _version_of(obj: Obj) -> str:

@@ -376,6 +376,7 @@ class Agent:
                 labels=watched.labels,
                 on_change=changed,
                 keep=watched.keep,
+                share_strings=True,
             )
 
         made = self.state.connections.informer(self.cluster, watched.name, factory)
