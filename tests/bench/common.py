@@ -82,6 +82,12 @@ def rss_mib(process: Process) -> float:
     return 0.0
 
 
+def cpu_seconds(process: Process) -> float:
+    """User and system time the process has used so far."""
+    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def get_json(env: Environment, url: str) -> dict[str, Any]:
     return send_json(env, "GET", url)
 

@@ -3,22 +3,13 @@ node (and until all are gone), and what the operator spent doing it (CPU seconds
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 from corral.devenv.environment import Environment
-from corral.devenv.process import Process
 from corral.devenv.waiting import wait_for
-from tests.bench.common import get_json, rss_mib, send_json, stack
+from tests.bench.common import cpu_seconds, get_json, rss_mib, send_json, stack
 
 MACHINES = 100
-
-
-def cpu_seconds(process: Process) -> float:
-    """User and system time the process has used so far."""
-    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pool_count(env: Environment, pool: str, field: str) -> int:

@@ -8,10 +8,13 @@ import asyncio
 import datetime
 from typing import Any
 
+from corral.core.api import names
+from corral.core.clusters import observe
 from corral.core.kube import kinds
 from corral.core.kube.informer import Informer
 from corral.core.kube.status import StatusWriter
-from corral.operator.downstream import drain, nodes
+from corral.core.projects import downstream
+from corral.operator.downstream import drain, nodes, projects
 from corral.operator.downstream.agent import Failures
 from corral.operator.state import BY_CLUSTER, SpecChanges, State
 from corral.operator.wakeups import Wake, Wakeups
@@ -36,6 +39,46 @@ async def test_a_timed_reason_falls_due_and_an_earlier_one_stands() -> None:
     wakeups.after(60, Wake.RETRY)
     await asyncio.wait_for(wakeups.wait(), 1)
     assert wakeups.take() == {Wake.RETRY}
+
+
+async def test_a_timer_given_while_waiting_for_a_later_one_is_kept() -> None:
+    wakeups = Wakeups()
+    wakeups.after(60, Wake.TIMER)
+    waiting = asyncio.create_task(wakeups.wait())
+    await asyncio.sleep(0)  # the waiter is now waiting for the timer a minute away
+    wakeups.after(0.01, Wake.POD)
+    await asyncio.wait_for(waiting, 5)
+    assert wakeups.take() == {Wake.POD}
+
+
+def test_a_nodes_heartbeat_changes_nothing_the_agent_keeps() -> None:
+    def node(heartbeat: str, ready: str = "True") -> dict[str, Any]:
+        return {
+            "metadata": {"name": "n1", "resourceVersion": heartbeat, "labels": {"a": "b"},
+                         "managedFields": [{"manager": "kubelet", "time": heartbeat}]},
+            "spec": {"providerID": "kwok://n1", "taints": [{"key": "k", "effect": "NoSchedule"}]},
+            "status": {
+                "capacity": {"cpu": "4"}, "allocatable": {"cpu": "4"},
+                "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+                "conditions": [{"type": "Ready", "status": ready, "reason": "KubeletReady",
+                                "message": "ok", "lastHeartbeatTime": heartbeat,
+                                "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                "images": [{"names": ["busybox"], "sizeBytes": 1}],
+            },
+        }  # fmt: skip
+
+    kept = observe.observed_node(node("1"))
+    assert kept["metadata"] == {"name": "n1", "resourceVersion": "1", "labels": {"a": "b"}}
+    assert kept["status"]["conditions"] == [
+        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}
+    ]
+    assert "images" not in kept["status"]
+    later = observe.observed_node(node("2"))
+    assert {**later, "metadata": {**later["metadata"], "resourceVersion": "1"}} == kept
+    assert observe.observed_node(node("3", ready="False"))["status"] != kept["status"]
+    # What the mirror writes of the node is the same from the kept copy as from the node.
+    assert observe.node_status(kept, None) == observe.node_status(node("1"), None)
+    assert observe.node_conditions(kept, True, "") == observe.node_conditions(node("1"), True, "")
 
 
 def obj(name: str, generation: int, namespace: str = "c-1", **meta: Any) -> dict[str, Any]:
@@ -107,3 +150,36 @@ async def test_the_mirror_removes_only_the_records_it_made() -> None:
     assert await mirror.sync(kube, [], {}) == {}  # type: ignore[arg-type]
     assert kube.deleted == ["m-mirrored"]
     assert records.get("c-1/m-mirrored") is None and records.get("c-1/m-pool") is not None
+
+
+def test_the_project_syncs_record_keeps_what_a_pass_compares_and_no_secret() -> None:
+    copy = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "data": {"password": "c2VjcmV0"},
+        "metadata": {
+            "name": "db", "namespace": "ns1", "resourceVersion": "9", "uid": "u",
+            "labels": {"management.svc.io/managed-by": "corral"},
+            "annotations": {downstream.ANNOTATION_HASH: "h1", "kubectl.io/last": "x" * 4096},
+            "managedFields": [{"manager": "corral"}],
+        },
+    }  # fmt: skip
+    kept = projects.owned_record("Secret", copy)
+    assert kept == {
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": "db", "namespace": "ns1", "resourceVersion": "9",
+                     "annotations": {downstream.ANNOTATION_HASH: "h1"}},
+    }  # fmt: skip
+    assert downstream.key_of(kept) == ("Secret", "ns1", "db")
+    assert downstream.stamp(kept) == downstream.stamp(copy) == "h1"
+
+
+def test_the_project_sync_watches_each_kind_it_writes_and_only_its_own() -> None:
+    assert {o.kind for o in projects.OWNED} == set(projects.KIND_RESOURCES)
+    assert {o.kind for o in projects.OWNED if o.namespace is None} == {
+        "ClusterRole", "ClusterRoleBinding"
+    }  # fmt: skip
+    for owned in projects.OWNED:
+        assert owned.labels[names.LABEL_MANAGED_BY] == names.MANAGED_BY

@@ -3,6 +3,7 @@ process's own writes never overwrite something newer."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -69,3 +70,72 @@ def test_own_writes_go_in_unless_something_newer_is_there() -> None:
     assert informer.get("a") == namespace("a", "6")
     informer.forget("a")
     assert len(informer) == 0
+
+
+class Watching(Client):
+    """A client whose watch brings these events, then stays open."""
+
+    def __init__(self, events: list[tuple[str, dict[str, Any]]]) -> None:
+        super().__init__()
+        self.events = events
+        self.drained = asyncio.Event()  # the informer has taken in every event
+
+    async def watch(self, resource: Any, **scope: Any) -> AsyncIterator[tuple[str, Any]]:
+        for event in self.events:
+            yield event
+        self.drained.set()
+        await asyncio.Event().wait()
+
+
+def without_annotations(obj: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {k: v for k, v in obj["metadata"].items() if k != "annotations"}}
+
+
+async def test_a_cut_copy_changes_only_when_what_it_keeps_does() -> None:
+    labelled = namespace("a", "3")
+    labelled["metadata"]["labels"] = {"team": "x"}
+    client = Watching([("MODIFIED", namespace("a", "2", "c:p")), ("MODIFIED", labelled)])
+    client.items = [namespace("a", "1")]
+    events: list[tuple[str, str]] = []
+    informer = Informer(
+        client,  # type: ignore[arg-type]
+        Namespace,
+        keep=without_annotations,
+        on_change=lambda event, obj: events.append((event, obj["metadata"]["resourceVersion"])),
+    )
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(client.drained.wait(), 5)
+    finally:
+        task.cancel()
+    # The annotation-only update (version 2) is taken in silence; the label's is a change.
+    assert events == [("ADDED", "1"), ("MODIFIED", "3")]
+    assert informer.get("a") == without_annotations(labelled)
+
+
+async def test_a_cut_copy_taken_in_silence_still_moves_its_version() -> None:
+    client = Watching([("MODIFIED", namespace("a", "2", "c:p"))])
+    client.items = [namespace("a", "1")]
+    informer = Informer(client, Namespace, keep=without_annotations)  # type: ignore[arg-type]
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(client.drained.wait(), 5)
+    finally:
+        task.cancel()
+    informer.put(namespace("a", "1"))  # an older write of this process's
+    assert informer.get("a") == without_annotations(namespace("a", "2"))
+
+
+def test_alike_objects_share_their_strings_and_stay_equal() -> None:
+    informer = Informer(None, Namespace, share_strings=True)  # type: ignore[arg-type]
+    first, second = namespace("a", "1", "c:p"), namespace("b", "1", "c:p")
+    # Built at run time, as a JSON decoder builds them: equal, but not one object.
+    first["metadata"]["labels"] = {"team": "".join(["x", "y"])}
+    second["metadata"]["labels"] = {"team": "".join(["x", "y"])}
+    assert first["metadata"]["labels"]["team"] is not second["metadata"]["labels"]["team"]
+    informer.put(first)
+    informer.put(second)
+    a, b = informer.get("a"), informer.get("b")
+    assert a == first and b == second
+    assert a is not None and b is not None
+    assert a["metadata"]["labels"]["team"] is b["metadata"]["labels"]["team"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from corral.core.clusters import observe
 from corral.core.kube.informer import Informer
+from corral.core.nodepools import autoscaling
 from corral.core.workloads import pods, usage
 
 
@@ -70,16 +72,59 @@ def test_the_copy_does_not_grow_with_the_users_environment() -> None:
     assert size(scheduling[0]) == size(scheduling[1])
 
 
-def test_the_operators_copy_keeps_what_scheduling_reads() -> None:
+def unscheduled_pod() -> dict[str, Any]:
     pod = big_pod()
-    kept = pods.for_scheduling(pod)
-    assert "managedFields" not in kept["metadata"]
-    assert kept["spec"]["tolerations"] == pod["spec"]["tolerations"]
-    assert kept["spec"]["initContainers"][0] == {
-        "name": "web", "restartPolicy": "Always",
-        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+    pod["metadata"]["annotations"] = {autoscaling.SAFE_TO_EVICT: "false", "note": "n" * 4096}
+    pod["spec"].pop("nodeName")
+    pod["spec"]["nodeSelector"] = {"disk": "ssd"}
+    pod["spec"]["affinity"] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}},
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []},
     }  # fmt: skip
-    assert kept["status"] == pod["status"]
+    pod["spec"]["volumes"] = [{"name": "c", "configMap": {"name": "big", "items": [{}] * 50}}]
+    pod["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+         "message": "0/3 nodes are available: " + "m" * 2048},
+    ]  # fmt: skip
+    return pod
+
+
+def test_the_operators_copy_answers_as_the_whole_pod_does() -> None:
+    shapes = [
+        autoscaling.Shape("n", autoscaling.resources({"cpu": "4", "memory": "8Gi", "pods": "10"}),
+                          {"disk": "ssd", "zone": z}, ({"key": "k", "effect": "NoSchedule"},))
+        for z in ("a", "b")
+    ]  # fmt: skip
+    for pod in (big_pod(), unscheduled_pod()):
+        kept = pods.for_scheduling(pod)
+        assert observe.pod_totals([kept]) == observe.pod_totals([pod])
+        assert autoscaling.pod_requests(kept) == autoscaling.pod_requests(pod)
+        assert autoscaling.unschedulable([kept]) == [kept] * len(autoscaling.unschedulable([pod]))
+        assert autoscaling.blocker(kept) == autoscaling.blocker(pod)
+        assert autoscaling.must_move(kept) == autoscaling.must_move(pod)
+        for shape in shapes:
+            assert autoscaling.fits(kept, shape) == autoscaling.fits(pod, shape)
+            assert autoscaling.selects(kept, shape) == autoscaling.selects(pod, shape)
+            assert autoscaling.tolerates(kept, shape) == autoscaling.tolerates(pod, shape)
+    assert autoscaling.unschedulable([unscheduled_pod()])
+    assert autoscaling.blocker(big_pod()) == "pod ns/web-1 has local storage (emptyDir)"
+
+
+def test_the_operators_copy_drops_what_changes_without_mattering() -> None:
+    pod = unscheduled_pod()
+    kept = pods.for_scheduling(pod)
+    assert "managedFields" not in kept["metadata"] and "labels" not in kept["metadata"]
+    assert kept["metadata"]["annotations"] == {autoscaling.SAFE_TO_EVICT: "false"}
+    assert kept["spec"]["affinity"] == {"nodeAffinity": pod["spec"]["affinity"]["nodeAffinity"]}
+    assert kept["spec"]["volumes"] == [{"name": "c"}]
+    assert kept["status"] == {
+        "phase": "Running",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    }
+    pod["status"]["containerStatuses"][0]["restartCount"] = 3
+    pod["status"]["podIP"] = "10.1.0.2"
+    assert pods.for_scheduling(pod) == kept
 
 
 def test_an_informer_keeps_the_cut_copy_of_what_it_is_given() -> None:

@@ -401,6 +401,9 @@ class FailingProjects:
         self.runs += 1
         raise RuntimeError("projects broke")
 
+    def conflicts_retry_in(self) -> float | None:
+        return None  # it never got as far as copying a secret
+
 
 class StatusKube:
     def __init__(self) -> None:

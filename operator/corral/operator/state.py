@@ -111,12 +111,15 @@ class State:
         self.clusters = Informer(
             kube, kinds.Cluster, on_change=self._hook(Wake.SPEC, _name, spec_only=True)
         )
+        # Every cluster's Node CRs, held whole (the status writers read their managed
+        # fields): the operator's largest informer, so its strings are shared.
         self.nodes = Informer(
             kube,
             kinds.Node,
             {BY_CLUSTER: _namespace},
             namespace="*",
             on_change=self._hook(Wake.NODE, _namespace, spec_only=True),
+            share_strings=True,
         )
         self.nodepools = Informer(
             kube,

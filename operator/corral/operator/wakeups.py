@@ -13,7 +13,8 @@ import time
 
 
 class Wake(enum.Enum):
-    TIMER = "timer"  # the probe interval: look at everything again
+    TIMER = "timer"  # the resync interval, or something changed below: look at everything again
+    PROBE = "probe"  # the probe interval: is the cluster's API server there and ready
     CREDENTIAL = "credential"  # the cluster's credential came, changed or went
     SPEC = "spec"  # the Cluster's spec (enableNetworkPolicy, …)
     NODE = "node"  # a downstream node, or a Node CR's spec
@@ -22,11 +23,16 @@ class Wake(enum.Enum):
     RETRY = "retry"  # the last pass left work pending or failed
     POOL = "pool"  # a NodePool's spec, or a pool's machine still on its way
     CERTIFICATE = "certificate"  # a kubelet's certificate request in a provisioned cluster
+    OWNED = "owned"  # an object the project sync keeps downstream (a quota, a binding, …)
+    POD = "pod"  # a downstream pod, as far as the node totals and the autoscaler read it
+    AUTOSCALE = "autoscale"  # pools with bounds: the autoscaler's rules also wait on time
 
 
 class Wakeups:
     def __init__(self) -> None:
         self._reasons: set[Wake] = set()
+        # Set by every reason and timer given, so a waiter sees a timer earlier than the one
+        # it is waiting for.
         self._event = asyncio.Event()
         self._timers: dict[Wake, float] = {}
 
@@ -38,6 +44,7 @@ class Wakeups:
         """`reason` in `seconds` at the latest; an earlier request for it stands."""
         due = time.monotonic() + seconds
         self._timers[reason] = min(self._timers.get(reason, due), due)
+        self._event.set()
 
     def take(self) -> set[Wake]:
         """The reasons gathered so far; the next pass starts with none."""
@@ -48,16 +55,15 @@ class Wakeups:
 
     async def wait(self) -> None:
         """Until a reason is given or falls due."""
-        self._due()
-        if self._reasons:
-            return
-        due = min(self._timers.values(), default=None)
-        if due is None:
-            await self._event.wait()
-        else:
+        while True:
+            self._due()
+            if self._reasons:
+                return
+            self._event.clear()
+            due = min(self._timers.values(), default=None)
+            timeout = None if due is None else max(due - time.monotonic(), 0)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), max(due - time.monotonic(), 0))
-        self._due()
+                await asyncio.wait_for(self._event.wait(), timeout)
 
     def _due(self) -> None:
         now = time.monotonic()

@@ -77,6 +77,31 @@ def pod_totals(pods: Iterable[Mapping[str, Any]]) -> dict[str, PodTotals]:
 # -- nodes ------------------------------------------------------------------------------------
 
 
+NODE_METADATA = ("name", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+                 "labels", "annotations")  # fmt: skip
+NODE_STATUS = ("addresses", "capacity", "allocatable")
+NODE_CONDITION = ("type", "status", "reason", "message")
+
+
+def observed_node(node: Mapping[str, Any]) -> dict[str, Any]:
+    """What the agent keeps of a downstream node: what the mirror, the cluster's status, the
+    pools and the autoscaler read (metadata but managed fields, the whole spec, addresses,
+    capacity, allocatable, and each condition's type, status, reason and message). A kubelet's
+    heartbeat moves only the times of its conditions, so it changes nothing kept; nor do the
+    images and volumes a node reports."""
+    meta, status = node.get("metadata") or {}, node.get("status") or {}
+    kept_status = {k: status[k] for k in NODE_STATUS if k in status}
+    if status.get("conditions"):
+        kept_status["conditions"] = [
+            {k: c[k] for k in NODE_CONDITION if k in c} for c in status["conditions"]
+        ]
+    return {
+        "metadata": {k: meta[k] for k in NODE_METADATA if k in meta},
+        "spec": node.get("spec") or {},
+        "status": kept_status,
+    }
+
+
 def node_spec(node: Mapping[str, Any]) -> dict[str, Any]:
     """The spec a new Node CR starts with, taken from the downstream node."""
     labels = node["metadata"].get("labels") or {}

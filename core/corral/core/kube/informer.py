@@ -7,13 +7,16 @@ while away are not kept. Objects are kept by `name`, or `namespace/name` for nam
 and found through named indexes. Writes made by this process are put in at once (`put`,
 `forget`), so it reads its own writes without waiting for the watch; the newer
 resourceVersion wins. `on_change(event, obj)` runs after each change a listing or an event
-brings (`ADDED`, `MODIFIED`, `DELETED`), not after this process's own `put` or `forget`.
+brings (`ADDED`, `MODIFIED`, `DELETED`), not after this process's own `put` or `forget`. An
+informer that keeps a cut copy (`keep`) calls it only when the copy changed: an update of
+fields it does not keep (a node's heartbeat, a pod's container statuses) wakes no one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from typing import Any
 
@@ -54,9 +57,12 @@ class Informer:
         on_change: ChangeHook | None = None,
         retry_delay: float = RETRY_DELAY,
         keep: Callable[[Obj], Obj] | None = None,
+        share_strings: bool = False,
     ) -> None:
         """`keep(obj)` is what is kept of each object (all of it without): readers that need a
-        few fields of large objects keep just those."""
+        few fields of large objects keep just those. `share_strings` keeps one copy of each
+        key and short value across all objects (`shared`): for informers of many alike
+        objects (a cluster's nodes) held for long, where it halves their memory."""
         self._client = client
         self._resource = resource
         self._scope: dict[str, Any] = {"labels": labels}
@@ -68,6 +74,7 @@ class Informer:
         self._on_change = on_change
         self._retry_delay = retry_delay
         self._keep = keep
+        self._share_strings = share_strings
         self._resource_version: str | None = None
         self.name: str = name or resource._api_info.plural
         self.synced = asyncio.Event()  # set once the first listing is in
@@ -128,6 +135,8 @@ class Informer:
                 data = self._kept(as_dict(obj))
                 if event == "DELETED":
                     self._remove(key_of(data))
+                elif self._refresh(data):
+                    continue
                 else:
                     self._store(data)
                 self._changed(event, data)
@@ -145,6 +154,8 @@ class Informer:
             self._changed("DELETED", gone)
         for key, obj in fresh.items():
             old = self._objects.get(key)
+            if old is not None and self._refresh(obj):
+                continue
             self._store(obj)
             if old is None:
                 self._changed("ADDED", obj)
@@ -155,8 +166,18 @@ class Informer:
         async for obj in listing:
             yield self._kept(as_dict(obj))
 
+    def _refresh(self, obj: Obj) -> bool:
+        """Whether a cut copy is what is held already but for its resourceVersion: then only
+        the version is taken, and nothing counts as changed."""
+        current = self._objects.get(key_of(obj))
+        if self._keep is None or current is None or not _same_but_version(current, obj):
+            return False
+        self._objects[key_of(obj)] = obj
+        return True
+
     def _kept(self, obj: Obj) -> Obj:
-        return obj if self._keep is None else self._keep(obj)
+        kept = obj if self._keep is None else self._keep(obj)
+        return shared(kept) if self._share_strings else kept
 
     def _changed(self, event: str, obj: Obj) -> None:
         if self._on_change is not None:
@@ -185,9 +206,32 @@ class Informer:
                         del self._indexes[index][value]
 
 
+# Longer values (a certificate, a message) are rarely the same in two objects.
+SHARED_LENGTH = 64
+
+
+def shared(value: Any) -> Any:
+    """The same value with its keys and short strings interned: objects of one kind repeat
+    the same keys, labels and condition values, which then exist once in the process."""
+    if isinstance(value, dict):
+        return {sys.intern(k) if isinstance(k, str) else k: shared(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shared(v) for v in value]
+    if isinstance(value, str) and len(value) <= SHARED_LENGTH:
+        return sys.intern(value)
+    return value
+
+
 def _version_of(obj: Obj) -> str:
     version: str = obj["metadata"].get("resourceVersion", "")
     return version
+
+
+def _same_but_version(a: Obj, b: Obj) -> bool:
+    def unversioned(obj: Obj) -> Obj:
+        return {**obj, "metadata": {**obj["metadata"], "resourceVersion": None}}
+
+    return unversioned(a) == unversioned(b)
 
 
 def _newer(current: Obj, candidate: Obj) -> bool:

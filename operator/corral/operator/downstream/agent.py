@@ -1,29 +1,35 @@
 """The agent of one downstream cluster: its connection (from the registry), its informers on
-the cluster's nodes and namespaces, and what it keeps in step with them: the cluster's health,
-the node mirror and its drains, the projects' objects in the cluster.
+the cluster's nodes, namespaces and pods, and what it keeps in step with them: the cluster's
+health, the node mirror and its drains, the projects' objects in the cluster.
 
-It makes a pass when woken, and each pass does what its reasons call for: the timer (every
-`PROBE_INTERVAL`) or a new credential looks at everything (probe, pods, nodes, projects); a
-node's change runs the node mirror; a namespace's, project's, binding's or the cluster spec's
-runs the project sync; the autoscaler runs on each full look, on the pods it listed. A pass
-that leaves work pending asks for the next one soon. The cluster's status is written after
-every pass, and only when it changes.
+It makes a pass when woken, and each pass does what its reasons call for. At rest it costs
+one watch per kind and a probe: every `PROBE_INTERVAL` it asks the API server `/readyz`; a
+node's change runs the node mirror, a pod's (as far as the totals and the autoscaler read it)
+the mirror's totals and the autoscaler, a namespace's, project's, binding's or the cluster
+spec's the project sync; pools and the autoscaler also ask for a pass every `PROBE_INTERVAL`
+while the cluster has any (their rules wait on time). A full look (probe with `/version`,
+claim, every sync) comes with a new credential, when the probe's answer changes, and every
+`RESYNC_INTERVAL` in case an event was missed; while anything fails, every `PROBE_INTERVAL`. A
+pass that leaves work pending asks for the next one soon. The cluster's status is written
+after a pass whose inputs changed, and only when it changes.
 
 Every sync of a pass runs whatever the others did: one that fails is reported on the cluster's
-`Updated` condition (and a node's on that node) until it runs again and works; it is never
-fatal.
+`Updated` condition (and a node's on that node) until it runs again and works, and at the
+latest until the next full look; it is never fatal.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from lightkube import AsyncClient
 from lightkube.resources.certificates_v1 import CertificateSigningRequest
-from lightkube.resources.core_v1 import Namespace
+from lightkube.resources.core_v1 import Namespace, Pod
 from lightkube.resources.core_v1 import Node as DownstreamNode
 
 from corral.core.api import drivers, names
@@ -34,6 +40,7 @@ from corral.core.kube.client import ensure_namespace
 from corral.core.kube.connections import Connection
 from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
+from corral.core.workloads import pods
 from corral.operator.downstream import (
     autoscaler,
     drain,
@@ -44,20 +51,27 @@ from corral.operator.downstream import (
     projects,
 )
 from corral.operator.drivers.registry import Drivers
-from corral.operator.state import State
+from corral.operator.state import BY_CLUSTER, State
 from corral.operator.wakeups import Wake, Wakeups
 
 log = logging.getLogger(__name__)
 
 PROBE_INTERVAL = 5.0
+# A full look at a cluster where nothing fails: only for what a watch could have missed.
+RESYNC_INTERVAL = 300.0
 # After a pass that left work pending: the first retry, doubled while it stays pending.
 RETRY_MIN = 0.25
+# Pods change in bursts (a rollout): one pass for all that changed within this long.
+POD_SETTLE = 1.0
+# While the cluster has pools with bounds: how often the autoscaler's rules are asked again.
+AUTOSCALE_INTERVAL = 5.0
 T = TypeVar("T")
 
 LOOK = {Wake.TIMER, Wake.CREDENTIAL}
-NODE_SYNC = LOOK | {Wake.NODE}
-PROJECT_SYNC = LOOK | {Wake.NAMESPACE, Wake.PROJECT, Wake.SPEC, Wake.RETRY}
+NODE_SYNC = LOOK | {Wake.NODE, Wake.POD}
+PROJECT_SYNC = LOOK | {Wake.NAMESPACE, Wake.PROJECT, Wake.SPEC, Wake.RETRY, Wake.OWNED}
 POOL_SYNC = LOOK | {Wake.NODE, Wake.POOL}
+AUTOSCALER_SYNC = LOOK | {Wake.NODE, Wake.POD, Wake.POOL, Wake.AUTOSCALE}
 CERTIFICATE_SYNC = LOOK | {Wake.NODE, Wake.CERTIFICATE}
 # While a pool's machine is on its way (created, draining): how soon the pool is looked at.
 POOL_RETRY = 1.0
@@ -65,15 +79,21 @@ POOL_RETRY = 1.0
 
 @dataclass(frozen=True)
 class Watched:
-    """A kind the agent keeps an informer on in its cluster, and the wake-up its changes give."""
+    """A kind the agent keeps an informer on in its cluster, what it keeps of each object,
+    and the wake-up its changes give: at once, or after `settle` seconds for a burst."""
 
     resource: Any
     name: str
     reason: Wake
+    keep: Callable[[Obj], Obj] | None = None
+    settle: float = 0.0
+    labels: dict[str, Any] | None = None
+    namespace: str | None = None
 
 
-NODES = Watched(DownstreamNode, "nodes", Wake.NODE)
+NODES = Watched(DownstreamNode, "nodes", Wake.NODE, keep=observe.observed_node)
 NAMESPACES = Watched(Namespace, "namespaces", Wake.NAMESPACE)
+PODS = Watched(Pod, "pods", Wake.POD, keep=pods.for_scheduling, settle=POD_SETTLE, namespace="*")
 # Only in clusters corral provisioned: an imported cluster's kubelets are someone else's.
 CERTIFICATES = Watched(CertificateSigningRequest, "certificatesigningrequests", Wake.CERTIFICATE)
 
@@ -149,6 +169,11 @@ class Agent:
         self.probe: observe.Probe | None = None
         self.node_list: list[Obj] = []
         self.totals: dict[str, observe.PodTotals] = {}
+        # The versions of the node and pod informers that node_list and totals are of.
+        self._nodes_of: int | None = None
+        self._totals_of: int | None = None
+        # What the last status written was computed from: the same again writes nothing.
+        self._status_of: tuple[Any, ...] | None = None
         # The Cluster that has this cluster's claim, when it is not this one.
         self.duplicate_of: str | None = None
         self.retry = RETRY_MIN
@@ -174,13 +199,15 @@ class Agent:
             return  # going: whoever runs the agent stops it
         look = bool(reasons & LOOK)
         if look:
-            self.wakeups.after(PROBE_INTERVAL, Wake.TIMER)
             self.failures.begin_look()
         try:
             await self._step(body, reasons, look)
         finally:
             if look:
                 self.failures.end_look()
+            # An earlier full look stands: one that failed asks for the next soon.
+            failing = bool(self.failures.current)
+            self.wakeups.after(PROBE_INTERVAL if failing else RESYNC_INTERVAL, Wake.TIMER)
         await self._write_status(body)
 
     async def _step(self, body: Obj, reasons: set[Wake], look: bool) -> None:
@@ -192,32 +219,35 @@ class Agent:
             connection = await self._attempt("credential", self._connection())
         self.connection = connection
         if connection is None:
-            self.probe, self.node_list = None, []
+            self.probe, self.node_list, self._nodes_of = None, [], None
             if reasons & PROJECT_SYNC:
                 await self._sync_projects(None, None, False, body["spec"])
             return
-        pods = None
-        if look or self.probe is None:
-            self.probe = await health.probe(connection)
-            if self.probe.reachable:
-                pods = await self._attempt("pod list", health.list_pods(connection.client))
-                self.totals = observe.pod_totals(pods) if pods is not None else self.totals
+        probe = self.probe
+        if look or Wake.PROBE in reasons or probe is None:
+            probe = self.probe = await self._probe(connection, look)
         if not claims.unclaimed(body):
             self.duplicate_of = None
-        elif look and self.probe.reachable:
+        elif look and probe.reachable:
             self.duplicate_of = await self._attempt("claim", self._claim(body, connection))
-        node_informer = namespace_informer = None
-        if self.probe.reachable:
+        node_informer = namespace_informer = pod_informer = None
+        if probe.reachable:
             node_informer = await self._informer("node list", NODES, look)
             namespace_informer = await self._informer("namespace list", NAMESPACES, look)
+            pod_informer = await self._informer("pod list", PODS, look)
         self.node_list = node_informer.all() if node_informer is not None else []
+        self._nodes_of = node_informer.version if node_informer is not None else None
+        if pod_informer is not None and pod_informer.version != self._totals_of:
+            self.totals = observe.pod_totals(pod_informer.all())
+            self._totals_of = pod_informer.version
         if node_informer is not None and reasons & NODE_SYNC:
             synced = self.nodes.sync(connection.client, self.node_list, self.totals)
             self.failures.replace("node ", await self._attempt("nodes", synced) or {})
-        if node_informer is not None and pods is not None:
+        if node_informer is not None and pod_informer is not None and reasons & AUTOSCALER_SYNC:
             # Before the pools: a quantity it changes is acted on in the same pass.
-            synced_scaler = self.autoscaler.sync(connection.client, node_informer, pods)
-            await self._attempt("autoscaler", synced_scaler)
+            scaling = self.autoscaler.sync(connection.client, node_informer, pod_informer.all())
+            if await self._attempt("autoscaler", scaling):
+                self.wakeups.after(AUTOSCALE_INTERVAL, Wake.AUTOSCALE)
         hosted = driver in drivers.HOSTED
         if node_informer is not None and hosted and reasons & CERTIFICATE_SYNC:
             await self._approve_kubelets(connection.client, look)
@@ -225,9 +255,32 @@ class Agent:
             synced_pools = self.pools.sync(connection, node_informer)
             if await self._attempt("node pools", synced_pools) is not False:
                 self.wakeups.after(POOL_RETRY, Wake.POOL)
+            elif self.state.nodepools.by_index(BY_CLUSTER, self.cluster):
+                # Their rules wait on time too: a node not ready for long, a machine failed
+                # for long.
+                self.wakeups.after(PROBE_INTERVAL, Wake.POOL)
         if reasons & PROJECT_SYNC:
             client = connection.client if namespace_informer is not None else None
-            await self._sync_projects(client, namespace_informer, self.probe.ready, body["spec"])
+            await self._sync_projects(client, namespace_informer, probe.ready, body["spec"], look)
+
+    async def _probe(self, connection: Connection, look: bool) -> observe.Probe:
+        """Ask the API server whether it is ready; on a full look, and while it is not, its
+        version too (a version changes only with a restart). A change of either calls for a
+        full look at once: what the projects say depends on it, and whatever happened while
+        the cluster was away was not seen."""
+        before = self.probe
+        back = before is not None and not before.ready
+        probe = await health.probe(connection, with_version=look or back or before is None)
+        if probe.reachable and probe.version is None and before is not None:
+            probe = dataclasses.replace(probe, version=before.version)
+        self.wakeups.after(PROBE_INTERVAL, Wake.PROBE)
+        moved = before is not None and (before.reachable, before.ready) != (
+            probe.reachable,
+            probe.ready,
+        )
+        if moved and not look:
+            self.wake(Wake.TIMER)
+        return probe
 
     async def _approve_kubelets(self, client: AsyncClient, look: bool) -> None:
         requests = await self._informer("certificate requests", CERTIFICATES, look)
@@ -243,32 +296,62 @@ class Agent:
         namespaces: Informer | None,
         ready: bool,
         cluster_spec: Obj,
+        look: bool = False,
     ) -> None:
+        owned = None
+        if client is not None and namespaces is not None:
+            owned = await self._owned(look)
         pending = await self._attempt(
-            "projects", self.projects.run(client, namespaces, ready, cluster_spec)
+            "projects", self.projects.run(client, namespaces, owned, ready, cluster_spec)
         )
         if pending:
             self.wakeups.after(self.retry, Wake.RETRY)
             self.retry = min(self.retry * 2, PROBE_INTERVAL)
         else:
             self.retry = RETRY_MIN
+        if (conflicts := self.projects.conflicts_retry_in()) is not None:
+            self.wakeups.after(conflicts, Wake.RETRY)
+
+    async def _owned(self, look: bool) -> dict[str, Informer] | None:
+        """The informers of what the project sync writes, by kind; None until all answer."""
+        found: dict[str, Informer] = {}
+        for owned in self.projects.owned:
+            watched = Watched(
+                owned.resource,
+                owned.plural,
+                Wake.OWNED,
+                keep=functools.partial(projects.owned_record, owned.kind),
+                labels=owned.labels,
+                namespace=owned.namespace,
+            )
+            informer = await self._informer(f"{owned.plural} list", watched, look)
+            if informer is None:
+                return None
+            found[owned.kind] = informer
+        return found
 
     async def _write_status(self, body: Obj) -> None:
         """What this pass and the last look saw, with the failures standing."""
         connection = self.connection
+        current = self.state.clusters.get(self.cluster) or body
+        credential = connection.credential if connection is not None else None
+        failures = dict(self.failures.current)
+        agent = self._agent()
+        # The cluster's own resourceVersion moves with every write (ours included), so a
+        # status computed from the same inputs is the same status, already written. The
+        # agent's tunnel is an input too: its Lease goes stale with time alone.
+        inputs = (current["metadata"].get("resourceVersion"), credential, self.probe,
+                  self._nodes_of, self.totals, failures, self.duplicate_of, agent)  # fmt: skip
+        if inputs == self._status_of:
+            return
         try:
-            await self.health.write_status(
-                self.state.clusters.get(self.cluster) or body,
-                connection.credential if connection is not None else None,
-                self.probe,
-                self.node_list,
-                self.totals,
-                dict(self.failures.current),
-                self.duplicate_of,
-                self._agent(),
-            )
+            await self.health.write_status(current, credential, self.probe, self.node_list,
+                                           self.totals, failures, self.duplicate_of,
+                                           agent)  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - cannot go into the status it failed to write
             log.warning("cluster %s: status write failed: %s", self.cluster, nodes.describe(exc))
+            return
+        self._status_of = inputs
 
     def _agent(self) -> observe.Agent | None:
         """For a cluster reached through its agent: whether its tunnel is held, from its
@@ -293,12 +376,22 @@ class Agent:
         """One of the cluster's informers. On a full look, one whose watch is down lists again
         here, so that why it fails shows on the cluster."""
 
+        def changed(event: str, obj: Obj) -> None:
+            if watched.settle:
+                self.wakeups.after(watched.settle, watched.reason)
+            else:
+                self.wake(watched.reason)
+
         def factory(client: AsyncClient) -> Informer:
             return Informer(
                 client,
                 watched.resource,
                 name=f"cluster {self.cluster} {watched.name}",
-                on_change=lambda event, obj: self.wake(watched.reason),
+                namespace=watched.namespace,
+                labels=watched.labels,
+                on_change=changed,
+                keep=watched.keep,
+                share_strings=True,
             )
 
         made = self.state.connections.informer(self.cluster, watched.name, factory)

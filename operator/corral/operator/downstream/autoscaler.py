@@ -1,7 +1,7 @@
 """The autoscaler of one cluster's node pools with bounds (`autoscalingMinSize` and
-`autoscalingMaxSize`; docs/provisioning.md "Autoscaling"): a sync of the agent's full look,
-every 5 s, on the pod list that look made and the node informer; the rules are
-`corral.core.nodepools.autoscaling`'s.
+`autoscalingMaxSize`; docs/provisioning.md "Autoscaling"): a sync of the agent, on its pod
+and node informers, run when a pod, a node or a pool changes and every 5 s while the cluster
+has pools with bounds; the rules are `corral.core.nodepools.autoscaling`'s.
 
 It changes only `quantity`, under its own field manager (`corral-autoscaler`, on condition
 that the pool's spec is still the one it decided on, as upstream patches `replicas`), and, to
@@ -122,14 +122,16 @@ class Autoscaler:
         self.told: dict[str, str] = {}
         self.warned: dict[str, str] = {}
 
-    async def sync(self, client: AsyncClient, nodes: Informer, pods: list[Obj]) -> None:
+    async def sync(self, client: AsyncClient, nodes: Informer, pods: list[Obj]) -> bool:
+        """One pass of the rules; whether the cluster has pools with bounds, whose rules wait
+        on time too (how long a node has been unneeded, since the last scale-up)."""
         pools = [
             p for p in self.state.nodepools.by_index(BY_CLUSTER, self.cluster)
             if bounds(p) is not None and not p["metadata"].get("deletionTimestamp")
         ]  # fmt: skip
         if not pools:
             self.since, self.told, self.warned = {}, {}, {}
-            return
+            return False
         records = [r for r in self.state.nodes.by_index(BY_CLUSTER, self.cluster) if pool_of(r)]
         mine = {p["metadata"]["name"]: self._records(p, records) for p in pools}
         for pool in pools:
@@ -158,6 +160,7 @@ class Autoscaler:
         )
         if not await self._grow(client, seen, pods):
             await self._shrink(seen, nodes)
+        return True
 
     async def _grow(self, client: AsyncClient, seen: Seen, pods: list[Obj]) -> bool:
         """Grow the pool that takes the unschedulable pods with least waste; whether one grew."""

@@ -1,5 +1,5 @@
-"""A cluster's health: one look at its API server (`/version`, `/readyz`), its pods, and the
-Cluster's status written from what was seen.
+"""A cluster's health: one look at its API server (`/readyz`, and `/version` when asked), and
+the Cluster's status written from what was seen with the agent's informers.
 
 The status is the field manager `corral-cluster-health`'s: the seven cluster conditions, the
 driver, `observedGeneration`, and what a look at a reachable cluster gives (endpoint, capacity,
@@ -9,17 +9,13 @@ version, …). While the cluster cannot be looked at, those keep the values last
 from __future__ import annotations
 
 import aiohttp
-from lightkube import AsyncClient
-from lightkube.resources.core_v1 import Pod
 
 from corral.core.clusters import observe
 from corral.core.clusters.credential import Credential
 from corral.core.kube import kinds
-from corral.core.kube.client import as_dict
 from corral.core.kube.connections import Connection
-from corral.core.kube.informer import LIST_CHUNK, Informer, Obj
+from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
-from corral.core.workloads import pods
 
 FIELD_MANAGER = "corral-cluster-health"
 PROBE_TIMEOUT = 5.0
@@ -29,21 +25,22 @@ LOOKED_AT = ("provider", "apiEndpoint", "caCert", "nodeCount", "capacity", "allo
              "requested", "limits", "version")  # fmt: skip
 
 
-async def probe(connection: Connection) -> observe.Probe:
+async def probe(connection: Connection, with_version: bool = True) -> observe.Probe:
+    """`/readyz`, and `/version` first when asked: a version changes only with a restart, so
+    the agent asks for it on a full look and when the server comes back, not on every probe."""
     credential = connection.credential
     timeout = aiohttp.ClientTimeout(total=PROBE_TIMEOUT)
     session = connection.session()
+    version = None
     try:
-        async with session.get("version", timeout=timeout) as response:
-            if response.status in (401, 403):
-                return observe.Probe(
-                    True,
-                    False,
-                    f"HTTP {response.status} from the cluster: corral's credential was refused",
-                    credential_rejected=True,
-                )
-            version = await response.json()
+        if with_version:
+            async with session.get("version", timeout=timeout) as response:
+                if response.status in (401, 403):
+                    return _refused(response.status)
+                version = await response.json()
         async with session.get("readyz", timeout=timeout) as response:
+            if response.status in (401, 403):
+                return _refused(response.status)
             text = (await response.text()).strip()
             ready = response.status == 200
             version = version if isinstance(version, dict) else None
@@ -53,11 +50,13 @@ async def probe(connection: Connection) -> observe.Probe:
         return observe.Probe(False, False, message)
 
 
-async def list_pods(client: AsyncClient) -> list[Obj]:
-    """Every pod of the cluster: the requests and limits of its nodes, and the autoscaler's
-    input, from one list, each cut to what they read."""
-    listing = client.list(Pod, namespace="*", chunk_size=LIST_CHUNK)
-    return [pods.for_scheduling(as_dict(p)) async for p in listing]
+def _refused(status: int) -> observe.Probe:
+    return observe.Probe(
+        True,
+        False,
+        f"HTTP {status} from the cluster: corral's credential was refused",
+        credential_rejected=True,
+    )
 
 
 class Health:

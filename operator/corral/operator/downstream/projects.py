@@ -6,13 +6,16 @@ Runs inside the cluster's agent: one pass computes everything the cluster's proj
 downstream (`corral.core.projects.downstream`), applies only what differs, and writes each
 project's conditions as the field manager `corral-projects`. Projects, bindings, project
 secrets and backing namespaces come from the operator's informers (`corral.operator.state`),
-so a pass reads nothing from the management cluster; downstream namespaces from the cluster's
-own informer.
+so a pass reads nothing from the management cluster; downstream namespaces, and the objects
+this sync made there, from the cluster's own informers: one per kind it writes, of its own
+objects only, each cut to what a pass compares (`owned_record`). So a hand edit or removal of
+one wakes a pass at once, and at rest nothing is listed.
 
 A project secret's copy never replaces a Secret of the same name that corral does not manage:
 the copy is created (not applied) where corral has none, and a namespace that already holds
 such a Secret keeps it. The project gets a Warning event naming it, once, and the copy is
-tried again at each relisting, so it lands once that Secret is gone.
+tried again every `CONFLICT_RETRY` (that Secret is not watched: it is not corral's), so it
+lands once that Secret is gone.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from lightkube import ApiError, AsyncClient, operators
@@ -44,8 +48,9 @@ from corral.operator.state import State, creator_of
 log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "corral-projects"
-# How often the objects corral manages downstream are listed again, to notice hand edits.
-RELIST_INTERVAL = 60.0
+# How often a copy of a project secret is tried again where a Secret of someone else's held
+# its name.
+CONFLICT_RETRY = 60.0
 # Writes in flight at once to one cluster while a pass applies what differs.
 WRITE_CONCURRENCY = 8
 KIND_RESOURCES: dict[str, Any] = {
@@ -68,6 +73,43 @@ OWN: dict[str, dict[str, Any]] = {
     "ClusterRoleBinding": NOT_A_JOIN_CREDENTIAL,
 }
 SECRET_NOT_COPIED = "SecretNotCopied"
+
+
+@dataclass(frozen=True)
+class Owned:
+    """A kind this sync writes downstream, and which of its objects are this sync's."""
+
+    kind: str
+    resource: Any
+    labels: dict[str, Any]
+
+    @property
+    def plural(self) -> str:
+        plural: str = self.resource._api_info.plural
+        return plural
+
+    @property
+    def namespace(self) -> str | None:
+        """All namespaces for a namespaced kind (None would mean the client's own)."""
+        return None if self.kind.startswith("Cluster") else "*"
+
+
+OWNED = [Owned(kind, resource, OWN.get(kind, MANAGED)) for kind, resource in KIND_RESOURCES.items()]
+
+
+def owned_record(kind: str, obj: Obj) -> Obj:
+    """What a pass keeps of an object it manages: its kind, name and stamp compare it with
+    what is wanted, and a Secret's type decides how a copy is written; a copy's secret data
+    never stays in memory."""
+    meta = obj["metadata"]
+    annotations = meta.get("annotations") or {}
+    kept_meta = {k: meta[k] for k in ("name", "namespace", "resourceVersion") if k in meta}
+    if stamps := {k: annotations[k] for k in downstream.STAMPS if k in annotations}:
+        kept_meta["annotations"] = stamps
+    kept: Obj = {"kind": kind, "metadata": kept_meta}
+    if "type" in obj:
+        kept["type"] = obj["type"]
+    return kept
 
 
 def view(project: Obj, cluster_spec: Mapping[str, Any]) -> ProjectView:
@@ -98,42 +140,47 @@ class ProjectSync:
         self.cluster = cluster
         self.state = state
         self.writer = writer
-        self.managed: dict[Key, dict[str, Any]] = {}
-        self.listed_at = 0.0
         # What the last downstream pass saw and left pending: an unchanged cluster with
         # nothing pending needs no new pass (computing one costs CPU in proportion to the
         # number of namespaces).
         self.last_inputs: tuple[Any, ...] | None = None
         self.pending: dict[str, dict[str, int]] = {}
-        # Copies of project secrets a namespace holds a Secret of someone else's for.
+        # Copies of project secrets a namespace holds a Secret of someone else's for, and
+        # when they were last tried.
         self.conflicts: set[Key] = set()
+        self.conflicts_tried = 0.0
         # `local` is the management cluster, where corral holds no Secret rights outside
         # svc-system: its projects have no project secrets (the API refuses them), and its
         # Secrets are never listed.
         self.copies_secrets = cluster != names.LOCAL_CLUSTER
+        self.owned = [o for o in OWNED if o.kind != "Secret" or self.copies_secrets]
 
     async def run(
         self,
         client: AsyncClient | None,
         namespaces: Informer | None,
+        owned: Mapping[str, Informer] | None,
         ready: bool,
         cluster_spec: Mapping[str, Any],
     ) -> bool:
-        """One pass; whether it left work pending. `client` and `namespaces` are None while
-        the cluster cannot be reached."""
+        """One pass; whether it left work pending. `client`, `namespaces` and `owned` (the
+        informers of `self.owned`, by kind) are None while the cluster cannot be reached."""
         isolate = bool(cluster_spec.get("enableNetworkPolicy"))
         pod_security = podsecurity.cluster_level(cluster_spec.get(podsecurity.CLUSTER_FIELD))
         projects = self.state.projects_of(self.cluster)
         pending: dict[str, dict[str, int]] = {}
-        reachable = client is not None and namespaces is not None
-        if client is not None and namespaces is not None:
+        reachable = client is not None and namespaces is not None and owned is not None
+        if client is not None and namespaces is not None and owned is not None:
             if ready:
                 await self._ensure_default_projects(client, projects, namespaces)
             levels = pod_security_levels(projects, pod_security)
-            inputs = (*self._inputs(namespaces, projects, cluster_spec), frozenset(levels.items()))
-            relist = time.monotonic() - self.listed_at > RELIST_INTERVAL
-            if relist or inputs != self.last_inputs or any(self.pending.values()):
-                self.pending = await self._apply(client, namespaces, projects, cluster_spec, levels)
+            inputs = (*self._inputs(namespaces, projects, cluster_spec), frozenset(levels.items()),
+                      tuple(owned[o.kind].version for o in self.owned))  # fmt: skip
+            retry = bool(self.conflicts) and self._conflicts_due()
+            if retry or inputs != self.last_inputs or any(self.pending.values()):
+                self.pending = await self._apply(
+                    client, namespaces, owned, projects, cluster_spec, levels, retry
+                )
                 self.last_inputs = inputs
             pending = self.pending
         counts: dict[str, int] = {}
@@ -207,13 +254,24 @@ class ProjectSync:
 
     # -- downstream -----------------------------------------------------------------------------
 
+    def _conflicts_due(self) -> bool:
+        return time.monotonic() - self.conflicts_tried > CONFLICT_RETRY
+
+    def conflicts_retry_in(self) -> float | None:
+        """Seconds until the conflicting copies are tried again; None when there are none."""
+        if not self.conflicts:
+            return None
+        return max(self.conflicts_tried + CONFLICT_RETRY - time.monotonic(), 0.0)
+
     async def _apply(
         self,
         client: AsyncClient,
         informer: Informer,
+        owned: Mapping[str, Informer],
         projects: list[Obj],
         cluster_spec: Mapping[str, Any],
         levels: Mapping[str, str],
+        retry_conflicts: bool,
     ) -> dict[str, dict[str, int]]:
         namespaces = {n["metadata"]["name"]: n for n in informer.all()}
         # One write per namespace for both: the project label and the Pod Security labels.
@@ -227,15 +285,14 @@ class ProjectSync:
             fixes.setdefault(name, {})[names.LABEL_PROJECT] = label
         for name, labels in fixes.items():
             await _set_labels(client, name, labels)
-        relisted = time.monotonic() - self.listed_at > RELIST_INTERVAL
-        if relisted:
-            await self._relist(client)
         # What was in a namespace that is gone (or going) went with it: a namespace of the
-        # same name made again starts empty, whatever the last listing said.
-        self.managed = {
+        # same name made again starts empty, whatever its informer has not heard yet.
+        managed = {
             key: obj
-            for key, obj in self.managed.items()
-            if not key[1] or (key[1] in namespaces and downstream.active(namespaces[key[1]]))
+            for o in self.owned
+            for obj in owned[o.kind].all()
+            if not (key := downstream.key_of(obj))[1]
+            or (key[1] in namespaces and downstream.active(namespaces[key[1]]))
         }
         wanted = downstream.desired(
             self.cluster,
@@ -246,9 +303,11 @@ class ProjectSync:
             bool(cluster_spec.get("enableNetworkPolicy")),
             self.state.project_secrets_of(self.cluster) if self.copies_secrets else None,
         )
-        stale, unwanted = downstream.differences(wanted, self.managed)
+        stale, unwanted = downstream.differences(wanted, managed)
         self.conflicts = {key for key in self.conflicts if key in wanted}
-        if not relisted:
+        if retry_conflicts:
+            self.conflicts_tried = time.monotonic()
+        else:
             stale = [key for key in stale if key not in self.conflicts]
         by_name = {p["metadata"]["name"]: p for p in projects}
         limit = asyncio.Semaphore(WRITE_CONCURRENCY)
@@ -257,14 +316,16 @@ class ProjectSync:
             async with limit:
                 try:
                     if key[0] == "Secret":
-                        known = self.managed.get(key)
-                        self.managed[key] = await _write_copy(client, wanted[key], known)
+                        written = await _write_copy(client, wanted[key], managed.get(key))
                     else:
-                        self.managed[key] = await _apply_one(client, wanted[key])
+                        written = await _apply_one(client, wanted[key])
+                    managed[key] = written
+                    owned[key[0]].put(written)
                     self.conflicts.discard(key)
                 except NotOurs:
                     if key not in self.conflicts:
                         self.conflicts.add(key)
+                        self.conflicts_tried = time.monotonic()
                         await self._report_conflict(by_name, wanted[key])
                 except ApiError as exc:
                     log.warning("cluster %s: cannot apply %s: %s", self.cluster, key, exc)
@@ -274,7 +335,8 @@ class ProjectSync:
             async with limit:
                 try:
                     await delete_if_present(client, KIND_RESOURCES[kind], name, namespace or None)
-                    self.managed.pop(key, None)
+                    managed.pop(key, None)
+                    owned[kind].forget(f"{namespace}/{name}" if namespace else name)
                 except ApiError as exc:
                     log.warning("cluster %s: cannot delete %s: %s", self.cluster, key, exc)
 
@@ -283,19 +345,7 @@ class ProjectSync:
         await asyncio.gather(*map(put, stale), *map(drop, unwanted))
         # A Secret of someone else's is no work pending: it stays until they remove it.
         waiting = {k: v for k, v in wanted.items() if k not in self.conflicts}
-        return downstream.pending_by_project(waiting, self.managed)
-
-    async def _relist(self, client: AsyncClient) -> None:
-        managed: dict[Key, dict[str, Any]] = {}
-        for kind, resource in KIND_RESOURCES.items():
-            if kind == "Secret" and not self.copies_secrets:
-                continue
-            namespace = None if kind.startswith("Cluster") else "*"
-            labels = OWN.get(kind, MANAGED)
-            async for obj in client.list(resource, labels=dict(labels), namespace=namespace):
-                data = _record(as_dict(obj), kind)
-                managed[downstream.key_of(data)] = data
-        self.managed, self.listed_at = managed, time.monotonic()
+        return downstream.pending_by_project(waiting, managed)
 
     async def _report_conflict(self, projects: Mapping[str, Obj], copy: Mapping[str, Any]) -> None:
         meta = copy["metadata"]
@@ -357,7 +407,7 @@ async def _set_labels(
 async def _apply_one(client: AsyncClient, manifest: dict[str, Any]) -> dict[str, Any]:
     resource = KIND_RESOURCES[manifest["kind"]]
     obj = resource.from_dict(manifest) if hasattr(resource, "from_dict") else manifest
-    return _record(as_dict(await client.apply(obj, force=True)), manifest["kind"])
+    return owned_record(manifest["kind"], as_dict(await client.apply(obj, force=True)))
 
 
 class NotOurs(Exception):
@@ -378,12 +428,12 @@ async def _write_copy(
         await delete_if_present(client, Secret, meta["name"], meta["namespace"])
     elif known is not None:
         try:
-            return _record(as_dict(await client.replace(secret)), "Secret")
+            return owned_record("Secret", as_dict(await client.replace(secret)))
         except ApiError as exc:
             if exc.status.code != 404:
                 raise
     try:
-        return _record(as_dict(await client.create(secret)), "Secret")
+        return owned_record("Secret", as_dict(await client.create(secret)))
     except ApiError as exc:
         if exc.status.code != 409:
             raise
@@ -392,15 +442,7 @@ async def _write_copy(
         raise NotOurs(meta["namespace"], meta["name"])
     if known is None:
         return await _write_copy(client, manifest, found)
-    return _record(as_dict(await client.replace(secret)), "Secret")  # made again meanwhile
-
-
-def _record(obj: dict[str, Any], kind: str) -> dict[str, Any]:
-    """What a pass keeps of an object it manages: its kind and metadata are enough to compare
-    stamps, and a copy's secret data need not stay in memory."""
-    obj["kind"] = kind
-    obj.pop("data", None)
-    return obj
+    return owned_record("Secret", as_dict(await client.replace(secret)))  # made again meanwhile
 
 
 async def post_event(

@@ -1,0 +1,112 @@
+"""Which operator replica runs which clusters (docs/design/operator-sharding.md): a cluster
+belongs to a fixed shard, a shard's owner among the live replicas is chosen by rendezvous
+hashing, and a replica's next step for each shard follows from the Leases it reads.
+
+Rendezvous hashing (highest random weight) gives every replica the same owners from the same
+members with no coordination, and moves as little as can be: a member joining takes only the
+shards it now wins, a member leaving gives away only its own.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from corral.core.times import parse_time
+
+DEFAULT_SHARDS = 64
+
+
+def _weight(*parts: str) -> int:
+    digest = hashlib.sha256("\x00".join(parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def shard_of(cluster: str, shards: int = DEFAULT_SHARDS) -> int:
+    """The shard a cluster belongs to, for as long as the number of shards stays."""
+    if shards < 1:
+        raise ValueError("at least one shard")
+    return _weight(cluster) % shards
+
+
+def owner(shard: int, members: Iterable[str]) -> str | None:
+    """The member that should run the shard; None without members. Ties (never in practice)
+    go to the smaller name, so every replica still agrees."""
+    return max(members, key=lambda m: (_weight(m, str(shard)), _reversed(m)), default=None)
+
+
+def _reversed(name: str) -> tuple[int, ...]:
+    return tuple(-ord(c) for c in name)
+
+
+def assignment(members: Iterable[str], shards: int = DEFAULT_SHARDS) -> dict[str, set[int]]:
+    """Each member's shards."""
+    found: dict[str, set[int]] = {m: set() for m in members}
+    for shard in range(shards):
+        chosen = owner(shard, found)
+        if chosen is not None:
+            found[chosen].add(shard)
+    return found
+
+
+@dataclass(frozen=True)
+class Lease:
+    """What is read of a coordination.k8s.io Lease: who holds it, and until when."""
+
+    holder: str
+    renewed: datetime.datetime | None
+    duration: datetime.timedelta
+
+    @classmethod
+    def of(cls, obj: Mapping[str, object]) -> Lease:
+        spec = obj.get("spec") or {}
+        assert isinstance(spec, Mapping)
+        renew = spec.get("renewTime") or spec.get("acquireTime")
+        return cls(
+            str(spec.get("holderIdentity") or ""),
+            parse_time(renew) if isinstance(renew, str) else None,
+            datetime.timedelta(seconds=int(spec.get("leaseDurationSeconds") or 0)),
+        )
+
+    def held(self, now: datetime.datetime) -> bool:
+        """Whether someone holds it and has renewed it in time."""
+        return bool(self.holder) and self.renewed is not None and now < self.renewed + self.duration
+
+
+def live(members: Mapping[str, Lease], now: datetime.datetime) -> set[str]:
+    """The members whose own Lease is current, by identity."""
+    return {name for name, lease in members.items() if lease.held(now) and lease.holder == name}
+
+
+class Step(enum.Enum):
+    RUN = "run"  # mine and held by me: renew it, run its clusters
+    TAKE = "take"  # mine and free or expired: take it, then run its clusters
+    WAIT = "wait"  # mine, but another live replica still holds it: it will let go
+    RELEASE = "release"  # held by me, no longer mine: stop its clusters, then let go
+    NONE = "none"  # neither mine nor held by me
+
+
+def decide(
+    me: str,
+    members: Iterable[str],
+    leases: Mapping[int, Lease],
+    now: datetime.datetime,
+    shards: int = DEFAULT_SHARDS,
+) -> dict[int, Step]:
+    """This replica's step for every shard, given the live members (itself among them) and
+    the shards' Leases (a shard without one is free)."""
+    everyone = set(members) | {me}
+    steps: dict[int, Step] = {}
+    for shard in range(shards):
+        lease = leases.get(shard)
+        mine = owner(shard, everyone) == me
+        held_by_me = lease is not None and lease.held(now) and lease.holder == me
+        held_by_other = lease is not None and lease.held(now) and lease.holder != me
+        if mine:
+            steps[shard] = Step.RUN if held_by_me else Step.WAIT if held_by_other else Step.TAKE
+        else:
+            steps[shard] = Step.RELEASE if held_by_me else Step.NONE
+    return steps
