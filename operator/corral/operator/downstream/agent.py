@@ -228,7 +228,9 @@ class Agent:
             probe = self.probe = await self._probe(connection, look)
         if not claims.unclaimed(body):
             self.duplicate_of = None
-        elif look and probe.reachable:
+        elif probe.reachable and (look or self.duplicate_of is None):
+            # At once, not at the next full look: an unclaimed cluster could be imported a
+            # second time meanwhile. A duplicate found stays so until the next look.
             self.duplicate_of = await self._attempt("claim", self._claim(body, connection))
         node_informer = namespace_informer = pod_informer = None
         if probe.reachable:

@@ -151,7 +151,10 @@ async def sync_user(
     except UNAVAILABLE as exc:
         log.warning("user %s: groups kept, the provider cannot be used: %s", user_id, exc)
         return False
-    await user_attributes.record_groups(kube, user_id, uid, provider, identity.groups, now)
+    # The rotated credential first: the provider may have revoked the old one, and a pass
+    # stopped between the two writes must not leave only that; the groups are written again
+    # by the next pass anyway.
     if identity.credential and identity.credential != credential:
         await provider_secrets.store(kube, user_id, uid, provider, identity.credential)
+    await user_attributes.record_groups(kube, user_id, uid, provider, identity.groups, now)
     return True
