@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+from lightkube import ApiError
 from lightkube.resources.core_v1 import Namespace
 
 from corral.core.kube.informer import Informer
@@ -139,3 +140,41 @@ def test_alike_objects_share_their_strings_and_stay_equal() -> None:
     assert a == first and b == second
     assert a is not None and b is not None
     assert a["metadata"]["labels"]["team"] is b["metadata"]["labels"]["team"]
+
+
+class Live:
+    """A management cluster holding `objects`, read one by one."""
+
+    def __init__(self, objects: dict[str, dict[str, Any]]) -> None:
+        self.objects = objects
+        self.reads: list[tuple[str, str | None]] = []
+
+    async def get(self, resource: Any, name: str, namespace: str | None = None) -> Any:
+        self.reads.append((name, namespace))
+        if name not in self.objects:
+
+            class Missing:
+                status_code = 404
+
+                def json(self) -> dict[str, Any]:
+                    return {"code": 404, "message": "not found", "reason": "NotFound"}
+
+            raise ApiError(response=Missing())  # type: ignore[arg-type]
+        return self.objects[name]
+
+
+async def test_a_miss_is_read_live_and_kept_with_its_indexes() -> None:
+    live = Live({"a": namespace("a", "7", "c:p")})
+    informer = Informer(live, Namespace, {"project": by_project})  # type: ignore[arg-type]
+    assert await informer.read_through("a") == namespace("a", "7", "c:p")
+    assert [o["metadata"]["name"] for o in informer.by_index("project", "c:p")] == ["a"]
+    assert await informer.read_through("gone") is None and informer.get("gone") is None
+    assert await informer.read_through("a") is not None
+    assert live.reads == [("a", None), ("gone", None)]
+
+
+async def test_a_namespaced_key_is_read_in_its_namespace() -> None:
+    live = Live({"p-1": {"metadata": {"name": "p-1", "namespace": "c-1", "resourceVersion": "3"}}})
+    informer = Informer(live, Namespace)  # type: ignore[arg-type]
+    assert await informer.read_through("c-1/p-1") is not None
+    assert live.reads == [("p-1", "c-1")] and informer.get("c-1/p-1") is not None

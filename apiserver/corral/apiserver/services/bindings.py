@@ -12,7 +12,7 @@ before creating could race. The two kinds differ only in what they are granted i
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,8 @@ from corral.apiserver.http.body import either, referenced, text
 from corral.apiserver.services.visibility import (
     owned_cluster,
     owned_project,
+    settle_cluster,
+    settle_project,
     visible_cluster,
     visible_project,
 )
@@ -59,6 +61,7 @@ class Target:
     of: Callable[[Obj], str]  # the target a binding is in
     role: Callable[[Access, str], str | None]  # the caller's role in a target
     visible: Callable[[Deps, Caller, str], Obj]
+    settle: Callable[[Deps, Caller, str], Awaitable[None]]
     owned: Callable[[Deps, Caller, str, str], Obj]
     # The namespace a target's bindings live in, with its labels.
     home: Callable[[str], tuple[str, dict[str, str]]]
@@ -92,6 +95,7 @@ CLUSTER = Target(
     of=lambda binding: str(binding["metadata"]["namespace"]),
     role=Access.cluster_role,
     visible=visible_cluster,
+    settle=settle_cluster,
     owned=owned_cluster,
     home=lambda cluster: (cluster, {names.LABEL_CLUSTER: cluster}),
     binding_name=roles.cluster_binding_name,
@@ -106,6 +110,7 @@ PROJECT = Target(
     of=lambda binding: str((binding.get("spec") or {}).get("projectName", "")),
     role=Access.project_role,
     visible=visible_project,
+    settle=settle_project,
     owned=owned_project,
     home=_project_home,
     binding_name=roles.project_binding_name,
@@ -155,6 +160,7 @@ async def grant(deps: Deps, who: Caller, target: Target, body: dict[str, Any]) -
     if body.get("type", type_id) != type_id:
         raise errors.invalid("type", f"type must be {type_id}")
     where = either(body, (target.field, target.stored_field), target.max_length)
+    await target.settle(deps, who, where)
     referenced(lambda: target.visible(deps, who, where), target.field, f"{target.noun} {where}")
     existing = target.stored(deps.stores).by_index(target.noun, where)
     new = checked(deps, body, target.catalog, existing, f"{target.noun} {where}")

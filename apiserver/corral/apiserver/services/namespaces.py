@@ -25,7 +25,7 @@ from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import text
 from corral.apiserver.services import podsecurity
 from corral.apiserver.services.admission import admitted
-from corral.apiserver.services.visibility import visible_cluster
+from corral.apiserver.services.visibility import settle_project, visible_cluster
 from corral.apiserver.state.downstream import downstream_namespaces
 from corral.core import errors
 from corral.core.api import names
@@ -78,13 +78,14 @@ async def find(deps: Deps, who: Caller, cluster: str, name: str) -> Obj | None:
     return obj if obj is not None and may_see(who, cluster, obj) else None
 
 
-def target_project(deps: Deps, who: Caller, cluster: str, value: Any) -> str | None:
+async def target_project(deps: Deps, who: Caller, cluster: str, value: Any) -> str | None:
     """The `projectId` of a body, checked: a project of this cluster the caller can see."""
     if value in (None, ""):
         return None
     pid = ScopedId.parse_or_none(value)
     if pid is None or pid.namespace != cluster:
         raise errors.invalid("projectId", f"projectId must be a project of cluster {cluster}")
+    await settle_project(deps, who, str(pid))
     project = deps.stores.projects.get(pid.key)
     if project is None or who.access.project_role(value) is None:
         raise errors.invalid("projectId", f"project {value} not found", "InvalidReference")
@@ -112,7 +113,7 @@ async def create(deps: Deps, who: Caller, cluster: str, body: dict[str, Any]) ->
             "name", "name must be lower-case letters, digits and '-', starting and ending "
             "with a letter or digit (at most 63)",
         )  # fmt: skip
-    project = target_project(deps, who, cluster, body.get("projectId"))
+    project = await target_project(deps, who, cluster, body.get("projectId"))
     if not may_change(who, cluster, project):
         raise errors.forbidden(
             f"you may not create namespaces in {project or f'cluster {cluster} outside projects'}"
@@ -139,7 +140,7 @@ async def move(deps: Deps, who: Caller, cluster: str, obj: Obj, body: dict[str, 
     if "projectId" not in body:
         return obj
     current = project_of(obj)
-    project = target_project(deps, who, cluster, body["projectId"])
+    project = await target_project(deps, who, cluster, body["projectId"])
     if project == current:
         return obj
     for side in (current, project):

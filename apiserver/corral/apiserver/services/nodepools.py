@@ -18,7 +18,11 @@ from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import either, name_text, or_empty, referenced
 from corral.apiserver.services import owned
-from corral.apiserver.services.visibility import owned_cluster, visible_cluster
+from corral.apiserver.services.visibility import (
+    owned_cluster,
+    settle_cluster,
+    visible_cluster,
+)
 from corral.core import errors
 from corral.core.api import ids, names
 from corral.core.clusters import taints
@@ -46,6 +50,7 @@ async def create(deps: Deps, who: Caller, body: dict[str, Any]) -> Obj:
     if body.get("type", TYPE) != TYPE:
         raise errors.invalid("type", f"type must be {TYPE}")
     cluster_id = either(body, ("clusterId", "clusterName"), ids.MAX_LABEL)
+    await settle_cluster(deps, who, cluster_id)
     cluster = referenced(lambda: visible_cluster(deps, who, cluster_id), "clusterId",
                          f"cluster {cluster_id}")  # fmt: skip
     owned_cluster(deps, who, cluster_id, "add node pools to it")

@@ -26,7 +26,7 @@ from lightkube.types import PatchType
 from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import description_text, either, flag, name_text
-from corral.apiserver.services.visibility import seen_cluster
+from corral.apiserver.services.visibility import seen_cluster, settle_cluster
 from corral.core import errors
 from corral.core.api import drivers, ids, names
 from corral.core.clusters import taints
@@ -42,6 +42,7 @@ ROLES = ("etcd", "controlPlane", "worker")
 async def create(deps: Deps, who: Caller, cluster_id: str, body: dict[str, Any]) -> Obj:
     """An existing machine the operator installs over SSH as a worker of `cluster_id` (a
     provisioned cluster the caller owns)."""
+    await settle_cluster(deps, who, cluster_id)
     cluster = seen_cluster(deps, who, cluster_id)
     if cluster is None:
         raise errors.invalid("clusterId", f"cluster {cluster_id} not found", "InvalidReference")

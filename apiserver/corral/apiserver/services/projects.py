@@ -20,7 +20,11 @@ from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import description_text, either, name_text, referenced
 from corral.apiserver.services import admission, bindings, podsecurity
 from corral.apiserver.services.admission import default_of, limit_of, project_id
-from corral.apiserver.services.visibility import owned_project, visible_cluster
+from corral.apiserver.services.visibility import (
+    owned_project,
+    settle_cluster,
+    visible_cluster,
+)
 from corral.apiserver.state.downstream import downstream_namespaces
 from corral.core import errors
 from corral.core.api import ids, names
@@ -48,6 +52,7 @@ async def create(deps: Deps, who: Caller, body: dict[str, Any]) -> Obj:
     if not display:
         raise errors.missing("displayName")
     cluster = either(body, ("clusterId", "clusterName"), 63)
+    await settle_cluster(deps, who, cluster)
     referenced(lambda: visible_cluster(deps, who, cluster), "clusterId", f"cluster {cluster}")
     if who.access.cluster_role(cluster) is None:
         raise errors.forbidden(f"only members of cluster {cluster} may create projects in it")

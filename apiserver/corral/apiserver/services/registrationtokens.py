@@ -18,7 +18,7 @@ from lightkube import ApiError
 from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import either
-from corral.apiserver.services.visibility import seen_cluster
+from corral.apiserver.services.visibility import seen_cluster, settle_cluster
 from corral.core import errors
 from corral.core.api import drivers, ids, names
 from corral.core.api.ids import ScopedId
@@ -65,6 +65,7 @@ async def create(deps: Deps, who: Caller, body: dict[str, Any]) -> Obj:
     if body.get("type", TYPE) != TYPE:
         raise errors.invalid("type", f"type must be {TYPE}")
     cluster_id = either(body, ("clusterId", "clusterName"), ids.MAX_LABEL)
+    await settle_cluster(deps, who, cluster_id)
     cluster = seen_cluster(deps, who, cluster_id)
     if cluster is None or not may_manage(who, cluster_id):
         raise errors.invalid("clusterId", f"cluster {cluster_id} not found", "InvalidReference")

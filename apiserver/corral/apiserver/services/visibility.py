@@ -20,6 +20,21 @@ def seen_cluster(deps: Deps, who: Caller, cluster_id: str) -> Obj | None:
     return obj if obj is not None and who.access.sees_cluster(cluster_id) else None
 
 
+async def settle_cluster(deps: Deps, who: Caller, cluster_id: str) -> None:
+    """Before a request body's reference to a cluster the caller may see is checked: one
+    created through the management cluster a moment ago (`kubectl apply`) is read live, so
+    the request does not fail for a watch event still on its way."""
+    if who.access.sees_cluster(cluster_id):
+        await deps.stores.clusters.read_through(cluster_id)
+
+
+async def settle_project(deps: Deps, who: Caller, pid: str) -> None:
+    """`settle_cluster`, for a project the caller has a role in."""
+    project = ScopedId.parse_or_none(pid)
+    if project is not None and who.access.project_role(pid) is not None:
+        await deps.stores.projects.read_through(project.key)
+
+
 def visible_cluster(deps: Deps, who: Caller, cluster_id: str) -> Obj:
     """A cluster the caller is bound to (or any, for administrators); else 404."""
     obj = seen_cluster(deps, who, cluster_id)

@@ -20,7 +20,7 @@ import sys
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from typing import Any
 
-from lightkube import AsyncClient
+from lightkube import ApiError, AsyncClient
 
 from corral.core.kube.client import as_dict
 
@@ -95,6 +95,24 @@ class Informer:
 
     def __len__(self) -> int:
         return len(self._objects)
+
+    async def read_through(self, key: str) -> Obj | None:
+        """The object of `key`, read live when the cache does not hold it: one another client
+        wrote a moment ago is found although its watch event is still on its way. What is
+        read is kept as this process's own write would be (`put`). For an informer of a whole
+        kind: a live read does not check the label scope."""
+        found = self._objects.get(key)
+        if found is not None:
+            return found
+        namespace, _, name = key.rpartition("/")
+        try:
+            obj = await self._client.get(self._resource, name, namespace=namespace or None)
+        except ApiError as exc:
+            if exc.status.code == 404:
+                return None
+            raise
+        self.put(as_dict(obj))
+        return self._objects.get(key)
 
     # -- writes by this process -----------------------------------------------------------
 
