@@ -7,7 +7,7 @@ import json
 import pytest
 
 from corral.core.provisioning import catalog, network
-from corral.operator.controlplane.network import plugin_of
+from corral.operator.controlplane.network import RESOURCES, plugin_of
 
 FLANNEL = catalog.Component("localhost/flannel:1", ("/opt/bin/flanneld",))
 POLICIES = catalog.Component("localhost/kube-router:1", ("/usr/local/bin/kube-router",))
@@ -95,3 +95,22 @@ def test_the_plugin_is_the_admitted_one_or_the_flavour_s_default() -> None:
     assert plugin_of({"driver": "rke2", "rke2Config": {"networking": {"plugin": "none"}}}) == "none"
     assert plugin_of({"driver": "rke2"}) == "canal"
     assert plugin_of({"driver": "k3s", "k3sConfig": {}}) == "flannel"
+
+
+def test_what_an_earlier_enforcer_left_is_stale_and_nothing_wanted_is() -> None:
+    wanted = network.objects("canal", WITH_NETWORK, "10.42.0.0/16", "10.43.0.0/16")
+    earlier = [
+        ("DaemonSet", "kube-system", "kube-network-policies"),
+        ("ServiceAccount", "kube-system", "kube-network-policies"),
+        ("ClusterRole", "", "corral:kube-network-policies"),
+    ]
+    found = [network.identity(obj) for obj in wanted] + earlier
+    assert network.stale(wanted, found) == earlier
+    assert network.stale(wanted, [network.identity(obj) for obj in wanted]) == []
+
+
+def test_every_object_of_the_network_is_found_again_to_prune() -> None:
+    for plugin in ("canal", "none"):
+        for body in network.objects(plugin, WITH_NETWORK, "10.42.0.0/16", "10.43.0.0/16"):
+            assert body["kind"] in RESOURCES
+            assert body["metadata"]["labels"] == network.LABELS

@@ -58,6 +58,22 @@ def objects(
     return found
 
 
+def identity(obj: dict[str, Any]) -> tuple[str, str, str]:
+    """(kind, namespace, name): what tells two objects of the pod network apart."""
+    meta = obj["metadata"]
+    return (obj["kind"], meta.get("namespace") or "", meta["name"])
+
+
+def stale(
+    wanted: list[dict[str, Any]], found: list[tuple[str, str, str]]
+) -> list[tuple[str, str, str]]:
+    """What `found` (identities of the objects carrying `LABELS`) holds that `wanted` does
+    not: left by an earlier pod network (a version of corral whose enforcer was another), to
+    delete."""
+    kept = {identity(obj) for obj in wanted}
+    return [key for key in found if key not in kept]
+
+
 def _flannel(component: catalog.Component, cluster_cidr: str) -> list[dict[str, Any]]:
     net_conf = {"Network": cluster_cidr, "Backend": {"Type": FLANNEL_BACKEND}}
     pod_env = [
@@ -230,7 +246,7 @@ def _node_proxier() -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": {"name": "corral:node-proxier", "labels": _LABELS},
+        "metadata": {"name": "corral:node-proxier", "labels": LABELS},
         "roleRef": {
             "apiGroup": "rbac.authorization.k8s.io",
             "kind": "ClusterRole",
@@ -252,13 +268,13 @@ def _account(name: str, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
-            "metadata": {"name": f"corral:{name}", "labels": _LABELS},
+            "metadata": {"name": f"corral:{name}", "labels": LABELS},
             "rules": rules,
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
-            "metadata": {"name": f"corral:{name}", "labels": _LABELS},
+            "metadata": {"name": f"corral:{name}", "labels": LABELS},
             "roleRef": {
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "ClusterRole",
@@ -281,7 +297,7 @@ def _daemonset(
             "selector": {"matchLabels": labels},
             "updateStrategy": {"type": "RollingUpdate"},
             "template": {
-                "metadata": {"labels": {**labels, **_LABELS}},
+                "metadata": {"labels": {**labels, **LABELS}},
                 "spec": {
                     "hostNetwork": True,
                     "priorityClassName": "system-node-critical",
@@ -298,8 +314,8 @@ def _daemonset(
 
 
 # Not corral's project-sync label: these are the cluster's, kept by the provisioner alone.
-_LABELS = {"app.kubernetes.io/part-of": "corral-pod-network"}
+LABELS = {"app.kubernetes.io/part-of": "corral-pod-network"}
 
 
 def _meta(name: str) -> dict[str, Any]:
-    return {"name": name, "namespace": NAMESPACE, "labels": _LABELS}
+    return {"name": name, "namespace": NAMESPACE, "labels": LABELS}

@@ -15,8 +15,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lightkube import codecs
+from lightkube import AsyncClient, codecs
+from lightkube.resources.apps_v1 import DaemonSet
+from lightkube.resources.core_v1 import ConfigMap, ServiceAccount
+from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 
+from corral.core.kube.client import delete_if_present
 from corral.core.provisioning import catalog, manifests, network
 from corral.core.provisioning.flavours import FLAVOURS
 from corral.operator.state import State
@@ -25,6 +29,15 @@ log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "corral-pod-network"
 RESYNC = 300.0
+# What the pod network is made of (core/provisioning/network.py), by kind.
+NAMESPACED = ("DaemonSet", "ServiceAccount", "ConfigMap")
+RESOURCES: dict[str, Any] = {
+    "DaemonSet": DaemonSet,
+    "ServiceAccount": ServiceAccount,
+    "ConfigMap": ConfigMap,
+    "ClusterRole": ClusterRole,
+    "ClusterRoleBinding": ClusterRoleBinding,
+}
 
 
 def plugin_of(spec: Mapping[str, Any]) -> str:
@@ -59,6 +72,25 @@ class PodNetwork:
             await connection.client.apply(
                 codecs.from_dict(body), field_manager=FIELD_MANAGER, force=True
             )
-        if wanted and (self._applied is None or self._applied[0] != digest):
-            log.info("cluster %s: pod network %s applied", self.cluster, plugin_of(spec))
+        if self._applied is None or self._applied[0] != digest:
+            await prune(self.cluster, connection.client, wanted)
+            if wanted:
+                log.info("cluster %s: pod network %s applied", self.cluster, plugin_of(spec))
         self._applied = (digest, self.clock())
+
+
+async def prune(cluster: str, client: AsyncClient, wanted: list[dict[str, Any]]) -> None:
+    """Deletes what an earlier pod network left in `cluster` and `wanted` no longer has (a
+    cluster provisioned when kube-network-policies was the enforcer). Done when what is wanted
+    changes (corral started, a new version), not every resync: five listings per cluster every
+    few minutes would cost the idle operator for nothing."""
+    found: list[tuple[str, str, str]] = []
+    for kind, resource in RESOURCES.items():
+        scope: dict[str, Any] = {"labels": network.LABELS}
+        if kind in NAMESPACED:
+            scope["namespace"] = network.NAMESPACE
+        async for obj in client.list(resource, **scope):
+            found.append((kind, obj.metadata.namespace or "", obj.metadata.name))
+    for kind, namespace, name in network.stale(wanted, found):
+        await delete_if_present(client, RESOURCES[kind], name, namespace or None)
+        log.info("cluster %s: removed %s %s of an earlier pod network", cluster, kind, name)
