@@ -485,6 +485,47 @@ async def test_a_machines_own_token_registers_that_machine_once(
     error(await register(anonymous, value, {"hostname": host}), 401, "Unauthorized")
 
 
+async def test_a_pool_machine_registers_with_its_pools_labels_and_its_records_taints(
+    owned: Owned, anonymous: Api, kube: AsyncClient
+) -> None:
+    """The node command a pool's driver runs names no label: the registration gives the node
+    its pool's, which pods select the pool by (and the autoscaler's template node carries),
+    over whatever the installer said, and the taints its record asks for."""
+    pool = "np-" + ids.random_suffix(5)
+    await kube.create(kinds.NodePool(
+        metadata=ObjectMeta(name=pool, namespace=owned.cluster),
+        spec={"clusterName": owned.cluster, "hostnamePrefix": "lab", "nodeTemplateName": "nt-x",
+              "nodeLabels": {"disk": "ssd", names.LABEL_NODE_POOL: "forged"}},
+    ))  # fmt: skip
+    host = hostname()
+    record = names.node_cr_name(host)
+    taint = {"key": "dedicated", "value": "lab", "effect": "NoSchedule"}
+    await kube.create(kinds.Node(
+        metadata=ObjectMeta(name=record, namespace=owned.cluster),
+        spec={"requestedHostname": host, "nodePoolName": f"{owned.cluster}:{pool}",
+              "worker": True, "desiredNodeTaints": [taint]},
+    ))  # fmt: skip
+    value = await registration_tokens.issue_for_machine(
+        kube, owned.cluster, record, datetime.datetime.now(datetime.UTC)
+    )
+
+    async def registered() -> tuple[int, bytes] | None:
+        body = {"hostname": host, "labels": {"disk": "hdd", "zone": "a"}}
+        answer = await register_raw(anonymous, value, body)
+        return answer if answer[0] != 401 else None
+
+    async def pool_seen() -> bool:
+        return (await owned.owner.api.get(f"/v3/nodepools/{owned.cluster}:{pool}")).status == 200
+
+    await eventually("the app to see the pool", pool_seen)
+    status, raw = await eventually("the app to see the machine's token", registered)
+    assert status == 200, raw
+    files = unpack(raw)
+    labels = f"disk=ssd,{names.LABEL_MACHINE}={record},{names.LABEL_NODE_POOL}={pool},zone=a"
+    assert f"--node-labels={labels}" in files["kubelet.args"].decode().splitlines()
+    assert yaml.safe_load(files["kubelet.yaml"])["registerWithTaints"] == [taint]
+
+
 async def test_the_installer_and_ca_are_public(anonymous: Api) -> None:
     async with anonymous.client.get("/v3/connect/install.sh") as answer:
         assert answer.status == 200

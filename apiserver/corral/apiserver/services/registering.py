@@ -11,6 +11,7 @@ machine's own token (`spec.machine`, a node pool's machine) registers that recor
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
 from lightkube import ApiError
@@ -20,9 +21,12 @@ from corral.apiserver.deps import Deps
 from corral.core import conditions, errors
 from corral.core.api import condition_types as ct
 from corral.core.api import drivers, names
+from corral.core.api.ids import ScopedId
+from corral.core.clusters import taints as node_taints
 from corral.core.kube import joining, kinds, registration_tokens
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
+from corral.core.nodepools import labels as pool_labels
 from corral.core.provisioning import catalog
 from corral.core.registration import bundle, tokens
 from corral.core.registration.request import Registration
@@ -50,6 +54,8 @@ async def register(deps: Deps, token: Obj, machine: Registration) -> bytes:
     if credential is None or not credential.ca_cert:
         raise errors.Unavailable(f"cluster {cluster_id} cannot be reached yet")
     record = await _record(deps, token, cluster_id, machine)
+    if token["spec"].get("machine"):
+        machine = _as_recorded(deps, record, machine)
     client = await deps.connections.client(cluster_id)
     name = record["metadata"]["name"]
     join_token = await joining.issue(client, name, machine.hostname)
@@ -69,6 +75,22 @@ async def register(deps: Deps, token: Obj, machine: Registration) -> bytes:
         assets,
     )  # fmt: skip
     return bundle.tar(files)
+
+
+def _as_recorded(deps: Deps, record: Obj, machine: Registration) -> Registration:
+    """A machine corral made (a pool's, or one added over SSH) registers labelled and tainted
+    as its record says, whatever its installer was told: the node command its driver runs
+    names neither. The pool's labels are what a pod's node selector and the autoscaler's
+    template node name; the taints keep pods off from the node's first moment, not from the
+    node mirror's next pass."""
+    spec = record["spec"]
+    labels = dict(machine.labels)
+    if pool := spec.get("nodePoolName"):
+        pool_id = ScopedId.parse(pool)
+        found = deps.stores.nodepools.get(pool_id.key)
+        labels |= pool_labels.machine_labels(pool_id.name, (found or {}).get("spec") or {})
+    taints = node_taints.parse(spec.get("desiredNodeTaints") or [])
+    return dataclasses.replace(machine, labels=labels, taints=tuple(taints))
 
 
 def _ready_cluster(deps: Deps, cluster_id: str) -> Obj:

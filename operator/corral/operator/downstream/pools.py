@@ -41,6 +41,7 @@ from corral.core.kube.connections import Connection
 from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
 from corral.core.kube.templates import machine_inputs
+from corral.core.nodepools import labels as pool_labels
 from corral.core.nodepools import plan as pool_plan
 from corral.core.nodepools import status as pool_status
 from corral.core.registration import tokens
@@ -270,8 +271,7 @@ class PoolSync:
         credential = connection.credential
         join = JoinConfig(
             server=credential.server, ca_cert=credential.ca_cert or b"", token=token,
-            labels={**(spec.get("nodeLabels") or {}),
-                    names.LABEL_NODE_POOL: pool["metadata"]["name"],
+            labels={**pool_labels.machine_labels(pool["metadata"]["name"], spec),
                     names.LABEL_MACHINE: name},
             taints=tuple(record["spec"].get("desiredNodeTaints") or ()),
             command=await self._node_command(name, inputs.driver),
