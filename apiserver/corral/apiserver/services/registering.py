@@ -26,7 +26,6 @@ from corral.core.clusters import taints as node_taints
 from corral.core.kube import joining, kinds, registration_tokens
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
-from corral.core.nodepools import labels as pool_labels
 from corral.core.provisioning import catalog
 from corral.core.registration import bundle, tokens
 from corral.core.registration.request import Registration
@@ -55,7 +54,7 @@ async def register(deps: Deps, token: Obj, machine: Registration) -> bytes:
         raise errors.Unavailable(f"cluster {cluster_id} cannot be reached yet")
     record = await _record(deps, token, cluster_id, machine)
     if token["spec"].get("machine"):
-        machine = _as_recorded(deps, record, machine)
+        machine = _as_recorded(record, machine)
     client = await deps.connections.client(cluster_id)
     name = record["metadata"]["name"]
     join_token = await joining.issue(client, name, machine.hostname)
@@ -77,18 +76,17 @@ async def register(deps: Deps, token: Obj, machine: Registration) -> bytes:
     return bundle.tar(files)
 
 
-def _as_recorded(deps: Deps, record: Obj, machine: Registration) -> Registration:
-    """A machine corral made (a pool's, or one added over SSH) registers labelled and tainted
-    as its record says, whatever its installer was told: the node command its driver runs
-    names neither. The pool's labels are what a pod's node selector and the autoscaler's
-    template node name; the taints keep pods off from the node's first moment, not from the
-    node mirror's next pass."""
+def _as_recorded(record: Obj, machine: Registration) -> Registration:
+    """A machine corral made (a pool's, or one added over SSH) registers as its record says,
+    whatever its installer was told (the node command its driver runs names nothing): labelled
+    with its pool's name, which pods select the pool by and the autoscaler's template node
+    carries, and with the record's taints, which keep pods off from the node's first moment
+    rather than from the node mirror's next pass. The pool's `nodeLabels` follow from the pool
+    reconciler: the kubelet would refuse to start with a `kubernetes.io` label among them."""
     spec = record["spec"]
     labels = dict(machine.labels)
     if pool := spec.get("nodePoolName"):
-        pool_id = ScopedId.parse(pool)
-        found = deps.stores.nodepools.get(pool_id.key)
-        labels |= pool_labels.machine_labels(pool_id.name, (found or {}).get("spec") or {})
+        labels[names.LABEL_NODE_POOL] = ScopedId.parse(pool).name
     taints = node_taints.parse(spec.get("desiredNodeTaints") or [])
     return dataclasses.replace(machine, labels=labels, taints=tuple(taints))
 

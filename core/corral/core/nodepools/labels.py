@@ -2,10 +2,10 @@
 under `management.svc.io/node-pool`.
 
 Every driver's machine gets them, whoever registers its node: kwok's driver writes them into
-the node it makes, and a real machine is given them when it registers with its own token
-(`POST /v3/connect/register`), since the node command its driver runs names none. The
-autoscaler's template node of the pool carries them too, so a pod that selects the pool fits
-the node the pool would add exactly when it fits the node that then joins.
+the node it makes; a real machine registers with its pool's name (`POST /v3/connect/register`
+gives it, as the node command its driver runs names no label) and the pool reconciler puts
+them all on its node. The autoscaler's template node of the pool carries them too, so a pod
+that selects the pool fits the node the pool would add when it fits the node that joins.
 """
 
 from __future__ import annotations
