@@ -485,6 +485,42 @@ async def test_a_machines_own_token_registers_that_machine_once(
     error(await register(anonymous, value, {"hostname": host}), 401, "Unauthorized")
 
 
+async def test_a_pool_machine_registers_with_its_pools_name_and_its_records_taints(
+    owned: Owned, anonymous: Api, kube: AsyncClient
+) -> None:
+    """The node command a pool's driver runs names no label: the registration labels the node
+        with its pool's name, which pods select the pool by (and the autoscaler's template node
+        carries), beside the installer's own labels, and gives it the taints its record asks for
+    rather than the installer's."""
+    host = hostname()
+    record = names.node_cr_name(host)
+    taint = {"key": "dedicated", "value": "lab", "effect": "NoSchedule"}
+    await kube.create(kinds.Node(
+        metadata=ObjectMeta(name=record, namespace=owned.cluster),
+        spec={"requestedHostname": host, "nodePoolName": f"{owned.cluster}:np-lab",
+              "worker": True, "desiredNodeTaints": [taint]},
+    ))  # fmt: skip
+    value = await registration_tokens.issue_for_machine(
+        kube, owned.cluster, record, datetime.datetime.now(datetime.UTC)
+    )
+
+    async def registered() -> tuple[int, bytes] | None:
+        body = {
+            "hostname": host,
+            "labels": {"zone": "a"},
+            "taints": [{"key": "other", "effect": "NoExecute"}],
+        }
+        answer = await register_raw(anonymous, value, body)
+        return answer if answer[0] != 401 else None
+
+    status, raw = await eventually("the app to see the machine's token", registered)
+    assert status == 200, raw
+    files = unpack(raw)
+    labels = f"{names.LABEL_MACHINE}={record},{names.LABEL_NODE_POOL}=np-lab,zone=a"
+    assert f"--node-labels={labels}" in files["kubelet.args"].decode().splitlines()
+    assert yaml.safe_load(files["kubelet.yaml"])["registerWithTaints"] == [taint]
+
+
 async def test_the_installer_and_ca_are_public(anonymous: Api) -> None:
     async with anonymous.client.get("/v3/connect/install.sh") as answer:
         assert answer.status == 200

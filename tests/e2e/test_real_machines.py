@@ -7,7 +7,8 @@ machine added over SSH. Then, through /v3 only, what a platform team would do: a
 spread over the machines, its NodePort answering on each, pods reaching each other across
 machines, logs and execute, project isolation enforced between pods of two projects and
 lifted again, a drain, a wrong or revoked token, a pool machine that stops answering replaced,
-a scale-down, and the machine added over SSH uninstalled when its node is deleted. The cluster
+the autoscaler adding a real machine for a pod that fits nowhere and taking it away again, a
+scale-down, and the machine added over SSH uninstalled when its node is deleted. The cluster
 is shared across the module: provisioning one takes a minute.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import secrets
 import ssl
 import subprocess
@@ -33,7 +35,9 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from corral.core import settings
 from corral.core.api import names
+from corral.core.nodepools import autoscaling
 from corral.devenv import host, images
 from corral.devenv.environment import Environment
 from corral.devenv.machine import Machine
@@ -44,6 +48,12 @@ from .conftest import set_setting, stack_options
 
 PROVISION_TIMEOUT = 300.0
 JOIN_TIMEOUT = 180.0
+# The autoscaler's timers, lowered so that a scale-down follows within seconds of the load
+# going; the delay after a scale-up outlasts a new machine's join, so the machine is not
+# judged empty in the moment between its node turning Ready and the pod landing there.
+AUTOSCALER_KNOBS = {settings.SCALE_DOWN_UNNEEDED_SETTING: "4",
+                    settings.SCALE_DOWN_DELAY_AFTER_ADD_SETTING: "90"}  # fmt: skip
+CAPACITY = autoscaling.CAPACITY_PREFIX
 # The node controller's grace period (40 s) before it marks a silent node, then the pool's
 # 5 s, then a new machine's join.
 REPLACE_TIMEOUT = 300.0
@@ -505,6 +515,73 @@ def test_a_pool_machine_that_stops_answering_is_replaced(
 
 def pool_nodes(api: Api, cluster: str, pool: dict[str, Any]) -> set[str]:
     return {n for n, node in nodes_of(api, cluster).items() if node["nodePoolId"] == pool["id"]}
+
+
+def test_the_autoscaler_adds_a_real_machine_for_a_pod_that_does_not_fit_and_takes_it_away(
+    env: Environment, api: Api, cluster: str, kubeconfig: Path, pooled: dict[str, Any]
+) -> None:
+    # A machine of the local cloud has the host's cores; an executable driver cannot say so
+    # before it makes one, so the pool carries upstream's capacity annotations, as with
+    # cluster-autoscaler. The bounds are the CR's (kubectl), as /v3 node pools have none.
+    cores = os.cpu_count() or 1
+    crs = k8s.CustomObjectsApi(k8s_config.new_client_from_config(str(env.management_kubeconfig)))
+    pool_name = pooled["id"].split(":")[1]
+    capacity = {f"{CAPACITY}cpu": str(cores), f"{CAPACITY}memory": "8Gi"}
+    bounds = {"metadata": {"annotations": capacity},
+              "spec": {"autoscalingMinSize": 1, "autoscalingMaxSize": 2}}  # fmt: skip
+    crs.patch_namespaced_custom_object(names.GROUP, names.VERSION, cluster, "nodepools",
+                                       pool_name, bounds)  # fmt: skip
+    for name, value in AUTOSCALER_KNOBS.items():
+        assert api.put(f"/v3/settings/{name}", {"value": value}).status == 200
+    try:
+        (first,) = pool_nodes(api, cluster, pooled)
+        # Each pod asks for 60 % of a machine's cpu and selects the pool's machines by the
+        # label they register with: one fits the pool's machine, the second fits no machine
+        # there is.
+        big = {"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": "big", "namespace": "default"},
+               "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "big"}},
+                        "template": {"metadata": {"labels": {"app": "big"}}, "spec": {
+                            "nodeSelector": {names.LABEL_NODE_POOL: pool_name},
+                            "containers": [{"name": "big", "image": images.BUSYBOX_IMAGE,
+                                            "imagePullPolicy": "Never",
+                                            "command": ["sh", "-c", "trap 'exit 0' TERM; "
+                                                        "sleep 1d & wait"],
+                                            "resources": {"requests": {
+                                                "cpu": f"{cores * 600}m"}}}]}}}}  # fmt: skip
+        began = time.monotonic()
+        kubectl(env, kubeconfig, "apply", "-f", "-", stdin=json.dumps(big))
+
+        def running_on() -> list[str]:
+            shown = kubectl(env, kubeconfig, "-n", "default", "get", "pods", "-l", "app=big",
+                            "--field-selector=status.phase=Running",
+                            "-o", "jsonpath={.items[*].spec.nodeName}")  # fmt: skip
+            return shown.split()
+
+        wait_for("both pods running, the second on a machine the autoscaler added",
+                 lambda: len(running_on()) == 2, REPLACE_TIMEOUT)  # fmt: skip
+        print(f"pending pod → running on a new real machine: {time.monotonic() - began:.1f}s")
+        grown = pool_nodes(api, cluster, pooled)
+        assert len(grown) == 2 and first in grown, grown
+        (added,) = grown - {first}
+        assert sorted(running_on()) == sorted([first, added])
+        assert added in {m.hostname for m in env.cloud.machines()}
+        assert api.get(f"/v3/nodepools/{pooled['id']}").body["quantity"] == 2
+
+        kubectl(env, kubeconfig, "-n", "default", "delete", "deployment", "big")
+        began = time.monotonic()
+        wait_for("the pool back to its one machine",
+                 lambda: len(pool_nodes(api, cluster, pooled)) == 1
+                 and len([m for m in env.cloud.machines() if m.hostname in grown]) == 1,
+                 REPLACE_TIMEOUT)  # fmt: skip
+        print(f"load removed → pool back to one machine: {time.monotonic() - began:.1f}s")
+        assert api.get(f"/v3/nodepools/{pooled['id']}").body["quantity"] == 1
+    finally:
+        for name in AUTOSCALER_KNOBS:
+            api.put(f"/v3/settings/{name}", {"value": ""})
+        unbounded = {"spec": {"autoscalingMinSize": None, "autoscalingMaxSize": None}}
+        crs.patch_namespaced_custom_object(names.GROUP, names.VERSION, cluster, "nodepools",
+                                           pool_name, unbounded)  # fmt: skip
 
 
 def test_scaling_the_pool_down_removes_its_machine(

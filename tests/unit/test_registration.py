@@ -141,6 +141,9 @@ def test_a_registration_is_read_with_its_defaults() -> None:
         ({"hostname": "w", "address": "10.0.0.300"}, "address", "InvalidFormat"),
         ({"hostname": "w", "internalAddress": 7}, "internalAddress", "InvalidFormat"),
         ({"hostname": "w", "labels": {"a": "b,c=d"}}, "labels", "InvalidFormat"),
+        ({"hostname": "w", "labels": {"node-role.kubernetes.io/worker": ""}}, "labels",
+         "InvalidFormat"),
+        ({"hostname": "w", "labels": {"k8s.io/x": "y"}}, "labels", "InvalidFormat"),
         ({"hostname": "w", "taints": [{"key": "k", "effect": "Never"}]}, "taints",
          "InvalidFormat"),
         ({"hostname": "w", "cgroupDriver": "cgroups"}, "cgroupDriver", "InvalidOption"),
@@ -156,6 +159,26 @@ def test_a_bad_registration_names_its_field(body: dict[str, object], field: str,
     with pytest.raises(Invalid) as refused:
         request.parse(body)
     assert (refused.value.field, refused.value.code or "InvalidFormat") == (field, code)
+
+
+@pytest.mark.parametrize(
+    ("key", "allowed"),
+    [
+        ("disk", True),
+        ("example.com/disk", True),
+        ("kubernetes.io.example.com/x", True),
+        ("topology.kubernetes.io/zone", True),
+        ("node.kubernetes.io/instance-type", True),
+        ("node.kubernetes.io/anything", True),
+        ("a.kubelet.kubernetes.io/anything", True),
+        ("node-role.kubernetes.io/worker", False),
+        ("kubernetes.io/role", False),
+        ("topology.kubernetes.io/rack", False),
+        ("storage.k8s.io/x", False),
+    ],
+)
+def test_a_machine_may_ask_only_for_labels_its_kubelet_starts_with(key: str, allowed: bool) -> None:
+    assert request.kubelet_may_set(key) is allowed
 
 
 def test_the_control_plane_roles_are_refused_saying_why() -> None:

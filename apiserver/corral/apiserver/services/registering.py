@@ -11,6 +11,7 @@ machine's own token (`spec.machine`, a node pool's machine) registers that recor
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
 from lightkube import ApiError
@@ -20,6 +21,8 @@ from corral.apiserver.deps import Deps
 from corral.core import conditions, errors
 from corral.core.api import condition_types as ct
 from corral.core.api import drivers, names
+from corral.core.api.ids import ScopedId
+from corral.core.clusters import taints as node_taints
 from corral.core.kube import joining, kinds, registration_tokens
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
@@ -50,6 +53,8 @@ async def register(deps: Deps, token: Obj, machine: Registration) -> bytes:
     if credential is None or not credential.ca_cert:
         raise errors.Unavailable(f"cluster {cluster_id} cannot be reached yet")
     record = await _record(deps, token, cluster_id, machine)
+    if token["spec"].get("machine"):
+        machine = _as_recorded(record, machine)
     client = await deps.connections.client(cluster_id)
     name = record["metadata"]["name"]
     join_token = await joining.issue(client, name, machine.hostname)
@@ -69,6 +74,21 @@ async def register(deps: Deps, token: Obj, machine: Registration) -> bytes:
         assets,
     )  # fmt: skip
     return bundle.tar(files)
+
+
+def _as_recorded(record: Obj, machine: Registration) -> Registration:
+    """A machine corral made (a pool's, or one added over SSH) registers as its record says,
+    whatever its installer was told (the node command its driver runs names nothing): labelled
+    with its pool's name, which pods select the pool by and the autoscaler's template node
+    carries, and with the record's taints, which keep pods off from the node's first moment
+    rather than from the node mirror's next pass. The pool's `nodeLabels` follow from the pool
+    reconciler: the kubelet would refuse to start with a `kubernetes.io` label among them."""
+    spec = record["spec"]
+    labels = dict(machine.labels)
+    if pool := spec.get("nodePoolName"):
+        labels[names.LABEL_NODE_POOL] = ScopedId.parse(pool).name
+    taints = node_taints.parse(spec.get("desiredNodeTaints") or [])
+    return dataclasses.replace(machine, labels=labels, taints=tuple(taints))
 
 
 def _ready_cluster(deps: Deps, cluster_id: str) -> Obj:

@@ -20,6 +20,18 @@ WORKER = "worker"
 # The control plane of a corral cluster is hosted: a machine cannot be part of it.
 HOSTED_ROLES = ("etcd", "controlplane")
 MAX_PATH = 256
+# A kubelet given a label of Kubernetes' own namespaces (`kubernetes.io`, `k8s.io` and their
+# subdomains) does not start unless the label is one of these (k8s.io/kubelet's
+# IsKubeletLabel): such a label is refused at registration, not left to a kubelet that fails.
+KUBELET_LABELS = frozenset({
+    "kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch",
+    "beta.kubernetes.io/os", "beta.kubernetes.io/arch", "beta.kubernetes.io/instance-type",
+    "node.kubernetes.io/instance-type", "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region",
+})  # fmt: skip
+KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+KUBERNETES_NAMESPACES = ("kubernetes.io", "k8s.io")
 _PATH = re.compile(r"/[A-Za-z0-9._/-]*", re.ASCII)
 
 
@@ -51,12 +63,36 @@ def parse(body: Mapping[str, Any]) -> Registration:
         hostname=hostname,
         address=_address(body, "address"),
         internal_address=_address(body, "internalAddress"),
-        labels=user_labels(body.get("labels")),
+        labels=_labels(body.get("labels")),
         taints=tuple(node_taints.parse(body.get("taints") or [], "taints")),
         cgroup_driver=str(driver),
         cgroup_root=_path(body, "cgroupRoot", ""),
         containerd_socket=_path(body, "containerdSocket", DEFAULT_SOCKET),
     )
+
+
+def _labels(value: Any) -> dict[str, str]:
+    labels = user_labels(value)
+    for key in labels:
+        if not kubelet_may_set(key):
+            raise Invalid(
+                f"labels: {key[:128]} is of Kubernetes' own namespaces and not one a kubelet "
+                "may give its node: the kubelet would not start",
+                "labels",
+            )
+    return labels
+
+
+def kubelet_may_set(key: str) -> bool:
+    """Whether a kubelet starts with this label in its `--node-labels`."""
+    namespace = key.rpartition("/")[0]
+
+    def within(parent: str) -> bool:
+        return namespace == parent or namespace.endswith("." + parent)
+
+    if not any(within(n) for n in KUBERNETES_NAMESPACES):
+        return True
+    return key in KUBELET_LABELS or any(within(n) for n in KUBELET_LABEL_NAMESPACES)
 
 
 def _roles(value: Any) -> None:

@@ -36,6 +36,7 @@ from corral.core.kube.client import as_dict
 from corral.core.kube.guarded import GENERATION
 from corral.core.kube.informer import Informer, Obj
 from corral.core.nodepools import autoscaling
+from corral.core.nodepools import labels as pool_labels
 from corral.operator.downstream.pools import marked_to_go, pool_of
 from corral.operator.drivers import registry
 from corral.operator.state import BY_CLUSTER, State
@@ -243,7 +244,7 @@ class Autoscaler:
             await self._warn(pool, f"node template {wanted} is gone")
             return None
         driver = (template.get("spec") or {}).get("driver")
-        labels = {**(spec.get("nodeLabels") or {}), names.LABEL_NODE_POOL: pool["metadata"]["name"]}
+        labels = pool_labels.machine_labels(pool["metadata"]["name"], spec)
         shape = registry.node_shape(driver, template["spec"].get("config") or {})
         if shape is not None:
             capacity: Mapping[str, str] | None = shape.capacity

@@ -20,7 +20,7 @@ another). `remove_all` is for a cluster that is going.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from lightkube import AsyncClient
@@ -41,6 +41,7 @@ from corral.core.kube.connections import Connection
 from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
 from corral.core.kube.templates import machine_inputs
+from corral.core.nodepools import labels as pool_labels
 from corral.core.nodepools import plan as pool_plan
 from corral.core.nodepools import status as pool_status
 from corral.core.registration import tokens
@@ -192,7 +193,7 @@ class PoolSync:
         for hostname, record in list(by_host.items()):
             node = downstream.get(hostname)
             if node is not None:
-                await self._label(connection.client, node, spec)
+                await self._label(connection.client, node, pool)
                 continue
             pending = True
             try:
@@ -270,8 +271,7 @@ class PoolSync:
         credential = connection.credential
         join = JoinConfig(
             server=credential.server, ca_cert=credential.ca_cert or b"", token=token,
-            labels={**(spec.get("nodeLabels") or {}),
-                    names.LABEL_NODE_POOL: pool["metadata"]["name"],
+            labels={**pool_labels.machine_labels(pool["metadata"]["name"], spec),
                     names.LABEL_MACHINE: name},
             taints=tuple(record["spec"].get("desiredNodeTaints") or ()),
             command=await self._node_command(name, inputs.driver),
@@ -329,13 +329,17 @@ class PoolSync:
         await delete_if_present(self.state.kube, kinds.Node, name, namespace=self.cluster)
         self.state.nodes.forget(f"{self.cluster}/{name}")
 
-    async def _label(self, client: AsyncClient, node: Obj, spec: Mapping[str, Any]) -> None:
-        """The pool's labels and annotations on its node (others are left alone)."""
-        meta = node["metadata"]
+    async def _label(self, client: AsyncClient, node: Obj, pool: Obj) -> None:
+        """The pool's labels (its name among them) and annotations on its node (others are
+        left alone). A real machine registers with its pool's name only: the kubelet refuses
+        to start with labels of `kubernetes.io` it does not know, which `nodeLabels` may hold."""
+        meta, spec = node["metadata"], pool["spec"]
+        wanted = {"labels": pool_labels.machine_labels(pool["metadata"]["name"], spec),
+                  "annotations": spec.get("nodeAnnotations") or {}}  # fmt: skip
         patch: dict[str, Any] = {}
-        for field, current in (("nodeLabels", "labels"), ("nodeAnnotations", "annotations")):
+        for current, items in wanted.items():
             have = meta.get(current) or {}
-            want = {k: v for k, v in (spec.get(field) or {}).items() if have.get(k) != v}
+            want = {k: v for k, v in items.items() if have.get(k) != v}
             if want:
                 patch[current] = want
         if patch:
