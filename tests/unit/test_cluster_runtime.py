@@ -1,6 +1,6 @@
 """What runs for one cluster, without a cluster: which loops a cluster of each driver gets,
 that the state's changes reach them only while they run, and that one failing loop ends them
-all (so kopf starts the runtime again) while stopping ends them quietly."""
+all (so the shard manager starts the runtime again) while stopping ends them quietly."""
 
 from __future__ import annotations
 

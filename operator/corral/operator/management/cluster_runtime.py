@@ -3,8 +3,9 @@
 rke2 or k3s cluster, its provisioner (`corral.operator.controlplane.provisioner`).
 
 They run side by side, each woken by the changes the operator's state routes to the cluster,
-and stop together: the cluster reconciler (`clusters.py`) runs one runtime per Cluster, on the
-active replica only, and a loop that fails ends the whole runtime, which kopf starts again.
+and stop together: the shard manager (`shard_manager.py`) runs one runtime per Cluster, on the
+replica holding the Cluster's shard, and a loop that fails ends the whole runtime, which the
+manager starts again.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ async def _run_until_stopped(
     loops: list[Coroutine[Any, Any, None]], stopped: Awaitable[object]
 ) -> None:
     """Run the loops until `stopped`; a loop that fails fails the whole, so that its caller
-    (kopf's daemon) starts it again."""
+    (the shard manager) starts it again."""
 
     async def until_stopped() -> None:
         await stopped
