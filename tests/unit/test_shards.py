@@ -65,6 +65,12 @@ def test_a_member_is_live_until_its_lease_expires_as_read_from_its_object() -> N
     assert shards.live([lease("a", 1), lease("b", 11), lease("", 1)], NOW) == {"a"}
 
 
+def test_a_replica_looks_again_when_the_first_member_lease_expires() -> None:
+    members = [lease("a", 1), lease("b", 7.5), lease("c", 11)]
+    assert shards.first_expiry(members, NOW) == datetime.timedelta(seconds=2.5)
+    assert shards.first_expiry([lease("c", 11), lease("", 1)], NOW) is None
+
+
 def test_the_lease_numbers_hand_a_dead_replicas_clusters_over_within_15_seconds() -> None:
     # A member stops its clusters before anyone may see its Lease expire, and the survivors
     # take its shards at their next tick after it does.

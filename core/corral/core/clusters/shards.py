@@ -93,6 +93,14 @@ def live(members: Iterable[Lease], now: datetime.datetime) -> set[str]:
     return {lease.holder for lease in members if lease.held(now)}
 
 
+def first_expiry(members: Iterable[Lease], now: datetime.datetime) -> datetime.timedelta | None:
+    """How long until the first current member Lease expires: then the member it names is gone,
+    and its shards are free to take at once rather than at the next tick."""
+    ends = [lease.renewed + lease.duration for lease in members
+            if lease.held(now) and lease.renewed is not None]  # fmt: skip
+    return min(ends) - now if ends else None
+
+
 class Step(enum.Enum):
     RUN = "run"  # mine and held by me: renew it, run its clusters
     TAKE = "take"  # mine and free or expired: take it, then run its clusters
