@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 # A runtime that failed starts again after this long, as kopf's daemons did: a loop failing at
 # once must not spin.
 RESTART_DELAY = 10.0
+# How long past a member Lease's expiry the next tick looks.
+EXPIRY_MARGIN = 0.05
 # How long leaving (stopping the runtimes, letting go of the Leases) may take at shutdown.
 LEAVE_TIMEOUT = 10.0
 
@@ -71,7 +73,7 @@ class ShardManager:
                 except Exception:  # the next tick starts from the Leases again
                     log.exception("shards: a tick of %s failed", self.identity)
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(shards.RENEW_SECONDS):
+                    async with asyncio.timeout(self._until_next_tick()):
                         await self._woken.wait()
                 self._woken.clear()
         finally:
@@ -95,7 +97,10 @@ class ShardManager:
                 # Within a renewal period, so that one hung request cannot outlast the deadline.
                 async with asyncio.timeout(shards.RENEW_SECONDS):
                     await self._leases.renew(self._state.clock())
+                lapsed = not self._member()
                 self._renewed = sent
+                if lapsed:  # a member (again): its shards need not wait for the next tick
+                    self.wake()
             except Exception as exc:  # noqa: BLE001 - tried again; the deadline stops the clusters
                 log.warning("shards: the member Lease of %s was not renewed: %s",
                             self.identity, exc)  # fmt: skip
@@ -136,6 +141,15 @@ class ShardManager:
             except Exception as exc:  # noqa: BLE001 - the next tick tries again
                 log.warning("shards: shard %d could not be let go: %s", shard, exc)
 
+    def _until_next_tick(self) -> float:
+        """A renewal period, or less when a member's Lease expires sooner: its shards are
+        taken the moment it is gone."""
+        expiry = shards.first_expiry(self._leases.members(), self._state.clock())
+        if expiry is None:
+            return shards.RENEW_SECONDS
+        # Just past the expiry, so that the member is gone by then.
+        return min(shards.RENEW_SECONDS, max(0.0, expiry.total_seconds()) + EXPIRY_MARGIN)
+
     async def _take(self, shard: int) -> bool:
         try:
             return await self._leases.take(shard, self._state.clock())
@@ -174,7 +188,9 @@ class ShardManager:
 
     def _start(self, name: str, obj: Obj) -> None:
         runtime = self._assemble(name, (obj.get("spec") or {}).get("driver"))
-        task = asyncio.create_task(runtime.run(asyncio.Event().wait()), name=f"cluster {name}")
+        # Until cancelled: the runtime stops when this replica no longer holds its shard.
+        forever = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(runtime.run(forever), name=f"cluster {name}")
         task.add_done_callback(lambda _: self.wake())
         self._running[name] = task
         log.info("cluster %s: runs on %s", name, self.identity)
@@ -192,5 +208,6 @@ class ShardManager:
         await self._stop(list(self._running))
         for shard in sorted(self._held):
             await self._leases.release(shard)
+        log.info("shards: %s let go of its %d shards and leaves", self.identity, len(self._held))
         self._held.clear()
         await self._leases.leave()
