@@ -422,9 +422,17 @@ class Environment:
         as a crash and its Deployment's restart would."""
         (old,) = [p for p in self.corral if p.name == "operator"]
         old.wait_or_kill(time.monotonic())
-        new = self._operator_process("operator", self.operator_liveness)
+        self.restart_operator("operator")
+
+    def restart_operator(self, name: str) -> Process:
+        """Start an operator replica that has exited again, under its name (as its pod's
+        restart would), and wait until it is live."""
+        (old,) = [p for p in self.corral if p.name == name]
+        liveness = self.operator_liveness if name == "operator" else self.operator_replicas[name]
+        new = self._operator_process(name, liveness)
         self.corral[self.corral.index(old)] = new
-        self._wait_operator(self.operator_liveness, [new])
+        self._wait_operator(liveness, [new])
+        return new
 
     def _wait_operator(self, liveness: str, processes: list[Process]) -> None:
         wait_for("corral operator liveness", lambda: v3.http_ok(liveness, None), CORRAL_TIMEOUT,
