@@ -11,6 +11,7 @@ manager starts again.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -24,6 +25,11 @@ from corral.operator.drivers.registry import Drivers
 from corral.operator.management.projects import ProjectKeeper
 from corral.operator.state import State
 from corral.operator.wakeups import Wake
+
+log = logging.getLogger(__name__)
+
+# How long a cancelled loop has to end before it is cancelled again.
+CANCEL_AGAIN = 1.0
 
 
 class Loop(Protocol):
@@ -83,6 +89,17 @@ async def _run_until_stopped(
             if task is not stop:
                 task.result()
     finally:
-        for task in [*tasks, stop]:
+        await _cancel([*tasks, stop])
+
+
+async def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
+    """Cancel the tasks until each has ended. A cancellation can be lost on its way through a
+    library (a clean-up shielded from it, a timeout racing it), and a loop that lost one would
+    run on beside the next owner of its cluster: it is cancelled again until it ends."""
+    pending = set(tasks)
+    while pending:
+        for task in pending:
             task.cancel()
-        await asyncio.gather(*tasks, stop, return_exceptions=True)
+        _, pending = await asyncio.wait(pending, timeout=CANCEL_AGAIN)
+        for task in pending:
+            log.warning("a loop of a cluster's runtime did not end when cancelled: %s", task)

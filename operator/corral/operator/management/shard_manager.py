@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 RESTART_DELAY = 10.0
 # How long past a member Lease's expiry the next tick looks.
 EXPIRY_MARGIN = 0.05
+# How long a cancelled runtime may take to end before the manager goes on without it (kopf's
+# cancellation timeout for the daemons the runtimes were).
+STOP_TIMEOUT = 10.0
 # How long leaving (stopping the runtimes, letting go of the Leases) may take at shutdown.
 LEAVE_TIMEOUT = 10.0
 
@@ -44,6 +47,7 @@ class ShardManager:
         self._assemble = assemble
         self._shard_count = shard_count
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._stopping: dict[str, asyncio.Task[None]] = {}  # cancelled, not ended yet
         self._failed: dict[str, float] = {}  # cluster -> when its runtime failed (monotonic)
         self._held: set[int] = set()
         self._renewed: float | None = None  # when the last renewal that worked was sent
@@ -133,7 +137,8 @@ class ShardManager:
             log.info("shards: %s runs shard %d", self.identity, shard)
         self._held = held
         await self._run_clusters()
-        releasing = [s for s, step in steps.items() if step is Step.RELEASE]
+        lingering = {shards.shard_of(name, self._shard_count) for name in self._stopping}
+        releasing = [s for s, step in steps.items() if step is Step.RELEASE and s not in lingering]
         for shard in releasing:
             try:
                 await self._leases.release(shard)
@@ -174,7 +179,7 @@ class ShardManager:
                     self._failed[name] = time.monotonic()
         await self._stop([name for name in self._running if name not in wanted])
         for name, obj in wanted.items():
-            if name not in self._running and self._may_start(name):
+            if name not in self._running and name not in self._stopping and self._may_start(name):
                 self._start(name, obj)
 
     def _may_start(self, name: str) -> bool:
@@ -196,13 +201,21 @@ class ShardManager:
         log.info("cluster %s: runs on %s", name, self.identity)
 
     async def _stop(self, names: list[str]) -> None:
-        """Cancels the runtimes and waits for each to end, as kopf stopped its daemons."""
-        stopping = [self._running.pop(name) for name in names]
-        for task in stopping:
-            task.cancel()
-        await asyncio.gather(*stopping, return_exceptions=True)
+        """Cancels the runtimes and waits for each to end, as kopf stopped its daemons: for at
+        most STOP_TIMEOUT, so that one runtime cannot hold up every other shard. One that
+        has not ended by then is kept, and its shard is not let go until it has."""
         for name in names:
-            log.info("cluster %s: stopped on %s", name, self.identity)
+            self._stopping[name] = self._running.pop(name)
+            self._stopping[name].cancel()
+        if names:
+            await asyncio.wait([self._stopping[n] for n in names], timeout=STOP_TIMEOUT)
+        for name, task in list(self._stopping.items()):
+            if task.done():
+                del self._stopping[name]
+                log.info("cluster %s: stopped on %s", name, self.identity)
+            elif name in names:
+                log.error("cluster %s: its runtime has not ended %.0f s after it was cancelled",
+                          name, STOP_TIMEOUT)  # fmt: skip
 
     async def _leave(self) -> None:
         await self._stop(list(self._running))
