@@ -220,8 +220,8 @@ def test_operator_replicas_share_the_clusters_each_under_its_pod_name() -> None:
     assert refused.returncode != 0 and "shards" in refused.stderr
     role = named(render(), "Role", "corral-operator")
     (leases,) = [r for r in role["rules"] if r["resources"] == ["leases"]]
-    # Taken over when expired, never deleted.
-    assert set(leases["verbs"]) == {"list", "watch", "create", "patch"}
+    # A shard Lease is taken over, never deleted; a member Lease goes with its replica.
+    assert set(leases["verbs"]) == {"list", "watch", "create", "patch", "delete"}
 
 
 @needs_helm

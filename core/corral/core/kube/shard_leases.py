@@ -19,12 +19,14 @@ from lightkube.types import PatchType
 
 from corral.core.api import names
 from corral.core.clusters import shards
-from corral.core.kube.client import FIELD_MANAGER, as_dict
+from corral.core.kube.client import FIELD_MANAGER, as_dict, delete_if_present
 from corral.core.kube.informer import Informer, Obj
 from corral.core.times import format_micro_time
 
 NAMESPACE = names.SYSTEM_NAMESPACE
 SHARD_PREFIX = names.operator_shard_lease_name(0)[:-1]
+# A member Lease not renewed for this long is a replica that died without leaving: deleted.
+GONE_AFTER = datetime.timedelta(hours=1)
 
 
 class ShardLeases:
@@ -95,11 +97,19 @@ class ShardLeases:
 
     async def leave(self) -> None:
         """This replica is a member no longer: the others need not wait for its Lease to
-        expire to take what it let go."""
-        name = names.operator_member_lease_name(self.identity)
-        patch = {"spec": {"holderIdentity": None, "renewTime": None}}
-        await self._kube.patch(Lease, name, patch, namespace=NAMESPACE,
-                               patch_type=PatchType.MERGE)  # fmt: skip
+        expire to take what it let go. Its Lease goes: every pod has a name of its own, and
+        kept Leases would pile up with each rollout."""
+        await delete_if_present(
+            self._kube, Lease, names.operator_member_lease_name(self.identity), NAMESPACE
+        )
+
+    async def forget_gone(self, now: datetime.datetime) -> None:
+        """Deletes the member Leases of replicas gone for longer than GONE_AFTER without
+        leaving (killed, their node lost)."""
+        for obj in self._of(names.OPERATOR_LEASE_MEMBER):
+            lease = shards.Lease.of(obj)
+            if lease.renewed is None or now - lease.renewed > GONE_AFTER:
+                await delete_if_present(self._kube, Lease, obj["metadata"]["name"], NAMESPACE)
 
     async def take(self, shard: int, now: datetime.datetime) -> bool:
         """Whether this replica now holds the shard: False when another wrote its Lease since

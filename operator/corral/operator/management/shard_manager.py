@@ -145,6 +145,10 @@ class ShardManager:
                 log.info("shards: %s let go of shard %d", self.identity, shard)
             except Exception as exc:  # noqa: BLE001 - the next tick tries again
                 log.warning("shards: shard %d could not be let go: %s", shard, exc)
+        try:
+            await self._leases.forget_gone(self._state.clock())
+        except Exception as exc:  # noqa: BLE001 - the next tick tries again
+            log.warning("shards: the Lease of a replica gone could not be deleted: %s", exc)
 
     def _until_next_tick(self) -> float:
         """A renewal period, or less when a member's Lease expires sooner: its shards are
