@@ -275,6 +275,19 @@ def test_a_replica_killed_under_load_hands_its_clusters_over_within_15_seconds(
         wait_for(f"a write on {cluster.id} after the rejoin",
                  lambda c=cluster: taint_of(c) == str(10**6), 30)  # fmt: skip
 
+    # Stopped gracefully (a rollout), a replica stops its clusters, lets its shards go and
+    # deletes its member Lease: the others take them without waiting for any Lease to expire.
+    leaving = next(p for p in replicas if p.name != victim.name)
+    leaving.terminate()
+    leaving.wait_or_kill(time.monotonic() + 30)
+    stayed = [p for p in replicas if p is not leaving]
+    member = f"corral-operator-member-{leaving.name}"
+    wait_for("its member Lease gone", lambda: member not in leases(management), 10)
+    moved = wait_for("each cluster on one of the two left",
+                     lambda: managed_once(management, ids, stayed), 10)  # fmt: skip
+    print(f"after {leaving.name} left: {moved}")
+    assert leaving.name not in moved.values()
+
     # Never two replicas at once: each cluster's runs, as the replicas' logs tell them, follow
     # one another without overlapping, from the start through the kill and the rejoin.
     ran = spans(replicas, victim.name, killed_at)
