@@ -182,9 +182,13 @@ def _ready(pod: k8s.V1Pod) -> bool:
     )
 
 
-def _all_ready(install: Install, component: str, replicas: int = 2) -> list[k8s.V1Pod]:
+# The chart's default replicas; the operator's share the clusters.
+REPLICAS = {"operator": 3, "api": 2}
+
+
+def _all_ready(install: Install, component: str) -> list[k8s.V1Pod]:
     pods = [p for p in install.pods(component) if p.metadata.deletion_timestamp is None]
-    return pods if len(pods) == replicas and all(map(_ready, pods)) else []
+    return pods if len(pods) == REPLICAS[component] and all(map(_ready, pods)) else []
 
 
 def test_install_runs_operator_and_api_as_real_containers_with_their_own_accounts(
@@ -271,18 +275,16 @@ def _active_operator(install: Install) -> str | None:
 def test_deleting_the_active_operator_loses_nothing(install: Install) -> None:
     admin = install.admin
     assert admin is not None, "runs after the login test"
-    active = wait_for("two operator peers", lambda: _active_operator(install), READY_TIMEOUT)
+    active = wait_for("operator peers", lambda: _active_operator(install), READY_TIMEOUT)
     assert active in {p.metadata.name for p in install.pods("operator")}
     # Mid-operation: the project is created while the active replica is going away.
     install.core.delete_namespaced_pod(active, NAMESPACE)
     project_id = _project_ready(admin, install.cluster_id, "made-during-failover")
     project = admin.get(f"/v3/projects/{project_id}").body
     assert project["state"] == "active"
-    # The Deployment replaces the pod; the peers settle on two again, the deleted one gone.
+    # The Deployment replaces the pod; the peers settle again, the deleted one gone.
     wait_for("operator replaced", lambda: _all_ready(install, "operator"), READY_TIMEOUT)
-    new_active = wait_for(
-        "two operator peers again", lambda: _active_operator(install), READY_TIMEOUT
-    )
+    new_active = wait_for("operator peers again", lambda: _active_operator(install), READY_TIMEOUT)
     assert new_active != active
 
 

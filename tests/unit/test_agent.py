@@ -51,6 +51,21 @@ async def test_a_timer_given_while_waiting_for_a_later_one_is_kept() -> None:
     assert wakeups.take() == {Wake.POD}
 
 
+async def test_a_waiter_cancelled_as_a_reason_comes_is_cancelled() -> None:
+    # The loop is cancelled when its cluster goes, often in the same moment the cluster's
+    # change wakes it: losing that cancellation left the loop running after its stop.
+    for later in (60, None):
+        wakeups = Wakeups()
+        if later is not None:
+            wakeups.after(later, Wake.TIMER)
+        waiting = asyncio.create_task(wakeups.wait())
+        await asyncio.sleep(0)
+        wakeups.add(Wake.SPEC)
+        waiting.cancel()
+        done, _ = await asyncio.wait([waiting], timeout=5)
+        assert done and waiting.cancelled()
+
+
 def test_a_nodes_heartbeat_changes_nothing_the_agent_keeps() -> None:
     def node(heartbeat: str, ready: str = "True") -> dict[str, Any]:
         return {

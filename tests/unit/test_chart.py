@@ -208,6 +208,23 @@ def test_operator_replicas_each_pick_a_priority_only_when_there_are_several() ->
 
 
 @needs_helm
+def test_operator_replicas_share_the_clusters_each_under_its_pod_name() -> None:
+    operator = named(render(), "Deployment", "corral-operator")
+    assert operator["spec"]["replicas"] == 3
+    env = env_of(operator)
+    assert env["CORRAL_OPERATOR_IDENTITY"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert env["CORRAL_OPERATOR_SHARDS"] == "64"
+    shards = named(render("operator.shards=16"), "Deployment", "corral-operator")
+    assert env_of(shards)["CORRAL_OPERATOR_SHARDS"] == "16"
+    refused = helm("template", "corral", str(CHART), "--set=operator.shards=0")
+    assert refused.returncode != 0 and "shards" in refused.stderr
+    role = named(render(), "Role", "corral-operator")
+    (leases,) = [r for r in role["rules"] if r["resources"] == ["leases"]]
+    # A shard Lease is taken over, never deleted; a member Lease goes with its replica.
+    assert set(leases["verbs"]) == {"list", "watch", "create", "patch", "delete"}
+
+
+@needs_helm
 def test_the_operator_keeps_downloaded_drivers_in_a_bounded_writable_volume() -> None:
     operator = named(render("operator.driverCacheSize=2Gi"), "Deployment", "corral-operator")
     pod = operator["spec"]["template"]["spec"]

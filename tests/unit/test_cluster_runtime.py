@@ -1,6 +1,6 @@
 """What runs for one cluster, without a cluster: which loops a cluster of each driver gets,
 that the state's changes reach them only while they run, and that one failing loop ends them
-all (so kopf starts the runtime again) while stopping ends them quietly."""
+all (so the shard manager starts the runtime again) while stopping ends them quietly."""
 
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ NOW = datetime.datetime(2026, 2, 3, 4, 5, 6, tzinfo=datetime.UTC)
 
 
 class FakeLoop:
-    def __init__(self, fails: bool = False) -> None:
+    def __init__(self, fails: bool = False, deaf: int = 0) -> None:
         self.fails = fails
+        self.deaf = deaf  # cancellations it loses, as a library's shielded clean-up can
         self.woken: list[Wake] = []
         self.started = asyncio.Event()
         self.cancelled = False
@@ -36,11 +37,15 @@ class FakeLoop:
         self.started.set()
         if self.fails:
             raise RuntimeError("the loop failed")
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            self.cancelled = True
-            raise
+        while True:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                if self.deaf:
+                    self.deaf -= 1
+                    continue
+                self.cancelled = True
+                raise
 
 
 def state() -> State:
@@ -95,3 +100,13 @@ async def test_a_failing_loop_ends_the_whole_runtime() -> None:
     with pytest.raises(RuntimeError, match="the loop failed"):
         await asyncio.wait_for(runtime.run(never.wait()), 5)
     assert healthy.cancelled
+
+
+async def test_a_loop_that_loses_its_cancellation_is_cancelled_again_until_it_ends() -> None:
+    deaf = FakeLoop(deaf=2)
+    stop = asyncio.Event()
+    running = asyncio.create_task(ClusterRuntime("c-x", state(), (deaf,)).run(stop.wait()))
+    await asyncio.wait_for(deaf.started.wait(), 5)
+    stop.set()
+    await asyncio.wait_for(running, 10)
+    assert deaf.cancelled and deaf.deaf == 0

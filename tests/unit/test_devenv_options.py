@@ -22,3 +22,9 @@ def test_clusters_with_real_workers_need_hosted_control_planes_and_the_pod_netwo
         with pytest.raises(ValueError, match="real workers"):
             Options(**base, real_clusters=1, **lacking)  # type: ignore[arg-type]
     Options(**base, real_clusters=1, hosted_control_planes=True, netbins=tmp_path)  # type: ignore[arg-type]
+
+
+def test_there_is_at_least_one_operator(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="at least one operator replica"):
+        Options(tmp_path, tmp_path / "devkube", tmp_path, operators=0)
+    assert Options(tmp_path, tmp_path / "devkube", tmp_path, operators=3).operators == 3

@@ -1,11 +1,19 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from corral.core.registration.command import Corral
-from corral.operator.config import PRIORITY_RANGE, OperatorConfig, parse_priority
+from corral.operator.config import (
+    IDENTITY,
+    PRIORITY_RANGE,
+    OperatorConfig,
+    parse_identity,
+    parse_priority,
+    parse_shards,
+)
 
 
 def test_an_integer_priority_is_kept() -> None:
@@ -63,3 +71,24 @@ def test_node_commands_name_the_api_server_as_it_is_configured(
     monkeypatch.setenv("CORRAL_CA_FILE", str(tmp_path / "ca.crt"))
     monkeypatch.setenv("CORRAL_TLS_CERT_FILE", str(tmp_path / "tls.crt"))
     assert OperatorConfig.from_env().corral == Corral("https://corral.example", b"CA", b"CERT")
+
+
+def test_each_process_is_a_replica_of_its_own_unless_named() -> None:
+    assert parse_identity("corral-operator-7d9f-x2k") == "corral-operator-7d9f-x2k"
+    made = parse_identity(None)
+    assert made.endswith(f"-{os.getpid()}") and IDENTITY.fullmatch(made)
+    assert parse_identity("") == made
+
+
+@pytest.mark.parametrize("text", ["Operator", "a_b", "-a", "a-", "a" * 201, "a/b"])
+def test_an_identity_that_cannot_name_a_lease_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="CORRAL_OPERATOR_IDENTITY"):
+        parse_identity(text)
+
+
+def test_the_number_of_shards_is_bounded() -> None:
+    assert parse_shards(None) == parse_shards("") == 64
+    assert parse_shards("1") == 1 and parse_shards("1024") == 1024
+    for text in ["0", "1025", "-1", "many", "2.5"]:
+        with pytest.raises(ValueError, match="from 1 to 1024"):
+            parse_shards(text)

@@ -54,7 +54,7 @@ def lease(holder: str, seconds_ago: float) -> Lease:
     return Lease(holder, NOW - datetime.timedelta(seconds=seconds_ago), TEN)
 
 
-def test_a_lease_is_held_until_it_expires_and_read_from_its_object() -> None:
+def test_a_member_is_live_until_its_lease_expires_as_read_from_its_object() -> None:
     assert lease("a", 9.9).held(NOW)
     assert not lease("a", 10).held(NOW)
     assert not lease("", 1).held(NOW)
@@ -62,8 +62,21 @@ def test_a_lease_is_held_until_it_expires_and_read_from_its_object() -> None:
                               "renewTime": "2026-11-28T11:59:55.123456Z"}})  # fmt: skip
     assert read.held(NOW) and read.holder == "a"
     assert not Lease.of({"spec": {}}).held(NOW)
-    members = {"a": lease("a", 1), "b": lease("b", 11), "c": lease("x", 1)}
-    assert shards.live(members, NOW) == {"a"}
+    assert shards.live([lease("a", 1), lease("b", 11), lease("", 1)], NOW) == {"a"}
+
+
+def test_a_replica_looks_again_when_the_first_member_lease_expires() -> None:
+    members = [lease("a", 1), lease("b", 7.5), lease("c", 11)]
+    assert shards.first_expiry(members, NOW) == datetime.timedelta(seconds=2.5)
+    assert shards.first_expiry([lease("c", 11), lease("", 1)], NOW) is None
+
+
+def test_the_lease_numbers_hand_a_dead_replicas_clusters_over_within_15_seconds() -> None:
+    # A member stops its clusters before anyone may see its Lease expire, and the survivors
+    # take its shards at their next tick after it does.
+    assert shards.RENEW_SECONDS < shards.RENEW_DEADLINE < shards.LEASE_SECONDS
+    assert shards.RENEW_DEADLINE + shards.RENEW_SECONDS <= shards.LEASE_SECONDS
+    assert shards.LEASE_SECONDS + shards.RENEW_SECONDS < 15
 
 
 def test_each_replica_takes_keeps_waits_for_and_releases_its_shards() -> None:
@@ -71,39 +84,67 @@ def test_each_replica_takes_keeps_waits_for_and_releases_its_shards() -> None:
     owners = {s: shards.owner(s, MEMBERS) for s in range(64)}
     mine = [s for s, o in owners.items() if o == me]
     theirs = [s for s, o in owners.items() if o == other]
-    leases = {
-        mine[0]: lease(me, 1),  # held by me: run
-        mine[1]: lease(other, 1),  # still held by its old owner: wait
-        mine[2]: lease(other, 11),  # its holder is gone: take
-        theirs[0]: lease(me, 1),  # no longer mine: release
-        theirs[1]: lease(other, 1),
+    holders = {
+        mine[0]: me,  # held by me: run
+        mine[1]: other,  # still held by its old owner: wait
+        mine[2]: "corral-operator-gone",  # its holder is no longer a member: take
+        theirs[0]: me,  # no longer mine: release
+        theirs[1]: other,
+        theirs[2]: "corral-operator-gone",  # free, but the other's to take
     }
-    steps = shards.decide(me, MEMBERS, leases, NOW)
+    steps = shards.decide(me, MEMBERS, holders)
     assert steps[mine[0]] is Step.RUN
     assert steps[mine[1]] is Step.WAIT
     assert steps[mine[2]] is Step.TAKE
     assert steps[mine[3]] is Step.TAKE  # no Lease yet
     assert steps[theirs[0]] is Step.RELEASE
     assert steps[theirs[1]] is Step.NONE
+    assert steps[theirs[2]] is Step.NONE
     # The other replica, reading the same Leases, lets go of what is now mine.
-    assert shards.decide(other, MEMBERS, leases, NOW)[mine[1]] is Step.RELEASE
+    assert shards.decide(other, MEMBERS, holders)[mine[1]] is Step.RELEASE
+    assert shards.decide(other, MEMBERS, holders)[theirs[2]] is Step.TAKE
 
 
-def test_when_a_replica_dies_the_survivors_take_all_its_shards() -> None:
-    dead = MEMBERS[2]
-    leases = {s: lease(o, 1) for s in range(64) if (o := shards.owner(s, MEMBERS)) == dead}
-    later = NOW + TEN  # its Leases have expired, and it is no longer a live member
-    survivors = MEMBERS[:2]
-    taken = {
-        s
-        for member in survivors
-        for s, step in shards.decide(member, survivors, leases, later).items()
-        if step is Step.TAKE and s in leases
+def test_a_replica_alone_runs_every_shard() -> None:
+    steps = shards.decide(MEMBERS[0], [], {})
+    assert set(steps.values()) == {Step.TAKE}
+    assert set(shards.decide(MEMBERS[0], [], dict.fromkeys(range(64), MEMBERS[0])).values()) == {
+        Step.RUN
     }
-    assert taken == set(leases)
-    # Each is taken by one survivor only.
-    takers = [
-        [m for m in survivors if shards.decide(m, survivors, leases, later)[s] is Step.TAKE]
-        for s in leases
-    ]
-    assert all(len(t) == 1 for t in takers)
+
+
+def test_when_a_replica_dies_the_survivors_take_all_its_shards_once() -> None:
+    dead = MEMBERS[2]
+    holders = {s: o for s in range(64) if (o := shards.owner(s, MEMBERS)) is not None}
+    survivors = MEMBERS[:2]  # its Lease expired: it is no longer a live member
+    takers = {
+        s: [m for m in survivors if shards.decide(m, survivors, holders)[s] is Step.TAKE]
+        for s in range(64)
+    }
+    assert {s for s, found in takers.items() if found} == {
+        s for s, o in holders.items() if o == dead
+    }
+    assert all(len(found) <= 1 for found in takers.values())
+    # What the survivors held stays where it was.
+    for member in survivors:
+        steps = shards.decide(member, survivors, holders)
+        assert {s for s, step in steps.items() if step is Step.RUN} == {
+            s for s, o in holders.items() if o == member
+        }
+
+
+def test_a_member_joining_is_handed_its_shards_by_their_holders() -> None:
+    holders = {s: o for s in range(64) if (o := shards.owner(s, MEMBERS)) is not None}
+    newcomer = "corral-operator-3"
+    everyone = [*MEMBERS, newcomer]
+    waiting = {s for s, step in shards.decide(newcomer, everyone, holders).items()
+               if step is Step.WAIT}  # fmt: skip
+    released = {
+        s
+        for m in MEMBERS
+        for s, step in shards.decide(m, everyone, holders).items()
+        if step is Step.RELEASE
+    }
+    assert waiting == released == shards.assignment(everyone)[newcomer]
+    after = {s: (newcomer if s in released else o) for s, o in holders.items()}
+    assert set(shards.decide(newcomer, everyone, after).values()) <= {Step.RUN, Step.NONE}

@@ -15,6 +15,11 @@ def format_time(moment: datetime.datetime) -> str:
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def format_micro_time(moment: datetime.datetime) -> str:
+    """RFC 3339 in UTC with microseconds, as a Lease's times (MicroTime) are written."""
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def parse_time(text: str) -> datetime.datetime:
     """A timestamp as Kubernetes (or `format_time`) writes it."""
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))

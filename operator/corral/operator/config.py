@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from corral.core.clusters import shards
 from corral.core.drivers import source
 from corral.core.registration.command import Corral
 
@@ -19,6 +22,9 @@ PRIORITY_RANGE = 2**31
 # Where the operator keeps files of its own (the driver cache): the chart mounts an emptyDir
 # here, the root filesystem being read-only. Losing it costs a download, nothing more.
 DEFAULT_DATA_DIR = "/var/lib/corral"
+# A replica's identity names its member Lease (`corral-operator-member-<identity>`): a DNS
+# subdomain, short enough for the prefix.
+IDENTITY = re.compile(r"[a-z0-9]([-a-z0-9.]{0,198}[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,10 @@ class OperatorConfig:
     peering_name: str
     priority: int
     data_dir: Path
+    # Which replica this is among those sharing the clusters, and into how many shards they
+    # are cut (the same on every replica).
+    identity: str
+    shards: int
     hosted_grant: HostedGrant | None = None
     # The directory node drivers' file urls may name files below; None (the chart's) refuses
     # them: the operator would read, cache and run any file it can open.
@@ -59,6 +69,8 @@ class OperatorConfig:
             peering_name=os.environ.get("CORRAL_OPERATOR_PEERING", "corral"),
             priority=parse_priority(os.environ.get("CORRAL_OPERATOR_PRIORITY", "0")),
             data_dir=Path(os.environ.get("CORRAL_OPERATOR_DATA_DIR") or DEFAULT_DATA_DIR),
+            identity=parse_identity(os.environ.get("CORRAL_OPERATOR_IDENTITY")),
+            shards=parse_shards(os.environ.get("CORRAL_OPERATOR_SHARDS")),
             hosted_grant=hosted_grant(),
             driver_files=driver_files(os.environ.get(source.FILE_DIR_ENV)),
             corral=corral(),
@@ -96,6 +108,35 @@ def parse_priority(text: str) -> int:
         raise ValueError(
             f"CORRAL_OPERATOR_PRIORITY must be an integer or {AUTO_PRIORITY}, not {text!r}"
         ) from None
+
+
+def parse_identity(text: str | None) -> str:
+    """The identity given (the chart gives the pod's name), or one of this process's own:
+    two processes on one host must not pass for one replica."""
+    if not text:
+        host = re.sub(r"[^a-z0-9.-]+", "-", socket.gethostname().lower()).strip("-.")[:160]
+        return f"{host or 'operator'}-{os.getpid()}"
+    if not IDENTITY.fullmatch(text):
+        raise ValueError(
+            "CORRAL_OPERATOR_IDENTITY must be lower-case letters, digits, '-' and '.', "
+            f"at most 200, starting and ending with a letter or digit, not {text!r}"
+        )
+    return text
+
+
+def parse_shards(text: str | None) -> int:
+    """The number of shards, 1 to MAX_SHARDS; DEFAULT_SHARDS unset."""
+    if not text:
+        return shards.DEFAULT_SHARDS
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= shards.MAX_SHARDS:
+        raise ValueError(
+            f"CORRAL_OPERATOR_SHARDS must be an integer from 1 to {shards.MAX_SHARDS}, not {text!r}"
+        )
+    return value
 
 
 def corral() -> Corral | None:

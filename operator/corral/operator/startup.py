@@ -19,7 +19,9 @@ from corral.operator.config import OperatorConfig
 from corral.operator.drivers.cache import Cache
 from corral.operator.drivers.registry import Drivers
 from corral.operator.management import bootstrap
+from corral.operator.management.cluster_runtime import ClusterRuntime
 from corral.operator.management.nodedrivers import DriverKeeper
+from corral.operator.management.shard_manager import ShardManager
 from corral.operator.management.sshmachines import SSHMachines
 from corral.operator.management.tokens import ExpiryQueue
 from corral.operator.state import State
@@ -64,13 +66,26 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.ssh_machines = SSHMachines(memo.state)
     await ensure_peering_object(memo.kube, settings.peering.name)
     await bootstrap.run(memo.kube)
+    # On every replica, whether peering made it the leader or not: the clusters are shared.
+    memo.shard_manager = ShardManager(
+        memo.state,
+        config.identity,
+        config.shards,
+        lambda cluster, driver: ClusterRuntime.assemble(
+            cluster, driver, memo.state, memo.machine_drivers, memo.hosted_grant
+        ),
+    )
+    memo.shards_task = asyncio.create_task(memo.shard_manager.run())
 
 
 @kopf.on.cleanup()
 async def close(memo: kopf.Memo, **_: Any) -> None:
-    memo.state_task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await memo.state_task
+    # The clusters first: their runtimes stop and their shards are let go while the state
+    # still runs.
+    for task in (memo.shards_task, memo.state_task):
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
     await memo.kube.close()
 
 

@@ -107,10 +107,11 @@ class State:
         # Where machines reach the API server: the node command of a pool's machine names it.
         self.corral = corral
         self._routes: dict[str, list[Route]] = {}
+        # Told of every change of a Cluster (the shard manager starts and stops runtimes).
+        self.cluster_listeners: list[Callable[[], None]] = []
         self.connections = Connections(kube, on_change=lambda c: self.wake(c, Wake.CREDENTIAL))
-        self.clusters = Informer(
-            kube, kinds.Cluster, on_change=self._hook(Wake.SPEC, _name, spec_only=True)
-        )
+        cluster_hook = self._hook(Wake.SPEC, _name, spec_only=True)
+        self.clusters = Informer(kube, kinds.Cluster, on_change=self._cluster_changed(cluster_hook))
         # Every cluster's Node CRs, held whole (the status writers read their managed
         # fields): the operator's largest informer, so its strings are shared.
         self.nodes = Informer(
@@ -224,6 +225,14 @@ class State:
     def wake(self, cluster: str, reason: Wake) -> None:
         for route in self._routes.get(cluster, []):
             route(reason)
+
+    def _cluster_changed(self, hook: ChangeHook) -> ChangeHook:
+        def changed(event: str, obj: Obj) -> None:
+            hook(event, obj)
+            for listener in self.cluster_listeners:
+                listener()
+
+        return changed
 
     def _hook(
         self, reason: Wake, clusters: Callable[[Obj], Iterable[str]], spec_only: bool = False

@@ -62,8 +62,11 @@ class Wakeups:
             self._event.clear()
             due = min(self._timers.values(), default=None)
             timeout = None if due is None else max(due - time.monotonic(), 0)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result of an
+            # event set in the same moment the waiter is cancelled, and the cancellation is lost.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._event.wait()
 
     def _due(self) -> None:
         now = time.monotonic()

@@ -61,6 +61,11 @@ LABEL_TUNNEL = "management.svc.io/tunnel"
 ANNOTATION_TUNNEL_RELAY = "management.svc.io/tunnel-relay"
 ANNOTATION_AGENT_VERSION = "management.svc.io/agent-version"
 ANNOTATION_AGENT_IMAGE = "management.svc.io/agent-image"
+# The Leases operator replicas share the clusters by (docs/design/operator-sharding.md), in
+# SYSTEM_NAMESPACE: one per replica (`member`), one per shard (`shard`).
+LABEL_OPERATOR_LEASE = "management.svc.io/operator-lease"
+OPERATOR_LEASE_MEMBER = "member"
+OPERATOR_LEASE_SHARD = "shard"
 # The key every corral process presents to another's tunnel proxy (a Secret in
 # SYSTEM_NAMESPACE, made by the first process that needs it).
 TUNNEL_RELAY_SECRET = "corral-tunnel-relay"
@@ -195,6 +200,14 @@ def agent_credential_secret_name(cluster_id: str) -> str:
 
 def tunnel_lease_name(cluster_id: str) -> str:
     return f"tunnel-{cluster_id}"
+
+
+def operator_member_lease_name(identity: str) -> str:
+    return f"corral-operator-member-{identity}"
+
+
+def operator_shard_lease_name(shard: int) -> str:
+    return f"corral-operator-shard-{shard}"
 
 
 def cloud_credential_secret_name(credential: str) -> str:

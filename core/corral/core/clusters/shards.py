@@ -5,6 +5,10 @@ hashing, and a replica's next step for each shard follows from the Leases it rea
 Rendezvous hashing (highest random weight) gives every replica the same owners from the same
 members with no coordination, and moves as little as can be: a member joining takes only the
 shards it now wins, a member leaving gives away only its own.
+
+A replica is a member while its own Lease is renewed; a shard's Lease names the member that
+runs it, and stands while that member does. Only the member Leases are renewed: one write per
+replica every RENEW_SECONDS, however many shards.
 """
 
 from __future__ import annotations
@@ -18,6 +22,14 @@ from dataclasses import dataclass
 from corral.core.times import parse_time
 
 DEFAULT_SHARDS = 64
+MAX_SHARDS = 1024
+# A member's Lease stands this long unrenewed; it is renewed every RENEW_SECONDS, and a member
+# that could not renew it for RENEW_DEADLINE stops its clusters, before any other replica may
+# see it gone. A dead replica's shards are taken within LEASE_SECONDS + RENEW_SECONDS (the
+# survivors' next tick): 12 s, under the 15 s a cluster may go unmanaged.
+LEASE_SECONDS = 10
+RENEW_SECONDS = 2.0
+RENEW_DEADLINE = 7.0
 
 
 def _weight(*parts: str) -> int:
@@ -76,9 +88,17 @@ class Lease:
         return bool(self.holder) and self.renewed is not None and now < self.renewed + self.duration
 
 
-def live(members: Mapping[str, Lease], now: datetime.datetime) -> set[str]:
+def live(members: Iterable[Lease], now: datetime.datetime) -> set[str]:
     """The members whose own Lease is current, by identity."""
-    return {name for name, lease in members.items() if lease.held(now) and lease.holder == name}
+    return {lease.holder for lease in members if lease.held(now)}
+
+
+def first_expiry(members: Iterable[Lease], now: datetime.datetime) -> datetime.timedelta | None:
+    """How long until the first current member Lease expires: then the member it names is gone,
+    and its shards are free to take at once rather than at the next tick."""
+    ends = [lease.renewed + lease.duration for lease in members
+            if lease.held(now) and lease.renewed is not None]  # fmt: skip
+    return min(ends) - now if ends else None
 
 
 class Step(enum.Enum):
@@ -92,20 +112,19 @@ class Step(enum.Enum):
 def decide(
     me: str,
     members: Iterable[str],
-    leases: Mapping[int, Lease],
-    now: datetime.datetime,
+    holders: Mapping[int, str],
     shards: int = DEFAULT_SHARDS,
 ) -> dict[int, Step]:
     """This replica's step for every shard, given the live members (itself among them) and
-    the shards' Leases (a shard without one is free)."""
+    the holder each shard's Lease names (a shard without one, or whose holder is not a live
+    member, is free)."""
     everyone = set(members) | {me}
     steps: dict[int, Step] = {}
     for shard in range(shards):
-        lease = leases.get(shard)
-        mine = owner(shard, everyone) == me
-        held_by_me = lease is not None and lease.held(now) and lease.holder == me
-        held_by_other = lease is not None and lease.held(now) and lease.holder != me
-        if mine:
+        holder = holders.get(shard, "")
+        held_by_me = holder == me
+        held_by_other = holder in everyone and not held_by_me
+        if owner(shard, everyone) == me:
             steps[shard] = Step.RUN if held_by_me else Step.WAIT if held_by_other else Step.TAKE
         else:
             steps[shard] = Step.RELEASE if held_by_me else Step.NONE

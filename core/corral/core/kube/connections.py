@@ -163,7 +163,10 @@ class Connections:
             informer = connection.informers[name] = factory(connection.client)
             connection.tasks.append(asyncio.create_task(informer.run()))
         try:
-            await asyncio.wait_for(informer.synced.wait(), SYNC_TIMEOUT)
+            # Not wait_for, which loses a cancellation that comes as the listing ends (Python
+            # 3.11): the agent waiting here must stop when it is cancelled.
+            async with asyncio.timeout(SYNC_TIMEOUT):
+                await informer.synced.wait()
         except TimeoutError:
             raise Unavailable(f"cluster {cluster} did not answer in time") from None
         return informer

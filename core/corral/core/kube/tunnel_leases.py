@@ -27,6 +27,7 @@ from lightkube.types import PatchType
 from corral.core.api import names
 from corral.core.kube.client import FIELD_MANAGER, as_dict, delete_if_present
 from corral.core.kube.informer import Informer, Obj
+from corral.core.times import format_micro_time
 
 LEASE_SECONDS = 15
 RENEW_SECONDS = 5.0
@@ -105,7 +106,7 @@ async def renew(kube: AsyncClient, cluster: str, holder: str, now: datetime.date
         return False
     patch: dict[str, Any] = {
         "metadata": {"resourceVersion": lease["metadata"]["resourceVersion"]},
-        "spec": {"renewTime": _format(now)},
+        "spec": {"renewTime": format_micro_time(now)},
     }
     try:
         await kube.patch(Lease, name, patch, namespace=names.SYSTEM_NAMESPACE,
@@ -199,11 +200,6 @@ class Relays:
 
 def proxy_url(cluster: str, key: str, relay: str) -> str:
     return f"http://{cluster}:{key}@{relay}"
-
-
-def _format(moment: datetime.datetime) -> str:
-    # A Lease's times are MicroTime: RFC 3339 with microseconds.
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _parse(text: str) -> datetime.datetime:

@@ -108,7 +108,10 @@ class Drains:
         timeout = int(drain.get("timeout") or DEFAULT_DRAIN_TIMEOUT)
         try:
             try:
-                outcome = await asyncio.wait_for(self._evict(downstream, node_name, drain), timeout)
+                # Not wait_for, which loses a cancellation that comes as the eviction ends
+                # (Python 3.11): a drain must stop when its agent does.
+                async with asyncio.timeout(timeout):
+                    outcome = await self._evict(downstream, node_name, drain)
             except TimeoutError:
                 blocker = self._blockers.get(node_name, "pods are still terminating")
                 outcome = Condition.of(

@@ -3,13 +3,15 @@
 rke2 or k3s cluster, its provisioner (`corral.operator.controlplane.provisioner`).
 
 They run side by side, each woken by the changes the operator's state routes to the cluster,
-and stop together: the cluster reconciler (`clusters.py`) runs one runtime per Cluster, on the
-active replica only, and a loop that fails ends the whole runtime, which kopf starts again.
+and stop together: the shard manager (`shard_manager.py`) runs one runtime per Cluster, on the
+replica holding the Cluster's shard, and a loop that fails ends the whole runtime, which the
+manager starts again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -23,6 +25,11 @@ from corral.operator.drivers.registry import Drivers
 from corral.operator.management.projects import ProjectKeeper
 from corral.operator.state import State
 from corral.operator.wakeups import Wake
+
+log = logging.getLogger(__name__)
+
+# How long a cancelled loop has to end before it is cancelled again.
+CANCEL_AGAIN = 1.0
 
 
 class Loop(Protocol):
@@ -69,7 +76,7 @@ async def _run_until_stopped(
     loops: list[Coroutine[Any, Any, None]], stopped: Awaitable[object]
 ) -> None:
     """Run the loops until `stopped`; a loop that fails fails the whole, so that its caller
-    (kopf's daemon) starts it again."""
+    (the shard manager) starts it again."""
 
     async def until_stopped() -> None:
         await stopped
@@ -82,6 +89,17 @@ async def _run_until_stopped(
             if task is not stop:
                 task.result()
     finally:
-        for task in [*tasks, stop]:
+        await _cancel([*tasks, stop])
+
+
+async def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
+    """Cancel the tasks until each has ended. A cancellation can be lost on its way through a
+    library (a clean-up shielded from it, a timeout racing it), and a loop that lost one would
+    run on beside the next owner of its cluster: it is cancelled again until it ends."""
+    pending = set(tasks)
+    while pending:
+        for task in pending:
             task.cancel()
-        await asyncio.gather(*tasks, stop, return_exceptions=True)
+        _, pending = await asyncio.wait(pending, timeout=CANCEL_AGAIN)
+        for task in pending:
+            log.warning("a loop of a cluster's runtime did not end when cancelled: %s", task)

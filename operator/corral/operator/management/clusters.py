@@ -1,8 +1,8 @@
 """Clusters: while a Cluster exists, its runtime (`cluster_runtime.ClusterRuntime`: agent,
-project keeper, provisioner) runs on the active replica only, a kopf daemon each; a deleted
-cluster is forgotten: the machines of its node pools, its hosted control plane, its namespace
-(with the Node CRs, pools and registration tokens) and the tokens' values, its credential,
-and corral's service account in the cluster.
+project keeper, provisioner) runs on the replica holding its shard (`shard_manager`); a
+deleted cluster is forgotten, by the leader: the machines of its node pools, its hosted
+control plane, its namespace (with the Node CRs, pools and registration tokens) and the
+tokens' values, its credential, and corral's service account in the cluster.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from corral.core.kube.status import StatusWriter
 from corral.operator.controlplane.pods import PodRuntime
 from corral.operator.downstream import pools
 from corral.operator.drivers.registry import Drivers
-from corral.operator.management.cluster_runtime import ClusterRuntime
 from corral.operator.state import State
 
 log = logging.getLogger(__name__)
@@ -36,16 +35,6 @@ log = logging.getLogger(__name__)
 REMOVE_TIMEOUT = 10.0
 # How often a deletion looks again whether a hosted control plane is gone.
 REMOVE_POLL = 2.0
-
-
-@kopf.daemon(names.GROUP, names.VERSION, names.CLUSTER.plural, cancellation_timeout=10)
-async def run_cluster(
-    name: str, spec: kopf.Spec, memo: kopf.Memo, stopped: kopf.DaemonStopped, **_: Any
-) -> None:
-    runtime = ClusterRuntime.assemble(
-        name, spec.get("driver"), memo.state, memo.machine_drivers, memo.hosted_grant
-    )
-    await runtime.run(stopped.wait())
 
 
 @kopf.on.delete(names.GROUP, names.VERSION, names.CLUSTER.plural)

@@ -80,6 +80,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "cloud (default: 1 with hosted control planes and `make netbins` built, else 0)",
     )
     run.add_argument(
+        "--operators",
+        type=int,
+        default=1,
+        help="operator replicas, sharing the downstream clusters (default: 1)",
+    )
+    run.add_argument(
         "--api-port",
         type=int,
         default=8443,
@@ -123,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             ),
             netbins=netbins,
             real_clusters=real_clusters,
+            operators=args.operators,
         )
     except ValueError as exc:
         print(f"corral.devenv: {exc}", file=sys.stderr)

@@ -80,8 +80,13 @@ class Options:
     # k3s clusters corral provisions, each with one real worker from the local cloud
     # (realclusters.py): what `make run` gives a newcomer to deploy on.
     real_clusters: int = 0
+    # Operator replicas: they share the downstream clusters (docs/design/operator-sharding.md),
+    # and the first is kopf's leader.
+    operators: int = 1
 
     def __post_init__(self) -> None:
+        if self.operators < 1:
+            raise ValueError("at least one operator replica")
         if not self.controllers and (self.real_nodes or self.downstream_clusters):
             raise ValueError("nodes need the controllers: controllers=False takes no real "
                              "nodes and no downstream clusters")  # fmt: skip
@@ -122,6 +127,8 @@ class Environment:
         # the pods on the real nodes reach the control planes.
         self._api_host = "127.0.0.1"
         self._replicas: dict[str, Process] = {}  # by URL, those add_apiserver_replica() started
+        # The liveness endpoints of the operator replicas after the first, by process name.
+        self.operator_replicas: dict[str, str] = {}
         self.cluster_ids: list[str] = []
         self.real_cluster_ids: list[str] = []
         self.controlplane_image: images.ControlPlaneImage | None = None
@@ -347,31 +354,38 @@ class Environment:
             "CORRAL_CA_FILE": str(self.ca_path),
             # Every replica stands for the same service: links and kubeconfigs name the first.
             "CORRAL_EXTERNAL_URL": self.api_url,
-            # The operator's own files (the node driver cache), gone with the environment.
-            "CORRAL_OPERATOR_DATA_DIR": str(self.root / "operator"),
             "CORRAL_DRIVER_FILE_DIR": str(self.driver_files),
         }
         if self.node_assets is not None:
             env["CORRAL_NODE_ASSET_DIR"] = str(self.node_assets.directory)
         self._corral_env = env
-        self.corral = [
-            Process(
-                "operator",
-                [sys.executable, "-m", "corral.operator"],
-                self.root / "logs" / "operator.log",
-                env=env,
-            ),
-        ]
+        self.corral = [self._operator_process("operator", self.operator_liveness)]
+        for i in range(2, self.options.operators + 1):
+            name = f"operator-{i}"
+            self.operator_replicas[name] = f"http://127.0.0.1:{free_port()}/healthz"
+            self.corral.append(self._operator_process(name, self.operator_replicas[name]))
         self._start_apiserver(api_port)
         context = ssl.create_default_context(cafile=str(self.ca_path))
-        wait_for(
-            "corral operator liveness",
-            lambda: v3.http_ok(self.operator_liveness, None),
-            CORRAL_TIMEOUT,
-            self.corral,
-        )
+        for liveness in [self.operator_liveness, *self.operator_replicas.values()]:
+            self._wait_operator(liveness, self.corral)
         self.admin_token = self._admin_api_token(context)
         self.cluster_ids = [self._import(plane, context) for plane in self.downstreams]
+
+    def _operator_process(self, name: str, liveness: str) -> Process:
+        env = {
+            **self._corral_env,
+            "CORRAL_OPERATOR_LIVENESS": liveness,
+            # Its name among the replicas, as the chart gives each its pod's name.
+            "CORRAL_OPERATOR_IDENTITY": name,
+            # The operator's own files (the node driver cache), gone with the environment.
+            "CORRAL_OPERATOR_DATA_DIR": str(self.root / name),
+        }
+        if self.options.operators > 1:
+            # The first replica is kopf's leader: priorities fall with the replica's number.
+            number = int(name.rpartition("-")[2]) if "-" in name else 1
+            env["CORRAL_OPERATOR_PRIORITY"] = str(self.options.operators - number + 1)
+        return Process(name, [sys.executable, "-m", "corral.operator"],
+                       self.root / "logs" / f"{name}.log", env=env)  # fmt: skip
 
     def _provision_real_clusters(self) -> None:
         assert self.controlplane_image is not None
@@ -408,11 +422,21 @@ class Environment:
         as a crash and its Deployment's restart would."""
         (old,) = [p for p in self.corral if p.name == "operator"]
         old.wait_or_kill(time.monotonic())
-        new = Process("operator", [sys.executable, "-m", "corral.operator"],
-                      self.root / "logs" / "operator.log", env=self._corral_env)  # fmt: skip
+        self.restart_operator("operator")
+
+    def restart_operator(self, name: str) -> Process:
+        """Start an operator replica that has exited again, under its name (as its pod's
+        restart would), and wait until it is live."""
+        (old,) = [p for p in self.corral if p.name == name]
+        liveness = self.operator_liveness if name == "operator" else self.operator_replicas[name]
+        new = self._operator_process(name, liveness)
         self.corral[self.corral.index(old)] = new
-        wait_for("corral operator liveness", lambda: v3.http_ok(self.operator_liveness, None),
-                 CORRAL_TIMEOUT, [new])  # fmt: skip
+        self._wait_operator(liveness, [new])
+        return new
+
+    def _wait_operator(self, liveness: str, processes: list[Process]) -> None:
+        wait_for("corral operator liveness", lambda: v3.http_ok(liveness, None), CORRAL_TIMEOUT,
+                 processes)  # fmt: skip
 
     def add_apiserver_replica(self, workers: int = 1) -> str:
         """Start one more API server replica on a free port, serving with `workers` processes,
