@@ -39,7 +39,9 @@ class Agent:
 
 
 def objects(agent: Agent) -> list[dict[str, Any]]:
-    labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/managed-by": "corral"}
+    # Part of corral, not managed by it: what carries the managed-by label downstream is the
+    # project sync's, which removes those of its kinds it did not compute (the binding here).
+    labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "corral"}
     meta = {"namespace": NAMESPACE, "labels": labels}
     env: list[dict[str, Any]] = [
         {"name": "CORRAL_URL", "value": agent.corral_url},
