@@ -24,6 +24,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from kubernetes import client as k8s
 from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Secret
 
 from corral.agent import dialer
 from corral.apiserver.app import create_app
@@ -280,6 +281,25 @@ async def test_a_second_agent_replaces_the_first(
         second.cancel()
         await asyncio.gather(second, return_exceptions=True)
         await first.close()
+
+
+@pytest.mark.parametrize("revoke", ["reissued", "deleted"])
+async def test_a_tunnel_whose_credential_is_revoked_is_closed_and_not_taken_again(
+    client: TestClient[Any, Any], cluster: Registered, kube: AsyncClient, revoke: str
+) -> None:
+    tunnel = await _raw_tunnel(client, cluster)
+    try:
+        if revoke == "reissued":
+            await agent_credentials.issue(kube, as_dict(await kube.get(kinds.Cluster, cluster.id)))
+        else:
+            await kube.delete(Secret, names.agent_credential_secret_name(cluster.id),
+                              namespace=names.SYSTEM_NAMESPACE)  # fmt: skip
+        # At the tunnel's next renewal, every tunnel_leases.RENEW_SECONDS.
+        code = await asyncio.wait_for(_closed(tunnel), tunnel_leases.RENEW_SECONDS * 3)
+        assert code == handshake.CLOSE_REVOKED
+    finally:
+        await tunnel.close()
+    assert not await _knows(client, cluster)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,8 @@ in there, as a user would run it; `corral-agent` then runs in there too, as the 
 Deployment runs it (its environment, the credential Secret and the ServiceAccount token the
 manifest made), and everything corral does with the cluster goes through the agent's tunnel:
 the cluster goes Active, `/k8s/clusters/{id}`, a project's workload, its logs and exec, kubectl
-through a generated kubeconfig, losing the agent and getting it back.
+through a generated kubeconfig, losing the agent and getting it back. Deleting the cluster
+removes what the manifest made there, through the tunnel, and revokes the agent's credential.
 
 Not yet here (docs/design/cluster-agent.md): the agent run from corral's image on a real node.
 """
@@ -31,7 +32,7 @@ import pytest
 import yaml
 
 from corral.core import kubeconfig
-from corral.core.tunnel import manifest
+from corral.core.tunnel import handshake, manifest
 from corral.devenv.environment import Environment
 from corral.devenv.isolated import IsolatedCluster
 from corral.devenv.waiting import wait_for
@@ -170,7 +171,8 @@ def registered(
         registration.start_agent()
         yield registration
         registration.stop_agent()
-        assert api.delete(f"/v3/clusters/{cluster_id}").status in (200, 204)
+        # The last test deletes it; a module cut short leaves it for here.
+        assert api.delete(f"/v3/clusters/{cluster_id}").status in (200, 204, 404)
     finally:
         isolated.close()
 
@@ -293,3 +295,36 @@ def test_the_cluster_is_unavailable_without_its_agent_and_back_with_it(
     wait_for("the cluster to come back with its agent",
              lambda: _state(api, active.id) == "active", 30, interval=0.5)  # fmt: skip
     assert api.get(f"/k8s/clusters/{active.id}/api/v1/nodes").status == 200
+
+
+def test_deleting_the_cluster_removes_the_agent_and_revokes_its_credential(
+    api: Api, active: Registered, devkube: Path
+) -> None:
+    """Runs last: the cluster goes. What the manifest made is removed through the tunnel,
+    then the agent's credential is revoked: its tunnel is closed and a dial is refused."""
+    assert api.delete(f"/v3/clusters/{active.id}").status in (200, 204)
+
+    def removed() -> bool:
+        names = subprocess.run(
+            active.isolated.kubectl(devkube, "get", "namespaces,clusterrolebindings", "-o", "name"),
+            capture_output=True, text=True, timeout=KUBECTL_TIMEOUT, check=True,
+        ).stdout.splitlines()  # fmt: skip
+        return f"namespace/{manifest.NAMESPACE}" not in names and (
+            f"clusterrolebinding.rbac.authorization.k8s.io/{manifest.NAME}" not in names
+        )
+
+    wait_for("what the manifest made removed from the cluster", removed, 90, interval=0.5)
+    wait_for("the cluster gone from corral",
+             lambda: api.get(f"/v3/clusters/{active.id}").status == 404, 60)  # fmt: skip
+
+    def refused_again() -> bool:
+        log = active.agent_log.read_text()
+        closed = f"the tunnel to corral ended (close code {handshake.CLOSE_REVOKED})" in log
+        return closed and "corral refused the agent with HTTP 401" in log
+
+    wait_for("the agent's tunnel closed and its dial refused", refused_again, 30, interval=0.5)
+    credential = active.agent_env["CORRAL_AGENT_CREDENTIAL"]
+    assert credential not in active.agent_log.read_text()
+    answer = api.get(handshake.PATH, auth=False,
+                     headers={"Authorization": f"Bearer {active.id}:{credential}"})  # fmt: skip
+    assert answer.status == 401, answer.body
