@@ -19,7 +19,7 @@ from corral.core.api import drivers, names
 from corral.core.clusters.credential import Credential
 from corral.core.kube import agent_credentials, cluster_secrets
 from corral.core.kube.client import FIELD_MANAGER, as_dict
-from corral.core.tunnel import handshake, manifest
+from corral.core.tunnel import handshake, manifest, settings
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,10 @@ async def import_manifest(deps: Deps, name: str) -> str:
         raise errors.not_found("no such manifest")
     value = await agent_credentials.ensure(deps.kube, cluster)
     checksum = hashlib.sha256(deps.corral_ca).hexdigest() if deps.corral_ca else ""
+    spec = cluster["spec"]
     agent = manifest.Agent(cluster=parsed[1], corral_url=deps.external_url, credential=value,
-                           image=deps.agent_image, ca_checksum=checksum)  # fmt: skip
+                           image=deps.agent_image, ca_checksum=checksum,
+                           env=spec.get(settings.AGENT_ENV) or [],
+                           customization=spec.get(settings.CUSTOMIZATION) or {})  # fmt: skip
     log.info("cluster %s: its import manifest was served", parsed[1])
     return manifest.render(agent)

@@ -10,7 +10,9 @@ cannot reach (docs/design/cluster-agent.md, section 8), as plain objects.
   it;
 - the Secret with the agent's credential, for this cluster alone;
 - the Deployment: one replica, `Recreate` (two agents overlap as little as possible), non-root,
-  read-only root filesystem, no capabilities, no other token mounted.
+  read-only root filesystem, no capabilities, no other token mounted; shaped by the cluster's
+  agent settings (`settings.py`): its `agentEnvVars` after corral's own variables, and its
+  `clusterAgentDeploymentCustomization`'s tolerations, affinity and resources.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ class Agent:
     credential: str = field(repr=False)
     image: str
     ca_checksum: str = ""  # sha256 of corral's CA, pinned by the agent; empty: system trust
+    # The cluster's agentEnvVars and clusterAgentDeploymentCustomization, as checked.
+    env: list[dict[str, Any]] = field(default_factory=list)
+    customization: dict[str, Any] = field(default_factory=dict)
 
 
 def objects(agent: Agent) -> list[dict[str, Any]]:
@@ -52,6 +57,13 @@ def objects(agent: Agent) -> list[dict[str, Any]]:
     ]  # fmt: skip
     if agent.ca_checksum:
         env.append({"name": "CORRAL_CA_CHECKSUM", "value": agent.ca_checksum})
+    env.extend(agent.env)
+    scheduling: dict[str, Any] = {}
+    if tolerations := agent.customization.get("appendTolerations"):
+        scheduling["tolerations"] = tolerations
+    if affinity := agent.customization.get("overrideAffinity"):
+        scheduling["affinity"] = affinity
+    resources = agent.customization.get("overrideResourceRequirements")
     return [
         {"apiVersion": "v1", "kind": "Namespace",
          "metadata": {"name": NAMESPACE, "labels": labels}},
@@ -81,11 +93,13 @@ def objects(agent: Agent) -> list[dict[str, Any]]:
                      "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS,
                                          "runAsGroup": RUN_AS,
                                          "seccompProfile": {"type": "RuntimeDefault"}},
+                     **scheduling,
                      "containers": [{
                          "name": "agent",
                          "image": agent.image,
                          "command": ["corral-agent"],
                          "env": env,
+                         **({"resources": resources} if resources else {}),
                          "securityContext": {"allowPrivilegeEscalation": False,
                                              "readOnlyRootFilesystem": True,
                                              "capabilities": {"drop": ["ALL"]}},
