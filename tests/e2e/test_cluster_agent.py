@@ -17,12 +17,13 @@ Not yet here (docs/design/cluster-agent.md): the agent run from corral's image o
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import secrets
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,11 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from kubernetes import client as k8s
 
 from corral.core import kubeconfig
 from corral.core.tunnel import handshake, manifest
+from corral.devenv.controlplane import ControlPlane
 from corral.devenv.environment import Environment
 from corral.devenv.isolated import IsolatedCluster
 from corral.devenv.waiting import wait_for
@@ -82,19 +85,26 @@ def _state(api: Api, cluster_id: str) -> str:
     return state
 
 
-def _inside_json(isolated: IsolatedCluster, devkube: Path, *args: str) -> dict[str, Any]:
-    """An object of the downstream cluster, read with kubectl inside its network."""
-    done = subprocess.run(isolated.kubectl(devkube, *args, "-o", "json"), capture_output=True,
-                          text=True, timeout=KUBECTL_TIMEOUT, check=True)  # fmt: skip
+Kubectl = Callable[..., list[str]]
+
+
+def _json(kubectl: Kubectl, *args: str) -> dict[str, Any]:
+    """An object of a downstream cluster, read with kubectl as its admin."""
+    done = subprocess.run(kubectl(*args, "-o", "json"), capture_output=True, text=True,
+                          timeout=KUBECTL_TIMEOUT, check=True)  # fmt: skip
     return yaml.safe_load(done.stdout)  # type: ignore[no-any-return]
 
 
-def _agent_environment(isolated: IsolatedCluster, devkube: Path, directory: Path) -> dict[str, str]:
+def _inside_json(isolated: IsolatedCluster, devkube: Path, *args: str) -> dict[str, Any]:
+    """An object of the downstream cluster, read with kubectl inside its network."""
+    return _json(functools.partial(isolated.kubectl, devkube), *args)
+
+
+def _agent_environment(kubectl: Kubectl, plane: ControlPlane, directory: Path) -> dict[str, str]:
     """What the manifest's Deployment gives its container, read back from the cluster: its
     environment (the credential from its Secret) and, in place of the mounted token, a
-    kubeconfig of the manifest's ServiceAccount token for the API server on the loopback."""
-    deployment = _inside_json(isolated, devkube, "-n", manifest.NAMESPACE, "get", "deployment",
-                              manifest.NAME)  # fmt: skip
+    kubeconfig of the manifest's ServiceAccount token for the cluster's API server."""
+    deployment = _json(kubectl, "-n", manifest.NAMESPACE, "get", "deployment", manifest.NAME)
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     env: dict[str, str] = {}
     for variable in container["env"]:
@@ -102,18 +112,16 @@ def _agent_environment(isolated: IsolatedCluster, devkube: Path, directory: Path
             env[variable["name"]] = variable["value"]
             continue
         reference = variable["valueFrom"]["secretKeyRef"]
-        secret = _inside_json(isolated, devkube, "-n", manifest.NAMESPACE, "get", "secret",
-                              reference["name"])  # fmt: skip
+        secret = _json(kubectl, "-n", manifest.NAMESPACE, "get", "secret", reference["name"])
         env[variable["name"]] = base64.b64decode(secret["data"][reference["key"]]).decode()
 
     def token_issued() -> dict[str, Any] | None:
-        secret = _inside_json(isolated, devkube, "-n", manifest.NAMESPACE, "get", "secret",
-                              manifest.TOKEN_SECRET)  # fmt: skip
+        secret = _json(kubectl, "-n", manifest.NAMESPACE, "get", "secret", manifest.TOKEN_SECRET)
         return secret if "token" in (secret.get("data") or {}) else None
 
     token = wait_for("the agent's ServiceAccount token", token_issued, 30)["data"]
     built = kubeconfig.build(
-        "agent", isolated.plane.server, base64.b64decode(token["ca.crt"]),
+        "agent", plane.server, base64.b64decode(token["ca.crt"]),
         kubeconfig.Credentials(token=base64.b64decode(token["token"]).decode()),
     )  # fmt: skip
     path = directory / "agent.kubeconfig"
@@ -122,13 +130,13 @@ def _agent_environment(isolated: IsolatedCluster, devkube: Path, directory: Path
     return {**env, "PATH": os.environ["PATH"], "KUBECONFIG": str(path)}
 
 
-def _kubectl_wrapper(devkube: Path, isolated: IsolatedCluster, directory: Path) -> Path:
-    """A `kubectl` on PATH inside, as the cluster's admin: what the user running the
+def _kubectl_wrapper(devkube: Path, plane: ControlPlane, directory: Path) -> Path:
+    """A `kubectl` to put on PATH, as the cluster's admin: what the user running the
     registration command has."""
     bin_dir = directory / "bin"
     bin_dir.mkdir()
     wrapper = bin_dir / "kubectl"
-    config = isolated.plane.kubeconfig_path
+    config = plane.kubeconfig_path
     wrapper.write_text(f'#!/bin/sh\nexec {devkube} kubectl --kubeconfig={config} "$@"\n')
     wrapper.chmod(0o755)
     return bin_dir
@@ -155,7 +163,7 @@ def registered(
         token = wait_for("the cluster's registration token", default_token, 30)
         # The user runs the registration command in the cluster (corral's certificate is
         # self-signed here, hence the insecure one; the agent pins corral's CA itself).
-        path = f"{_kubectl_wrapper(devkube, isolated, directory)}:{os.environ['PATH']}"
+        path = f"{_kubectl_wrapper(devkube, isolated.plane, directory)}:{os.environ['PATH']}"
         applied = subprocess.run(
             isolated.network.command(["sh", "-c", token["insecureCommand"]]),
             env={**os.environ, "PATH": path}, capture_output=True, text=True,
@@ -163,7 +171,8 @@ def registered(
         )  # fmt: skip
         assert applied.returncode == 0, applied.stderr
         assert f"deployment.apps/{manifest.NAME} created" in applied.stdout, applied.stdout
-        env = _agent_environment(isolated, devkube, directory)
+        env = _agent_environment(functools.partial(isolated.kubectl, devkube), isolated.plane,
+                                 directory)  # fmt: skip
         registration = Registered(
             cluster_id, isolated, isolated.network.command([sys.executable, "-m", "corral.agent"]),
             env, directory / "agent.log", env["CORRAL_AGENT_IMAGE"],
@@ -295,6 +304,82 @@ def test_the_cluster_is_unavailable_without_its_agent_and_back_with_it(
     wait_for("the cluster to come back with its agent",
              lambda: _state(api, active.id) == "active", 30, interval=0.5)  # fmt: skip
     assert api.get(f"/k8s/clusters/{active.id}/api/v1/nodes").status == 200
+
+
+def test_a_cluster_imported_by_kubeconfig_switches_to_its_agent(
+    api: Api, stack: Environment, add_downstream: Callable[..., ControlPlane], devkube: Path,
+    management: k8s.ApiClient, tmp_path: Path,
+) -> None:  # fmt: skip
+    """The same way as a new cluster: a registration token of the cluster, its command run
+    there, the agent started. From then on corral reaches the cluster through the tunnel
+    only, and deleting the cluster removes both what the import and the manifest made."""
+    plane = add_downstream("switched", 1)
+    config = base64.b64encode(plane.kubeconfig_path.read_bytes()).decode()
+    made = api.post("/v3/clusters", {"type": "cluster", "name": "switched",
+                                     "importedConfig": {"kubeConfig": config}})  # fmt: skip
+    assert made.status == 201, made.body
+    cluster_id = made.body["id"]
+    wait_for("the imported cluster active", lambda: _state(api, cluster_id) == "active", 60)
+    token = api.post("/v3/clusterregistrationtokens",
+                     {"type": "clusterRegistrationToken", "clusterId": cluster_id})  # fmt: skip
+    assert token.status == 201, token.body
+    shown = wait_for("the token's manifest URL",
+                     lambda: api.get(f"/v3/clusterregistrationtokens/{token.body['id']}")
+                     .body["insecureCommand"], 30)  # fmt: skip
+    path = f"{_kubectl_wrapper(devkube, plane, tmp_path)}:{os.environ['PATH']}"
+    applied = subprocess.run(["/bin/sh", "-c", shown], env={**os.environ, "PATH": path},
+                             capture_output=True, text=True, timeout=KUBECTL_TIMEOUT,
+                             check=False)  # fmt: skip
+    assert applied.returncode == 0, applied.stderr
+
+    def kubectl(*args: str) -> list[str]:
+        return [str(devkube), "kubectl", f"--kubeconfig={plane.kubeconfig_path}", *args]
+
+    env = _agent_environment(kubectl, plane, tmp_path)
+
+    def start_agent() -> subprocess.Popen[bytes]:
+        with (tmp_path / "agent.log").open("ab") as log:
+            return subprocess.Popen([sys.executable, "-m", "corral.agent"], env=env, stdout=log,
+                                    stderr=subprocess.STDOUT)  # fmt: skip
+
+    def deployed() -> bool:
+        return _conditions(api, cluster_id).get("AgentDeployed", ("",))[0] == "True"
+
+    agent = start_agent()
+    try:
+        wait_for("the agent connected", deployed, 60, interval=0.5)
+        credential = k8s.CoreV1Api(management).read_namespaced_secret(
+            f"{cluster_id}-credential", "svc-system"
+        )
+        assert base64.b64decode(credential.data["transport"]) == b"tunnel"
+        assert _state(api, cluster_id) == "active"
+    finally:
+        agent.terminate()
+        agent.wait(10)
+    # Through the tunnel only: without the agent, the cluster is unavailable.
+    wait_for("Ready False AgentDisconnected",
+             lambda: _conditions(api, cluster_id).get("Ready", ("",))[:2]
+             == ("False", "AgentDisconnected"), 20, interval=0.5)  # fmt: skip
+
+    agent = start_agent()
+    try:
+        wait_for("the cluster active again", lambda: _state(api, cluster_id) == "active", 30,
+                 interval=0.5)  # fmt: skip
+        assert api.delete(f"/v3/clusters/{cluster_id}").status in (200, 204)
+
+        def removed() -> bool:
+            listed = subprocess.run(kubectl("get", "namespaces,clusterrolebindings", "-o", "name"),
+                                    capture_output=True, text=True, timeout=KUBECTL_TIMEOUT,
+                                    check=True).stdout.splitlines()  # fmt: skip
+            left = {"namespace/svc-system", f"namespace/{manifest.NAMESPACE}",
+                    "clusterrolebinding.rbac.authorization.k8s.io/corral",
+                    f"clusterrolebinding.rbac.authorization.k8s.io/{manifest.NAME}"}  # fmt: skip
+            return not left & set(listed)
+
+        wait_for("what the import and the manifest made removed", removed, 90, interval=0.5)
+    finally:
+        agent.terminate()
+        agent.wait(10)
 
 
 def test_deleting_the_cluster_removes_the_agent_and_revokes_its_credential(
