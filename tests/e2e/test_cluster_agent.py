@@ -286,6 +286,35 @@ def test_kubectl_reaches_the_cluster_through_a_generated_kubeconfig(
     assert done.stdout == "".join(f"{i}\n" for i in range(1, 20001))
 
 
+def test_a_put_of_the_agent_settings_rolls_the_agents_deployment(
+    api: Api, active: Registered, devkube: Path
+) -> None:
+    env = [{"name": "HTTPS_PROXY", "value": "http://proxy.example:3128"}]
+    customization = {
+        "appendTolerations": [{"key": "dedicated", "operator": "Equal", "value": "edge",
+                               "effect": "NoSchedule"}],
+        "overrideResourceRequirements": {"limits": {"memory": "128Mi"}},
+    }  # fmt: skip
+    before = _inside_json(active.isolated, devkube, "-n", manifest.NAMESPACE, "get",
+                          "deployment", manifest.NAME)  # fmt: skip
+    body = {"agentEnvVars": env, "clusterAgentDeploymentCustomization": customization}
+    changed = api.put(f"/v3/clusters/{active.id}", body)
+    assert changed.status == 200, changed.body
+
+    def rolled() -> dict[str, Any] | None:
+        deployment = _inside_json(active.isolated, devkube, "-n", manifest.NAMESPACE, "get",
+                                  "deployment", manifest.NAME)  # fmt: skip
+        pod = deployment["spec"]["template"]["spec"]
+        return pod if pod.get("tolerations") == customization["appendTolerations"] else None
+
+    pod = wait_for("the agent's Deployment with the new settings", rolled, 30, interval=0.5)
+    (container,) = pod["containers"]
+    assert container["env"][-1] == env[0]
+    assert container["resources"] == customization["overrideResourceRequirements"]
+    # Corral's own variables stay as the manifest made them.
+    assert container["env"][:-1] == before["spec"]["template"]["spec"]["containers"][0]["env"]
+
+
 def test_the_cluster_is_unavailable_without_its_agent_and_back_with_it(
     api: Api, active: Registered
 ) -> None:

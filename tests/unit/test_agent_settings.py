@@ -147,3 +147,25 @@ def test_the_manifests_deployment_carries_the_settings() -> None:
         image="localhost/corral:0.1.0"))))[-1]["spec"]["template"]["spec"]  # fmt: skip
     assert "tolerations" not in bare and "affinity" not in bare
     assert "resources" not in bare["containers"][0]
+
+
+def test_settings_replace_those_a_deployment_had_and_leave_the_agents_own() -> None:
+    agent = manifest.Agent(cluster="c-abcde", corral_url="https://corral.example",
+                           credential="x" * 48, image="localhost/corral:0.1.0",
+                           env=[{"name": "OLD", "value": "1"}],
+                           customization=CUSTOMIZATION)  # fmt: skip
+    shaped = manifest.objects(agent)[-1]
+    env = [{"name": "NEW", "value": "2"}]
+    changed = manifest.with_settings(shaped, env, {})
+    pod = changed["spec"]["template"]["spec"]
+    assert "tolerations" not in pod and "affinity" not in pod
+    assert "resources" not in pod["containers"][0]
+    assert [e["name"] for e in pod["containers"][0]["env"]][-2:] == [
+        "CORRAL_AGENT_CREDENTIAL",
+        "NEW",
+    ]
+    annotations = changed["spec"]["template"]["metadata"]["annotations"]
+    assert annotations[manifest.ANNOTATION_SETTINGS] == manifest.settings_digest(env, {})
+    assert manifest.settings_digest(env, {}) != manifest.settings_digest([], {})
+    # The Deployment read is left as it was.
+    assert shaped["spec"]["template"]["spec"]["tolerations"] == [TOLERATION]

@@ -17,15 +17,23 @@ cannot reach (docs/design/cluster-agent.md, section 8), as plain objects.
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from corral.core.tunnel import settings
+
 NAMESPACE = "svc-agent"
 NAME = "corral-agent"
 TOKEN_SECRET = "corral-agent-token"
 CREDENTIAL_SECRET = "corral-agent-credential"
+CONTAINER = "agent"
+# On the Deployment's pod template: the digest of the agent settings it carries.
+ANNOTATION_SETTINGS = "management.svc.io/agent-settings"
 TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 # The agent's own user and group, as corral's image has them.
 RUN_AS = 10001
@@ -44,6 +52,12 @@ class Agent:
 
 
 def objects(agent: Agent) -> list[dict[str, Any]]:
+    made = _objects(agent)
+    made[-1] = with_settings(made[-1], agent.env, agent.customization)
+    return made
+
+
+def _objects(agent: Agent) -> list[dict[str, Any]]:
     # Part of corral, not managed by it: what carries the managed-by label downstream is the
     # project sync's, which removes those of its kinds it did not compute (the binding here).
     labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "corral"}
@@ -57,13 +71,6 @@ def objects(agent: Agent) -> list[dict[str, Any]]:
     ]  # fmt: skip
     if agent.ca_checksum:
         env.append({"name": "CORRAL_CA_CHECKSUM", "value": agent.ca_checksum})
-    env.extend(agent.env)
-    scheduling: dict[str, Any] = {}
-    if tolerations := agent.customization.get("appendTolerations"):
-        scheduling["tolerations"] = tolerations
-    if affinity := agent.customization.get("overrideAffinity"):
-        scheduling["affinity"] = affinity
-    resources = agent.customization.get("overrideResourceRequirements")
     return [
         {"apiVersion": "v1", "kind": "Namespace",
          "metadata": {"name": NAMESPACE, "labels": labels}},
@@ -93,13 +100,11 @@ def objects(agent: Agent) -> list[dict[str, Any]]:
                      "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS,
                                          "runAsGroup": RUN_AS,
                                          "seccompProfile": {"type": "RuntimeDefault"}},
-                     **scheduling,
                      "containers": [{
-                         "name": "agent",
+                         "name": CONTAINER,
                          "image": agent.image,
                          "command": ["corral-agent"],
                          "env": env,
-                         **({"resources": resources} if resources else {}),
                          "securityContext": {"allowPrivilegeEscalation": False,
                                              "readOnlyRootFilesystem": True,
                                              "capabilities": {"drop": ["ALL"]}},
@@ -111,6 +116,40 @@ def objects(agent: Agent) -> list[dict[str, Any]]:
              },
          }},
     ]  # fmt: skip
+
+
+def settings_digest(env: list[dict[str, Any]], customization: dict[str, Any]) -> str:
+    """What a Deployment's pod template says of the settings it carries."""
+    given = json.dumps([env, customization], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(given.encode()).hexdigest()
+
+
+def with_settings(
+    deployment: dict[str, Any], env: list[dict[str, Any]], customization: dict[str, Any]
+) -> dict[str, Any]:
+    """The agent's Deployment with these settings in place of any it had: the user's
+    variables after the agent's own, the tolerations and affinity on its pod, the resources
+    on its container, and their digest in its pod template's annotations (a change of it
+    rolls the agent)."""
+    changed = copy.deepcopy(deployment)
+    template = changed["spec"]["template"]
+    annotations = template.setdefault("metadata", {}).setdefault("annotations", {})
+    annotations[ANNOTATION_SETTINGS] = settings_digest(env, customization)
+    pod = template["spec"]
+    for key, value in (("tolerations", customization.get("appendTolerations")),
+                       ("affinity", customization.get("overrideAffinity"))):  # fmt: skip
+        if value:
+            pod[key] = value
+        else:
+            pod.pop(key, None)
+    (container,) = [c for c in pod["containers"] if c["name"] == CONTAINER]
+    own = [e for e in container.get("env") or [] if e["name"].startswith(settings.RESERVED_PREFIX)]
+    container["env"] = [*own, *env]
+    if resources := customization.get("overrideResourceRequirements"):
+        container["resources"] = resources
+    else:
+        container.pop("resources", None)
+    return changed
 
 
 def render(agent: Agent) -> str:
