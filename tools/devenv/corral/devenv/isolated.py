@@ -53,9 +53,13 @@ class IsolatedNetwork:
                               root / "logs" / f"{name}-netns.log")  # fmt: skip
         ours = Path("/proc/self/ns/net").readlink()
         theirs = Path(f"/proc/{self.holder.pid}/ns/net")
-        wait_for(f"{name}'s network namespace", lambda: theirs.readlink() != ours, 10,
-                 [self.holder])  # fmt: skip
-        run([*self.enter(), "ip", "link", "set", "lo", "up"])
+        try:
+            wait_for(f"{name}'s network namespace", lambda: theirs.readlink() != ours, 10,
+                     [self.holder])  # fmt: skip
+            run([*self.enter(), "ip", "link", "set", "lo", "up"])
+        except BaseException:
+            self.holder.stop()
+            raise
         self._inside = ThreadPoolExecutor(1, f"{name}-netns", initializer=self._join)
         self._uplinks: list[Uplink] = []
 
