@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import base64
 import functools
+import http.server
 import os
+import re
 import secrets
 import socket
 import subprocess
 import sys
+import threading
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +39,7 @@ from kubernetes import client as k8s
 
 from corral.core import kubeconfig
 from corral.core.tunnel import handshake, manifest
-from corral.devenv.controlplane import ControlPlane
+from corral.devenv.controlplane import ControlPlane, free_port
 from corral.devenv.environment import Environment
 from corral.devenv.isolated import IsolatedCluster
 from corral.devenv.waiting import wait_for
@@ -44,8 +48,12 @@ from .api import Api
 
 pytestmark = pytest.mark.timeout(600)
 
-# The namespace made through /v3 whose (kwok) pods run what exec asks.
+# The namespace made through /v3 whose (kwok) pods run what exec asks, and forward POD_PORT
+# to FORWARD_TARGET on the loopback of the cluster's network, where the test serves PAGE.
 WORKLOADS = "tunnelled"
+POD_PORT = 8080
+FORWARD_TARGET = free_port()
+PAGE = b"served-inside-the-unreachable-network"
 KUBECTL_TIMEOUT = 60.0
 
 
@@ -150,7 +158,8 @@ def registered(
     corral_port = urlsplit(stack.api_url).port
     assert corral_port is not None
     isolated = IsolatedCluster.start("agented", devkube, directory, corral_port,
-                                     exec_namespaces=[WORKLOADS])  # fmt: skip
+                                     stream_namespaces=[WORKLOADS],
+                                     port_forwards={POD_PORT: FORWARD_TARGET})  # fmt: skip
     try:
         made = api.post("/v3/clusters", {"type": "cluster", "name": "agented"})
         assert made.status == 201, made.body
@@ -284,6 +293,52 @@ def test_kubectl_reaches_the_cluster_through_a_generated_kubeconfig(
     done = kubectl("exec", "-n", WORKLOADS, name, "--", "seq", "1", "20000")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "".join(f"{i}\n" for i in range(1, 20001))
+
+
+class _Page(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(PAGE)))
+        self.end_headers()
+        self.wfile.write(PAGE)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def test_port_forward_reaches_the_pods_port_through_the_tunnel(
+    api: Api, active: Registered, workload: dict[str, str], devkube: Path, tmp_path: Path
+) -> None:
+    # Bound inside the cluster's network: only what reaches into it (the tunnel) gets there.
+    server = active.isolated.network.call(
+        http.server.ThreadingHTTPServer, ("127.0.0.1", FORWARD_TARGET), _Page
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    generated = api.post(f"/v3/clusters/{active.id}?action=generateKubeconfig")
+    assert generated.status == 200, generated.body
+    config = tmp_path / "kubeconfig"
+    config.write_bytes(base64.b64decode(generated.body["config"]))
+    config.chmod(0o600)
+    name = workload["pod"].split(":")[1]
+    forward = subprocess.Popen(
+        [str(devkube), "kubectl", f"--kubeconfig={config}", f"--cache-dir={tmp_path}",
+         "port-forward", "--address=127.0.0.1", "-n", WORKLOADS, f"pod/{name}", f":{POD_PORT}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert forward.stdout is not None
+        line = forward.stdout.readline()
+        found = re.search(rf"Forwarding from 127\.0\.0\.1:(\d+) -> {POD_PORT}", line)
+        assert found, line
+        url = f"http://127.0.0.1:{found.group(1)}/"
+        for _ in range(3):  # each connection a new stream of the forward
+            with urllib.request.urlopen(url, timeout=30) as answer:
+                assert answer.read() == PAGE
+    finally:
+        forward.terminate()
+        forward.wait(10)
+        server.shutdown()
+        server.server_close()
 
 
 def test_a_put_of_the_agent_settings_rolls_the_agents_deployment(

@@ -14,7 +14,7 @@ import socket
 import ssl
 import subprocess
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,8 +124,10 @@ class ControlPlane:
     hostpath_provisioner: bool = False
     # A prefix that starts the plane's processes elsewhere (isolated.py: in a network namespace).
     enter: Sequence[str] = ()
-    # Namespaces whose fake pods run what `exec` asks, on this host (kwok.cluster_exec).
-    exec_namespaces: Sequence[str] = ()
+    # Namespaces whose fake pods run what `exec` asks, on this host (kwok.cluster_exec), and
+    # forward a pod port to a port of this host's loopback (pod port -> local port).
+    stream_namespaces: Sequence[str] = ()
+    port_forwards: Mapping[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.dir = self.root / "clusters" / self.name
@@ -281,8 +283,10 @@ class ControlPlane:
         logs_file.write_text(kwok.cri_log(kwok.SIMULATED_LOG, datetime.datetime.now(datetime.UTC)))
         streams = kwok_dir / "streams.yaml"
         documents = [kwok.cluster_logs(logs_file)]
-        if self.exec_namespaces:
-            documents.append(kwok.cluster_exec(self.exec_namespaces))
+        if self.stream_namespaces:
+            documents.append(kwok.cluster_exec(self.stream_namespaces))
+        if self.stream_namespaces and self.port_forwards:
+            documents.append(kwok.cluster_port_forward(self.stream_namespaces, self.port_forwards))
         streams.write_text(yaml.safe_dump_all(documents))
         # kube-apiserver verifies its "kubelets" against the cluster's CA
         # (--kubelet-certificate-authority), and reaches kwok's at the node's InternalIP.

@@ -25,7 +25,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,7 +164,7 @@ class IsolatedCluster:
     @classmethod
     def start(
         cls, name: str, devkube: Path, root: Path, corral_port: int, nodes: int = 1,
-        exec_namespaces: Sequence[str] = (),
+        stream_namespaces: Sequence[str] = (), port_forwards: Mapping[int, int] | None = None,
     ) -> IsolatedCluster:  # fmt: skip
         network = IsolatedNetwork(name, root)
         processes: list[Process] = []
@@ -174,7 +174,7 @@ class IsolatedCluster:
             network.call(etcd.wait_ready)
             plane = ControlPlane(
                 name, devkube, root, etcd.url, nodes=nodes, enter=network.enter(),
-                exec_namespaces=exec_namespaces,
+                stream_namespaces=stream_namespaces, port_forwards=port_forwards or {},
             )  # fmt: skip
             plane.start()
             processes.extend(plane.apiserver)

@@ -4,14 +4,15 @@ simulated, served for every container of every pod by a static `ClusterLogs` obj
 Exec, attach and port-forward are left unconfigured by default: kwok would run the command
 (or dial the port) on this host, for anyone allowed `create pods/exec` in the cluster. Without
 a configuration kwok refuses them ("no exec found for container …"). A cluster only a test
-uses may name namespaces whose pods run `exec` (`cluster_exec`): as nobody, in `/`.
+uses may name namespaces whose pods run `exec` (`cluster_exec`): as nobody, in `/`; and forward
+a pod's port to one of this host's loopback (`cluster_port_forward`).
 Facts behind this: shared/reference/kwok-streaming.md.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,21 @@ def cluster_exec(namespaces: Sequence[str]) -> dict[str, Any]:
                 "workDir": "/",
                 "securityContext": {"runAsUser": NOBODY, "runAsGroup": NOBODY},
             }}],
+        },
+    }  # fmt: skip
+
+
+def cluster_port_forward(namespaces: Sequence[str], ports: Mapping[int, int]) -> dict[str, Any]:
+    """A `ClusterPortForward` taking each pod port of `ports` in the pods of `namespaces` to
+    127.0.0.1:<its local port> of kwok's host."""
+    return {
+        "apiVersion": KWOK_API_VERSION,
+        "kind": "ClusterPortForward",
+        "metadata": {"name": "corral-test-port-forward"},
+        "spec": {
+            "selector": {"matchNamespaces": list(namespaces)},
+            "forwards": [{"ports": [pod], "target": {"port": local, "address": "127.0.0.1"}}
+                         for pod, local in ports.items()],
         },
     }  # fmt: skip
 
