@@ -24,6 +24,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from kubernetes import client as k8s
 from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Secret
 
 from corral.agent import dialer
 from corral.apiserver.app import create_app
@@ -282,6 +283,25 @@ async def test_a_second_agent_replaces_the_first(
         await first.close()
 
 
+@pytest.mark.parametrize("revoke", ["reissued", "deleted"])
+async def test_a_tunnel_whose_credential_is_revoked_is_closed_and_not_taken_again(
+    client: TestClient[Any, Any], cluster: Registered, kube: AsyncClient, revoke: str
+) -> None:
+    tunnel = await _raw_tunnel(client, cluster)
+    try:
+        if revoke == "reissued":
+            await agent_credentials.issue(kube, as_dict(await kube.get(kinds.Cluster, cluster.id)))
+        else:
+            await kube.delete(Secret, names.agent_credential_secret_name(cluster.id),
+                              namespace=names.SYSTEM_NAMESPACE)  # fmt: skip
+        # At the tunnel's next renewal, every tunnel_leases.RENEW_SECONDS.
+        code = await asyncio.wait_for(_closed(tunnel), tunnel_leases.RENEW_SECONDS * 3)
+        assert code == handshake.CLOSE_REVOKED
+    finally:
+        await tunnel.close()
+    assert not await _knows(client, cluster)
+
+
 @pytest.mark.parametrize(
     ("send", "code"),
     [
@@ -475,3 +495,85 @@ async def test_a_manifest_needs_a_live_token_of_its_own_cluster(
         return (await _manifest(client, first["manifestUrl"]))[0] == 404
 
     await eventually("the revoked token to open nothing", revoked)
+
+
+# -- agent settings -----------------------------------------------------------------------------
+
+SETTINGS = {
+    "agentEnvVars": [{"name": "HTTPS_PROXY", "value": "http://proxy.example:3128"}],
+    "clusterAgentDeploymentCustomization": {
+        "appendTolerations": [{"key": "dedicated", "operator": "Equal", "value": "edge",
+                               "effect": "NoSchedule"}],
+        "overrideAffinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}]}}},
+        "overrideResourceRequirements": {"requests": {"cpu": "50m", "memory": "64Mi"},
+                                         "limits": {"memory": "128Mi"}},
+    },
+}  # fmt: skip
+BAD_SETTINGS = [
+    ({"agentEnvVars": [{"name": "CORRAL_URL", "value": "https://elsewhere"}]},
+     "agentEnvVars[0].name"),
+    ({"clusterAgentDeploymentCustomization": {"appendTolerations": [
+        {"key": "k", "operator": "Exists", "value": "v"}]}},
+     "clusterAgentDeploymentCustomization.appendTolerations[0].value"),
+    ({"clusterAgentDeploymentCustomization": {"overrideResourceRequirements": {
+        "requests": {"memory": "1Gi"}, "limits": {"memory": "1Mi"}}}},
+     "clusterAgentDeploymentCustomization.overrideResourceRequirements.requests.memory"),
+    ({"clusterAgentDeploymentCustomization": {"overrideAffinity": {"podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {}}]}}}},
+     "clusterAgentDeploymentCustomization.overrideAffinity.podAffinity."
+     "requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey"),
+    ({"clusterAgentDeploymentCustomization": {"overrideTolerations": []}},
+     "clusterAgentDeploymentCustomization.overrideTolerations"),
+]  # fmt: skip
+
+
+async def _deployment(client: TestClient[Any, Any], api: Api, cluster_id: str) -> Any:
+    token = await eventually("the default token", lambda: _default_token(api, cluster_id))
+    status, text = await _manifest(client, token["manifestUrl"])
+    assert status == 200, text
+    return list(yaml.safe_load_all(text))[-1]
+
+
+async def test_agent_settings_shape_the_manifests_deployment(
+    client: TestClient[Any, Any], admin: Person
+) -> None:
+    made = await admin.api.post("/v3/clusters", {"type": "cluster", "name": "shaped", **SETTINGS})
+    assert made.status == 201, made.body
+    customization = SETTINGS["clusterAgentDeploymentCustomization"]
+    pod = (await _deployment(client, admin.api, made.body["id"]))["spec"]["template"]["spec"]
+    assert pod["tolerations"] == customization["appendTolerations"]
+    assert pod["affinity"] == customization["overrideAffinity"]
+    (container,) = pod["containers"]
+    assert container["resources"] == customization["overrideResourceRequirements"]
+    assert container["env"][-1] == SETTINGS["agentEnvVars"][0]
+    # Changed, the manifest follows; cleared, nothing of them is left.
+    changed = await admin.api.put(f"/v3/clusters/{made.body['id']}", {
+        "agentEnvVars": [], "clusterAgentDeploymentCustomization": {}})  # fmt: skip
+    assert changed.status == 200, changed.body
+    pod = (await _deployment(client, admin.api, made.body["id"]))["spec"]["template"]["spec"]
+    assert "tolerations" not in pod and "affinity" not in pod
+    assert "resources" not in pod["containers"][0]
+    assert all(e["name"].startswith("CORRAL_") for e in pod["containers"][0]["env"])
+
+
+@pytest.mark.parametrize(("body", "field"), BAD_SETTINGS)
+async def test_bad_agent_settings_are_422_naming_the_field_and_nothing_is_stored(
+    admin: Person, crs: k8s.CustomObjectsApi, body: dict[str, Any], field: str
+) -> None:
+    def clusters() -> set[str]:
+        listed = crs.list_cluster_custom_object(names.GROUP, names.VERSION, "clusters")
+        return {c["metadata"]["name"] for c in listed["items"]}
+
+    before = clusters()
+    refused = await admin.api.post("/v3/clusters", {"type": "cluster", "name": "bad", **body})
+    assert (refused.status, refused.body.get("fieldName")) == (422, field), refused.body
+    assert clusters() == before
+
+    made = await admin.api.post("/v3/clusters", {"type": "cluster", "name": "kept", **SETTINGS})
+    assert made.status == 201, made.body
+    refused = await admin.api.put(f"/v3/clusters/{made.body['id']}", body)
+    assert (refused.status, refused.body.get("fieldName")) == (422, field), refused.body
+    stored = crs.get_cluster_custom_object(names.GROUP, names.VERSION, "clusters", made.body["id"])
+    assert {k: stored["spec"].get(k) for k in SETTINGS} == SETTINGS

@@ -1,40 +1,83 @@
-"""A cluster registered through its agent, the whole stack running: `POST /v3/clusters` with
-only a name, the manifest fetched as `kubectl apply -f <manifestUrl>` would, and `corral-agent`
-run as a process next to a simulated downstream cluster with a ServiceAccount of that cluster
-(as the manifest's Deployment would run it). The operator, a process of its own, reaches the
-cluster only through the API server's tunnel (the cluster's credential is the agent's, marked
-for the tunnel): the cluster goes Active, loses its agent, and comes back.
+"""A cluster corral cannot reach, registered through its agent, the whole stack running.
 
-Not yet here (docs/design/cluster-agent.md): a downstream API server corral cannot reach at
-all (a network namespace), and the manifest applied inside the cluster from corral's image.
+The downstream cluster (its own etcd, control plane and a kwok node) runs in a network namespace
+with nothing but its loopback and one outbound way to corral's port (corral.devenv.isolated):
+no process of corral's can dial its API server, and the test shows that a direct connection
+fails. `POST /v3/clusters` with only a name gives the registration; its `insecureCommand` is run
+in there, as a user would run it; `corral-agent` then runs in there too, as the manifest's
+Deployment runs it (its environment, the credential Secret and the ServiceAccount token the
+manifest made), and everything corral does with the cluster goes through the agent's tunnel:
+the cluster goes Active, `/k8s/clusters/{id}`, a project's workload, its logs and exec, kubectl
+through a generated kubeconfig, losing the agent and getting it back. Deleting the cluster
+removes what the manifest made there, through the tunnel, and revokes the agent's credential.
+
+Not yet here (docs/design/cluster-agent.md): the agent run from corral's image on a real node.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
+import functools
+import http.server
 import os
+import re
+import secrets
+import socket
 import subprocess
 import sys
+import threading
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from corral.core import kubeconfig
-from corral.devenv.controlplane import ControlPlane
+from corral.core.tunnel import handshake, manifest
+from corral.devenv.controlplane import ControlPlane, free_port
 from corral.devenv.environment import Environment
+from corral.devenv.isolated import IsolatedCluster
 from corral.devenv.waiting import wait_for
 
 from .api import Api
 
-AGENT_NAMESPACE = "svc-agent"
-IMAGE = "localhost/corral:e2e-agent"
+pytestmark = pytest.mark.timeout(600)
+
+# The namespace made through /v3 whose (kwok) pods run what exec asks, and forward POD_PORT
+# to FORWARD_TARGET on the loopback of the cluster's network, where the test serves PAGE.
+WORKLOADS = "tunnelled"
+POD_PORT = 8080
+FORWARD_TARGET = free_port()
+PAGE = b"served-inside-the-unreachable-network"
+KUBECTL_TIMEOUT = 60.0
+
+
+@dataclass
+class Registered:
+    """The cluster corral cannot reach, registered in corral, and its agent's process."""
+
+    id: str
+    isolated: IsolatedCluster
+    agent_command: list[str]
+    agent_env: dict[str, str]
+    agent_log: Path
+    image: str
+    agent: subprocess.Popen[bytes] | None = None
+
+    def start_agent(self) -> None:
+        with self.agent_log.open("ab") as log:
+            self.agent = subprocess.Popen(self.agent_command, env=self.agent_env,
+                                          stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+
+    def stop_agent(self) -> None:
+        if self.agent is not None and self.agent.poll() is None:
+            self.agent.terminate()
+            self.agent.wait(10)
 
 
 def _conditions(api: Api, cluster_id: str) -> dict[str, tuple[str, str, str]]:
@@ -45,110 +88,412 @@ def _conditions(api: Api, cluster_id: str) -> dict[str, tuple[str, str, str]]:
     }
 
 
-def _agent_account(plane: ControlPlane, directory: Path) -> Path:
-    """What the manifest makes for the agent, made with the official client: a ServiceAccount
-    bound to cluster-admin and a token of it; returns a kubeconfig of that token."""
-    admin = k8s_config.new_client_from_config(str(plane.kubeconfig_path))
-    core, rbac = k8s.CoreV1Api(admin), k8s.RbacAuthorizationV1Api(admin)
-    core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=AGENT_NAMESPACE)))
-    core.create_namespaced_service_account(
-        AGENT_NAMESPACE, k8s.V1ServiceAccount(metadata=k8s.V1ObjectMeta(name="corral-agent"))
-    )
-    rbac.create_cluster_role_binding(k8s.V1ClusterRoleBinding(
-        metadata=k8s.V1ObjectMeta(name="corral-agent"),
-        role_ref=k8s.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="ClusterRole",
-                               name="cluster-admin"),
-        subjects=[k8s.RbacV1Subject(kind="ServiceAccount", name="corral-agent",
-                                    namespace=AGENT_NAMESPACE)],
-    ))  # fmt: skip
-    request = k8s.AuthenticationV1TokenRequest(spec=k8s.V1TokenRequestSpec(audiences=[]))
-    token = core.create_namespaced_service_account_token("corral-agent", AGENT_NAMESPACE, request)
-    config = yaml.safe_load(plane.kubeconfig_path.read_text())
-    cluster = config["clusters"][0]["cluster"]
+def _state(api: Api, cluster_id: str) -> str:
+    state: str = api.get(f"/v3/clusters/{cluster_id}").body["state"]
+    return state
+
+
+Kubectl = Callable[..., list[str]]
+
+
+def _json(kubectl: Kubectl, *args: str) -> dict[str, Any]:
+    """An object of a downstream cluster, read with kubectl as its admin."""
+    done = subprocess.run(kubectl(*args, "-o", "json"), capture_output=True, text=True,
+                          timeout=KUBECTL_TIMEOUT, check=True)  # fmt: skip
+    return yaml.safe_load(done.stdout)  # type: ignore[no-any-return]
+
+
+def _inside_json(isolated: IsolatedCluster, devkube: Path, *args: str) -> dict[str, Any]:
+    """An object of the downstream cluster, read with kubectl inside its network."""
+    return _json(functools.partial(isolated.kubectl, devkube), *args)
+
+
+def _agent_environment(kubectl: Kubectl, plane: ControlPlane, directory: Path) -> dict[str, str]:
+    """What the manifest's Deployment gives its container, read back from the cluster: its
+    environment (the credential from its Secret) and, in place of the mounted token, a
+    kubeconfig of the manifest's ServiceAccount token for the cluster's API server."""
+    deployment = _json(kubectl, "-n", manifest.NAMESPACE, "get", "deployment", manifest.NAME)
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    env: dict[str, str] = {}
+    for variable in container["env"]:
+        if "value" in variable:
+            env[variable["name"]] = variable["value"]
+            continue
+        reference = variable["valueFrom"]["secretKeyRef"]
+        secret = _json(kubectl, "-n", manifest.NAMESPACE, "get", "secret", reference["name"])
+        env[variable["name"]] = base64.b64decode(secret["data"][reference["key"]]).decode()
+
+    def token_issued() -> dict[str, Any] | None:
+        secret = _json(kubectl, "-n", manifest.NAMESPACE, "get", "secret", manifest.TOKEN_SECRET)
+        return secret if "token" in (secret.get("data") or {}) else None
+
+    token = wait_for("the agent's ServiceAccount token", token_issued, 30)["data"]
     built = kubeconfig.build(
-        "agent", cluster["server"], base64.b64decode(cluster["certificate-authority-data"]),
-        kubeconfig.Credentials(token=token.status.token),
+        "agent", plane.server, base64.b64decode(token["ca.crt"]),
+        kubeconfig.Credentials(token=base64.b64decode(token["token"]).decode()),
     )  # fmt: skip
     path = directory / "agent.kubeconfig"
     path.write_text(yaml.safe_dump(built))
     path.chmod(0o600)
-    return path
+    return {**env, "PATH": os.environ["PATH"], "KUBECONFIG": str(path)}
 
 
-@pytest.fixture
+def _kubectl_wrapper(devkube: Path, plane: ControlPlane, directory: Path) -> Path:
+    """A `kubectl` to put on PATH, as the cluster's admin: what the user running the
+    registration command has."""
+    bin_dir = directory / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "kubectl"
+    config = plane.kubeconfig_path
+    wrapper.write_text(f'#!/bin/sh\nexec {devkube} kubectl --kubeconfig={config} "$@"\n')
+    wrapper.chmod(0o755)
+    return bin_dir
+
+
+@pytest.fixture(scope="module")
 def registered(
-    stack: Environment, api: Api, add_downstream: Callable[..., ControlPlane], tmp_path: Path
-) -> Iterator[tuple[str, Callable[[], subprocess.Popen[bytes]]]]:
-    """The cluster made with only a name, and a way to start its agent."""
-    plane = add_downstream("agented", 1)
-    made = api.post("/v3/clusters", {"type": "cluster", "name": "agented"})
-    assert made.status == 201, made.body
-    cluster_id = made.body["id"]
+    stack: Environment, api: Api, devkube: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Registered]:
+    directory = tmp_path_factory.mktemp("agent")
+    corral_port = urlsplit(stack.api_url).port
+    assert corral_port is not None
+    isolated = IsolatedCluster.start("agented", devkube, directory, corral_port,
+                                     stream_namespaces=[WORKLOADS],
+                                     port_forwards={POD_PORT: FORWARD_TARGET})  # fmt: skip
+    try:
+        made = api.post("/v3/clusters", {"type": "cluster", "name": "agented"})
+        assert made.status == 201, made.body
+        cluster_id = made.body["id"]
 
-    def default_token() -> dict[str, Any] | None:
-        listed = api.get(f"/v3/clusterregistrationtokens?clusterId={cluster_id}").body["data"]
-        return next((t for t in listed if t["manifestUrl"]), None)
+        def default_token() -> dict[str, Any] | None:
+            listed = api.get(f"/v3/clusterregistrationtokens?clusterId={cluster_id}").body
+            return next((t for t in listed["data"] if t["manifestUrl"]), None)
 
-    token = wait_for("the cluster's registration token", default_token, 30)
-    # As `kubectl apply -f <manifestUrl>` fetches it: no credential but the URL.
-    with urllib.request.urlopen(token["manifestUrl"], timeout=30, context=api.context) as answer:
-        documents = list(yaml.safe_load_all(answer.read()))
-    credential = documents[4]["stringData"]["credential"]
-    agent_config = _agent_account(plane, tmp_path)
-    env = {
-        "PATH": os.environ["PATH"],
-        "CORRAL_URL": stack.api_url,
-        "CORRAL_CLUSTER": cluster_id,
-        "CORRAL_AGENT_CREDENTIAL": credential,
-        "CORRAL_CA_CHECKSUM": hashlib.sha256(stack.ca_path.read_bytes()).hexdigest(),
-        "CORRAL_AGENT_IMAGE": IMAGE,
-        "KUBECONFIG": str(agent_config),
-    }
-    started: list[subprocess.Popen[bytes]] = []
-    log = (tmp_path / "agent.log").open("ab")
-
-    def start() -> subprocess.Popen[bytes]:
-        process = subprocess.Popen([sys.executable, "-m", "corral.agent"], env=env,
-                                   stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-        started.append(process)
-        return process
-
-    yield cluster_id, start
-    for process in started:
-        process.terminate()
-        process.wait(10)
-    log.close()
-    assert api.delete(f"/v3/clusters/{cluster_id}").status in (200, 204)
+        token = wait_for("the cluster's registration token", default_token, 30)
+        # The user runs the registration command in the cluster (corral's certificate is
+        # self-signed here, hence the insecure one; the agent pins corral's CA itself).
+        path = f"{_kubectl_wrapper(devkube, isolated.plane, directory)}:{os.environ['PATH']}"
+        applied = subprocess.run(
+            isolated.network.command(["sh", "-c", token["insecureCommand"]]),
+            env={**os.environ, "PATH": path}, capture_output=True, text=True,
+            timeout=KUBECTL_TIMEOUT, check=False,
+        )  # fmt: skip
+        assert applied.returncode == 0, applied.stderr
+        assert f"deployment.apps/{manifest.NAME} created" in applied.stdout, applied.stdout
+        env = _agent_environment(functools.partial(isolated.kubectl, devkube), isolated.plane,
+                                 directory)  # fmt: skip
+        registration = Registered(
+            cluster_id, isolated, isolated.network.command([sys.executable, "-m", "corral.agent"]),
+            env, directory / "agent.log", env["CORRAL_AGENT_IMAGE"],
+        )  # fmt: skip
+        registration.start_agent()
+        yield registration
+        registration.stop_agent()
+        # The last test deletes it; a module cut short leaves it for here.
+        assert api.delete(f"/v3/clusters/{cluster_id}").status in (200, 204, 404)
+    finally:
+        isolated.close()
 
 
-def test_a_cluster_goes_active_through_its_agent_and_unavailable_without_it(
-    api: Api, registered: tuple[str, Callable[[], subprocess.Popen[bytes]]]
-) -> None:
-    cluster_id, start = registered
-    assert api.get(f"/v3/clusters/{cluster_id}").body["state"] == "pending"
-    agent = start()
+@pytest.fixture(scope="module")
+def active(api: Api, registered: Registered) -> Registered:
+    wait_for("the cluster to go active through its agent",
+             lambda: _state(api, registered.id) == "active", 90, interval=0.5)  # fmt: skip
+    return registered
 
-    def active() -> dict[str, Any] | None:
-        body = api.get(f"/v3/clusters/{cluster_id}").body
-        return body if body["state"] == "active" else None
 
-    body = wait_for("the cluster to go active through its agent", active, 90, interval=0.5)
-    deployed = _conditions(api, cluster_id)["AgentDeployed"]
+def test_corral_cannot_reach_the_clusters_api_server_directly(registered: Registered) -> None:
+    server = urlsplit(registered.isolated.plane.server)
+    assert server.hostname is not None and server.port is not None
+    # From here, which is where corral's API server and operator run: nothing listens there.
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((server.hostname, server.port), timeout=5)
+    # From inside the cluster's network, its API server answers on that very address.
+    inside = registered.isolated.network.call(
+        socket.create_connection, (server.hostname, server.port), 5
+    )
+    inside.close()
+
+
+def test_the_cluster_goes_active_through_its_agent(api: Api, active: Registered) -> None:
+    deployed = _conditions(api, active.id)["AgentDeployed"]
     assert deployed[:2] == ("True", "AgentConnected") and deployed[2].startswith("agent ")
-    assert body["status"]["agentImage"] == IMAGE
+    assert api.get(f"/v3/clusters/{active.id}").body["status"]["agentImage"] == active.image
     # The proxy reaches the cluster through the tunnel: its node is there.
-    nodes = api.get(f"/k8s/clusters/{cluster_id}/api/v1/nodes")
-    assert nodes.status == 200 and len(nodes.body["items"]) == 1
+    nodes = api.get(f"/k8s/clusters/{active.id}/api/v1/nodes")
+    assert nodes.status == 200, nodes.body.get("message")
+    assert [n["metadata"]["name"] for n in nodes.body["items"]] == ["agented-node-0"]
 
-    agent.terminate()
-    agent.wait(10)
 
-    def unavailable() -> bool:
-        ready = _conditions(api, cluster_id).get("Ready")
+@pytest.fixture(scope="module")
+def workload(api: Api, active: Registered) -> dict[str, str]:
+    """A project, its namespace and a Deployment made through /v3, its pod running on the
+    cluster's (kwok) node."""
+    project = api.post("/v3/projects", {"type": "project", "clusterId": active.id,
+                                        "name": f"tunnel-{secrets.token_hex(3)}"})  # fmt: skip
+    assert project.status == 201, project.body
+    namespace = api.post(f"/v3/clusters/{active.id}/namespaces",
+                         {"type": "namespace", "name": WORKLOADS,
+                          "projectId": project.body["id"]})  # fmt: skip
+    assert namespace.status == 201, namespace.body
+    base = f"/v3/projects/{project.body['id']}/workloads"
+    container = {"name": "app", "image": "busybox", "command": ["sleep", "infinity"]}
+    created = api.post(base, {"name": "talker", "namespaceId": WORKLOADS,
+                              "containers": [container]})  # fmt: skip
+    assert created.status == 201, created.body
+    wid = created.body["id"]
+    wait_for("the workload active", lambda: api.get(f"{base}/{wid}").body["state"] == "active",
+             90, interval=0.5)  # fmt: skip
+    pods = api.get(f"/v3/projects/{project.body['id']}/pods?workloadId={wid}").body["data"]
+    assert len(pods) == 1, pods
+    return {"project": project.body["id"], "workload": wid, "pod": pods[0]["id"]}
+
+
+def test_a_workload_runs_and_its_pod_logs_and_execs_through_the_tunnel(
+    api: Api, active: Registered, workload: dict[str, str], devkube: Path
+) -> None:
+    # The pod is in the cluster itself, seen from inside its network.
+    name = workload["pod"].split(":")[1]
+    pod = _inside_json(active.isolated, devkube, "-n", WORKLOADS, "get", "pod", name)
+    assert pod["status"]["phase"] == "Running"
+
+    pod_url = f"/v3/projects/{workload['project']}/pods/{workload['pod']}"
+    logs = api.get(f"{pod_url}/logs")
+    assert logs.status == 200 and "This pod is simulated by kwok" in logs.body, logs.body
+    # kwok runs the command on its host as nobody (corral.devenv.kwok), and tells a failing
+    # command's exit status as an error of its own: exit codes are proved on a real node.
+    command = ["sh", "-c", "echo through-$((6*7)); id -u; echo oops >&2"]
+    ran = api.post(f"{pod_url}?action=execute", {"command": command})
+    assert ran.status == 200, ran.body
+    assert ran.body["stdout"] == "through-42\n65534\n" and ran.body["stderr"] == "oops\n", ran.body
+    assert ran.body["exitCode"] == 0
+
+
+def test_kubectl_reaches_the_cluster_through_a_generated_kubeconfig(
+    api: Api, active: Registered, workload: dict[str, str], devkube: Path, tmp_path: Path
+) -> None:
+    generated = api.post(f"/v3/clusters/{active.id}?action=generateKubeconfig")
+    assert generated.status == 200, generated.body
+    config = tmp_path / "kubeconfig"
+    config.write_bytes(base64.b64decode(generated.body["config"]))
+    config.chmod(0o600)
+
+    def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(devkube), "kubectl", f"--kubeconfig={config}", f"--cache-dir={tmp_path}", *args],
+            capture_output=True, text=True, timeout=KUBECTL_TIMEOUT, check=False,
+        )  # fmt: skip
+
+    nodes = kubectl("get", "nodes", "-o", "name")
+    assert (nodes.returncode, nodes.stdout) == (0, "node/agented-node-0\n"), nodes.stderr
+    name = workload["pod"].split(":")[1]
+    logs = kubectl("logs", "-n", WORKLOADS, name)
+    assert logs.returncode == 0 and "This pod is simulated by kwok" in logs.stdout, logs.stderr
+    # About 110 KiB back: many frames of the tunnel. (Not stdin: kwok never ends it.)
+    done = kubectl("exec", "-n", WORKLOADS, name, "--", "seq", "1", "20000")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "".join(f"{i}\n" for i in range(1, 20001))
+
+
+class _Page(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(PAGE)))
+        self.end_headers()
+        self.wfile.write(PAGE)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def test_port_forward_reaches_the_pods_port_through_the_tunnel(
+    api: Api, active: Registered, workload: dict[str, str], devkube: Path, tmp_path: Path
+) -> None:
+    # Bound inside the cluster's network: only what reaches into it (the tunnel) gets there.
+    server = active.isolated.network.call(
+        http.server.ThreadingHTTPServer, ("127.0.0.1", FORWARD_TARGET), _Page
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    generated = api.post(f"/v3/clusters/{active.id}?action=generateKubeconfig")
+    assert generated.status == 200, generated.body
+    config = tmp_path / "kubeconfig"
+    config.write_bytes(base64.b64decode(generated.body["config"]))
+    config.chmod(0o600)
+    name = workload["pod"].split(":")[1]
+    forward = subprocess.Popen(
+        [str(devkube), "kubectl", f"--kubeconfig={config}", f"--cache-dir={tmp_path}",
+         "port-forward", "--address=127.0.0.1", "-n", WORKLOADS, f"pod/{name}", f":{POD_PORT}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert forward.stdout is not None
+        line = forward.stdout.readline()
+        found = re.search(rf"Forwarding from 127\.0\.0\.1:(\d+) -> {POD_PORT}", line)
+        assert found, line
+        url = f"http://127.0.0.1:{found.group(1)}/"
+        for _ in range(3):  # each connection a new stream of the forward
+            with urllib.request.urlopen(url, timeout=30) as answer:
+                assert answer.read() == PAGE
+    finally:
+        forward.terminate()
+        forward.wait(10)
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_put_of_the_agent_settings_rolls_the_agents_deployment(
+    api: Api, active: Registered, devkube: Path
+) -> None:
+    env = [{"name": "HTTPS_PROXY", "value": "http://proxy.example:3128"}]
+    customization = {
+        "appendTolerations": [{"key": "dedicated", "operator": "Equal", "value": "edge",
+                               "effect": "NoSchedule"}],
+        "overrideResourceRequirements": {"limits": {"memory": "128Mi"}},
+    }  # fmt: skip
+    before = _inside_json(active.isolated, devkube, "-n", manifest.NAMESPACE, "get",
+                          "deployment", manifest.NAME)  # fmt: skip
+    body = {"agentEnvVars": env, "clusterAgentDeploymentCustomization": customization}
+    changed = api.put(f"/v3/clusters/{active.id}", body)
+    assert changed.status == 200, changed.body
+
+    def rolled() -> dict[str, Any] | None:
+        deployment = _inside_json(active.isolated, devkube, "-n", manifest.NAMESPACE, "get",
+                                  "deployment", manifest.NAME)  # fmt: skip
+        pod = deployment["spec"]["template"]["spec"]
+        return pod if pod.get("tolerations") == customization["appendTolerations"] else None
+
+    pod = wait_for("the agent's Deployment with the new settings", rolled, 30, interval=0.5)
+    (container,) = pod["containers"]
+    assert container["env"][-1] == env[0]
+    assert container["resources"] == customization["overrideResourceRequirements"]
+    # Corral's own variables stay as the manifest made them.
+    assert container["env"][:-1] == before["spec"]["template"]["spec"]["containers"][0]["env"]
+
+
+def test_the_cluster_is_unavailable_without_its_agent_and_back_with_it(
+    api: Api, active: Registered
+) -> None:
+    active.stop_agent()
+
+    def disconnected() -> bool:
+        ready = _conditions(api, active.id).get("Ready")
         return ready is not None and ready[:2] == ("False", "AgentDisconnected")
 
-    wait_for("Ready False AgentDisconnected without the agent", unavailable, 20, interval=0.5)
-    assert api.get(f"/v3/clusters/{cluster_id}").body["state"] == "unavailable"
+    wait_for("Ready False AgentDisconnected without the agent", disconnected, 20, interval=0.5)
+    assert _state(api, active.id) == "unavailable"
+    # Nothing else leads there: the proxy cannot reach the cluster either.
+    assert api.get(f"/k8s/clusters/{active.id}/api/v1/nodes").status == 503
 
-    start()
-    wait_for("the cluster to come back with its agent", active, 30, interval=0.5)
+    active.start_agent()
+    wait_for("the cluster to come back with its agent",
+             lambda: _state(api, active.id) == "active", 30, interval=0.5)  # fmt: skip
+    assert api.get(f"/k8s/clusters/{active.id}/api/v1/nodes").status == 200
+
+
+def test_a_cluster_imported_by_kubeconfig_switches_to_its_agent(
+    api: Api, stack: Environment, add_downstream: Callable[..., ControlPlane], devkube: Path,
+    management: k8s.ApiClient, tmp_path: Path,
+) -> None:  # fmt: skip
+    """The same way as a new cluster: a registration token of the cluster, its command run
+    there, the agent started. From then on corral reaches the cluster through the tunnel
+    only, and deleting the cluster removes both what the import and the manifest made."""
+    plane = add_downstream("switched", 1)
+    config = base64.b64encode(plane.kubeconfig_path.read_bytes()).decode()
+    made = api.post("/v3/clusters", {"type": "cluster", "name": "switched",
+                                     "importedConfig": {"kubeConfig": config}})  # fmt: skip
+    assert made.status == 201, made.body
+    cluster_id = made.body["id"]
+    wait_for("the imported cluster active", lambda: _state(api, cluster_id) == "active", 60)
+    token = api.post("/v3/clusterregistrationtokens",
+                     {"type": "clusterRegistrationToken", "clusterId": cluster_id})  # fmt: skip
+    assert token.status == 201, token.body
+    shown = wait_for("the token's manifest URL",
+                     lambda: api.get(f"/v3/clusterregistrationtokens/{token.body['id']}")
+                     .body["insecureCommand"], 30)  # fmt: skip
+    path = f"{_kubectl_wrapper(devkube, plane, tmp_path)}:{os.environ['PATH']}"
+    applied = subprocess.run(["/bin/sh", "-c", shown], env={**os.environ, "PATH": path},
+                             capture_output=True, text=True, timeout=KUBECTL_TIMEOUT,
+                             check=False)  # fmt: skip
+    assert applied.returncode == 0, applied.stderr
+
+    def kubectl(*args: str) -> list[str]:
+        return [str(devkube), "kubectl", f"--kubeconfig={plane.kubeconfig_path}", *args]
+
+    env = _agent_environment(kubectl, plane, tmp_path)
+
+    def start_agent() -> subprocess.Popen[bytes]:
+        with (tmp_path / "agent.log").open("ab") as log:
+            return subprocess.Popen([sys.executable, "-m", "corral.agent"], env=env, stdout=log,
+                                    stderr=subprocess.STDOUT)  # fmt: skip
+
+    def deployed() -> bool:
+        return _conditions(api, cluster_id).get("AgentDeployed", ("",))[0] == "True"
+
+    agent = start_agent()
+    try:
+        wait_for("the agent connected", deployed, 60, interval=0.5)
+        credential = k8s.CoreV1Api(management).read_namespaced_secret(
+            f"{cluster_id}-credential", "svc-system"
+        )
+        assert base64.b64decode(credential.data["transport"]) == b"tunnel"
+        assert _state(api, cluster_id) == "active"
+    finally:
+        agent.terminate()
+        agent.wait(10)
+    # Through the tunnel only: without the agent, the cluster is unavailable.
+    wait_for("Ready False AgentDisconnected",
+             lambda: _conditions(api, cluster_id).get("Ready", ("",))[:2]
+             == ("False", "AgentDisconnected"), 20, interval=0.5)  # fmt: skip
+
+    agent = start_agent()
+    try:
+        wait_for("the cluster active again", lambda: _state(api, cluster_id) == "active", 30,
+                 interval=0.5)  # fmt: skip
+        assert api.delete(f"/v3/clusters/{cluster_id}").status in (200, 204)
+
+        def removed() -> bool:
+            listed = subprocess.run(kubectl("get", "namespaces,clusterrolebindings", "-o", "name"),
+                                    capture_output=True, text=True, timeout=KUBECTL_TIMEOUT,
+                                    check=True).stdout.splitlines()  # fmt: skip
+            left = {"namespace/svc-system", f"namespace/{manifest.NAMESPACE}",
+                    "clusterrolebinding.rbac.authorization.k8s.io/corral",
+                    f"clusterrolebinding.rbac.authorization.k8s.io/{manifest.NAME}"}  # fmt: skip
+            return not left & set(listed)
+
+        wait_for("what the import and the manifest made removed", removed, 90, interval=0.5)
+    finally:
+        agent.terminate()
+        agent.wait(10)
+
+
+def test_deleting_the_cluster_removes_the_agent_and_revokes_its_credential(
+    api: Api, active: Registered, devkube: Path
+) -> None:
+    """Runs last: the cluster goes. What the manifest made is removed through the tunnel,
+    then the agent's credential is revoked: its tunnel is closed and a dial is refused."""
+    assert api.delete(f"/v3/clusters/{active.id}").status in (200, 204)
+
+    def removed() -> bool:
+        names = subprocess.run(
+            active.isolated.kubectl(devkube, "get", "namespaces,clusterrolebindings", "-o", "name"),
+            capture_output=True, text=True, timeout=KUBECTL_TIMEOUT, check=True,
+        ).stdout.splitlines()  # fmt: skip
+        return f"namespace/{manifest.NAMESPACE}" not in names and (
+            f"clusterrolebinding.rbac.authorization.k8s.io/{manifest.NAME}" not in names
+        )
+
+    wait_for("what the manifest made removed from the cluster", removed, 90, interval=0.5)
+    wait_for("the cluster gone from corral",
+             lambda: api.get(f"/v3/clusters/{active.id}").status == 404, 60)  # fmt: skip
+
+    def refused_again() -> bool:
+        log = active.agent_log.read_text()
+        closed = f"the tunnel to corral ended (close code {handshake.CLOSE_REVOKED})" in log
+        return closed and "corral refused the agent with HTTP 401" in log
+
+    wait_for("the agent's tunnel closed and its dial refused", refused_again, 30, interval=0.5)
+    credential = active.agent_env["CORRAL_AGENT_CREDENTIAL"]
+    assert credential not in active.agent_log.read_text()
+    answer = api.get(handshake.PATH, auth=False,
+                     headers={"Authorization": f"Bearer {active.id}:{credential}"})  # fmt: skip
+    assert answer.status == 401, answer.body

@@ -20,6 +20,7 @@ import hyperframe.frame
 import pytest
 import yaml
 
+from corral.core.api import names
 from corral.core.errors import Invalid
 from corral.core.tunnel import handshake, manifest
 from corral.core.tunnel.session import (
@@ -456,6 +457,15 @@ def test_the_manifest_runs_the_agent_locked_down_with_its_own_credential() -> No
     assert deployment["spec"]["strategy"]["type"] == "Recreate"
     # Without a CA of corral's own, nothing is pinned: the system's trust applies.
     assert "CORRAL_CA_CHECKSUM" not in manifest.render(_agent())
+
+
+def test_the_manifests_objects_are_never_taken_for_the_project_syncs() -> None:
+    """The sync removes the bindings carrying corral's managed-by label that it did not
+    compute: the agent's cluster-admin binding must not be one of them."""
+    for document in manifest.objects(_agent()):
+        labels = document["metadata"]["labels"]
+        assert labels["app.kubernetes.io/name"] == manifest.NAME
+        assert names.LABEL_MANAGED_BY not in labels, document["kind"]
 
 
 def test_a_manifest_url_names_its_token_and_cluster() -> None:

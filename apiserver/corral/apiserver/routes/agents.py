@@ -2,7 +2,7 @@
 .yaml`, the manifest that starts it, whose registration token is its only credential; and
 `GET /v3/connect`, its tunnel. The agent's credential is its only authentication there; a good
 one upgrades to a WebSocket that carries the tunnel, held here until either side ends it or a
-newer agent of the cluster replaces it."""
+newer agent of the cluster replaces it, or its credential is revoked."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ async def connect(http: web.Request) -> web.StreamResponse:
     cluster = tunnels.authenticated(held, http.headers.get("Authorization", ""))
     if cluster is None:
         raise ApiError(401, "Unauthorized", MSG_BAD_CREDENTIAL)
+    digest = tunnels.stored_digest(held, cluster)
     agent = tunnels.agent(cluster, http.headers)
     socket = web.WebSocketResponse(max_msg_size=MAX_MESSAGE, heartbeat=HEARTBEAT)
     if not socket.can_prepare(http).ok:
@@ -56,7 +57,8 @@ async def connect(http: web.Request) -> web.StreamResponse:
         ending[0] = code
         running.cancel()
 
-    entry = Held(tunnel, agent.version, agent.image, close)
+    entry = Held(tunnel, agent.version, agent.image, close,
+                 lambda: tunnels.still_authorised(held, cluster, digest))  # fmt: skip
     await held.tunnels.hold(cluster, entry)
     log.info("cluster %s: agent %s connected", cluster, agent.version or "(no version)")
     try:

@@ -12,16 +12,16 @@ from corral.core import errors
 from corral.core.api import drivers
 from corral.core.projects import podsecurity, quota
 from corral.core.provisioning import v1
-from corral.core.workloads.spec import env_var
+from corral.core.tunnel import settings
 
-# Agent customizations (spec 2.3 shows no fields): stored as given, bounded in size.
-CUSTOMIZATIONS = ("clusterAgentDeploymentCustomization", "fleetAgentDeploymentCustomization")
+# The fleet agent's customization (corral runs no fleet agent): stored as given, bounded.
+FLEET_CUSTOMIZATION = "fleetAgentDeploymentCustomization"
+CUSTOMIZATIONS = (settings.CUSTOMIZATION, FLEET_CUSTOMIZATION)
 MAX_CUSTOMIZATION_BYTES = 64 * 1024
 PSA_TEMPLATE = podsecurity.CLUSTER_FIELD
 # What a project that sets no quota or container defaults of its own gets in this cluster.
 NAMESPACE_QUOTA_DEFAULT = quota.CLUSTER_NAMESPACE_QUOTA
 CONTAINER_LIMIT_DEFAULT = quota.CLUSTER_CONTAINER_DEFAULTS
-MAX_AGENT_ENV = 64
 # Fixed at creation: an update that gives another value is refused, naming the field.
 IMMUTABLE = {"driver", "kubeConfig", *drivers.CONFIGS}
 
@@ -108,16 +108,14 @@ def updatable_spec(body: dict[str, Any]) -> dict[str, Any]:
             and not spec["localClusterAuthEndpoint"]["fqdn"]
         ):
             raise errors.invalid("localClusterAuthEndpoint", "an enabled endpoint needs an fqdn")
-    if "agentEnvVars" in body:
-        env = or_empty(body["agentEnvVars"], [])
-        if not isinstance(env, list) or len(env) > MAX_AGENT_ENV:
-            raise errors.invalid(
-                "agentEnvVars", f"agentEnvVars must be a list of at most {MAX_AGENT_ENV}"
-            )
-        spec["agentEnvVars"] = [env_var(e, f"agentEnvVars[{i}]") for i, e in enumerate(env)]
-    for name in CUSTOMIZATIONS:
-        if name in body:
-            spec[name] = customization(body, name)
+    if settings.AGENT_ENV in body:
+        spec[settings.AGENT_ENV] = settings.agent_env(or_empty(body[settings.AGENT_ENV], []))
+    if settings.CUSTOMIZATION in body:
+        spec[settings.CUSTOMIZATION] = settings.customization(
+            or_empty(body[settings.CUSTOMIZATION], {})
+        )
+    if FLEET_CUSTOMIZATION in body:
+        spec[FLEET_CUSTOMIZATION] = customization(body, FLEET_CUSTOMIZATION)
     if PSA_TEMPLATE in body:
         spec[PSA_TEMPLATE] = podsecurity.check_template(body[PSA_TEMPLATE], PSA_TEMPLATE)
     if NAMESPACE_QUOTA_DEFAULT in body:
@@ -134,7 +132,7 @@ def updatable_spec(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def customization(body: dict[str, Any], name: str) -> dict[str, Any]:
-    """An agent customization: an object, kept as given (the interface shows no fields)."""
+    """The fleet agent's customization: an object, kept as given."""
     value = or_empty(body[name], {})
     if not isinstance(value, dict):
         raise errors.invalid(name, f"{name} must be an object")

@@ -19,7 +19,7 @@ from corral.core.api import drivers, names
 from corral.core.clusters.credential import Credential
 from corral.core.kube import agent_credentials, cluster_secrets
 from corral.core.kube.client import FIELD_MANAGER, as_dict
-from corral.core.tunnel import handshake, manifest
+from corral.core.tunnel import handshake, manifest, settings
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +41,7 @@ def authenticated(deps: Deps, authorization: str) -> str | None:
     if presented is None:
         return None
     cluster, value = presented
-    secret = deps.stores.agent_credentials.get(
-        f"{names.SYSTEM_NAMESPACE}/{names.agent_credential_secret_name(cluster)}"
-    )
-    stored = agent_credentials.digest_of(secret)
+    stored = stored_digest(deps, cluster)
     if not stored or not handshake.matches(value, stored):
         log.info("cluster %s: an agent credential was refused", cluster)
         return None
@@ -53,6 +50,21 @@ def authenticated(deps: Deps, authorization: str) -> str | None:
         log.info("cluster %s: an agent dialled for a cluster being deleted", cluster)
         return None
     return cluster
+
+
+def stored_digest(deps: Deps, cluster: str) -> str:
+    """The digest of the cluster's agent credential; empty when it has none."""
+    secret = deps.stores.agent_credentials.get(
+        f"{names.SYSTEM_NAMESPACE}/{names.agent_credential_secret_name(cluster)}"
+    )
+    return agent_credentials.digest_of(secret)
+
+
+def still_authorised(deps: Deps, cluster: str, digest: str) -> bool:
+    """Whether a tunnel opened with the credential of `digest` may stay: the credential is
+    still the cluster's. A cluster being deleted keeps its tunnel (its clean-up goes through
+    it) until the operator revokes the credential, last."""
+    return stored_digest(deps, cluster) == digest and deps.stores.clusters.get(cluster) is not None
 
 
 def agent(cluster: str, headers: Mapping[str, str]) -> Agent:
@@ -102,7 +114,10 @@ async def import_manifest(deps: Deps, name: str) -> str:
         raise errors.not_found("no such manifest")
     value = await agent_credentials.ensure(deps.kube, cluster)
     checksum = hashlib.sha256(deps.corral_ca).hexdigest() if deps.corral_ca else ""
+    spec = cluster["spec"]
     agent = manifest.Agent(cluster=parsed[1], corral_url=deps.external_url, credential=value,
-                           image=deps.agent_image, ca_checksum=checksum)  # fmt: skip
+                           image=deps.agent_image, ca_checksum=checksum,
+                           env=spec.get(settings.AGENT_ENV) or [],
+                           customization=spec.get(settings.CUSTOMIZATION) or {})  # fmt: skip
     log.info("cluster %s: its import manifest was served", parsed[1])
     return manifest.render(agent)

@@ -8,7 +8,9 @@ difference, nor whether the tunnel is held here or by another replica (its Lease
 What the CONNECT names is not used: a stream reaches the agent's API server only.
 
 A newer tunnel of a cluster replaces the one held: the older is closed (WebSocket code
-`CLOSE_REPLACED`), here at once, on another replica when it finds its Lease taken.
+`CLOSE_REPLACED`), here at once, on another replica when it finds its Lease taken. A tunnel
+whose credential is no longer good (revoked, its cluster deleted) is closed at its next
+renewal (`CLOSE_REVOKED`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from lightkube import ApiError, AsyncClient
 
 from corral.core.kube import tunnel_leases
 from corral.core.kube.tunnel_leases import Relays
-from corral.core.tunnel.handshake import CLOSE_REPLACED
+from corral.core.tunnel.handshake import CLOSE_REPLACED, CLOSE_REVOKED
 from corral.core.tunnel.session import MAX_MESSAGE, ProtocolViolation, Tunnel
 from corral.core.tunnel.splice import splice
 
@@ -86,6 +88,8 @@ class Held:
     version: str
     image: str
     close: Callable[[int], Awaitable[None]]
+    # Whether the credential the agent presented still opens the cluster's tunnel.
+    still_authorised: Callable[[], bool]
 
 
 class Tunnels:
@@ -175,11 +179,16 @@ class Tunnels:
 
     async def _renew(self, cluster: str) -> None:
         """Keeps the cluster's Lease while its tunnel is held here; closes the tunnel once
-        another replica took the Lease (the agent dialled it)."""
+        another replica took the Lease (the agent dialled it) or its credential is revoked."""
         while True:
             await asyncio.sleep(tunnel_leases.RENEW_SECONDS)
             held = self._held.get(cluster)
             if held is None:
+                return
+            if not held.still_authorised():
+                log.info("cluster %s: its agent's credential was revoked", cluster)
+                self._renewals.pop(cluster, None)
+                await held.close(CLOSE_REVOKED)
                 return
             try:
                 ours = await tunnel_leases.renew(self._kube, cluster, self.identity, self._clock())

@@ -32,6 +32,9 @@ TEXT_LIMIT = 256
 VALUE_LENGTH = 48
 # WebSocket close codes of the application range (4000-4999).
 CLOSE_REPLACED = 4000
+# The credential the tunnel was opened with is no longer its cluster's (revoked, rotated, the
+# cluster deleted): dialling again with it is refused.
+CLOSE_REVOKED = 4001
 
 _VALUE = re.compile(f"[{ids.ALPHABET}]{{{VALUE_LENGTH}}}", re.ASCII)
 _CLUSTER = re.compile(r"c-[a-z0-9-]{1,60}", re.ASCII)

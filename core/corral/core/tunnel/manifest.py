@@ -10,20 +10,30 @@ cannot reach (docs/design/cluster-agent.md, section 8), as plain objects.
   it;
 - the Secret with the agent's credential, for this cluster alone;
 - the Deployment: one replica, `Recreate` (two agents overlap as little as possible), non-root,
-  read-only root filesystem, no capabilities, no other token mounted.
+  read-only root filesystem, no capabilities, no other token mounted; shaped by the cluster's
+  agent settings (`settings.py`): its `agentEnvVars` after corral's own variables, and its
+  `clusterAgentDeploymentCustomization`'s tolerations, affinity and resources.
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from corral.core.tunnel import settings
+
 NAMESPACE = "svc-agent"
 NAME = "corral-agent"
 TOKEN_SECRET = "corral-agent-token"
 CREDENTIAL_SECRET = "corral-agent-credential"
+CONTAINER = "agent"
+# On the Deployment's pod template: the digest of the agent settings it carries.
+ANNOTATION_SETTINGS = "management.svc.io/agent-settings"
 TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 # The agent's own user and group, as corral's image has them.
 RUN_AS = 10001
@@ -36,10 +46,21 @@ class Agent:
     credential: str = field(repr=False)
     image: str
     ca_checksum: str = ""  # sha256 of corral's CA, pinned by the agent; empty: system trust
+    # The cluster's agentEnvVars and clusterAgentDeploymentCustomization, as checked.
+    env: list[dict[str, Any]] = field(default_factory=list)
+    customization: dict[str, Any] = field(default_factory=dict)
 
 
 def objects(agent: Agent) -> list[dict[str, Any]]:
-    labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/managed-by": "corral"}
+    made = _objects(agent)
+    made[-1] = with_settings(made[-1], agent.env, agent.customization)
+    return made
+
+
+def _objects(agent: Agent) -> list[dict[str, Any]]:
+    # Part of corral, not managed by it: what carries the managed-by label downstream is the
+    # project sync's, which removes those of its kinds it did not compute (the binding here).
+    labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "corral"}
     meta = {"namespace": NAMESPACE, "labels": labels}
     env: list[dict[str, Any]] = [
         {"name": "CORRAL_URL", "value": agent.corral_url},
@@ -80,7 +101,7 @@ def objects(agent: Agent) -> list[dict[str, Any]]:
                                          "runAsGroup": RUN_AS,
                                          "seccompProfile": {"type": "RuntimeDefault"}},
                      "containers": [{
-                         "name": "agent",
+                         "name": CONTAINER,
                          "image": agent.image,
                          "command": ["corral-agent"],
                          "env": env,
@@ -95,6 +116,40 @@ def objects(agent: Agent) -> list[dict[str, Any]]:
              },
          }},
     ]  # fmt: skip
+
+
+def settings_digest(env: list[dict[str, Any]], customization: dict[str, Any]) -> str:
+    """What a Deployment's pod template says of the settings it carries."""
+    given = json.dumps([env, customization], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(given.encode()).hexdigest()
+
+
+def with_settings(
+    deployment: dict[str, Any], env: list[dict[str, Any]], customization: dict[str, Any]
+) -> dict[str, Any]:
+    """The agent's Deployment with these settings in place of any it had: the user's
+    variables after the agent's own, the tolerations and affinity on its pod, the resources
+    on its container, and their digest in its pod template's annotations (a change of it
+    rolls the agent)."""
+    changed = copy.deepcopy(deployment)
+    template = changed["spec"]["template"]
+    annotations = template.setdefault("metadata", {}).setdefault("annotations", {})
+    annotations[ANNOTATION_SETTINGS] = settings_digest(env, customization)
+    pod = template["spec"]
+    for key, value in (("tolerations", customization.get("appendTolerations")),
+                       ("affinity", customization.get("overrideAffinity"))):  # fmt: skip
+        if value:
+            pod[key] = value
+        else:
+            pod.pop(key, None)
+    (container,) = [c for c in pod["containers"] if c["name"] == CONTAINER]
+    own = [e for e in container.get("env") or [] if e["name"].startswith(settings.RESERVED_PREFIX)]
+    container["env"] = [*own, *env]
+    if resources := customization.get("overrideResourceRequirements"):
+        container["resources"] = resources
+    else:
+        container.pop("resources", None)
+    return changed
 
 
 def render(agent: Agent) -> str:

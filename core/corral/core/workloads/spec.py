@@ -314,7 +314,7 @@ def _container(entry: Obj, container: Obj, where: str) -> None:
             for i, p in enumerate(items(entry["ports"], f"{where}.ports"))
         ]
     if entry.get("resources") is not None:
-        container["resources"] = _resources(entry["resources"], f"{where}.resources")
+        container["resources"] = resources(entry["resources"], f"{where}.resources")
     if entry.get("env") is not None:
         container["env"] = [
             env_var(e, f"{where}.env[{i}]")
@@ -351,7 +351,7 @@ def _port(value: Any, where: str) -> Obj:
     return port
 
 
-def _resources(value: Any, where: str) -> Obj:
+def resources(value: Any, where: str) -> Obj:
     given = mapping(value, where)
     _check_known(given, ("requests", "limits"), f"{where}.")
     resources: Obj = {}
@@ -476,14 +476,14 @@ def _scheduling(value: Any, pod: Obj) -> None:
             pod["nodeSelector"] = string_map(selector, "scheduling.node.nodeSelector")
     if given.get("tolerations") is not None:
         pod["tolerations"] = [
-            _toleration(t, f"scheduling.tolerations[{i}]")
+            toleration(t, f"scheduling.tolerations[{i}]")
             for i, t in enumerate(items(given["tolerations"], "scheduling.tolerations"))
         ]
     if given.get("affinity") is not None:
         pod["affinity"] = mapping(given["affinity"], "scheduling.affinity")
 
 
-def _toleration(value: Any, where: str) -> Obj:
+def toleration(value: Any, where: str) -> Obj:
     entry = mapping(value, where)
     _check_known(entry, ("key", "value", "operator", "effect", "tolerationSeconds"), f"{where}.")
     toleration: Obj = {}

@@ -6,8 +6,9 @@ It makes a pass when woken, and each pass does what its reasons call for. At res
 one watch per kind and a probe: every `PROBE_INTERVAL` it asks the API server `/readyz`; a
 node's change runs the node mirror, a pod's (as far as the totals and the autoscaler read it)
 the mirror's totals and the autoscaler, a namespace's, project's, binding's or the cluster
-spec's the project sync; pools and the autoscaler also ask for a pass every `PROBE_INTERVAL`
-while the cluster has any (their rules wait on time). A full look (probe with `/version`,
+spec's the project sync (the spec's also a registered cluster's agent settings); pools and the
+autoscaler also ask for a pass every `PROBE_INTERVAL` while the cluster has any (their rules
+wait on time). A full look (probe with `/version`,
 claim, every sync) comes with a new credential, when the probe's answer changes, and every
 `RESYNC_INTERVAL` in case an event was missed; while anything fails, every `PROBE_INTERVAL`. A
 pass that leaves work pending asks for the next one soon. The cluster's status is written
@@ -42,6 +43,7 @@ from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
 from corral.core.workloads import pods
 from corral.operator.downstream import (
+    agentsettings,
     autoscaler,
     drain,
     health,
@@ -73,6 +75,7 @@ PROJECT_SYNC = LOOK | {Wake.NAMESPACE, Wake.PROJECT, Wake.SPEC, Wake.RETRY, Wake
 POOL_SYNC = LOOK | {Wake.NODE, Wake.POOL}
 AUTOSCALER_SYNC = LOOK | {Wake.NODE, Wake.POD, Wake.POOL, Wake.AUTOSCALE}
 CERTIFICATE_SYNC = LOOK | {Wake.NODE, Wake.CERTIFICATE}
+AGENT_SETTINGS_SYNC = LOOK | {Wake.SPEC}
 # While a pool's machine is on its way (created, draining): how soon the pool is looked at.
 POOL_RETRY = 1.0
 
@@ -264,6 +267,9 @@ class Agent:
         if reasons & PROJECT_SYNC:
             client = connection.client if namespace_informer is not None else None
             await self._sync_projects(client, namespace_informer, probe.ready, body["spec"], look)
+        if connection.credential.tunnel and probe.reachable and reasons & AGENT_SETTINGS_SYNC:
+            rolled = agentsettings.sync(self.cluster, connection.client, body["spec"])
+            await self._attempt("agent settings", rolled)
 
     async def _probe(self, connection: Connection, look: bool) -> observe.Probe:
         """Ask the API server whether it is ready; on a full look, and while it is not, its

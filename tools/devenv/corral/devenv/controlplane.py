@@ -14,6 +14,7 @@ import socket
 import ssl
 import subprocess
 import urllib.request
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,13 +66,14 @@ def advertise_address() -> str:
 class Etcd:
     """A single-member etcd for tests and development (no fsync: speed over durability)."""
 
-    def __init__(self, devkube: Path, root: Path) -> None:
+    def __init__(self, devkube: Path, root: Path, enter: Sequence[str] = ()) -> None:
         self.client_port = free_port()
         peer = f"http://127.0.0.1:{free_port()}"
         self.url = f"http://127.0.0.1:{self.client_port}"
         self.process = Process(
             "etcd",
             [
+                *enter,
                 str(devkube),
                 "etcd",
                 "--name=corral",
@@ -120,6 +122,12 @@ class ControlPlane:
     # kube-controller-manager provisions hostPath volumes under /tmp/hostpath_pv (for hosted
     # control planes' etcd; it works with one node only, which is all a development host has).
     hostpath_provisioner: bool = False
+    # A prefix that starts the plane's processes elsewhere (isolated.py: in a network namespace).
+    enter: Sequence[str] = ()
+    # Namespaces whose fake pods run what `exec` asks, on this host (kwok.cluster_exec), and
+    # forward a pod port to a port of this host's loopback (pod port -> local port).
+    stream_namespaces: Sequence[str] = ()
+    port_forwards: Mapping[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.dir = self.root / "clusters" / self.name
@@ -273,8 +281,13 @@ class ControlPlane:
         )
         logs_file = kwok_dir / "simulated-pod.log"
         logs_file.write_text(kwok.cri_log(kwok.SIMULATED_LOG, datetime.datetime.now(datetime.UTC)))
-        logs = kwok_dir / "logs.yaml"
-        logs.write_text(yaml.safe_dump(kwok.cluster_logs(logs_file)))
+        streams = kwok_dir / "streams.yaml"
+        documents = [kwok.cluster_logs(logs_file)]
+        if self.stream_namespaces:
+            documents.append(kwok.cluster_exec(self.stream_namespaces))
+        if self.stream_namespaces and self.port_forwards:
+            documents.append(kwok.cluster_port_forward(self.stream_namespaces, self.port_forwards))
+        streams.write_text(yaml.safe_dump_all(documents))
         # kube-apiserver verifies its "kubelets" against the cluster's CA
         # (--kubelet-certificate-authority), and reaches kwok's at the node's InternalIP.
         cert, key = self.ca.issue_server("kwok", ["127.0.0.1", "localhost"]).write(
@@ -287,7 +300,7 @@ class ControlPlane:
             [
                 f"--kubeconfig={self.kubeconfig_path}",
                 f"--config={stages}",
-                f"--config={logs}",
+                f"--config={streams}",
                 f"--tls-cert-file={cert}",
                 f"--tls-private-key-file={key}",
                 "--manage-all-nodes=false",
@@ -340,7 +353,7 @@ class ControlPlane:
         group.append(
             Process(
                 f"{self.name}/{component}",
-                [str(self.devkube), component, *args],
+                [*self.enter, str(self.devkube), component, *args],
                 self.root / "logs" / f"{self.name}-{component}.log",
                 env=env,
             )
