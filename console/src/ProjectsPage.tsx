@@ -2,6 +2,7 @@ import { useState } from "preact/hooks";
 import type { TargetedSubmitEvent } from "preact";
 
 import { ApiError, all, call, pathOf } from "./api";
+import type { V3Cluster } from "./clusters";
 import { DeleteDialog } from "./DeleteDialog";
 import { LiveBadge, useLive } from "./live";
 import {
@@ -28,11 +29,17 @@ export function ProjectsPage({ clusterId }: { clusterId: string }) {
   const [error, setError] = useState("");
   const [creating, setCreating] = useState(false);
   const [deleting, setDeleting] = useState<V3Project | null>(null);
+  const [clusterName, setClusterName] = useState(clusterId);
   const ours = (p: V3Project) => p.clusterId === clusterId;
 
   const load = async () => {
     try {
-      const found = await all<V3Project>(`/v3/projects?clusterId=${encodeURIComponent(clusterId)}`);
+      const id = encodeURIComponent(clusterId);
+      const [cluster, found] = await Promise.all([
+        call<V3Cluster>("GET", `/v3/clusters/${id}`),
+        all<V3Project>(`/v3/projects?clusterId=${id}`),
+      ]);
+      setClusterName(cluster.name || clusterId);
       setProjects(byId(found.filter(ours)));
       setError("");
     } catch (failure) {
@@ -57,7 +64,7 @@ export function ProjectsPage({ clusterId }: { clusterId: string }) {
     <section class="page" aria-labelledby="projects-title">
       <nav aria-label="Breadcrumb" class="crumbs">
         <a href={hrefOf({ page: "clusters" })}>Clusters</a> /{" "}
-        <a href={hrefOf({ page: "cluster", clusterId })}>{clusterId}</a> / <span>Projects</span>
+        <a href={hrefOf({ page: "cluster", clusterId })}>{clusterName}</a> / <span>Projects</span>
       </nav>
       <header class="page-head">
         <h1 id="projects-title">Projects</h1>
@@ -160,7 +167,7 @@ function CreateProject({ clusterId, onCreated, onCancel }: CreateProps) {
     try {
       onCreated(await call<V3Project>("POST", "/v3/projects", projectBody(clusterId, form)));
     } catch (refused) {
-      const input = refused instanceof ApiError ? errorInput(refused.fieldName) : null;
+      const input = refused instanceof ApiError ? errorInput(refused.fieldName, refused.message) : null;
       setFailure({ input, message: messageOf(refused) });
       if (input) document.getElementById(input)?.focus();
     } finally {

@@ -40,6 +40,9 @@ describe("projects", () => {
       fieldId(namespaceQuotaField("limitsMemory")),
     );
     expect(errorInput("namespaceDefaultResourceQuota")).toBe(fieldId(namespaceQuotaField("limitsCpu")));
+    expect(
+      errorInput("namespaceDefaultResourceQuota.limit", "project quota: pods: 1 namespace(s) x 20 = 20 exceeds the limit 10; limitsCpu: …"),
+    ).toBe(fieldId(namespaceQuotaField("pods")));
     expect(errorInput("containerDefaultResourceLimit.requestsCpu")).toBe(fieldId(containerField("requestsCpu")));
     expect(errorInput("clusterId")).toBeNull();
     expect(errorInput("")).toBeNull();

@@ -89,15 +89,23 @@ export function projectBody(clusterId: string, form: ProjectForm): Record<string
 }
 
 /** The input an error of the API names (`fieldName`), or null when the form has none for it
- * (the message then shows above the form). `displayName` is the name's other spelling; a
- * field naming a whole quota goes to its first input. */
-export function errorInput(fieldName: string): string | null {
+ * (the message then shows above the form). `displayName` is the name's other spelling. A
+ * field naming a whole quota (`namespaceDefaultResourceQuota.limit`: a default the project
+ * cannot hold) goes to the input of the resource its message names first, else the first. */
+export function errorInput(fieldName: string, message = ""): string | null {
   if (!fieldName) return null;
   if (fieldName === "displayName" || fieldName === NAME_FIELD) return fieldId(NAME_FIELD);
   if (fieldName === DESCRIPTION_FIELD) return fieldId(DESCRIPTION_FIELD);
   const [part, ...rest] = fieldName.split(".");
-  const resource = rest[rest.length - 1] ?? "";
-  const pick = (known: readonly string[]) => (known.includes(resource) ? resource : known[0] ?? "");
+  const named = rest[rest.length - 1] ?? "";
+  const pick = (known: readonly string[]) => {
+    if (known.includes(named)) return named;
+    const mentioned = known
+      .map((resource) => ({ resource, at: message.search(new RegExp(`\\b${resource}\\b`)) }))
+      .filter(({ at }) => at >= 0)
+      .sort((a, b) => a.at - b.at);
+    return mentioned[0]?.resource ?? known[0] ?? "";
+  };
   switch (part) {
     case "resourceQuota":
       return fieldId(projectQuotaField(pick(QUOTA_RESOURCES)));
