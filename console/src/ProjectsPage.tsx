@@ -5,6 +5,7 @@ import { ApiError, all, call, pathOf } from "./api";
 import type { V3Cluster } from "./clusters";
 import { DeleteDialog } from "./DeleteDialog";
 import { LiveBadge, useLive } from "./live";
+import { Members } from "./Members";
 import {
   CONTAINER_RESOURCES,
   DESCRIPTION_FIELD,
@@ -29,6 +30,7 @@ export function ProjectsPage({ clusterId }: { clusterId: string }) {
   const [error, setError] = useState("");
   const [creating, setCreating] = useState(false);
   const [deleting, setDeleting] = useState<V3Project | null>(null);
+  const [members, setMembers] = useState<string | null>(null);
   const [clusterName, setClusterName] = useState(clusterId);
   const ours = (p: V3Project) => p.clusterId === clusterId;
 
@@ -51,9 +53,10 @@ export function ProjectsPage({ clusterId }: { clusterId: string }) {
     setProjects((now) => (now ? applyResourceEvent(now, event, "project", ours) : now));
   });
   // A project made here is listed at once: its create event may reach its creator only with
-  // its first change (docs/api.md, "Subscriptions").
+  // its first change (docs/api.md, "Subscriptions"). An event may also come before the
+  // answer to the POST, and then it is the newer of the two.
   const created = (project: V3Project) => {
-    setProjects((now) => new Map(now ?? []).set(project.id, project));
+    setProjects((now) => (now?.has(project.id) ? now : new Map(now ?? []).set(project.id, project)));
     setCreating(false);
   };
 
@@ -118,6 +121,15 @@ export function ProjectsPage({ clusterId }: { clusterId: string }) {
                 <td>{quotaText(p.namespaceDefaultResourceQuota?.limit)}</td>
                 <td>{quotaText(p.containerDefaultResourceLimit)}</td>
                 <td class="actions">
+                  <button
+                    type="button"
+                    class="ghost"
+                    aria-label={`Members of ${p.name || p.id}`}
+                    aria-expanded={members === p.id}
+                    onClick={() => { setMembers(members === p.id ? null : p.id); }}
+                  >
+                    Members
+                  </button>
                   {p.links?.remove !== undefined && (
                     <button
                       type="button"
@@ -133,6 +145,13 @@ export function ProjectsPage({ clusterId }: { clusterId: string }) {
             ))}
           </tbody>
         </table>
+      )}
+      {members !== null && projects?.get(members) && (
+        <Members
+          key={members}
+          project={projects.get(members) as V3Project}
+          onClose={() => { setMembers(null); }}
+        />
       )}
       {deleting?.links?.remove !== undefined && (
         <DeleteDialog

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 
 import {
+  bindingBody,
   containerField,
   errorInput,
   fieldId,
+  memberOf,
   namespaceQuotaField,
   projectBody,
   projectQuotaField,
@@ -52,5 +54,18 @@ describe("projects", () => {
     expect(quotaText({ limitsCpu: "2", pods: "10" })).toBe("CPU limit 2, Pods 10");
     expect(quotaText(null)).toBe("–");
     expect(quotaText({})).toBe("–");
+  });
+});
+
+describe("project members", () => {
+  it("grants to a user by id, or to a provider's group by its principal", () => {
+    expect(bindingBody("c-a:p-1", " u-abc12 ", "read-only")).toEqual({
+      type: "projectRoleTemplateBinding", projectId: "c-a:p-1", roleTemplateId: "read-only", userId: "u-abc12",
+    });
+    expect(bindingBody("c-a:p-1", "oidc_group://admins", "project-member")).toEqual({
+      type: "projectRoleTemplateBinding", projectId: "c-a:p-1", roleTemplateId: "project-member",
+      groupPrincipalId: "oidc_group://admins",
+    });
+    expect(memberOf({ id: "b", groupPrincipalId: "oidc_group://admins" })).toBe("oidc_group://admins");
   });
 });

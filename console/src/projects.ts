@@ -125,3 +125,26 @@ export function quotaText(limits: Limits | null | undefined): string {
     .map(([resource, value]) => `${QUOTA_LABELS[resource] ?? resource} ${value ?? ""}`);
   return parts.join(", ") || "–";
 }
+
+// The roles a project grants (docs/api.md, "Who may do what").
+export const PROJECT_ROLES = ["project-owner", "project-member", "read-only"] as const;
+
+export interface V3ProjectBinding extends Resource {
+  projectId?: string;
+  userId?: string;
+  groupPrincipalId?: string;
+  roleTemplateId?: string;
+}
+
+/** The body of `POST /v3/projectroletemplatebindings`: a provider's group principal
+ * (`oidc_group://admins`, anything with `://`) or else a user's id, with the role. */
+export function bindingBody(projectId: string, principal: string, role: string): Record<string, string> {
+  const who = principal.trim();
+  const target = who.includes("://") ? { groupPrincipalId: who } : { userId: who };
+  return { type: "projectRoleTemplateBinding", projectId, roleTemplateId: role, ...target };
+}
+
+/** Who a binding is for, as the members list shows it. */
+export function memberOf(binding: V3ProjectBinding): string {
+  return binding.userId || binding.groupPrincipalId || "–";
+}
