@@ -20,19 +20,18 @@ export function DeleteDialog({ what, name, remove, onClose }: Props) {
     dialog.current?.showModal();
   }, []);
 
+  // Every way out (Cancel, Escape, done) closes the native dialog, whose close event tells
+  // the opener: only then is the page outside it focusable again.
+  const close = () => {
+    dialog.current?.close();
+  };
   const confirm = async (event: Event) => {
     event.preventDefault();
-    if (await action.run("delete", remove)) onClose();
+    if (await action.run("delete", remove)) close();
   };
 
   return (
-    <dialog
-      ref={dialog}
-      class="dialog"
-      aria-labelledby="delete-title"
-      onClose={onClose}
-      onCancel={onClose}
-    >
+    <dialog ref={dialog} class="dialog" aria-labelledby="delete-title" onClose={onClose}>
       <form method="dialog" onSubmit={(event) => void confirm(event)}>
         <h2 id="delete-title">{`Delete ${what} ${name}?`}</h2>
         <p>
@@ -52,7 +51,7 @@ export function DeleteDialog({ what, name, remove, onClose }: Props) {
           {action.error}
         </p>
         <div class="buttons">
-          <button type="button" class="ghost" onClick={onClose}>
+          <button type="button" class="ghost" onClick={close}>
             Cancel
           </button>
           <button type="submit" class="danger" disabled={typed !== name || action.pending !== null}>

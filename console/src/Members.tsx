@@ -105,6 +105,7 @@ export function Members({ project, onClose }: { project: V3Project; onClose: () 
             aria-describedby={grant.error ? "grant-error" : undefined}
             onInput={(e) => {
               setPrincipal(e.currentTarget.value);
+              grant.clear();
             }}
           />
           {grant.error && (

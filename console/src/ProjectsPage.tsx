@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import type { TargetedSubmitEvent } from "preact";
+import { Fragment, type TargetedSubmitEvent } from "preact";
 
 import { ApiError, all, call, pathOf } from "./api";
 import type { V3Cluster } from "./clusters";
@@ -194,16 +194,19 @@ function CreateProject({ clusterId, onCreated, onCancel }: CreateProps) {
     }
   };
 
-  const input = (field: string, label: string, placeholder = "") => {
+  // In the quota grid the row and column say what an input is: its label is for
+  // assistive technology only.
+  const input = (field: string, label: string, inGrid = false) => {
     const id = fieldId(field);
     const wrong = failure?.input === id;
     return (
       <div class="field">
-        <label for={id}>{label}</label>
+        <label for={id} class={inGrid ? "visually-hidden" : undefined}>
+          {label}
+        </label>
         <input
           id={id}
           value={form[id] ?? ""}
-          placeholder={placeholder}
           aria-invalid={wrong}
           aria-describedby={wrong ? `${id}-error` : undefined}
           onInput={(e) => {
@@ -236,13 +239,26 @@ function CreateProject({ clusterId, onCreated, onCancel }: CreateProps) {
       {input(DESCRIPTION_FIELD, "Description")}
       <fieldset>
         <legend>Quotas (Kubernetes quantities: 500m, 2, 256Mi, 10)</legend>
-        <div class="quota-grid">
-          {QUOTA_RESOURCES.map((resource) => (
-            <div class="quota-row" key={resource}>
-              {input(projectQuotaField(resource), `${QUOTA_LABELS[resource] ?? resource}: project`)}
-              {input(namespaceQuotaField(resource), `${QUOTA_LABELS[resource] ?? resource}: each namespace`)}
-            </div>
-          ))}
+        <div class="quota-table">
+          <span aria-hidden="true" />
+          <span aria-hidden="true" class="quota-head">
+            Project limit
+          </span>
+          <span aria-hidden="true" class="quota-head">
+            Each namespace
+          </span>
+          {QUOTA_RESOURCES.map((resource) => {
+            const label = QUOTA_LABELS[resource] ?? resource;
+            return (
+              <Fragment key={resource}>
+                <span aria-hidden="true" class="quota-name">
+                  {label}
+                </span>
+                {input(projectQuotaField(resource), `${label}: project`, true)}
+                {input(namespaceQuotaField(resource), `${label}: each namespace`, true)}
+              </Fragment>
+            );
+          })}
         </div>
       </fieldset>
       <fieldset>
