@@ -26,19 +26,34 @@ interface Cluster extends V3Cluster {
   };
 }
 
-type Loaded<T> = { items: ReadonlyMap<string, T>; error: "" } | { items: null; error: string };
+// A collection of the page: null until read, or with the API's refusal to list it.
+interface Loaded<T> {
+  items: ReadonlyMap<string, T> | null;
+  error: string;
+}
 
-const NOT_LOADED = { items: null, error: "" } as const;
+function loadedOf<T extends { id: string }>(read: PromiseSettledResult<T[]>): Loaded<T> {
+  return read.status === "fulfilled"
+    ? { items: byId(read.value), error: "" }
+    : { items: null, error: messageOf(read.reason) };
+}
 
-function cut(failure: unknown): { items: null; error: string } {
-  return { items: null, error: messageOf(failure) };
+function applied<T extends { id: string; clusterId?: string }>(
+  loaded: Loaded<T>,
+  event: ResourceEvent,
+  resourceType: string,
+  clusterId: string,
+): Loaded<T> {
+  if (loaded.items === null) return loaded;
+  const items = applyResourceEvent(loaded.items, event, resourceType, (r) => r.clusterId === clusterId);
+  return items === loaded.items ? loaded : { items, error: "" };
 }
 
 export function ClusterPage({ clusterId }: { clusterId: string }) {
   const [cluster, setCluster] = useState<Cluster | null>(null);
   const [gone, setGone] = useState("");
-  const [nodes, setNodes] = useState<Loaded<V3Node> | typeof NOT_LOADED>(NOT_LOADED);
-  const [pools, setPools] = useState<Loaded<V3NodePool> | typeof NOT_LOADED>(NOT_LOADED);
+  const [nodes, setNodes] = useState<Loaded<V3Node>>({ items: null, error: "" });
+  const [pools, setPools] = useState<Loaded<V3NodePool>>({ items: null, error: "" });
   const id = encodeURIComponent(clusterId);
 
   const load = async () => {
@@ -56,20 +71,17 @@ export function ClusterPage({ clusterId }: { clusterId: string }) {
       all<V3Node>(`/v3/clusters/${id}/nodes`),
       all<V3NodePool>(`/v3/nodepools?clusterId=${id}`),
     ]);
-    setNodes(found.status === "fulfilled" ? { items: byId(found.value), error: "" } : cut(found.reason));
-    setPools(made.status === "fulfilled" ? { items: byId(made.value), error: "" } : cut(made.reason));
+    setNodes(loadedOf(found));
+    setPools(loadedOf(made));
   };
 
   const onEvent = (event: ResourceEvent) => {
-    const ours = (r: { clusterId?: string }) => r.clusterId === clusterId;
     if (event.resourceType === "cluster" && event.data?.id === clusterId) {
       if (event.name === "resource.remove") setGone(`Cluster ${clusterId} has been deleted.`);
       else setCluster(event.data as unknown as Cluster);
     }
-    setNodes((now) => (now.items ? { items: applyResourceEvent(now.items, event, "node", ours), error: "" } : now));
-    setPools((now) =>
-      now.items ? { items: applyResourceEvent(now.items, event, "nodePool", ours), error: "" } : now,
-    );
+    setNodes((now) => applied(now, event, "node", clusterId));
+    setPools((now) => applied(now, event, "nodePool", clusterId));
   };
 
   const link = useLive(["cluster", "node", "nodePool"], load, onEvent);
@@ -210,7 +222,7 @@ function Conditions({ conditions }: { conditions: (Condition & { lastUpdateTime?
   );
 }
 
-function Nodes({ loaded }: { loaded: Loaded<V3Node> | typeof NOT_LOADED }) {
+function Nodes({ loaded }: { loaded: Loaded<V3Node> }) {
   const action = useAction();
   const act = (row: NodeRow, name: "cordon" | "uncordon" | "drain") => {
     const link = row.actions[name];
@@ -302,7 +314,7 @@ function Nodes({ loaded }: { loaded: Loaded<V3Node> | typeof NOT_LOADED }) {
   );
 }
 
-function Pools({ loaded }: { loaded: Loaded<V3NodePool> | typeof NOT_LOADED }) {
+function Pools({ loaded }: { loaded: Loaded<V3NodePool> }) {
   const action = useAction();
   const scale = (row: PoolRow, quantity: number) => {
     const link = row.update;
