@@ -2,6 +2,9 @@ import { useEffect, useState } from "preact/hooks";
 
 import { onSessionEnded } from "./api";
 import { ClusterList } from "./ClusterList";
+import { ClusterPage } from "./ClusterPage";
+import { ProjectsPage } from "./ProjectsPage";
+import { hrefOf, parseRoute, type Route } from "./route";
 import { SignIn } from "./SignIn";
 import { signOut, whoAmI, type User } from "./session";
 import { applyTheme, currentTheme, type Theme } from "./theme";
@@ -56,6 +59,7 @@ export function App() {
 
 function Shell({ user, onSignedOut }: { user: User; onSignedOut: () => void }) {
   const [theme, setTheme] = useState<Theme>(currentTheme);
+  const route = useRoute();
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState("");
 
@@ -84,7 +88,7 @@ function Shell({ user, onSignedOut }: { user: User; onSignedOut: () => void }) {
       <header class="topbar">
         <span class="brand">corral</span>
         <nav aria-label="Main">
-          <a href="#/clusters" aria-current="page">
+          <a href={hrefOf({ page: "clusters" })} aria-current={route.page === "clusters" ? "page" : undefined}>
             Clusters
           </a>
         </nav>
@@ -110,8 +114,34 @@ function Shell({ user, onSignedOut }: { user: User; onSignedOut: () => void }) {
         </p>
       )}
       <main id="main" tabIndex={-1}>
-        <ClusterList />
+        <Page route={route} />
       </main>
     </>
   );
+}
+
+function useRoute(): Route {
+  const [route, setRoute] = useState<Route>(() => parseRoute(window.location.hash));
+  useEffect(() => {
+    const follow = () => {
+      setRoute(parseRoute(window.location.hash));
+    };
+    window.addEventListener("hashchange", follow);
+    return () => {
+      window.removeEventListener("hashchange", follow);
+    };
+  }, []);
+  return route;
+}
+
+function Page({ route }: { route: Route }) {
+  // Keyed by the address, so going from one cluster to another starts the page afresh.
+  switch (route.page) {
+    case "clusters":
+      return <ClusterList />;
+    case "cluster":
+      return <ClusterPage key={route.clusterId} clusterId={route.clusterId} />;
+    case "projects":
+      return <ProjectsPage key={route.clusterId} clusterId={route.clusterId} />;
+  }
 }

@@ -1,19 +1,13 @@
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useMemo, useRef, useState } from "preact/hooks";
 
 import { ApiError, all } from "./api";
 import { applyEvent, shown, toRow, type ClusterRow, type V3Cluster } from "./clusters";
-import { subscribe, type Link } from "./subscribe";
-import { whoAmI } from "./session";
+import { LiveBadge, useLive } from "./live";
+import { hrefOf } from "./route";
 import { useVirtualRows } from "./virtual";
 
 const ROW_HEIGHT = 48;
 const COLUMNS = ["Name", "State", "Version", "Driver", "Nodes", "Pods", "Conditions"];
-
-const LINK_TEXT: Record<Link, string> = {
-  connecting: "Connecting…",
-  live: "Live",
-  reconnecting: "Reconnecting…",
-};
 
 function rowsOf(clusters: V3Cluster[]): ReadonlyMap<string, ClusterRow> {
   return new Map(clusters.map((c) => [c.id, toRow(c)]));
@@ -22,33 +16,20 @@ function rowsOf(clusters: V3Cluster[]): ReadonlyMap<string, ClusterRow> {
 export function ClusterList() {
   const [rows, setRows] = useState<ReadonlyMap<string, ClusterRow> | null>(null);
   const [error, setError] = useState("");
-  const [link, setLink] = useState<Link>("connecting");
   const [filter, setFilter] = useState("");
 
-  useEffect(() => {
-    const load = async () => {
-      try {
-        setRows(rowsOf(await all<V3Cluster>("/v3/clusters")));
-        setError("");
-      } catch (failure) {
-        if (failure instanceof ApiError && failure.sessionEnded) return;
-        setError(failure instanceof Error ? failure.message : String(failure));
-      }
-    };
-    // The list is read when the subscription opens (and again on every reconnect), so no
-    // change between the read and the first event is lost.
-    const subscription = subscribe(["cluster"], {
-      onOpen: () => void load(),
-      onEvent: (event) => {
-        setRows((current) => (current ? applyEvent(current, event) : current));
-      },
-      onLink: setLink,
-      sessionHolds: async () => (await whoAmI()) !== null,
-    });
-    return () => {
-      subscription.close();
-    };
-  }, []);
+  const load = async () => {
+    try {
+      setRows(rowsOf(await all<V3Cluster>("/v3/clusters")));
+      setError("");
+    } catch (failure) {
+      if (failure instanceof ApiError && failure.sessionEnded) return;
+      setError(failure instanceof Error ? failure.message : String(failure));
+    }
+  };
+  const link = useLive(["cluster"], load, (event) => {
+    setRows((current) => (current ? applyEvent(current, event) : current));
+  });
 
   const visible = useMemo(() => (rows ? shown(rows, filter) : []), [rows, filter]);
 
@@ -56,9 +37,7 @@ export function ClusterList() {
     <section class="page" aria-labelledby="clusters-title">
       <header class="page-head">
         <h1 id="clusters-title">Clusters</h1>
-        <span class={`link link-${link}`} role="status" aria-live="polite">
-          {LINK_TEXT[link]}
-        </span>
+        <LiveBadge link={link} />
       </header>
       <div class="toolbar">
         <label for="cluster-filter">Filter</label>
@@ -136,7 +115,9 @@ function Cells({ row }: { row: ClusterRow }) {
   return (
     <>
       <span role="cell" class="name">
-        <strong>{row.name}</strong>
+        <a href={hrefOf({ page: "cluster", clusterId: row.id })}>
+          <strong>{row.name}</strong>
+        </a>
         <small>{row.id}</small>
       </span>
       <span role="cell">

@@ -1,6 +1,8 @@
 // What the clusters list shows of a /v3 cluster, and how the subscription's events change it.
 // Pure: the list's component and its tests share it.
 
+import type { ResourceEvent } from "./resources";
+
 export interface Condition {
   type: string;
   status: string;
@@ -72,13 +74,6 @@ export function toRow(cluster: V3Cluster): ClusterRow {
     conditions,
     problems: conditions.filter((c) => !healthy(c)),
   };
-}
-
-/** One message of /v3/subscribe. */
-export interface ResourceEvent {
-  name: string;
-  resourceType?: string;
-  data?: { id?: string } & Record<string, unknown>;
 }
 
 /** The rows after `event`; the same map when the event does not concern clusters. */

@@ -2,7 +2,7 @@
 // Events missed while it was down are not replayed, so `onOpen` runs on every (re)connect and
 // the list reads its collection afresh then.
 
-import type { ResourceEvent } from "./clusters";
+import type { ResourceEvent } from "./resources";
 
 export type Link = "connecting" | "live" | "reconnecting";
 

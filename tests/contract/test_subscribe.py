@@ -4,19 +4,23 @@ object, the handshake's refusals, and a socket closed when its session ends."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
+from kubernetes import client as k8s
 from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
-from corral.core.api import ids
+from corral.core.api import ids, names
 from corral.core.kube import kinds
 
 from .client import error, eventually
@@ -225,3 +229,100 @@ async def test_the_session_cookie_opens_it_only_from_corrals_own_origin(
     async with client.ws_connect("/v3/subscribe",
                                  headers={**cookie, "Origin": EXTERNAL_URL}) as socket:  # fmt: skip
         assert not socket.closed
+
+
+@dataclass(frozen=True)
+class Watched:
+    """A family's object made for the test: its id, and where `GET` shows it."""
+
+    id: str
+    path: str
+
+
+async def cluster_with_namespace(kube: AsyncClient, core: k8s.CoreV1Api, name: str) -> str:
+    cluster_id = await new_cluster(kube, name)
+    # The operator makes each cluster's namespace; none runs here.
+    core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=cluster_id)))
+    return cluster_id
+
+
+async def made_node(kube: AsyncClient, cluster_id: str) -> Watched:
+    hostname = f"sub-{secrets.token_hex(3)}"
+    name = names.node_cr_name(hostname)
+    meta = ObjectMeta(name=name, namespace=cluster_id)
+    await kube.create(kinds.Node(metadata=meta, spec={"requestedHostname": hostname}))
+    return Watched(f"{cluster_id}:{name}", f"/v3/clusters/{cluster_id}/nodes/{name}")
+
+
+async def made_pool(api: Any, cluster_id: str, template: str) -> Watched:
+    body = {"clusterId": cluster_id, "hostnamePrefix": f"sub-{secrets.token_hex(3)}-",
+            "nodeTemplateName": template, "quantity": 0, "worker": True}  # fmt: skip
+    created = await api.post("/v3/nodepools", body)
+    assert created.status == 201, created.body
+    return Watched(created.body["id"], f"/v3/nodepools/{created.body['id']}")
+
+
+async def made_project(api: Any, cluster_id: str) -> Watched:
+    created = await api.post("/v3/projects", {"name": "subscribed", "clusterId": cluster_id})
+    assert created.status == 201, created.body
+    path = f"/v3/projects/{created.body['id']}"
+    # The creator's role may reach the app after the project does, and then its create event
+    # is withheld from them; a change they make (so the app knows their role) is theirs.
+    changed = await api.put(path, {"description": "made"})
+    assert changed.status == 200, changed.body
+    return Watched(created.body["id"], path)
+
+
+@pytest.mark.parametrize("resource_type", ["node", "nodePool", "project"])
+async def test_a_user_receives_events_of_exactly_the_nodes_pools_and_projects_the_api_shows(
+    client: TestClient[Any, Any],
+    kube: AsyncClient,
+    core: k8s.CoreV1Api,
+    admin: Person,
+    make_user: Callable[..., Awaitable[Person]],
+    resource_type: str,
+) -> None:
+    """Three users of two clusters: the owner and a member of A, the owner of B. Objects are
+    made in A, B, A, B; each user's events are compared with what `GET` shows them. A member
+    sees a cluster's nodes and pools, but only the projects they have a role in."""
+    first = await cluster_with_namespace(kube, core, "subscribed-a")
+    second = await cluster_with_namespace(kube, core, "subscribed-b")
+    owner_a, member_a, owner_b = await make_user(), await make_user(), await make_user()
+    for cluster_id, person, role in ((first, owner_a, "cluster-owner"),
+                                     (first, member_a, "cluster-member"),
+                                     (second, owner_b, "cluster-owner")):  # fmt: skip
+        granted = await admin.api.post("/v3/clusterroletemplatebindings",
+                                       {"clusterId": cluster_id, "userId": person.id,
+                                        "roleTemplateId": role})  # fmt: skip
+        assert granted.status == 201, granted.body
+    template = ""
+    if resource_type == "nodePool":
+        made = await admin.api.post("/v3/nodetemplates", {"name": "sub", "kwokConfig": {}})
+        assert made.status == 201, made.body
+        template = made.body["id"]
+
+    async def make(cluster_id: str, creator: Person) -> Watched:
+        if resource_type == "node":
+            return await made_node(kube, cluster_id)
+        if resource_type == "nodePool":
+            return await made_pool(admin.api, cluster_id, template)
+        return await made_project(creator.api, cluster_id)
+
+    query = f"resourceTypes={resource_type}"
+    people = (owner_a, member_a, owner_b)
+    async with contextlib.AsyncExitStack() as stack:
+        streams = [await stack.enter_async_context(subscribed(client, p, query)) for p in people]
+        # The member's own project in A comes last in A, so a member who sees no other
+        # project of A still has an event to wait for.
+        made = [await make(first, admin), await make(second, admin),
+                await make(first, member_a), await make(second, admin)]  # fmt: skip
+        for person, events in zip(people, streams, strict=True):
+            shown = [(await person.api.get(w.path)).status == 200 for w in made]
+            # The last object they see: every change before it was delivered or withheld once
+            # its event is in (one watch brings this family's changes in order).
+            last = max(i for i, seen in enumerate(shown) if seen)
+            await events.first(lambda e, w=made[last]: e["data"]["id"] == w.id)
+            received = [bool(events.about(w.id)) for w in made[:last]]
+            assert received == shown[:last], (person.username, made, received, shown)
+            assert not all(shown[:last]), "each user has an object hidden from them before"
+            assert {e["resourceType"] for e in events.seen} == {resource_type}

@@ -140,7 +140,9 @@ def create_app(
         throttle=LoginThrottle(throttle),
         readiness=Readiness(),
     )
-    app[SUBSCRIBABLE] = {s.resource_type: s for s in (clusters.SUBSCRIBABLE,)}
+    offered = (clusters.SUBSCRIBABLE, nodes.SUBSCRIBABLE, nodepools.SUBSCRIBABLE,
+               projects.SUBSCRIBABLE)  # fmt: skip
+    app[SUBSCRIBABLE] = {s.resource_type: s for s in offered}
     for module in ROUTE_MODULES:
         app.add_routes(module.routes)
     app.cleanup_ctx.append(_background)

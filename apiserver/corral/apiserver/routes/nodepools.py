@@ -15,6 +15,7 @@ from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
 from corral.apiserver.resources.scoped import cluster_link, scoped_id, seen_by_members
+from corral.apiserver.resources.subscriptions import Subscribable
 from corral.apiserver.services import nodepools
 from corral.core.kube.informer import Obj
 from corral.core.nodepools import spec as pool_spec
@@ -106,3 +107,10 @@ FAMILY = Family[Obj](
     body_as_sent=True,
 )
 routes = handlers.routes(FAMILY)
+
+# `GET /v3/subscribe`: a pool's changes go to its cluster's members and owners, as `find`.
+SUBSCRIBABLE = Subscribable(
+    FAMILY,
+    cache="nodepools",
+    sees=lambda ask, obj: ask.who.access.cluster_role(obj["metadata"]["namespace"]) is not None,
+)

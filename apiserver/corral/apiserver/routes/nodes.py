@@ -25,6 +25,7 @@ from corral.apiserver.http.urls import v3
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
 from corral.apiserver.resources.scoped import cluster_link, scoped_id
+from corral.apiserver.resources.subscriptions import Subscribable
 from corral.apiserver.services import nodes
 from corral.apiserver.services.nodes import ROLES
 from corral.apiserver.services.visibility import owned_cluster, visible_cluster
@@ -206,6 +207,13 @@ FAMILY = Family[Obj](
     body_as_sent=True,
 )
 routes = handlers.routes(FAMILY)
+
+# `GET /v3/subscribe`: a node's changes go to its cluster's members and owners, as `listed`.
+SUBSCRIBABLE = Subscribable(
+    FAMILY,
+    cache="nodes",
+    sees=lambda ask, obj: ask.who.access.cluster_role(obj["metadata"]["namespace"]) is not None,
+)
 
 
 @routes.post(v3("nodes"))

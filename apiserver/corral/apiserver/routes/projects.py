@@ -22,6 +22,7 @@ from corral.apiserver.http.objects import object_fields, object_stamp
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
+from corral.apiserver.resources.subscriptions import Subscribable
 from corral.apiserver.services import admission, projects
 from corral.apiserver.services.admission import project_id
 from corral.apiserver.services.projects import QUOTA_PARTS
@@ -141,6 +142,15 @@ FAMILY = Family[Obj](
     body_as_sent=True,
 )
 routes = handlers.routes(FAMILY)
+
+# `GET /v3/subscribe`: a project's changes go to whoever has a role in it, as `listed`. Its
+# creator's role may reach the app after the project does: the create event is then withheld
+# from them, and they get its next change (the operator's first status write, within seconds).
+SUBSCRIBABLE = Subscribable(
+    FAMILY,
+    cache="projects",
+    sees=lambda ask, obj: ask.who.access.project_role(project_id(obj)) is not None,
+)
 
 
 @routes.get(FAMILY.collection_route + "/{id}/events")

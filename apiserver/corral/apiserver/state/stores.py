@@ -138,9 +138,19 @@ class Stores:
                 client, kinds.Cluster, {"v1": _v1_name}, on_change=changes.hook("clusters")
             ),
             nodes=Informer(
-                client, kinds.Node, {"cluster": _namespace, "template": _template}, namespace="*"
+                client,
+                kinds.Node,
+                {"cluster": _namespace, "template": _template},
+                namespace="*",
+                on_change=changes.hook("nodes"),
             ),
-            projects=Informer(client, kinds.Project, {"cluster": _namespace}, namespace="*"),
+            projects=Informer(
+                client,
+                kinds.Project,
+                {"cluster": _namespace},
+                namespace="*",
+                on_change=changes.hook("projects"),
+            ),
             project_bindings=Informer(
                 client,
                 kinds.ProjectRoleTemplateBinding,
@@ -166,6 +176,7 @@ class Stores:
                 kinds.NodePool,
                 {"cluster": _namespace, "template": _template},
                 namespace="*",
+                on_change=changes.hook("nodepools"),
             ),
             # Provider configurations (their client secrets are in a Secret, read per use).
             authconfigs=Informer(client, kinds.AuthConfig),

@@ -1,0 +1,77 @@
+// A page's live data: one /v3/subscribe socket for the families it shows. `load` reads the
+// page's collections each time the socket opens (events are not replayed), `onEvent` applies
+// what changes after.
+
+import { useEffect, useRef, useState } from "preact/hooks";
+
+import type { ResourceEvent } from "./resources";
+import { whoAmI } from "./session";
+import { subscribe, type Link } from "./subscribe";
+
+export const LINK_TEXT: Record<Link, string> = {
+  connecting: "Connecting…",
+  live: "Live",
+  reconnecting: "Reconnecting…",
+};
+
+export function useLive(
+  resourceTypes: string[],
+  load: () => Promise<void>,
+  onEvent: (event: ResourceEvent) => void,
+): Link {
+  const [link, setLink] = useState<Link>("connecting");
+  // The latest callbacks, without opening the socket again when they change.
+  const handlers = useRef({ load, onEvent });
+  handlers.current = { load, onEvent };
+  const types = resourceTypes.join(",");
+
+  useEffect(() => {
+    const subscription = subscribe(types.split(","), {
+      onOpen: () => void handlers.current.load(),
+      onEvent: (event) => {
+        handlers.current.onEvent(event);
+      },
+      onLink: setLink,
+      sessionHolds: async () => (await whoAmI()) !== null,
+    });
+    return () => {
+      subscription.close();
+    };
+  }, [types]);
+
+  return link;
+}
+
+export function LiveBadge({ link }: { link: Link }) {
+  return (
+    <span class={`link link-${link}`} role="status" aria-live="polite">
+      {LINK_TEXT[link]}
+    </span>
+  );
+}
+
+/** An action's progress and failure: `run` marks `label` pending while `work` runs, and
+ * keeps the API's message when it fails. */
+export function useAction(): {
+  pending: string | null;
+  error: string;
+  run: (label: string, work: () => Promise<unknown>) => Promise<boolean>;
+  clear: () => void;
+} {
+  const [pending, setPending] = useState<string | null>(null);
+  const [error, setError] = useState("");
+  const run = async (label: string, work: () => Promise<unknown>): Promise<boolean> => {
+    setPending(label);
+    setError("");
+    try {
+      await work();
+      return true;
+    } catch (failure) {
+      setError(failure instanceof Error ? failure.message : String(failure));
+      return false;
+    } finally {
+      setPending(null);
+    }
+  };
+  return { pending, error, run, clear: () => { setError(""); } };
+}
