@@ -13,6 +13,7 @@ from aiohttp import web
 from lightkube import AsyncClient
 from lightkube.types import PatchType
 
+from corral.apiserver.auth import ratelimit
 from corral.apiserver.auth.access import AccessMemo
 from corral.apiserver.auth.activity import ActivityTracker
 from corral.apiserver.auth.ledger import KubeLedger
@@ -175,6 +176,15 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
             held.limiter.prune(time.time())
             held.throttle.prune(time.monotonic())
 
+    async def settle_rate_limits() -> None:
+        # Requests reserved under a limit that has just changed go back to the shared records
+        # as soon as this replica sees the change, whether its users call again or not.
+        version = -1
+        while True:
+            version = await stores.settings.changed(version)
+            limit = int(stores.number(ratelimit.SETTING))
+            await held.limiter.settle(limit, time.time())
+
     async with stores.running():
         tasks = [
             asyncio.create_task(connections.run()),
@@ -182,6 +192,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
             asyncio.create_task(held.activity.run(
                 lambda: stores.number("auth-user-session-idle-ttl-minutes"))),
             asyncio.create_task(prune()),
+            asyncio.create_task(settle_rate_limits()),
         ]  # fmt: skip
         yield
         for task in tasks:
