@@ -1,10 +1,11 @@
-"""The rate limit across replicas when its setting changes: two applications against one
-kube-apiserver, as two API server workers or pods, sharing each user's record
+"""The rate limit across replicas when its setting changes or a replica stops: applications
+against one kube-apiserver, as API server workers or pods are, sharing each user's record
 (`svc-system/ratelimit-<user>`)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -31,9 +32,10 @@ RAISED = 100_000
 LOWERED = 15_000
 
 
-@pytest.fixture(scope="module")
-async def second(kubeconfig: Path, admin_password: str) -> AsyncIterator[TestClient[Any, Any]]:
-    """Another replica of the application, with caches and a rate limiter of its own."""
+@contextlib.asynccontextmanager
+async def replica() -> AsyncIterator[TestClient[Any, Any]]:
+    """Another replica of the application, with caches and a rate limiter of its own, served
+    until the block ends (then it stops as a worker does on SIGTERM)."""
     app = create_app(kube_client.async_client(), parse_features(""), EXTERNAL_URL)
     async with TestClient(TestServer(app)) as served:
 
@@ -41,8 +43,21 @@ async def second(kubeconfig: Path, admin_password: str) -> AsyncIterator[TestCli
             async with served.get("/readyz") as answer:
                 return answer.status == 200
 
-        await eventually("the second replica's readiness", ready)
+        await eventually("another replica's readiness", ready)
         yield served
+
+
+@pytest.fixture(scope="module")
+async def second(kubeconfig: Path, admin_password: str) -> AsyncIterator[TestClient[Any, Any]]:
+    async with replica() as served:
+        yield served
+
+
+async def a_minute_with_time_left() -> None:
+    """The records count per minute of the wall clock: a test of one runs within one."""
+    left = WINDOW_SECONDS - time.time() % WINDOW_SECONDS
+    if left < 20:
+        await asyncio.sleep(left)
 
 
 @pytest.fixture
@@ -68,10 +83,7 @@ async def test_a_lowered_limit_gets_back_what_every_replica_reserved_and_did_not
     second: TestClient[Any, Any],
     lowered: Callable[[], Awaitable[None]],
 ) -> None:
-    # The records count per minute of the wall clock: the test runs within one.
-    left = WINDOW_SECONDS - time.time() % WINDOW_SECONDS
-    if left < 20:
-        await asyncio.sleep(left)
+    await a_minute_with_time_left()
     person = await make_user()  # its first requests go through the first replica
     on_second = Api(second, person.api.token)
     assert (await on_second.get(f"/v3/users/{person.id}")).status == 200
@@ -90,3 +102,19 @@ async def test_a_lowered_limit_gets_back_what_every_replica_reserved_and_did_not
     assert answer.headers["X-RateLimit-Limit"] == str(LOWERED)
     answer = await person.api.get(f"/v3/users/{person.id}")
     assert answer.status == 200, answer.body
+
+
+async def test_a_replica_that_stops_gives_back_what_it_reserved_and_did_not_use(
+    kube: AsyncClient,
+    kubeconfig: Path,
+    make_user: Callable[..., Awaitable[Person]],
+) -> None:
+    await a_minute_with_time_left()
+    person = await make_user()  # its first requests go through the first replica
+    async with replica() as stopping:
+        on_stopping = Api(stopping, person.api.token)
+        assert (await on_stopping.get(f"/v3/users/{person.id}")).status == 200
+        assert await taken(kube, person.id) == 2 * RAISED // 10
+    # Stopped as in a rolling upgrade: the one request it served stays counted, the rest of
+    # its tenth is the first replica's to use.
+    assert await taken(kube, person.id) == RAISED // 10 + 1

@@ -179,6 +179,15 @@ async def test_a_replica_that_sees_the_limit_change_gives_back_what_it_holds_at_
     assert await served(busy, 2_000, 1_000) == 999
 
 
+async def test_a_replica_that_stops_gives_back_all_it_holds() -> None:
+    ledger = MemoryLedger()
+    stopping, staying = RateLimiter(ledger), RateLimiter(ledger)
+    assert await served(stopping, 3, 100) == 3  # 10 reserved, 7 unused
+    await stopping.release(T0)
+    assert ledger.records["u-1"] == (window_of(T0), 3)
+    assert await served(staying, 200, 100) == 97
+
+
 async def test_reservations_of_a_finished_window_are_not_given_back_to_the_next() -> None:
     ledger = MemoryLedger()
     early, late = RateLimiter(ledger), RateLimiter(ledger)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import logging
 import time
@@ -73,6 +74,9 @@ from corral.core.kube.tunnels import Tunnels
 from corral.core.oidc.provider import Providers
 
 log = logging.getLogger(__name__)
+
+# How long a stopping replica tries to give back its rate-limit reservations.
+RELEASE_SECONDS = 5.0
 
 ROUTE_MODULES = [
     health, assets, root, schemas, login, tokens, users, globalrolebindings, settings, clusters,
@@ -198,6 +202,11 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        # Served no more: what this replica holds reserved is the other replicas' to use. A
+        # management cluster that does not answer must not hold up the stop.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(RELEASE_SECONDS):
+                await held.limiter.release(time.time())
     await held.tunnels.close()
     await connections.close()
     await held.kube.close()

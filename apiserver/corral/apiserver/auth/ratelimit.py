@@ -17,7 +17,9 @@ under the limit in force, never requests reserved and abandoned. A replica gives
 as it sees the change (its own write, or the watch), for every user it holds requests of, and
 for a user with a request in hand in the same write as its next reservation. Until a replica
 has seen a change it keeps to the limit it knows, so for that moment it may refuse what the
-others, on the new limit, would serve.
+others, on the new limit, would serve. A replica that stops (a rolling upgrade, a scale-down)
+gives back all it holds as it goes; one that dies leaves its reservations counted until the
+window ends.
 
 Should the shared record be out of reach (the management cluster not answering), a replica
 counts on its own for the rest of the window, as if it were alone: the limit then holds per
@@ -171,13 +173,24 @@ class RateLimiter:
         state.exhausted = grant.granted == 0
 
     async def settle(self, limit: int, now: float) -> None:
-        """The limit is now `limit`: give back to the record every request this replica holds
-        reserved under another limit in the current window, one write per user holding any
+        """The limit is now `limit`: give back what this replica holds reserved under another
         (a user with a request in hand gives back with its next reservation instead). Runs
         when the setting changes; a no-op when it has not."""
         if limit == self._limit:
             return
         self._limit = limit
+        await self._give_back(now, limit)
+
+    async def release(self, now: float) -> None:
+        """This replica stops serving: give back all it holds reserved, to the replicas that
+        go on. (One that dies without this leaves its reservations counted until the window
+        ends.)"""
+        await self._give_back(now, None)
+
+    async def _give_back(self, now: float, limit: int | None) -> None:
+        """Give back to the record what this replica holds unused in the current window: what
+        it reserved under a limit other than `limit`, or all of it (None). One write per user
+        holding any; the record out of reach keeps it held."""
         window = window_of(now)
         for user, state in list(self._windows.items()):
             if state.window < window or state.alone or state.limit == limit:
@@ -186,7 +199,7 @@ class RateLimiter:
             async with lock:
                 if self._windows.get(user) is not state or state.limit == limit:
                     continue  # a request of the user took it over meanwhile
-                _change_limit(state, limit)
+                _change_limit(state, state.limit if limit is None else limit)
                 returned = state.returning
                 if not returned:
                     continue
