@@ -178,3 +178,17 @@ async def test_a_namespaced_key_is_read_in_its_namespace() -> None:
     informer = Informer(live, Namespace)  # type: ignore[arg-type]
     assert await informer.read_through("c-1/p-1") is not None
     assert live.reads == [("p-1", "c-1")] and informer.get("c-1/p-1") is not None
+
+
+async def test_a_reader_waiting_for_a_change_wakes_on_it_and_misses_none_made_before() -> None:
+    client = Client()
+    informer = Informer(client, Namespace)  # type: ignore[arg-type]
+    since = informer.version
+    waiting = asyncio.create_task(informer.changed(since))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    informer.put(namespace("a", "1"))
+    assert await asyncio.wait_for(waiting, 1) == informer.version != since
+    # A change made while the reader was busy elsewhere: it is not waited for again.
+    informer.put(namespace("b", "1"))
+    assert await asyncio.wait_for(informer.changed(since), 1) == informer.version

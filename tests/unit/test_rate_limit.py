@@ -27,13 +27,15 @@ class MemoryLedger:
         self.reservations = 0
         self.delay = delay
 
-    async def reserve(self, user: str, window: int, limit: int) -> Grant:
+    async def reserve(self, user: str, window: int, limit: int, returned: int = 0) -> Grant:
         if self.delay:
             await asyncio.sleep(self.delay)
         self.reservations += 1
         stored, used = self.records.get(user, (window, 0))
         if stored < window:
             stored, used = window, 0
+        elif stored == window:
+            used = max(0, used - returned)
         granted = reservation(limit, used)
         self.records[user] = (stored, used + granted)
         return Grant(stored, granted, used + granted)
@@ -43,7 +45,7 @@ class MemoryLedger:
 
 
 class BrokenLedger:
-    async def reserve(self, user: str, window: int, limit: int) -> Grant:
+    async def reserve(self, user: str, window: int, limit: int, returned: int = 0) -> Grant:
         raise ConnectionError("the management cluster does not answer")
 
     def prune(self, window: int) -> None:
@@ -143,9 +145,56 @@ async def test_out_of_reach_the_limit_holds_per_replica_and_is_logged_once(
 async def test_a_changed_limit_applies_at_once() -> None:
     limiter = RateLimiter(MemoryLedger())
     assert await served(limiter, 5, 1000) == 5  # 100 reserved, 95 of them unused
-    # Lowered: the reservation is given up, and what the window has reserved counts.
-    assert await served(limiter, 10, 80) == 0
-    assert await served(limiter, 10, 200) == 10  # raised: the user goes on at once
+    # Lowered: the 95 unused are given back, and the 5 served count.
+    assert await served(limiter, 100, 80) == 75
+    assert await served(limiter, 200, 200) == 120  # raised: the user goes on at once
+
+
+async def test_a_raised_setting_changed_twice_leaves_the_limit_to_what_was_served() -> None:
+    # The Helm e2e's sequence on two pods of two workers each: the limit raised to 100,000,
+    # then set to 50,000 and 60,000 while the admin's requests go round the four replicas,
+    # and a replica that sees 60,000 last still refuses on 50,000. Reservations abandoned at
+    # each change once filled the record: a hundred requests were refused at "50,000".
+    ledger = MemoryLedger()
+    replicas = [RateLimiter(ledger) for _ in range(4)]
+    answers = [await replicas[i % 4].hit("u-1", 100_000, T0) for i in range(40)]
+    answers += [await replicas[i % 3].hit("u-1", 50_000, T0) for i in range(30)]
+    answers += [await replicas[i % 3].hit("u-1", 60_000, T0) for i in range(30)]
+    answers.append(await replicas[3].hit("u-1", 50_000, T0))
+    assert all(a.allowed for a in answers)
+    # What the record holds taken is what was served and what the replicas hold reserved.
+    held = sum(r._windows["u-1"].left for r in replicas)
+    assert ledger.records["u-1"] == (window_of(T0), len(answers) + held)
+
+
+async def test_a_replica_that_sees_the_limit_change_gives_back_what_it_holds_at_once() -> None:
+    ledger = MemoryLedger()
+    idle, busy = RateLimiter(ledger), RateLimiter(ledger)
+    assert (await idle.hit("u-1", 100_000, T0)).allowed  # 10,000 reserved, 9,999 unused
+    await idle.settle(100_000, T0)
+    assert ledger.records["u-1"] == (window_of(T0), 10_000)  # unchanged: nothing written
+    await idle.settle(1_000, T0)
+    assert ledger.records["u-1"] == (window_of(T0), 1)
+    # The other replica's client gets all of the lowered limit but the one request served.
+    assert await served(busy, 2_000, 1_000) == 999
+
+
+async def test_a_replica_that_stops_gives_back_all_it_holds() -> None:
+    ledger = MemoryLedger()
+    stopping, staying = RateLimiter(ledger), RateLimiter(ledger)
+    assert await served(stopping, 3, 100) == 3  # 10 reserved, 7 unused
+    await stopping.release(T0)
+    assert ledger.records["u-1"] == (window_of(T0), 3)
+    assert await served(staying, 200, 100) == 97
+
+
+async def test_reservations_of_a_finished_window_are_not_given_back_to_the_next() -> None:
+    ledger = MemoryLedger()
+    early, late = RateLimiter(ledger), RateLimiter(ledger)
+    assert (await early.hit("u-1", 100, T0 + 59)).allowed  # 10 reserved in minute 100
+    assert (await late.hit("u-1", 100, T0 + 60)).allowed  # the record moves to minute 101
+    await early.settle(50, T0 + 59.5)  # early's clock has not reached minute 101
+    assert ledger.records["u-1"] == (window_of(T0 + 60), 10)
 
 
 def test_pruning_forgets_finished_windows() -> None:
@@ -177,3 +226,35 @@ def test_no_window_ever_serves_more_than_the_limit(
         return per_window
 
     assert all(count <= limit for count in asyncio.run(run()).values())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=2),  # the replica
+            st.sampled_from([0, 3, 20, 100]),  # the limit it sees
+            st.booleans(),  # a request (or the replica settling for the limit)
+        ),
+        max_size=200,
+    )
+)
+def test_the_record_counts_what_was_served_and_what_is_held_whatever_the_changes(
+    steps: list[tuple[int, int, bool]],
+) -> None:
+    async def run() -> None:
+        ledger = MemoryLedger()
+        limiters = [RateLimiter(ledger) for _ in range(3)]
+        served_counted = 0
+        for replica, limit, request in steps:
+            if request:
+                decision = await limiters[replica].hit("u-1", limit, T0)
+                served_counted += decision.allowed and limit > 0
+            else:
+                await limiters[replica].settle(limit, T0)
+            states = [w for r in limiters if (w := r._windows.get("u-1")) is not None]
+            held = sum(w.left + w.returning for w in states)
+            _, used = ledger.records.get("u-1", (window_of(T0), 0))
+            assert used == served_counted + held
+
+    asyncio.run(run())

@@ -213,3 +213,21 @@ def test_a_token_object_is_parsed_once_per_version() -> None:
     changed = {**obj, "metadata": {**obj["metadata"], "resourceVersion": "99"}}
     assert stores.token_record(changed) is not first
     assert stores.token_record(changed) == first
+
+
+def test_the_token_cache_keeps_no_managed_fields_and_one_copy_of_repeated_strings() -> None:
+    stores = RealStores.create(None)  # type: ignore[arg-type]  # nothing here talks to Kubernetes
+    held = Stores()
+    for name in ("token-a", "token-b"):
+        held.add_token(name, KEY)
+        obj = held.tokens[name]
+        written = {"apiVersion": "management.svc.io/v3", "kind": "Token", **obj}
+        written["metadata"] = {**obj["metadata"], "managedFields": [{"manager": "corral"}]}
+        # As a watch brings it: each object's strings are its own.
+        written["spec"] = {**obj["spec"], "userId": "".join(["u-", "1"])}
+        stores.tokens.put(written)
+    a, b = stores.tokens.get("token-a"), stores.tokens.get("token-b")
+    assert a is not None and b is not None
+    assert "managedFields" not in a["metadata"]
+    assert a["spec"] == held.tokens["token-a"]["spec"]
+    assert a["spec"]["userId"] is b["spec"]["userId"]

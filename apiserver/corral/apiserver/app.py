@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import logging
 import time
@@ -13,6 +14,7 @@ from aiohttp import web
 from lightkube import AsyncClient
 from lightkube.types import PatchType
 
+from corral.apiserver.auth import ratelimit
 from corral.apiserver.auth.access import AccessMemo
 from corral.apiserver.auth.activity import ActivityTracker
 from corral.apiserver.auth.ledger import KubeLedger
@@ -72,6 +74,9 @@ from corral.core.kube.tunnels import Tunnels
 from corral.core.oidc.provider import Providers
 
 log = logging.getLogger(__name__)
+
+# How long a stopping replica tries to give back its rate-limit reservations.
+RELEASE_SECONDS = 5.0
 
 ROUTE_MODULES = [
     health, assets, root, schemas, login, tokens, users, globalrolebindings, settings, clusters,
@@ -177,6 +182,15 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
             held.limiter.prune(time.time())
             held.throttle.prune(time.monotonic())
 
+    async def settle_rate_limits() -> None:
+        # Requests reserved under a limit that has just changed go back to the shared records
+        # as soon as this replica sees the change, whether its users call again or not.
+        version = -1
+        while True:
+            version = await stores.settings.changed(version)
+            limit = int(stores.number(ratelimit.SETTING))
+            await held.limiter.settle(limit, time.time())
+
     async with stores.running():
         tasks = [
             asyncio.create_task(connections.run()),
@@ -184,11 +198,17 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
             asyncio.create_task(held.activity.run(
                 lambda: stores.number("auth-user-session-idle-ttl-minutes"))),
             asyncio.create_task(prune()),
+            asyncio.create_task(settle_rate_limits()),
         ]  # fmt: skip
         yield
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        # Served no more: what this replica holds reserved is the other replicas' to use. A
+        # management cluster that does not answer must not hold up the stop.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(RELEASE_SECONDS):
+                await held.limiter.release(time.time())
     await held.tunnels.close()
     await connections.close()
     await held.kube.close()

@@ -17,7 +17,7 @@ from corral.apiserver.auth.authn import (
     authenticate,
     check_csrf,
 )
-from corral.apiserver.auth.ratelimit import Decision
+from corral.apiserver.auth.ratelimit import SETTING, Decision
 from corral.apiserver.deps import DEPS
 from corral.apiserver.http.errors import ApiError, Handler
 
@@ -31,7 +31,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     held = request.app[DEPS]
     now = datetime.datetime.now(datetime.UTC)
     who = authenticate(request, held.stores, held.activity, held.verified, now)
-    limit = int(held.stores.number("api-rate-limit-per-minute"))
+    limit = int(held.stores.number(SETTING))
     decision = await held.limiter.hit(who.user_id, limit, time.time())
     request[RATE_LIMIT] = decision
     if not decision.allowed:

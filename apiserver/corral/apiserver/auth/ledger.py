@@ -4,9 +4,10 @@ many of its requests the API server replicas have reserved (`auth.ratelimit`).
 
 A reservation is a read-modify-write made conditional on the record's resourceVersion, so of
 two replicas reserving at once one is refused and reads again: no request is counted twice
-or lost. Each replica remembers the record as it last wrote it and writes on that, so a user
-served by one replica costs one write per reservation and no read. The record is owned by the
-User, and goes with it.
+or lost; what a replica gives back unused (when the limit changes) is taken off in the same
+kind of write. Each replica remembers the record as it last wrote it and writes on that, so a
+user served by one replica costs one write per reservation and no read. The record is owned
+by the User, and goes with it.
 """
 
 from __future__ import annotations
@@ -41,22 +42,26 @@ class KubeLedger:
         self._owner_uid = owner_uid
         self._seen: dict[str, dict[str, Any]] = {}  # the record as this replica last saw it
 
-    async def reserve(self, user: str, window: int, limit: int) -> Grant:
+    async def reserve(self, user: str, window: int, limit: int, returned: int = 0) -> Grant:
         for _ in range(ATTEMPTS):
             record = self._seen.get(user) or await self._read(user)
             if record is None:
                 granted = reservation(limit, 0)
                 grant = Grant(window, granted, granted)
-                if await self._create(user, grant):
+                if granted == 0 or await self._create(user, grant):
                     return grant
                 continue
             data = record.get("data") or {}
             stored_window, used = _number(data.get("window")), _number(data.get("used"))
             if stored_window < window:
                 stored_window, used = window, 0
+            elif stored_window == window:
+                # Given back only to the window they were reserved in: a record already of a
+                # later one never counted them.
+                used = max(0, used - returned)
             granted = reservation(limit, used)
             grant = Grant(stored_window, granted, used + granted)
-            if granted == 0 or await self._update(user, record, grant):
+            if _data(grant) == data or await self._update(user, record, grant):
                 return grant
         raise RuntimeError(f"the rate limit record of {user} kept changing")
 

@@ -10,6 +10,17 @@ one a minute for a light user. The price is that requests reserved by one replic
 used there are lost to the others: a client whose requests all reach one replica can be
 refused early by what the other replicas hold unused, at most a tenth of the limit each.
 
+A reservation is made under one limit. When the setting changes, each replica gives back what
+it reserved under the old limit and has not used, in the window it was reserved in, and
+reserves afresh under the new one: the record then counts what was served and what is held
+under the limit in force, never requests reserved and abandoned. A replica gives back as soon
+as it sees the change (its own write, or the watch), for every user it holds requests of, and
+for a user with a request in hand in the same write as its next reservation. Until a replica
+has seen a change it keeps to the limit it knows, so for that moment it may refuse what the
+others, on the new limit, would serve. A replica that stops (a rolling upgrade, a scale-down)
+gives back all it holds as it goes; one that dies leaves its reservations counted until the
+window ends.
+
 Should the shared record be out of reach (the management cluster not answering), a replica
 counts on its own for the rest of the window, as if it were alone: the limit then holds per
 replica until the record answers again.
@@ -26,6 +37,7 @@ from typing import Protocol
 
 log = logging.getLogger(__name__)
 
+SETTING = "api-rate-limit-per-minute"
 WINDOW_SECONDS = 60
 # Fractions of the limit, and of what is left of it, a replica reserves at a time.
 MAX_SHARE = 10
@@ -81,7 +93,11 @@ class Grant:
 class Ledger(Protocol):
     """The shared record of each user's window."""
 
-    async def reserve(self, user: str, window: int, limit: int) -> Grant: ...
+    async def reserve(self, user: str, window: int, limit: int, returned: int = 0) -> Grant:
+        """Reserve under `limit`, first giving back `returned` requests this replica reserved
+        in `window` and did not use (they count only while the record is still of `window`).
+        A limit of 0 reserves nothing: the write only gives back."""
+        ...
 
     def prune(self, window: int) -> None: ...
 
@@ -93,6 +109,7 @@ class _Window:
     window: int
     limit: int  # the limit the reservation was made under
     left: int = 0  # reserved by this replica and not yet used
+    returning: int = 0  # reserved under an earlier limit, unused, not yet given back
     used: int = 0  # taken in the shared record, as of this replica's last reservation
     served: int = 0  # served by this replica
     exhausted: bool = False
@@ -105,6 +122,7 @@ class RateLimiter:
         self._windows: dict[str, _Window] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._outage_logged = -math.inf
+        self._limit: int | None = None  # the limit this replica last settled for
 
     async def hit(self, user: str, limit: int, now: float) -> Decision:
         """Count one request of `user` at wall-clock time `now`; a limit of 0 or less means
@@ -133,26 +151,64 @@ class RateLimiter:
         if state is None or state.window < window:
             state = self._windows[user] = _Window(window, limit)
         elif state.limit != limit:
-            # The setting changed: what was reserved under the old limit is given up, and the
-            # next request reserves under the new one.
-            state.limit, state.left, state.exhausted = limit, 0, False
+            _change_limit(state, limit)
         return state
 
     async def _reserve(self, user: str, state: _Window, limit: int) -> None:
         if state.alone:
             self._count_alone(state, limit)
             return
+        returned = state.returning
         try:
-            grant = await self._ledger.reserve(user, state.window, limit)
+            grant = await self._ledger.reserve(user, state.window, limit, returned)
         except Exception as exc:  # noqa: BLE001 - any failure of the record: count alone
             self._outage(exc)
             state.alone = True
             self._count_alone(state, limit)
             return
+        state.returning -= returned
         state.window = max(state.window, grant.window)
         state.used = grant.used
         state.left = grant.granted
         state.exhausted = grant.granted == 0
+
+    async def settle(self, limit: int, now: float) -> None:
+        """The limit is now `limit`: give back what this replica holds reserved under another
+        (a user with a request in hand gives back with its next reservation instead). Runs
+        when the setting changes; a no-op when it has not."""
+        if limit == self._limit:
+            return
+        self._limit = limit
+        await self._give_back(now, limit)
+
+    async def release(self, now: float) -> None:
+        """This replica stops serving: give back all it holds reserved, to the replicas that
+        go on. (One that dies without this leaves its reservations counted until the window
+        ends.)"""
+        await self._give_back(now, None)
+
+    async def _give_back(self, now: float, limit: int | None) -> None:
+        """Give back to the record what this replica holds unused in the current window: what
+        it reserved under a limit other than `limit`, or all of it (None). One write per user
+        holding any; the record out of reach keeps it held."""
+        window = window_of(now)
+        for user, state in list(self._windows.items()):
+            if state.window < window or state.alone or state.limit == limit:
+                continue
+            lock = self._locks.setdefault(user, asyncio.Lock())
+            async with lock:
+                if self._windows.get(user) is not state or state.limit == limit:
+                    continue  # a request of the user took it over meanwhile
+                _change_limit(state, state.limit if limit is None else limit)
+                returned = state.returning
+                if not returned:
+                    continue
+                try:
+                    await self._ledger.reserve(user, state.window, 0, returned)
+                except Exception as exc:  # noqa: BLE001 - the record's outage: kept for later
+                    self._outage(exc)
+                    continue
+                state.returning -= returned
 
     @staticmethod
     def _count_alone(state: _Window, limit: int) -> None:
@@ -174,3 +230,10 @@ class RateLimiter:
         self._locks = {
             u: lock for u, lock in self._locks.items() if u in self._windows or lock.locked()
         }
+
+
+def _change_limit(state: _Window, limit: int) -> None:
+    """The setting changed: what was reserved under the old limit and not used is to be given
+    back, and the next request reserves under the new one."""
+    state.returning += state.left
+    state.limit, state.left, state.exhausted = limit, 0, False

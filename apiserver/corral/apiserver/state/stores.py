@@ -26,6 +26,13 @@ from corral.core.provisioning import catalog, v1
 MAX_RECORDS = 20_000
 
 
+def _token_kept(obj: Obj) -> Obj:
+    """A token as the caches keep it: without `managedFields`, which nothing here reads and
+    which is over half of a token in memory (every replica holds every token)."""
+    meta = {k: v for k, v in obj["metadata"].items() if k != "managedFields"}
+    return {**obj, "metadata": meta}
+
+
 def _token_user(obj: Obj) -> list[str]:
     labels = obj["metadata"].get("labels") or {}
     return [labels[LABEL_TOKEN_USER]] if LABEL_TOKEN_USER in labels else []
@@ -129,7 +136,11 @@ class Stores:
         return cls(
             changes=changes,
             tokens=Informer(
-                client, kinds.Token, {"user": _token_user, INDEX_TOKEN_KEY: _token_key}
+                client,
+                kinds.Token,
+                {"user": _token_user, INDEX_TOKEN_KEY: _token_key},
+                keep=_token_kept,
+                share_strings=True,
             ),
             users=Informer(client, kinds.User, {"username": _username, "principal": _principals}),
             bindings=Informer(client, kinds.GlobalRoleBinding, {"user": _binding_user}),

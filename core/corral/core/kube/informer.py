@@ -80,6 +80,7 @@ class Informer:
         self.synced = asyncio.Event()  # set once the first listing is in
         self.watching = False  # whether a watch is open: the contents are current
         self.version = 0  # moves with every change: lets readers memoise what they derive
+        self._next_version: asyncio.Future[None] | None = None  # what `changed` waits on
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -95,6 +96,16 @@ class Informer:
 
     def __len__(self) -> int:
         return len(self._objects)
+
+    async def changed(self, since: int) -> int:
+        """The version once the contents have moved past version `since` (at once if they
+        have): for a reader that follows what it derives, changes made meanwhile included."""
+        while self.version == since:
+            if self._next_version is None:
+                self._next_version = asyncio.get_running_loop().create_future()
+            # Shielded: one waiter cancelled leaves the others waiting.
+            await asyncio.shield(self._next_version)
+        return self.version
 
     async def read_through(self, key: str) -> Obj | None:
         """The object of `key`, read live when the cache does not hold it: one another client
@@ -201,10 +212,16 @@ class Informer:
         if self._on_change is not None:
             self._on_change(event, obj)
 
+    def _move(self) -> None:
+        self.version += 1
+        if self._next_version is not None:
+            self._next_version.set_result(None)
+            self._next_version = None
+
     def _store(self, obj: Obj) -> None:
         key = key_of(obj)
         self._remove(key)
-        self.version += 1
+        self._move()
         self._objects[key] = obj
         for index, fn in self._index_fns.items():
             for value in fn(obj):
@@ -214,7 +231,7 @@ class Informer:
         old = self._objects.pop(key, None)
         if old is None:
             return
-        self.version += 1
+        self._move()
         for index, fn in self._index_fns.items():
             for value in fn(old):
                 members = self._indexes[index].get(value)

@@ -1,0 +1,183 @@
+"""Many tokens, many objects (issue 25, item 6): 100,000 tokens of 1,000 users, then 10,000
+workloads in one project.
+
+The users and their tokens are written straight into the management cluster, as the API
+server writes them (the key hashed, its digest in the key index); then authentication with a
+random one of the 100,000 tokens per request, a user's `GET /v3/tokens` (its 100), and the
+API server's memory before and after. The workloads are Deployments of no replicas written
+straight into the downstream cluster (as kubectl would; the workloads bench times creates
+through /v3), spread over ten namespaces of the project, then listed 50 at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import ssl
+import statistics
+import time
+import urllib.error
+import urllib.request
+
+import aiohttp
+from lightkube import AsyncClient, KubeConfig
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.apps_v1 import Deployment
+
+from corral.core.api import names
+from corral.core.auth import hashing
+from corral.core.kube import kinds
+from corral.devenv.environment import Environment
+from corral.devenv.waiting import wait_for
+from tests.bench.common import get_json, poster, report, rss_mib, session, stack
+
+USERS = 1000
+TOKENS_PER_USER = 100
+WORKLOADS = 10_000
+NAMESPACES = 10
+CONCURRENCY = 32
+# Authenticated GETs timed, each with a token picked at random.
+AUTH_ROUNDS = 3000
+
+
+async def write_tokens(kube: AsyncClient) -> dict[str, list[str]]:
+    """The users, each with its tokens; every user's `<name>:<key>` values."""
+    limit = asyncio.Semaphore(CONCURRENCY)
+    values: dict[str, list[str]] = {}
+
+    async def user(index: int) -> None:
+        user_id = f"u-bench{index:04d}"
+        spec = {"username": f"bench-{index:04d}", "displayName": f"bench {index}", "enabled": True}
+        async with limit:
+            await kube.create(kinds.User(metadata=ObjectMeta(name=user_id), spec=spec))
+        values[user_id] = [await token(user_id, n) for n in range(TOKENS_PER_USER)]
+
+    async def token(user_id: str, n: int) -> str:
+        key, name = hashing.new_key(), f"token-{user_id[2:]}-{n:03d}"
+        labels = {names.LABEL_TOKEN_USER: user_id,
+                  names.INDEX_TOKEN_KEY: hashing.index_digest(key)}  # fmt: skip
+        spec = {"token": hashing.hash_key(key), "ttlMillis": 0, "description": "bench",
+                "userId": user_id, "authProvider": "local", "isDerived": True,
+                "clusterName": "", "userPrincipal": {"name": f"local://{user_id}"}}  # fmt: skip
+        metadata = ObjectMeta(name=name, labels=labels,
+                              annotations={names.ANNOTATION_TOKEN_HASHED: "true"})  # fmt: skip
+        async with limit:
+            await kube.create(kinds.Token(metadata=metadata, spec=spec))
+        return f"{name}:{key}"
+
+    await asyncio.gather(*(user(i) for i in range(USERS)))
+    return values
+
+
+async def timed(env: Environment, requests: list[tuple[str, str]]) -> tuple[float, float, float]:
+    """p50, p99 and max in milliseconds of sequential GETs, each `(path, token)`."""
+    context = ssl.create_default_context(cafile=str(env.ca_path))
+    latencies = []
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as client:
+        for path, token in requests:
+            began = time.perf_counter()
+            headers = {"Authorization": f"Bearer {token}"}
+            async with client.get(env.api_url + path, headers=headers) as response:
+                body = await response.read()
+                assert response.status == 200, body[:200]
+            latencies.append(time.perf_counter() - began)
+    latencies.sort()
+    p99 = latencies[max(int(len(latencies) * 0.99) - 1, 0)]
+    return statistics.median(latencies) * 1000, p99 * 1000, latencies[-1] * 1000
+
+
+def known(env: Environment, token: str) -> bool:
+    """Whether a token authenticates yet (the API server's caches have it)."""
+    url = f"{env.api_url}/v3/tokens/{token.split(':')[0]}"
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    context = ssl.create_default_context(cafile=str(env.ca_path))
+    try:
+        with urllib.request.urlopen(request, timeout=30, context=context) as response:
+            return bool(response.status == 200)
+    except urllib.error.HTTPError:
+        return False
+
+
+def api_rss(env: Environment) -> float:
+    return sum(rss_mib(p) for p in env.corral if p.name.startswith("apiserver"))
+
+
+def tokens_cases(env: Environment, values: dict[str, list[str]]) -> None:
+    everyone = [v for tokens in values.values() for v in tokens]
+    random.shuffle(everyone)
+    own = [(f"/v3/tokens/{v.split(':')[0]}", v) for v in everyone[:AUTH_ROUNDS]]
+    one_user = next(iter(values.values()))
+    lists = [("/v3/tokens", random.choice(one_user)) for _ in range(500)]  # noqa: S311 - sampling
+    for label, requests in (
+        (f"GET /v3/tokens/{{id}}, a random token of {len(everyone):,}", own),
+        (f"the same again ({AUTH_ROUNDS:,} tokens seen once)", own),
+        (f"GET /v3/tokens (a user's {TOKENS_PER_USER})", lists),
+    ):
+        p50, p99, worst = asyncio.run(timed(env, requests))
+        print(f"{label:<60} {len(requests):>6} p50 {p50:6.1f} ms  p99 {p99:6.1f} ms  "
+              f"max {worst:6.1f} ms", flush=True)  # fmt: skip
+
+
+async def write_workloads(env: Environment) -> str:
+    """The project, its namespaces through /v3, then the Deployments in the downstream
+    cluster; the project's id."""
+    post = poster(env, CONCURRENCY)
+    cluster = env.cluster_ids[0]
+    async with session(env) as client:
+        project = await post(client, "/v3/projects", {"name": "many", "clusterId": cluster})
+        spaces = [f"many-{n}" for n in range(NAMESPACES)]
+        for space in spaces:
+            await post(client, f"/v3/clusters/{cluster}/namespaces",
+                       {"name": space, "projectId": project["id"]})  # fmt: skip
+    downstream = AsyncClient(KubeConfig.from_file(env.downstreams[0].kubeconfig_path))
+    limit = asyncio.Semaphore(CONCURRENCY)
+
+    async def deployment(index: int) -> None:
+        labels = {"app": f"w{index:05d}"}
+        spec = {"replicas": 0, "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels},
+                             "spec": {"containers": [{"name": "web",
+                                                      "image": "example/web:1"}]}}}  # fmt: skip
+        obj = Deployment.from_dict({
+            "metadata": {"name": f"w{index:05d}", "namespace": spaces[index % NAMESPACES]},
+            "spec": spec,
+        })  # fmt: skip
+        async with limit:
+            await downstream.create(obj)
+
+    await asyncio.gather(*(deployment(i) for i in range(WORKLOADS)))
+    await downstream.close()
+    return str(project["id"])
+
+
+def listed(env: Environment, project: str) -> int:
+    body = get_json(env, f"{env.api_url}/v3/projects/{project}/workloads?limit=1")
+    return int(body["pagination"].get("total", 0))
+
+
+def main() -> None:
+    with stack(downstream_clusters=1, nodes_per_cluster=3) as env:
+        print(f"API server RSS at start: {api_rss(env):.0f} MiB")
+        kube = AsyncClient(KubeConfig.from_file(env.management_kubeconfig), field_manager="bench")
+        began = time.monotonic()
+        values = asyncio.run(write_tokens(kube))
+        count = USERS * TOKENS_PER_USER
+        print(f"wrote {USERS:,} users and {count:,} tokens in {time.monotonic() - began:.0f} s")
+        last = next(reversed(values.values()))[-1]
+        wait_for("the API server to know the last token", lambda: known(env, last), 300)
+        print(f"API server RSS with {count:,} tokens: {api_rss(env):.0f} MiB")
+        tokens_cases(env, values)
+
+        began = time.monotonic()
+        project = asyncio.run(write_workloads(env))
+        print(f"wrote {WORKLOADS:,} Deployments in {time.monotonic() - began:.0f} s")
+        began = time.monotonic()
+        wait_for("the API server to list every workload",
+                 lambda: listed(env, project) == WORKLOADS, 600)  # fmt: skip
+        print(f"all listed {time.monotonic() - began:.0f} s after the last create")
+        base = f"{env.api_url}/v3/projects/{project}/workloads"
+        report(env, [
+            ("GET workloads?limit=50 (10,000 in the project)", lambda: f"{base}?limit=50", 300),
+            ("GET workloads?limit=50&namespaceId=many-3",
+             lambda: f"{base}?limit=50&namespaceId=many-3", 100),
+        ])  # fmt: skip
+        print(f"API server RSS with the workloads too: {api_rss(env):.0f} MiB")
