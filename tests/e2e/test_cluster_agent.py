@@ -427,7 +427,9 @@ def test_a_cluster_imported_by_kubeconfig_switches_to_its_agent(
                                     stderr=subprocess.STDOUT)  # fmt: skip
 
     def deployed() -> bool:
-        return _conditions(api, cluster_id).get("AgentDeployed", ("",))[0] == "True"
+        # Not only True: a kubeconfig import is AgentDeployed (CredentialAccepted) already.
+        condition = _conditions(api, cluster_id).get("AgentDeployed", ("", "", ""))
+        return condition[:2] == ("True", "AgentConnected")
 
     agent = start_agent()
     try:

@@ -734,8 +734,17 @@ def _audited(log: Path) -> tuple[dict[str, set[Permission]], set[tuple[str, Perm
     for line in log.read_text().splitlines():
         event = json.loads(line)
         ref = event.get("objectRef")
-        if not ref or event.get("stage") != "ResponseComplete":
+        if not ref:
             continue  # discovery and /version: every authenticated user may read them
+        # A watch is audited complete only when it ends, which an open one (a shard's runtime
+        # that stays on its replica) has not yet; it was allowed once its answer started.
+        done = (
+            ("ResponseComplete", "ResponseStarted")
+            if event["verb"] == "watch"
+            else ("ResponseComplete",)
+        )
+        if event.get("stage") not in done:
+            continue
         resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
         group, verb = ref.get("apiGroup", ""), event["verb"]
         account = event["user"]["username"]
