@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,33 @@ def test_node_files_of_another_version_are_refused() -> None:
     other = images.ControlPlaneImage("localhost/corral-controlplane:v1.37.0-0", Path("/x"))
     with pytest.raises(ValueError, match=r"node files of v1\.36\.3 for a v1\.37\.0 catalog"):
         hosted.settings(other, node_assets=NODE_ASSETS)
+
+
+def test_an_environment_serves_links_of_its_own_to_the_cached_node_files(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for name in [*NODE_ASSETS.files.values(), nodeassets.SUMS]:
+        (cache / name).write_text(f"cached {name}")
+    cached = dataclasses.replace(NODE_ASSETS, directory=cache)
+    folder = tmp_path / "env" / "node-assets"
+    served = nodeassets.served_from(cached, folder)
+    assert served == dataclasses.replace(cached, directory=folder)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in cache.iterdir())
+    for name in [*NODE_ASSETS.files.values(), nodeassets.SUMS]:
+        assert (folder / name).samefile(cache / name)
+    # Replacing what the environment serves leaves the cache's file as it was.
+    kube_proxy = NODE_ASSETS.files[catalog.KUBE_PROXY]
+    other = tmp_path / "other"
+    other.write_text("other bytes")
+    other.replace(folder / kube_proxy)
+    assert (cache / kube_proxy).read_text() == f"cached {kube_proxy}"
+    # The next start serves the cache's files again, whatever the folder held.
+    (folder / "stale").write_text("left by a test")
+    nodeassets.served_from(cached, folder)
+    assert (folder / kube_proxy).samefile(cache / kube_proxy)
+    assert not (folder / "stale").exists()
 
 
 def test_netbins_go_mod_gives_the_versions_the_files_are_named_after() -> None:

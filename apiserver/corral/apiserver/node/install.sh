@@ -229,8 +229,12 @@ main() {
 		say "downloading $name"
 		fetch "$tmp/assets/$name" "$url" || fail "could not download $name from $url"
 		got=$(sha256sum "$tmp/assets/$name" | cut -d' ' -f1)
-		[ "$got" = "$sha256" ] ||
-			fail "$name from $url has sha256 $got, not $sha256 as the version catalog says: not installed"
+		if [ "$got" != "$sha256" ]; then
+			# The digests get a line of their own: whoever shows the installer's last lines may
+			# cut a long one (corral keeps 200 characters of each), and a URL can be long.
+			say "$name from $url is not the file the version catalog names"
+			fail "$name has sha256 $got, not $sha256: not installed"
+		fi
 	done <"$tmp/reg/assets"
 	for name in kubelet kube-proxy cni-plugins; do
 		[ -f "$tmp/assets/$name" ] || fail "the cluster's version names no $name to download"

@@ -288,9 +288,10 @@ class Environment:
                 self.previous_controlplane_image = previous
                 node_images.append((previous.repository, previous.archive))
             if self.options.netbins is not None:
-                self.node_assets = nodeassets.build(
+                built = nodeassets.build(
                     self.options.devkube.with_name(nodeassets.NODE_BINARY), self.options.netbins
                 )
+                self.node_assets = nodeassets.served_from(built, self.root / "node-assets")
         for index in range(self.options.real_nodes):
             node = RealNode(f"management-real-{index}", index, self.management,
                             self.options.devkube)  # fmt: skip

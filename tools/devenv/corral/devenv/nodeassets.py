@@ -16,10 +16,13 @@ They are one folder, which the API server serves at `/assets/<file>` (CORRAL_NOD
 
 It takes seconds to build and is cached like the control-plane image: under
 ~/.cache/corral/node-assets/<hash of every input>/, shared by every environment of this user.
+Each environment serves hard links to it from a folder of its own (`served_from`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import hashlib
 import json
 import logging
@@ -129,6 +132,24 @@ def build(node_binary: Path, netbins: Path) -> NodeAssets:
                 _prune(cache)
     return NodeAssets(directory, version, files, _read_sums(directory / SUMS), flannel_image,
                       policies_image)  # fmt: skip
+
+
+def served_from(assets: NodeAssets, directory: Path) -> NodeAssets:
+    """`assets` as files of `directory`, hard links to the cache's (copies where the cache is
+    on another file system). An environment serves its own folder: a newer build pruning the
+    cache leaves it whole, and replacing a file there (a test serving other bytes) touches no
+    other environment's. A file is only ever replaced there, never written into: the cache
+    holds the same inode."""
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    for name in [*assets.files.values(), SUMS]:
+        try:
+            os.link(assets.directory / name, directory / name)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            shutil.copy2(assets.directory / name, directory / name)
+    return dataclasses.replace(assets, directory=directory)
 
 
 def kubelet_version(node_binary: Path) -> str:
