@@ -14,6 +14,7 @@ from lightkube import ApiError, AsyncClient
 from lightkube.generic_resource import create_global_resource
 from lightkube.models.meta_v1 import ObjectMeta
 
+from corral.core.api import names
 from corral.core.kube import client as kube
 from corral.operator.config import OperatorConfig
 from corral.operator.drivers.cache import Cache
@@ -29,7 +30,6 @@ from corral.operator.state import State
 # Everything kopf stores on our objects lives under corral's own domain. Annotations, not
 # status: the CRD schemas are strict and would prune unknown status fields.
 STORAGE_PREFIX = "operator.svc.io"
-FINALIZER = "operator.svc.io/finalizer"
 
 ClusterKopfPeering = create_global_resource(
     "kopf.dev", "v1", "ClusterKopfPeering", "clusterkopfpeerings"
@@ -38,7 +38,7 @@ ClusterKopfPeering = create_global_resource(
 
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    settings.persistence.finalizer = FINALIZER
+    settings.persistence.finalizer = names.FINALIZER_OPERATOR
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=STORAGE_PREFIX)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix=STORAGE_PREFIX, key="last-handled-configuration"

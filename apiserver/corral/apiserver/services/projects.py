@@ -72,8 +72,13 @@ async def _create(deps: Deps, cluster: str, spec: dict[str, Any], creator: str) 
     bindings live) and the creator bound as its owner, so the creator sees it at once."""
     name = ids.generate("p")
     await ensure_namespace(deps.kube, cluster, {names.LABEL_CLUSTER: cluster})
+    # With the operator's finalizer from the start: deleted before the operator first saw
+    # it, the project still has its namespaces removed downstream.
     metadata = ObjectMeta(
-        name=name, namespace=cluster, annotations={names.ANNOTATION_CREATOR: creator}
+        name=name,
+        namespace=cluster,
+        annotations={names.ANNOTATION_CREATOR: creator},
+        finalizers=[names.FINALIZER_OPERATOR],
     )
     created = as_dict(await deps.kube.create(kinds.Project(metadata=metadata, spec=spec)))
     await ensure_namespace(

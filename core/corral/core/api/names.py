@@ -122,6 +122,10 @@ ANNOTATION_CREATE_SUCCEEDED = "management.svc.io/create-succeeded"
 # exists: deleting either removes the machines first (docs/operator.md, "Node pools").
 FINALIZER_NODE_POOL = "management.svc.io/node-pool-machines"
 FINALIZER_MACHINE = "management.svc.io/machine"
+# The operator's (kopf's) finalizer: its deletion handlers run only on objects that carry it.
+# A Project is created with it, so one deleted before the operator first saw it still has its
+# namespaces removed.
+FINALIZER_OPERATOR = "operator.svc.io/finalizer"
 # On a machine's Node CR: the autoscaler chose it to go (upstream's `delete-machine`). The pool
 # removes marked machines first, drained, when its quantity is lowered.
 ANNOTATION_DELETE_MACHINE = "management.svc.io/delete-machine"
