@@ -49,6 +49,10 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.watching.connect_timeout = 10
     settings.networking.connect_timeout = 10
     settings.networking.request_timeout = 60
+    # A replica that died holds kopf's leadership until its peering record runs out: kopf's
+    # 60 s default paused every management handler for a minute after a crash. kopf renews
+    # 5-10 s before the end, so 20 s keeps a live leader's record current under load.
+    settings.peering.lifetime = 20
     # Kubernetes events are for what a user must see, not for every handler run.
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = 8
