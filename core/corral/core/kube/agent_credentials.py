@@ -10,10 +10,10 @@ import base64
 import hashlib
 
 from lightkube import ApiError, AsyncClient
-from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
 from lightkube.resources.core_v1 import Secret
 
 from corral.core.api import names
+from corral.core.kube import cluster_secrets
 from corral.core.kube.client import FIELD_MANAGER, as_dict
 from corral.core.kube.informer import Obj
 from corral.core.tunnel import handshake
@@ -24,24 +24,11 @@ VALUE_KEY = "value"
 async def issue(kube: AsyncClient, cluster: Obj) -> tuple[str, Obj]:
     """A new credential for the cluster's agent: the value (a secret) and its Secret."""
     value = handshake.new_value()
-    meta = cluster["metadata"]
-    secret = Secret(
-        metadata=ObjectMeta(
-            name=names.agent_credential_secret_name(meta["name"]),
-            namespace=names.SYSTEM_NAMESPACE,
-            labels={names.LABEL_AGENT_CREDENTIAL: meta["name"]},
-            ownerReferences=[
-                OwnerReference(
-                    apiVersion=names.API_VERSION,
-                    kind=names.CLUSTER.kind,
-                    name=meta["name"],
-                    uid=meta["uid"],
-                )
-            ],
-        ),
-        type="Opaque",
-        data={VALUE_KEY: base64.b64encode(value.encode()).decode()},
-    )
+    name = cluster["metadata"]["name"]
+    secret = cluster_secrets.owned_secret(
+        cluster, names.agent_credential_secret_name(name), names.LABEL_AGENT_CREDENTIAL,
+        {VALUE_KEY: base64.b64encode(value.encode()).decode()},
+    )  # fmt: skip
     stored = await kube.apply(secret, field_manager=FIELD_MANAGER, force=True)
     return value, as_dict(stored)
 

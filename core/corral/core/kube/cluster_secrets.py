@@ -12,13 +12,15 @@ from corral.core.clusters.credential import Credential
 from corral.core.kube.informer import Obj
 
 
-def credential_secret(cluster: Obj, credential: Credential) -> Secret:
+def owned_secret(cluster: Obj, name: str, label: str, data: dict[str, str]) -> Secret:
+    """A Secret of svc-system owned by the Cluster (gone with it), labelled `label` with the
+    cluster's name so its informer finds it."""
     meta = cluster["metadata"]
     return Secret(
         metadata=ObjectMeta(
-            name=names.credential_secret_name(meta["name"]),
+            name=name,
             namespace=names.SYSTEM_NAMESPACE,
-            labels={names.LABEL_CLUSTER_CREDENTIAL: meta["name"]},
+            labels={label: meta["name"]},
             ownerReferences=[
                 OwnerReference(
                     apiVersion=names.API_VERSION,
@@ -29,5 +31,11 @@ def credential_secret(cluster: Obj, credential: Credential) -> Secret:
             ],
         ),
         type="Opaque",
-        data=credential.secret_data(),
+        data=data,
     )
+
+
+def credential_secret(cluster: Obj, credential: Credential) -> Secret:
+    name = cluster["metadata"]["name"]
+    return owned_secret(cluster, names.credential_secret_name(name),
+                        names.LABEL_CLUSTER_CREDENTIAL, credential.secret_data())  # fmt: skip
