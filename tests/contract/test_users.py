@@ -115,13 +115,27 @@ async def test_an_admin_cannot_disable_or_delete_themselves(admin: Person) -> No
     error(await admin.api.delete(f"/v3/users/{admin.id}"), 422, "InvalidAction")
 
 
-async def test_deleting_a_user_deletes_the_user(admin: Person, crs: k8s.CustomObjectsApi) -> None:
-    user_id = (await create(admin.api))["id"]
+async def test_deleting_a_user_ends_their_sessions_at_once(
+    admin: Person, anonymous: Api, crs: k8s.CustomObjectsApi
+) -> None:
+    made = await create(admin.api)
+    user_id = made["id"]
+    stored = crs.get_cluster_custom_object(GROUP, VERSION, "users", user_id)
+    # The operator's finalizer from the start: its deletion handler (which deletes the user's
+    # tokens and grants) runs even for a user deleted before it first saw them.
+    assert stored["metadata"]["finalizers"] == [names.FINALIZER_OPERATOR]
+    login = await anonymous.post("/v3-public/localProviders/local?action=login",
+                                 {"username": made["username"], "password": PASSWORD})  # fmt: skip
+    session = anonymous.as_token(login.body["token"])
+    assert (await session.get(f"/v3/users/{user_id}")).status == 200
     assert (await admin.api.delete(f"/v3/users/{user_id}")).status == 204
-    with pytest.raises(k8s.ApiException) as raised:
-        crs.get_cluster_custom_object(GROUP, VERSION, "users", user_id)
-    assert raised.value.status == 404
-    error(await admin.api.get(f"/v3/users/{user_id}"), 404, "NotFound")
+    # No operator runs in this tier: the user waits, marked, for its handler; their tokens
+    # are refused (as a deleted user's are) from the moment of the delete, not from the
+    # handler's.
+    deleting = crs.get_cluster_custom_object(GROUP, VERSION, "users", user_id)
+    assert deleting["metadata"]["deletionTimestamp"]
+    refused = await session.get(f"/v3/users/{user_id}")
+    assert (refused.status, refused.body["message"]) == (404, "token not found")
 
 
 async def test_an_unknown_user_is_404(admin: Person) -> None:

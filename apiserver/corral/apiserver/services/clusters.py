@@ -103,7 +103,11 @@ async def make(
 ) -> Obj:
     """The Cluster `name` as a view decided it, checked already; 409 saying `taken` when the
     name is (or is still being deleted)."""
-    meta = ObjectMeta(name=name, labels=labels, annotations=annotations)
+    # The operator's finalizer from the start: a cluster deleted before the operator first
+    # saw it still has what corral keeps for it removed.
+    meta = ObjectMeta(
+        name=name, labels=labels, annotations=annotations, finalizers=[names.FINALIZER_OPERATOR]
+    )
     try:
         created = as_dict(await deps.kube.create(kinds.Cluster(metadata=meta, spec=spec)))
     except KubeApiError as exc:

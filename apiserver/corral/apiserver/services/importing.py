@@ -16,7 +16,7 @@ from lightkube.types import PatchType
 
 from corral.apiserver.deps import Deps
 from corral.apiserver.services import claims
-from corral.core.api import ids
+from corral.core.api import ids, names
 from corral.core.clusters import importing
 from corral.core.kube import agent, cluster_secrets, kinds
 from corral.core.kube.claims import ANNOTATION_IDENTITY
@@ -38,7 +38,12 @@ async def import_cluster(
     async with claims.claimed(kube, identity, name):
         imported = await agent.install_agent(user)
         annotations = {ANNOTATION_IDENTITY: identity}
-        meta = ObjectMeta(name=name, labels=labels, annotations=annotations)
+        meta = ObjectMeta(
+            name=name,
+            labels=labels,
+            annotations=annotations,
+            finalizers=[names.FINALIZER_OPERATOR],
+        )
         cluster = kinds.Cluster(metadata=meta, spec={**spec, "importedConfig": {}})
         created = as_dict(await kube.create(cluster))
         await _store_credential(deps, created, imported)

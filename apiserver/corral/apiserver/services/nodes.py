@@ -89,8 +89,13 @@ async def _write(
     hostname = spec["requestedHostname"]
     name = names.node_cr_name(hostname)
     secret_name = names.ssh_key_secret_name(cluster_id, name)
+    # The operator's finalizer from the start: a machine deleted before the operator first saw
+    # it is still uninstalled.
     meta = ObjectMeta(
-        name=name, namespace=cluster_id, labels={names.LABEL_NODE_SOURCE: names.NODE_SOURCE_SSH}
+        name=name,
+        namespace=cluster_id,
+        labels={names.LABEL_NODE_SOURCE: names.NODE_SOURCE_SSH},
+        finalizers=[names.FINALIZER_OPERATOR],
     )
     record = kinds.Node(metadata=meta, spec={**spec, custom.FIELD: config.stored(secret_name)})
     try:

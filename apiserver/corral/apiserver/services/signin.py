@@ -107,7 +107,11 @@ async def _make_user(deps: Deps, provider: str, principal: str, identity: Identi
     kube, stores = deps.kube, deps.stores
     user_id = ids.derived("u", principal, length=10)
     user = kinds.User(
-        metadata=ObjectMeta(name=user_id, labels={names.LABEL_AUTH_PROVIDER: provider}),
+        metadata=ObjectMeta(
+            name=user_id,
+            labels={names.LABEL_AUTH_PROVIDER: provider},
+            finalizers=[names.FINALIZER_OPERATOR],
+        ),
         spec={"displayName": identity.display_name, "principalIds": [principal],
               "enabled": True},
     )  # fmt: skip

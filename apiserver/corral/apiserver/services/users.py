@@ -19,7 +19,7 @@ from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import description_text, flag, name_text, text
 from corral.apiserver.services import tokens
 from corral.core import errors
-from corral.core.api import ids
+from corral.core.api import ids, names
 from corral.core.auth import passwords
 from corral.core.kube import kinds, password_secrets, usernames
 from corral.core.kube.client import as_dict, delete_if_present
@@ -63,8 +63,11 @@ async def create(deps: Deps, who: Caller, body: dict[str, Any]) -> Obj:
     passwords.check_policy(username, password)
     user_id = ids.generate("u")
     await usernames.claim(kube, username, user_id)
+    # The operator's finalizer from the start: a user deleted before the operator first saw
+    # it still has its tokens and grants removed.
+    meta = ObjectMeta(name=user_id, finalizers=[names.FINALIZER_OPERATOR])
     try:
-        created = await kube.create(kinds.User(metadata=ObjectMeta(name=user_id), spec=spec))
+        created = await kube.create(kinds.User(metadata=meta, spec=spec))
     except Exception:
         await usernames.release(kube, username, user_id)
         raise
