@@ -162,6 +162,9 @@ class SSHMachines:
                 undone = await session.run(
                     custom.as_root(custom.uninstall(), config.user), UNINSTALL_TIMEOUT
                 )
+                # The machine registered before it failed: its join credential would
+                # otherwise stay valid in the cluster until the record is deleted.
+                await self._forget_node(cluster, name, spec["requestedHostname"])
                 after = "" if undone.ok else f"; its uninstall failed too: {undone.output}"
                 raise ssh.Failed(ct.REASON_INSTALL_FAILED,
                                  f"the installer exited with {installed.exit_status}: "
