@@ -216,16 +216,29 @@ def test_the_tail_keeps_the_last_lines_whatever_is_written() -> None:
     for i in range(1000):
         tail.feed(f"line {i}\n")
     tail.feed("no newline yet")
-    assert tail.text().splitlines() == ["line 998", "line 999", "no newline"]
+    assert tail.text().splitlines() == ["line 998", "line 999", "no n…e yet"]
 
 
 def test_the_tail_of_one_endless_line_is_bounded() -> None:
     tail = custom.Tail(lines=3, width=10)
     for _ in range(1000):
         tail.feed("x" * 1000)
-    assert tail.text() == "x" * 10
+    assert tail.text() == "xxxx…xxxxx"
     tail.feed("\nend\n")
-    assert tail.text().splitlines() == ["x" * 10, "end"]
+    assert tail.text().splitlines() == ["xxxx…xxxxx", "end"]
+
+
+def test_a_long_line_keeps_its_start_and_its_end() -> None:
+    url = "https://corral.example:8443/v3/nodeassets/" + "a" * 300
+    line = f"downloading kube-proxy from {url}: 404 Not Found"
+    for chunks in ([line + "\n"], [line[:150], line[150:300], line[300:] + "\n"], [line]):
+        tail = custom.Tail()
+        for chunk in chunks:
+            tail.feed(chunk)
+        kept = tail.text()
+        assert len(kept) == custom.TAIL_LINE_CHARS, chunks
+        assert kept.startswith("downloading kube-proxy from https://") and "…" in kept
+        assert kept.endswith(": 404 Not Found")
 
 
 def test_lines_split_across_chunks_are_kept_whole() -> None:

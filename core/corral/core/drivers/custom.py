@@ -237,10 +237,22 @@ class Tail:
     def feed(self, chunk: str) -> None:
         *complete, partial = (self._partial + chunk).split("\n")
         for line in complete[-(self._lines.maxlen or 1) :]:
-            self._lines.append(line[: self._width])
-        self._partial = partial[: self._width]
+            self._lines.append(self._cut(line))
+        # An unfinished line keeps enough of both ends to be cut as a whole line would be.
+        if len(partial) > 2 * self._width:
+            partial = partial[: self._width] + partial[-self._width :]
+        self._partial = partial
+
+    def _cut(self, line: str) -> str:
+        """A long line keeps its start and its end: where a command says what failed, often
+        after a long URL or path."""
+        if len(line) <= self._width:
+            return line
+        head = (self._width - 1) // 2
+        return f"{line[:head]}…{line[len(line) - (self._width - 1 - head) :]}"
 
     def text(self) -> str:
-        lines = [*self._lines, self._partial] if self._partial else list(self._lines)
+        partial = self._cut(self._partial)
+        lines = [*self._lines, partial] if partial else list(self._lines)
         lines = lines[-(self._lines.maxlen or 1) :]
         return "\n".join(line.rstrip() for line in lines if line.strip())
