@@ -394,8 +394,8 @@ def test_a_cluster_imported_by_kubeconfig_switches_to_its_agent(
     api: Api, stack: Environment, add_downstream: Callable[..., ControlPlane], devkube: Path,
     management: k8s.ApiClient, tmp_path: Path,
 ) -> None:  # fmt: skip
-    """The same way as a new cluster: a registration token of the cluster, its command run
-    there, the agent started. From then on corral reaches the cluster through the tunnel
+    """The same way as a new cluster: the cluster's default registration token, its command
+    run there, the agent started. From then on corral reaches the cluster through the tunnel
     only, and deleting the cluster removes both what the import and the manifest made."""
     plane = add_downstream("switched", 1)
     config = base64.b64encode(plane.kubeconfig_path.read_bytes()).decode()
@@ -404,12 +404,8 @@ def test_a_cluster_imported_by_kubeconfig_switches_to_its_agent(
     assert made.status == 201, made.body
     cluster_id = made.body["id"]
     wait_for("the imported cluster active", lambda: _state(api, cluster_id) == "active", 60)
-    token = api.post("/v3/clusterregistrationtokens",
-                     {"type": "clusterRegistrationToken", "clusterId": cluster_id})  # fmt: skip
-    assert token.status == 201, token.body
-    shown = wait_for("the token's manifest URL",
-                     lambda: api.get(f"/v3/clusterregistrationtokens/{token.body['id']}")
-                     .body["insecureCommand"], 30)  # fmt: skip
+    listed = api.get(f"/v3/clusterregistrationtokens?clusterId={cluster_id}").body["data"]
+    shown = {t["name"]: t["insecureCommand"] for t in listed}["default-token"]
     path = f"{_kubectl_wrapper(devkube, plane, tmp_path)}:{os.environ['PATH']}"
     applied = subprocess.run(["/bin/sh", "-c", shown], env={**os.environ, "PATH": path},
                              capture_output=True, text=True, timeout=KUBECTL_TIMEOUT,

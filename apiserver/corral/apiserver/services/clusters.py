@@ -74,18 +74,19 @@ async def create(deps: Deps, who: Caller, body: dict[str, Any]) -> Obj:
     if driver == drivers.IMPORTED and (given := clusterspec.given_kubeconfig(body)) is not None:
         created = await importing.import_cluster(deps, given, spec, labels)
         deps.stores.clusters.put(created)
-        return created
-    name = ids.generate("c") if driver == drivers.IMPORTED else f"c-m-{ids.random_suffix(8)}"
-    created = await make(deps, name, spec, labels, taken=f"cluster {name} already exists")
+    else:
+        name = ids.generate("c") if driver == drivers.IMPORTED else f"c-m-{ids.random_suffix(8)}"
+        created = await make(deps, name, spec, labels, taken=f"cluster {name} already exists")
     if driver == drivers.IMPORTED:
-        await registration(deps, name)
+        await registration(deps, created["metadata"]["name"])
     return created
 
 
 async def registration(deps: Deps, cluster: str) -> None:
-    """An imported cluster given no kubeconfig is registered by its agent: its `default-token`
-    shows the manifest to apply there (docs/design/cluster-agent.md, section 8). The token
-    lives in the cluster's namespace, made here rather than waiting for the operator."""
+    """An imported cluster is registered by its agent: its `default-token` shows the manifest
+    to apply there (docs/design/cluster-agent.md, section 8); one imported by kubeconfig
+    switches to the agent by it. The token lives in the cluster's namespace, made here rather
+    than waiting for the operator."""
     await ensure_namespace(deps.kube, cluster, {names.LABEL_CLUSTER: cluster})
     await registration_tokens.ensure_default(
         deps.kube, cluster, datetime.datetime.now(datetime.UTC)
