@@ -100,6 +100,7 @@ FAMILY = Family[Obj](
     detail=lambda ask, obj: object_fields(obj, ("name", "namespace", "creationTimestamp")),
     links=links,
     before_update=lambda ask, obj: nodepools.may_change(ask.deps, ask.who, obj),
+    before_delete=lambda ask, obj: nodepools.may_delete(ask.deps, ask.who, obj),
     create=lambda ask, body: nodepools.create(ask.deps, ask.who, body),
     update=lambda ask, obj, body: nodepools.update(ask.deps, ask.who, obj, body),
     delete=lambda ask, obj: nodepools.delete(ask.deps, ask.who, obj),

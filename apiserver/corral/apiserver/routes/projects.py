@@ -137,6 +137,7 @@ FAMILY = Family[Obj](
     include=usage,
     create=lambda ask, body: projects.create(ask.deps, ask.who, body),
     before_update=lambda ask, obj: projects.may_change(ask.deps, ask.who, obj),
+    before_delete=lambda ask, obj: projects.may_delete(ask.deps, ask.who, obj),
     update=lambda ask, obj, body: projects.update(ask.deps, ask.who, obj, body),
     delete=lambda ask, obj: projects.delete(ask.deps, ask.who, obj),
     body_as_sent=True,

@@ -178,9 +178,13 @@ async def grant(deps: Deps, who: Caller, target: Target, body: dict[str, Any]) -
     return created
 
 
-async def revoke(deps: Deps, who: Caller, target: Target, binding: Obj) -> None:
-    """Removes a binding the caller sees: 403 unless they own its cluster or project."""
+def may_revoke(deps: Deps, who: Caller, target: Target, binding: Obj) -> None:
+    """A binding the caller sees is theirs to remove when they own its cluster or project."""
     target.owned(deps, who, target.of(binding), "revoke roles in it")
+
+
+async def revoke(deps: Deps, who: Caller, target: Target, binding: Obj) -> None:
+    may_revoke(deps, who, target, binding)
     meta = binding["metadata"]
     await delete_if_present(deps.kube, target.kind, meta["name"], meta["namespace"])
     target.stored(deps.stores).forget(f"{meta['namespace']}/{meta['name']}")

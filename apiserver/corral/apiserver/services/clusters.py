@@ -36,6 +36,8 @@ from corral.core.provisioning import admission, upgrade
 from corral.core.provisioning.admission import Admitted
 from corral.core.provisioning.flavours import FLAVOURS, Flavour
 
+GENERATE_KUBECONFIG = "generateKubeconfig"
+
 
 def may_create(who: Caller) -> None:
     require_admin(who, "create clusters")
@@ -241,10 +243,23 @@ def kubeconfig_for(deps: Deps, cluster: Obj, token: str, base: str) -> str:
     return base64.b64encode(kubeconfig.dump(config).encode()).decode()
 
 
-async def delete(deps: Deps, who: Caller, obj: Obj) -> None:
-    """Deletes the cluster: the operator then removes its machines, pools, control plane and
-    namespace (`management.clusters.forget_cluster`)."""
+def may_delete(deps: Deps, who: Caller, obj: Obj) -> None:
     owned_cluster(deps, who, obj["metadata"]["name"], "delete it")
     if obj["metadata"]["name"] == names.LOCAL_CLUSTER:
         raise errors.Unsupported("the local cluster cannot be deleted")
+
+
+def may_act(deps: Deps, who: Caller, obj: Obj, action: str) -> None:
+    """Whoever sees a cluster generates a kubeconfig for it; its owners take the other
+    actions, which need a cluster whose etcd and certificates corral runs."""
+    if action == GENERATE_KUBECONFIG:
+        return
+    owned_cluster(deps, who, obj["metadata"]["name"], action)
+    require_provisioned(obj, action)
+
+
+async def delete(deps: Deps, who: Caller, obj: Obj) -> None:
+    """Deletes the cluster: the operator then removes its machines, pools, control plane and
+    namespace (`management.clusters.forget_cluster`)."""
+    may_delete(deps, who, obj)
     await delete_if_present(deps.kube, kinds.Cluster, obj["metadata"]["name"])

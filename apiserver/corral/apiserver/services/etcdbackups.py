@@ -99,9 +99,13 @@ async def restore(deps: Deps, cluster: Obj, body: dict[str, Any]) -> Obj:
     return await clusters.write(deps, name, decide, rs.READS)
 
 
+def may_delete(deps: Deps, who: Caller, obj: Obj) -> None:
+    """A backup is removed by its cluster's owners only."""
+    owned_cluster(deps, who, obj["metadata"]["namespace"], "delete its etcd backups")
+
+
 async def delete(deps: Deps, who: Caller, obj: Obj) -> None:
-    """Removes a backup: its cluster's owners only."""
+    may_delete(deps, who, obj)
     meta = obj["metadata"]
-    owned_cluster(deps, who, meta["namespace"], "delete its etcd backups")
     await delete_if_present(deps.kube, kinds.EtcdBackup, meta["name"], meta["namespace"])
     deps.stores.etcdbackups.forget(key_of(obj))

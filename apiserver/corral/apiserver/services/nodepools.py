@@ -130,9 +130,13 @@ async def update(deps: Deps, who: Caller, obj: Obj, body: dict[str, Any]) -> Obj
     return patched
 
 
+def may_delete(deps: Deps, who: Caller, obj: Obj) -> None:
+    owned_cluster(deps, who, obj["metadata"]["namespace"], "delete its node pools")
+
+
 async def delete(deps: Deps, who: Caller, obj: Obj) -> None:
     """The operator removes the pool's machines (drained first when the pool says so) before
     the pool goes."""
+    may_delete(deps, who, obj)
     meta = obj["metadata"]
-    owned_cluster(deps, who, meta["namespace"], "delete its node pools")
     await delete_if_present(deps.kube, kinds.NodePool, meta["name"], meta["namespace"])

@@ -139,15 +139,19 @@ def quota_spec(body: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-async def delete(deps: Deps, who: Caller, obj: Obj) -> None:
-    """Removes a project the caller owns; the operator deletes its namespaces. A cluster's
-    own projects (System, Default) stay."""
+def may_delete(deps: Deps, who: Caller, obj: Obj) -> None:
+    """Its owners remove a project, but for a cluster's own (System, Default), which stay."""
     owned_project(deps, who, project_id(obj), "delete it")
     role = (obj["metadata"].get("labels") or {}).get(defaults.LABEL_ROLE)
     if role:
         raise errors.Invalid(
             f"the {role} project of a cluster cannot be deleted", code="InvalidAction"
         )
+
+
+async def delete(deps: Deps, who: Caller, obj: Obj) -> None:
+    """Removes a project; the operator deletes its namespaces."""
+    may_delete(deps, who, obj)
     meta = obj["metadata"]
     await delete_if_present(deps.kube, kinds.Project, meta["name"], meta["namespace"])
 
