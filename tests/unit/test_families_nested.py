@@ -1,6 +1,6 @@
 """What the family descriptor adds for nested and downstream families: lookups awaited, links
-where the resource lives, only the links and actions a caller's checks allow, 404s that say where, bodies
-given whole; and the one shape of the role-binding families."""
+where the resource lives, only the links and actions a caller's checks allow, 404s that say
+where, bodies given whole; and the one shape of the role-binding families."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ def family(target: Target) -> Family[Obj]:
         fields=lambda ask, obj: fields(target, obj),
         ident=lambda obj: str(ScopedId.of(obj)),
         create=lambda ask, body: bindings.grant(ask.deps, ask.who, target, body),
-        before_delete=lambda ask, obj: bindings.may_revoke(ask.deps, ask.who, target, obj),
+        before_delete=lambda ask, obj: bindings.may_revoke(ask.who, target, obj),
         delete=lambda ask, obj: bindings.revoke(ask.deps, ask.who, target, obj),
         body_as_sent=True,
     )

@@ -253,10 +253,10 @@ FAMILY = Family[Obj](
     links=links,
     actions=lambda ask, obj: ACTIONS,
     before_create=before_create,
-    before_update=lambda ask, obj: clusters.may_change(ask.deps, ask.who, obj),
+    before_update=lambda ask, obj: clusters.may_change(ask.who, obj),
     # The local cluster is corral's own: no one removes it.
-    before_delete=lambda ask, obj: clusters.may_delete(ask.deps, ask.who, obj),
-    before_action=lambda ask, obj, name: clusters.may_act(ask.deps, ask.who, obj, name),
+    before_delete=lambda ask, obj: clusters.may_delete(ask.who, obj),
+    before_action=lambda ask, obj, name: clusters.may_act(ask.who, obj, name),
     create=lambda ask, body: clusters.create(ask.deps, ask.who, body),
     update=lambda ask, obj, body: clusters.update(ask.deps, ask.who, obj, body),
     delete=lambda ask, obj: clusters.delete(ask.deps, ask.who, obj),
@@ -356,7 +356,7 @@ BACKUPS = Family[Obj](
     state=backup_state,
     detail=backup_detail,
     links=cluster_link,
-    before_delete=lambda ask, obj: etcdbackups.may_delete(ask.deps, ask.who, obj),
+    before_delete=lambda ask, obj: etcdbackups.may_delete(ask.who, obj),
     delete=lambda ask, obj: etcdbackups.delete(ask.deps, ask.who, obj),
     noun="etcd backup",
 )
@@ -370,7 +370,7 @@ async def cluster_action(request: web.Request) -> web.Response:
     name = action(request, set(ACTIONS))
     if name is None:
         raise errors.Unsupported("POST on a cluster needs ?action=<name>")
-    clusters.may_act(asked.deps, asked.who, obj, name)
+    clusters.may_act(asked.who, obj, name)
     if name == clusters.GENERATE_KUBECONFIG:
         return await generate_kubeconfig(request, asked, obj)
     if name == "backupEtcd":

@@ -202,13 +202,13 @@ def may(change: str) -> Callable[..., None]:
     """The check of one kind of write of a node, on the node's own cluster."""
 
     def check(ask: Ask, obj: Obj, *action: str) -> None:
-        nodes.may_change(ask.deps, ask.who, obj["metadata"]["namespace"], change)
+        nodes.may_change(ask.who, obj["metadata"]["namespace"], change)
 
     return check
 
 
 def before_create(ask: Ask) -> None:
-    nodes.may_change(ask.deps, ask.who, members_cluster(ask), ADD)
+    nodes.may_change(ask.who, members_cluster(ask), ADD)
 
 
 FAMILY = Family[Obj](
@@ -253,7 +253,7 @@ def owned_node(request: web.Request, change: str) -> tuple[Ask, Obj]:
     """The node the path names, for the owners of its cluster (403 before the node is looked
     for: the cluster is the path's, the node is not yet)."""
     asked = handlers.ask(request)
-    nodes.may_change(asked.deps, asked.who, members_cluster(asked), change)
+    nodes.may_change(asked.who, members_cluster(asked), change)
     return asked, find(asked, request.match_info["id"])
 
 

@@ -141,7 +141,7 @@ async def update(deps: Deps, who: Caller, cluster: Obj, body: dict[str, Any]) ->
     """The view as `body` gives it: machine pools added, changed and removed; the version
     through the cluster's admission; the configuration as it is. Owners only."""
     cluster_id = cluster["metadata"]["name"]
-    clusters.may_change(deps, who, cluster)
+    clusters.may_change(who, cluster)
     namespace, name = v1.name_of(cluster)
     given = v1.parse(body)
     v1.check_labels_kept(given, cluster)
