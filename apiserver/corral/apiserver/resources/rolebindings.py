@@ -8,6 +8,7 @@ from typing import Any
 
 from corral.apiserver.http.schemas import Field, Schema
 from corral.apiserver.resources.family import Family
+from corral.apiserver.resources.subscriptions import Subscribable
 from corral.apiserver.services import bindings
 from corral.apiserver.services.bindings import Target
 from corral.core.api.ids import ScopedId
@@ -65,6 +66,15 @@ def fields(target: Target, obj: Obj) -> dict[str, Any]:
         "created": meta.get("creationTimestamp", ""),
         "uuid": meta.get("uid", ""),
     }
+
+
+def subscribable(family: Family[Obj], target: Target, cache: str) -> Subscribable:
+    """`GET /v3/subscribe`: a binding's changes go to whoever has a role in its cluster or
+    project, as `listed`, judged when the change comes: a subscriber whose own binding is
+    removed has no role left to see that removal by."""
+    return Subscribable(
+        family, cache=cache, sees=lambda ask, obj: bindings.sees(ask.who, target, obj)
+    )
 
 
 def family(target: Target) -> Family[Obj]:
