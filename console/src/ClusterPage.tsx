@@ -17,7 +17,7 @@ import {
 import { applyResourceEvent, byId, messageOf, type ResourceEvent } from "./resources";
 import { hrefOf } from "./route";
 
-interface Cluster extends V3Cluster {
+export interface Cluster extends V3Cluster {
   description?: string;
   links?: Record<string, string>;
   actions?: Record<string, string>;
@@ -27,7 +27,7 @@ interface Cluster extends V3Cluster {
 }
 
 // A collection of the page: null until read, or with the API's refusal to list it.
-interface Loaded<T> {
+export interface Loaded<T> {
   items: ReadonlyMap<string, T> | null;
   error: string;
 }
@@ -143,7 +143,7 @@ export function ClusterPage({ clusterId }: { clusterId: string }) {
   );
 }
 
-function ClusterActions({ cluster, name }: { cluster: Cluster; name: string }) {
+export function ClusterActions({ cluster, name }: { cluster: Cluster; name: string }) {
   const kubeconfig = useAction();
   const [deleting, setDeleting] = useState(false);
   const opener = useRef<HTMLButtonElement>(null);
@@ -222,7 +222,7 @@ function Conditions({ conditions }: { conditions: (Condition & { lastUpdateTime?
   );
 }
 
-function Nodes({ loaded }: { loaded: Loaded<V3Node> }) {
+export function Nodes({ loaded }: { loaded: Loaded<V3Node> }) {
   const action = useAction();
   const act = (row: NodeRow, name: "cordon" | "uncordon" | "drain") => {
     const link = row.actions[name];
@@ -314,7 +314,7 @@ function Nodes({ loaded }: { loaded: Loaded<V3Node> }) {
   );
 }
 
-function Pools({ loaded }: { loaded: Loaded<V3NodePool> }) {
+export function Pools({ loaded }: { loaded: Loaded<V3NodePool> }) {
   const action = useAction();
   const scale = (row: PoolRow, quantity: number) => {
     const link = row.update;

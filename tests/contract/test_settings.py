@@ -24,7 +24,9 @@ async def restored(admin: Person) -> AsyncIterator[str]:
     assert (await admin.api.put(f"/v3/settings/{NAME}", {"value": ""})).status == 200
 
 
-async def test_every_catalog_setting_is_listed_with_its_default(user: Person) -> None:
+async def test_every_catalog_setting_is_listed_with_its_default(
+    user: Person, admin: Person
+) -> None:
     listed = await user.api.get("/v3/settings")
     assert listed.status == 200
     assert listed.body["resourceType"] == "setting" and listed.body["createTypes"] == {}
@@ -34,8 +36,13 @@ async def test_every_catalog_setting_is_listed_with_its_default(user: Person) ->
     definition = settings.CATALOG[NAME]
     assert shown["default"] == definition.default
     assert shown["description"] == definition.description
-    assert shown["links"] == {"self": f"{EXTERNAL_URL}/v3/settings/{NAME}",
-                              "update": f"{EXTERNAL_URL}/v3/settings/{NAME}"}  # fmt: skip
+    # As in Rancher, only administrators, who may change it, are given its update link.
+    url = f"{EXTERNAL_URL}/v3/settings/{NAME}"
+    assert shown["links"] == {"self": url}
+    assert (await admin.api.get(f"/v3/settings/{NAME}")).body["links"] == {
+        "self": url,
+        "update": url,
+    }
     ids = [s["id"] for s in listed.body["data"]]
     assert ids == sorted(ids)
 

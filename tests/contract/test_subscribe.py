@@ -273,7 +273,30 @@ async def made_project(api: Any, cluster_id: str) -> Watched:
     return Watched(created.body["id"], path)
 
 
-@pytest.mark.parametrize("resource_type", ["node", "nodePool", "project"])
+async def made_binding(
+    api: Any, admin: Person, cluster_id: str, grantee: Person, resource_type: str
+) -> Watched:
+    """A role binding of `grantee` in the cluster, or in a new project of the cluster that
+    the caller of `api` makes (and so owns)."""
+    if resource_type == "clusterRoleTemplateBinding":
+        where, role, path = (
+            {"clusterId": cluster_id},
+            "cluster-member",
+            "clusterroletemplatebindings",
+        )
+    else:
+        project = await made_project(api, cluster_id)
+        where, role, path = {"projectId": project.id}, "read-only", "projectroletemplatebindings"
+    body = {**where, "userId": grantee.id, "roleTemplateId": role}
+    created = await admin.api.post(f"/v3/{path}", body)
+    assert created.status == 201, created.body
+    return Watched(created.body["id"], f"/v3/{path}/{created.body['id']}")
+
+
+@pytest.mark.parametrize(
+    "resource_type",
+    ["node", "nodePool", "project", "projectRoleTemplateBinding", "clusterRoleTemplateBinding"],
+)
 async def test_a_user_receives_events_of_exactly_the_nodes_pools_and_projects_the_api_shows(
     client: TestClient[Any, Any],
     kube: AsyncClient,
@@ -284,7 +307,8 @@ async def test_a_user_receives_events_of_exactly_the_nodes_pools_and_projects_th
 ) -> None:
     """Three users of two clusters: the owner and a member of A, the owner of B. Objects are
     made in A, B, A, B; each user's events are compared with what `GET` shows them. A member
-    sees a cluster's nodes and pools, but only the projects they have a role in."""
+    sees a cluster's nodes, pools and cluster role bindings, but only the projects (and their
+    role bindings) they have a role in."""
     first = await cluster_with_namespace(kube, core, "subscribed-a")
     second = await cluster_with_namespace(kube, core, "subscribed-b")
     owner_a, member_a, owner_b = await make_user(), await make_user(), await make_user()
@@ -306,6 +330,10 @@ async def test_a_user_receives_events_of_exactly_the_nodes_pools_and_projects_th
             return await made_node(kube, cluster_id)
         if resource_type == "nodePool":
             return await made_pool(admin.api, cluster_id, template)
+        if resource_type.endswith("RoleTemplateBinding"):
+            # Granted to a new user each time: no one who subscribes, and no grant twice.
+            grantee = await make_user()
+            return await made_binding(creator.api, admin, cluster_id, grantee, resource_type)
         return await made_project(creator.api, cluster_id)
 
     query = f"resourceTypes={resource_type}"

@@ -1,6 +1,6 @@
 """The generic handlers serve what a family declares: collection actions beside the create,
 the family's own 404 message, the body as sent or filtered by the schema, a PUT's own body
-limit, and links only for the methods the caller may use."""
+limit, and links and actions only where the write's own check lets the caller through."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from corral.apiserver.http.errors import error_middleware
 from corral.apiserver.http.schemas import Field, Schema
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
+from corral.core import errors
 from corral.core.auth.tokens import TokenRecord
 from tests.unit.held import holding
 
@@ -161,13 +162,42 @@ async def test_a_put_has_its_own_body_limit_when_the_family_gives_one(serve: Any
     assert (await client.put("/v3/things/t-1", json=padded)).status == 200
 
 
-async def test_links_are_only_those_of_the_methods_the_caller_may_use(serve: Any) -> None:
-    declared, _ = family(methods=lambda ask, obj: ("GET",) if obj["id"] == "t-1" else ("PUT",))
+def refuse_t1(ask: Ask, obj: dict[str, Any], *action: str) -> None:
+    if obj["id"] == "t-1":
+        raise errors.forbidden("t-1 is not yours")
+
+
+async def test_links_and_actions_are_those_the_writes_checks_let_through(serve: Any) -> None:
+    """The same check refuses the write and leaves out its link: t-1 offers nothing, t-2
+    offers everything its schema has."""
+    schema = Schema(id="thing", plural="things", fields=SCHEMA.fields,
+                    resource_methods=("GET", "PUT", "DELETE"), collection_methods=("GET", "POST"),
+                    resource_actions={"polish": {}})  # fmt: skip
+
+    async def delete(ask: Ask, obj: dict[str, Any]) -> None:
+        things.pop(obj["id"])
+
+    declared, things = family(schema=schema, actions=lambda ask, obj: ["polish"],
+                              before_update=refuse_t1, before_delete=refuse_t1,
+                              before_action=refuse_t1, delete=delete)  # fmt: skip
     client = await serve(handlers.routes(declared))
     await client.post("/v3/things", json={"color": "blue"})
-    links = {
-        item["id"]: item["links"]
-        for item in (await (await client.get("/v3/things")).json())["data"]
-    }
-    assert set(links["t-1"]) == {"self"}
-    assert set(links["t-2"]) == {"self", "update"}
+    shown = {item["id"]: item for item in (await (await client.get("/v3/things")).json())["data"]}
+    assert set(shown["t-1"]["links"]) == {"self"} and shown["t-1"]["actions"] == {}
+    assert set(shown["t-2"]["links"]) == {"self", "update", "remove"}
+    assert set(shown["t-2"]["actions"]) == {"polish"}
+    # The checks that hid the links still refuse the writes.
+    assert (await client.put("/v3/things/t-1", json={"color": "green"})).status == 403
+    assert (await client.delete("/v3/things/t-1")).status == 403
+    assert things["t-1"]["color"] == "red"
+    assert (await client.delete("/v3/things/t-2")).status == 204
+
+
+async def test_create_types_follow_the_creates_check(serve: Any) -> None:
+    def refused(ask: Ask) -> None:
+        raise errors.forbidden("no")
+
+    for check, offered in ((None, True), (refused, False)):
+        declared, _ = family(before_create=check)
+        listed = await (await (await serve(handlers.routes(declared))).get("/v3/things")).json()
+        assert bool(listed["createTypes"]) is offered

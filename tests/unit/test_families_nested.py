@@ -1,6 +1,6 @@
 """What the family descriptor adds for nested and downstream families: lookups awaited, links
-where the resource lives, only the methods a caller may use, 404s that say where, bodies
-given whole; and the one shape of the role-binding families."""
+where the resource lives, only the links and actions a caller's checks allow, 404s that say
+where, bodies given whole; and the one shape of the role-binding families."""
 
 from __future__ import annotations
 
@@ -56,6 +56,11 @@ def leaf_url(ask: Ask, leaf: dict[str, Any]) -> str:
     return f"{ask.base}/v3/trees/{ask.path['tree']}/leaves/{leaf['id']}"
 
 
+def only_red(leaf: dict[str, Any]) -> None:
+    if leaf["color"] != "red":
+        raise errors.forbidden("only red leaves change")
+
+
 FAMILY = Family[dict[str, Any]](
     schema=SCHEMA,
     listed=listed,
@@ -63,8 +68,10 @@ FAMILY = Family[dict[str, Any]](
     fields=lambda ask, leaf: dict(leaf),
     ident=lambda leaf: str(leaf["id"]),
     url=leaf_url,
-    methods=lambda ask, leaf: SCHEMA.resource_methods if leaf["color"] == "red" else ("GET",),
+    before_update=lambda ask, leaf: only_red(leaf),
+    before_delete=lambda ask, leaf: only_red(leaf),
     actions=lambda ask, leaf: ("fall",),
+    before_action=lambda ask, leaf, name: only_red(leaf),
     create_url=lambda ask: f"{ask.base}/v3/trees/{ask.path['tree']}/leaves",
     within=lambda ask: f"tree {ask.path['tree']}",
 )
@@ -78,10 +85,11 @@ async def test_a_nested_resource_links_and_acts_where_it_lives() -> None:
     assert red["actions"] == {"fall": f"{url}?action=fall"}
 
 
-async def test_a_caller_sees_links_only_for_the_methods_they_may_use() -> None:
+async def test_a_caller_sees_links_and_actions_only_where_the_checks_let_them() -> None:
     asked = ask()
     green = FAMILY.render(asked, await FAMILY.found(asked, "l2"))
     assert green["links"] == {"self": f"{BASE}/v3/trees/oak/leaves/l2"}
+    assert green["actions"] == {}
 
 
 async def test_a_missing_nested_resource_is_a_404_that_says_where_it_was_looked_for() -> None:

@@ -146,7 +146,8 @@ def create_app(
         readiness=Readiness(),
     )
     offered = (clusters.SUBSCRIBABLE, nodes.SUBSCRIBABLE, nodepools.SUBSCRIBABLE,
-               projects.SUBSCRIBABLE)  # fmt: skip
+               projects.SUBSCRIBABLE, projectroletemplatebindings.SUBSCRIBABLE,
+               clusterroletemplatebindings.SUBSCRIBABLE)  # fmt: skip
     app[SUBSCRIBABLE] = {s.resource_type: s for s in offered}
     for module in ROUTE_MODULES:
         app.add_routes(module.routes)

@@ -9,7 +9,7 @@ the calls into its services. Actions and sub-resources stay routes of the family
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias, TypeVar
 
@@ -19,6 +19,7 @@ from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.apiserver.http import envelope
 from corral.apiserver.http.body import DEFAULT_LIMIT
+from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.schemas import Schema
 from corral.apiserver.http.urls import v3
 from corral.core import errors
@@ -70,22 +71,29 @@ class Family(Generic[T]):
     # What a resource shows besides its fields: neither filtered nor sorted by.
     detail: Callable[[Ask, T], dict[str, Any]] | None = None
     links: Callable[[Ask, T], dict[str, str]] | None = None
+    # The actions that apply to the resource (to its kind, its state); it shows those of them
+    # that `before_action` lets this caller take.
     actions: Callable[[Ask, T], Iterable[str]] | None = None
     # Where a resource of a nested family is (its self, update, remove and action links).
     url: Callable[[Ask, T], str] | None = None
-    # The schema's methods this caller may use on the resource, when not all of them: the
-    # update and remove links of the others are left out.
-    methods: Callable[[Ask, T], Collection[str]] | None = None
     # What a GET of one resource adds when its query asks (`?include=`): costly, so never in
     # a collection.
     include: Callable[[Ask, T], Awaitable[dict[str, Any]]] | None = None
-    may_create: Callable[[Ask], bool] = lambda ask: True
+    # Whether a collection offers a create (`createTypes`) when that reads more than
+    # `before_create` can (the query's project); `before_create` decides otherwise.
+    may_create: Callable[[Ask], bool] | None = None
     # Where a collection's `createTypes` sends a client, when not to `/v3/<plural>`.
     create_url: Callable[[Ask], str] | None = None
-    # Refuse (403) what the caller may not do before their body is even read, as a check
-    # inside `create` or `update` could only after.
+    # The checks of a write that need no body: each raises the core error that refuses it
+    # (403 for what the caller may not do, 422 for what cannot be done to this resource), so
+    # a write is refused before its body is read. They are the one rule of both the write and
+    # what a resource offers its caller: `createTypes`, the `update` and `remove` links and
+    # the actions are shown only where these checks let the caller through. Cheap and
+    # synchronous, as a page of a thousand resources asks each of them.
     before_create: Callable[[Ask], object] | None = None
     before_update: Callable[[Ask, T], object] | None = None
+    before_delete: Callable[[Ask, T], object] | None = None
+    before_action: Callable[[Ask, T, str], object] | None = None
     create: Callable[[Ask, dict[str, Any]], Awaitable[T]] | None = None
     update: Callable[[Ask, T, dict[str, Any]], Awaitable[T]] | None = None
     delete: Callable[[Ask, T], Awaitable[None]] | None = None
@@ -142,6 +150,37 @@ class Family(Generic[T]):
                       "transitioningMessage": message}  # fmt: skip
         return shown
 
+    def offered_methods(self, ask: Ask, obj: T) -> list[str]:
+        """The schema's methods on a resource that its checks let this caller use."""
+        checks: dict[str, Callable[[Ask, T], object] | None] = {
+            "PUT": self.before_update,
+            "DELETE": self.before_delete,
+        }
+        return [
+            method
+            for method in self.schema.resource_methods
+            if (check := checks.get(method)) is None or allows(check, ask, obj)
+        ]
+
+    def offered_actions(self, ask: Ask, obj: T) -> list[str]:
+        """The actions that apply to a resource and that this caller may take."""
+        if self.actions is None:
+            return []
+        check = self.before_action
+        return [
+            name
+            for name in self.actions(ask, obj)
+            if check is None or allows(check, ask, obj, name)
+        ]
+
+    def creatable(self, ask: Ask) -> bool:
+        if "POST" not in self.schema.collection_methods:
+            return False
+        if self.may_create is not None:
+            return self.may_create(ask)
+        check = self.before_create
+        return check is None or allows(check, ask)
+
     def render(self, ask: Ask, obj: T) -> dict[str, Any]:
         body = self.all_fields(ask, obj)
         if self.detail is not None:
@@ -150,10 +189,10 @@ class Family(Generic[T]):
             ask.base,
             self.schema,
             body,
-            actions=self.actions(ask, obj) if self.actions else (),
+            actions=self.offered_actions(ask, obj),
             links=self.links(ask, obj) if self.links else None,
             url=self.url(ask, obj) if self.url else None,
-            methods=self.methods(ask, obj) if self.methods else None,
+            methods=self.offered_methods(ask, obj),
         )
 
     async def page(self, ask: Ask, path: str) -> dict[str, Any]:
@@ -167,11 +206,20 @@ class Family(Generic[T]):
             lambda obj: self.render(ask, obj),
             ask.query,
             path,
-            can_create="POST" in self.schema.collection_methods and self.may_create(ask),
+            can_create=self.creatable(ask),
             default_sort=self.default_sort,
             newest_first=self.newest_first,
             create_url=self.create_url(ask) if self.create_url else None,
         )
+
+
+def allows(check: Callable[..., object], *args: Any) -> bool:
+    """Whether a write's check lets the caller through: what it would refuse is not offered."""
+    try:
+        check(*args)
+    except (errors.CorralError, ApiError):
+        return False
+    return True
 
 
 async def settled(value: Maybe[V]) -> V:

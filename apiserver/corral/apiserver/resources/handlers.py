@@ -103,5 +103,7 @@ def _add(
         @table.delete(item)
         async def delete_one(request: web.Request) -> web.Response:
             asked, obj = await found(family, request)
+            if family.before_delete is not None:
+                family.before_delete(asked, obj)
             await delete(asked, obj)
             return web.Response(status=204)

@@ -8,6 +8,7 @@ from typing import Any
 
 from corral.apiserver.http.schemas import Field, Schema
 from corral.apiserver.resources.family import Family
+from corral.apiserver.resources.subscriptions import Subscribable
 from corral.apiserver.services import bindings
 from corral.apiserver.services.bindings import Target
 from corral.core.api.ids import ScopedId
@@ -67,6 +68,15 @@ def fields(target: Target, obj: Obj) -> dict[str, Any]:
     }
 
 
+def subscribable(family: Family[Obj], target: Target, cache: str) -> Subscribable:
+    """`GET /v3/subscribe`: a binding's changes go to whoever has a role in its cluster or
+    project, as `listed`, judged when the change comes: a subscriber whose own binding is
+    removed has no role left to see that removal by."""
+    return Subscribable(
+        family, cache=cache, sees=lambda ask, obj: bindings.sees(ask.who, target, obj)
+    )
+
+
 def family(target: Target) -> Family[Obj]:
     return Family[Obj](
         schema=schema(target),
@@ -75,6 +85,7 @@ def family(target: Target) -> Family[Obj]:
         fields=lambda ask, obj: fields(target, obj),
         ident=lambda obj: str(ScopedId.of(obj)),
         create=lambda ask, body: bindings.grant(ask.deps, ask.who, target, body),
+        before_delete=lambda ask, obj: bindings.may_revoke(ask.who, target, obj),
         delete=lambda ask, obj: bindings.revoke(ask.deps, ask.who, target, obj),
         body_as_sent=True,
     )

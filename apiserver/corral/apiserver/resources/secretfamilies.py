@@ -74,9 +74,11 @@ def family(service: Secrets, plural: str, namespaced: bool) -> Family[Obj]:
         ident=service.secret_id,
         url=lambda ask, obj: f"{collection_url(ask)}/{service.secret_id(obj)}",
         links=lambda ask, obj: {"project": f"{ask.base}/v3/projects/{project(ask)}"},
-        may_create=lambda ask: shared.may_write(ask.who, project(ask)),
         create_url=collection_url,
+        # Read-only members see names and keys, and may change none of them.
         before_create=lambda ask: shared.writable_project(ask.deps, ask.who, project(ask)),
+        before_update=lambda ask, obj: shared.writable_project(ask.deps, ask.who, project(ask)),
+        before_delete=lambda ask, obj: shared.writable_project(ask.deps, ask.who, project(ask)),
         create=lambda ask, body: service.create(ask.deps, ask.who, project(ask), body),
         update=lambda ask, obj, body: service.update(ask.deps, ask.who, project(ask), obj, body),
         delete=lambda ask, obj: service.delete(ask.deps, ask.who, project(ask), obj),

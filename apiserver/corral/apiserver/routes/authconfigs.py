@@ -132,7 +132,6 @@ FAMILY = Family[str](
     ident=lambda provider: provider,
     actions=lambda ask, provider: sorted(ACTIONS) if provider != principals.LOCAL else [],
     # The local provider has nothing to configure: no update link.
-    methods=lambda ask, provider: ("GET",) if provider == principals.LOCAL else ("GET", "PUT"),
     before_update=lambda ask, provider: authconfigs.may_configure(provider),
     update=update,
     body_limit=AUTH_LIMIT,

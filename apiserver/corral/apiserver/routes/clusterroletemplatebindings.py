@@ -15,4 +15,5 @@ from corral.apiserver.services.bindings import CLUSTER
 
 FAMILY = rolebindings.family(CLUSTER)
 SCHEMA = FAMILY.schema
+SUBSCRIBABLE = rolebindings.subscribable(FAMILY, CLUSTER, cache="cluster_bindings")
 routes = handlers.routes(FAMILY)

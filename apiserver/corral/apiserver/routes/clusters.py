@@ -31,9 +31,9 @@ from corral.apiserver.services.clusterspec import (
     NAMESPACE_QUOTA_DEFAULT,
     PSA_TEMPLATE,
 )
-from corral.apiserver.services.visibility import owned_cluster, seen_cluster
+from corral.apiserver.services.visibility import seen_cluster
 from corral.core import errors
-from corral.core.api import drivers, names
+from corral.core.api import drivers
 from corral.core.auth import ttl
 from corral.core.clusters.state import state
 from corral.core.kube.informer import Obj
@@ -237,7 +237,7 @@ def listed(ask: Ask) -> list[Obj]:
 
 
 def before_create(ask: Ask) -> None:
-    if "action" in ask.query:
+    if ask.writing and "action" in ask.query:
         raise errors.Invalid("actions act on one cluster: /v3/clusters/{id}", code="InvalidAction")
     clusters.may_create(ask.who)
 
@@ -252,16 +252,14 @@ FAMILY = Family[Obj](
     detail=detail,
     links=links,
     actions=lambda ask, obj: ACTIONS,
-    may_create=lambda ask: ask.who.is_admin,
     before_create=before_create,
-    before_update=lambda ask, obj: clusters.may_change(ask.deps, ask.who, obj),
+    before_update=lambda ask, obj: clusters.may_change(ask.who, obj),
+    # The local cluster is corral's own: no one removes it.
+    before_delete=lambda ask, obj: clusters.may_delete(ask.who, obj),
+    before_action=lambda ask, obj, name: clusters.may_act(ask.who, obj, name),
     create=lambda ask, body: clusters.create(ask.deps, ask.who, body),
     update=lambda ask, obj, body: clusters.update(ask.deps, ask.who, obj, body),
     delete=lambda ask, obj: clusters.delete(ask.deps, ask.who, obj),
-    # The local cluster is corral's own: it has no remove link.
-    methods=lambda ask, obj: (
-        ("GET", "PUT") if name_of(obj) == names.LOCAL_CLUSTER else SCHEMA.resource_methods
-    ),
     body_as_sent=True,
 )
 
@@ -358,6 +356,7 @@ BACKUPS = Family[Obj](
     state=backup_state,
     detail=backup_detail,
     links=cluster_link,
+    before_delete=lambda ask, obj: etcdbackups.may_delete(ask.who, obj),
     delete=lambda ask, obj: etcdbackups.delete(ask.deps, ask.who, obj),
     noun="etcd backup",
 )
@@ -371,9 +370,9 @@ async def cluster_action(request: web.Request) -> web.Response:
     name = action(request, set(ACTIONS))
     if name is None:
         raise errors.Unsupported("POST on a cluster needs ?action=<name>")
-    if name == "generateKubeconfig":
+    clusters.may_act(asked.who, obj, name)
+    if name == clusters.GENERATE_KUBECONFIG:
         return await generate_kubeconfig(request, asked, obj)
-    owned_cluster(asked.deps, asked.who, name_of(obj), name)
     if name == "backupEtcd":
         await read_input(request, name)
         created = await etcdbackups.backup(asked.deps, obj)
@@ -385,7 +384,6 @@ async def cluster_action(request: web.Request) -> web.Response:
         return json_response(FAMILY.render(asked, written), status=201)
     body = await read_json(request)
     rotation.check_input(body)
-    clusters.require_provisioned(obj, name)
     wanted = await rotating.rotate(asked.deps, obj, body)
     return json_response({"type": rotation.OUTPUT_TYPE, "message": rotation.message(wanted)})
 

@@ -40,8 +40,8 @@ FAMILY = Family[Obj](
     listed=lambda ask: globalroles.visible(ask.deps, ask.who),
     find=find,
     fields=fields,
-    may_create=lambda ask: ask.who.is_admin,
     before_create=lambda ask: globalroles.may_grant(ask.who),
+    before_delete=lambda ask, obj: globalroles.may_revoke(ask.who, obj),
     create=lambda ask, body: globalroles.grant(ask.deps, ask.who, body),
     delete=lambda ask, obj: globalroles.revoke(ask.deps, ask.who, obj),
 )

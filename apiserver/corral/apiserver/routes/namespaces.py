@@ -72,6 +72,10 @@ FAMILY = Family[Obj](
     ),
     before_create=lambda ask: visible_cluster(ask.deps, ask.who, ask.path["cluster"]),
     create=lambda ask, body: namespaces.create(ask.deps, ask.who, ask.path["cluster"], body),
+    before_update=lambda ask, obj: namespaces.may_alter(ask.who, ask.path["cluster"], obj, "move"),
+    before_delete=lambda ask, obj: namespaces.may_alter(
+        ask.who, ask.path["cluster"], obj, "delete"
+    ),
     update=lambda ask, obj, body: namespaces.move(
         ask.deps, ask.who, ask.path["cluster"], obj, body
     ),

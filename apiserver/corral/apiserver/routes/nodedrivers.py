@@ -75,8 +75,6 @@ def fields(ask: Ask, obj: Obj) -> dict[str, Any]:
 
 
 def offered(ask: Ask, obj: Obj) -> list[str]:
-    if not ask.who.is_admin:
-        return []
     return ["deactivate" if (obj.get("spec") or {}).get("active") is True else "activate"]
 
 
@@ -93,10 +91,12 @@ FAMILY = Family[Obj](
     state=driver_status.state,
     detail=lambda ask, obj: object_fields(obj, ("name", "creationTimestamp", "uid", "generation")),
     actions=offered,
-    methods=lambda ask, obj: SCHEMA.resource_methods if ask.who.is_admin else ("GET",),
-    may_create=lambda ask: ask.who.is_admin,
-    before_create=lambda ask: nodedrivers.check_create(ask.who, "action" in ask.query),
+    before_create=lambda ask: nodedrivers.check_create(
+        ask.who, ask.writing and "action" in ask.query
+    ),
     before_update=lambda ask, obj: nodedrivers.may_change(ask.who),
+    before_delete=lambda ask, obj: nodedrivers.may_delete(ask.who, obj),
+    before_action=lambda ask, obj, name: nodedrivers.may_activate(ask.who, name),
     create=create,
     update=lambda ask, obj, body: nodedrivers.update(
         ask.deps, ask.who, obj, SCHEMA.writable(body, creating=False)

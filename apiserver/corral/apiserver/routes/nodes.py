@@ -12,6 +12,7 @@ existing machine over SSH (`customConfig`); its key is never shown again.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -28,13 +29,12 @@ from corral.apiserver.resources.scoped import cluster_link, scoped_id
 from corral.apiserver.resources.subscriptions import Subscribable
 from corral.apiserver.services import nodes
 from corral.apiserver.services.nodes import ROLES
-from corral.apiserver.services.visibility import owned_cluster, visible_cluster
+from corral.apiserver.services.visibility import visible_cluster
 from corral.core import errors
 from corral.core.api import condition_types as ct
 from corral.core.api.ids import ScopedId
 from corral.core.drivers import custom
 from corral.core.kube.informer import Obj
-from corral.core.projects import roles
 
 ACTIONS = ("cordon", "uncordon", "drain")
 SCHEMA = Schema(
@@ -189,6 +189,28 @@ async def create(ask: Ask, body: dict[str, Any]) -> Obj:
     return await nodes.create(ask.deps, ask.who, cluster, body)
 
 
+# What each write says it needs the cluster's owners for.
+CHANGE, DELETE, ACT, ADD = (
+    "change its nodes",
+    "delete its nodes",
+    "cordon, uncordon or drain its nodes",
+    "add its nodes",
+)
+
+
+def may(change: str) -> Callable[..., None]:
+    """The check of one kind of write of a node, on the node's own cluster."""
+
+    def check(ask: Ask, obj: Obj, *action: str) -> None:
+        nodes.may_change(ask.who, obj["metadata"]["namespace"], change)
+
+    return check
+
+
+def before_create(ask: Ask) -> None:
+    nodes.may_change(ask.who, members_cluster(ask), ADD)
+
+
 FAMILY = Family[Obj](
     schema=SCHEMA,
     listed=listed,
@@ -198,8 +220,10 @@ FAMILY = Family[Obj](
     detail=lambda ask, obj: object_fields(obj, ("name", "namespace", "creationTimestamp", "uid")),
     links=cluster_link,
     actions=lambda ask, obj: ACTIONS,
-    may_create=lambda ask: ask.who.access.cluster_role(ask.path["cluster"]) == roles.CLUSTER_OWNER,
-    before_create=members_cluster,
+    before_create=before_create,
+    before_update=may(CHANGE),
+    before_delete=may(DELETE),
+    before_action=may(ACT),
     create=create,
     collection=NODES,
     url=url,
@@ -229,14 +253,13 @@ def owned_node(request: web.Request, change: str) -> tuple[Ask, Obj]:
     """The node the path names, for the owners of its cluster (403 before the node is looked
     for: the cluster is the path's, the node is not yet)."""
     asked = handlers.ask(request)
-    cluster = members_cluster(asked)
-    owned_cluster(asked.deps, asked.who, cluster, change)
+    nodes.may_change(asked.who, members_cluster(asked), change)
     return asked, find(asked, request.match_info["id"])
 
 
 @routes.put(NODE)
 async def update_node(request: web.Request) -> web.Response:
-    asked, obj = owned_node(request, "change its nodes")
+    asked, obj = owned_node(request, CHANGE)
     body = await read_json(request)
     SCHEMA.refuse_unknown(body)
     updated = await nodes.update(asked.deps, obj, body)
@@ -245,14 +268,14 @@ async def update_node(request: web.Request) -> web.Response:
 
 @routes.delete(NODE)
 async def delete_node(request: web.Request) -> web.Response:
-    asked, obj = owned_node(request, "delete its nodes")
+    asked, obj = owned_node(request, DELETE)
     await nodes.delete(asked.deps, asked.who, obj)
     return web.Response(status=204)
 
 
 @routes.post(NODE)
 async def node_action(request: web.Request) -> web.Response:
-    asked, obj = owned_node(request, "cordon, uncordon or drain its nodes")
+    asked, obj = owned_node(request, ACT)
     name = action(request, set(ACTIONS))
     if name is None:
         raise errors.Unsupported("POST on a node needs ?action=<name>")

@@ -133,6 +133,10 @@ def links(ask: Ask, pod: Pod) -> dict[str, str]:
     return shown
 
 
+def may_execute(pod: Pod) -> None:
+    pod.where.require_write("run commands in pods")
+
+
 FAMILY = Family[Pod](
     schema=SCHEMA,
     listed=lambda ask: pods.visible(ask.deps, ask.who, ask.path["project"]),
@@ -141,7 +145,8 @@ FAMILY = Family[Pod](
     ident=lambda pod: str(ScopedId.of(pod.obj)),
     url=url,
     links=links,
-    actions=lambda ask, pod: ("execute",) if pod.where.writable else (),
+    actions=lambda ask, pod: ("execute",),
+    before_action=lambda ask, pod, name: may_execute(pod),
     collection=PODS,
     within=lambda ask: f"project {ask.path['project']}",
 )
@@ -232,7 +237,7 @@ async def pod_action(request: web.Request) -> web.Response:
     asked, pod = await handlers.found(FAMILY, request)
     if action(request, {"execute"}) is None:
         raise errors.Unsupported("POST on a pod needs ?action=execute")
-    pod.where.require_write("run commands in pods")
+    may_execute(pod)
     body = await read_input(request, EXEC_INPUT)
     result = await pods.execute(asked.deps, asked.who, pod, body)
     return json_response(

@@ -15,4 +15,5 @@ from corral.apiserver.services.bindings import PROJECT
 
 FAMILY = rolebindings.family(PROJECT)
 SCHEMA = FAMILY.schema
+SUBSCRIBABLE = rolebindings.subscribable(FAMILY, PROJECT, cache="project_bindings")
 routes = handlers.routes(FAMILY)

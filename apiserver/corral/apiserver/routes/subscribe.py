@@ -1,8 +1,9 @@
 """`GET /v3/subscribe`: changes as they happen, over a WebSocket, in Rancher's shape.
 
 Each text message is `{"name": "resource.create" | "resource.change" | "resource.remove",
-"resourceType": "cluster" | "node" | "nodePool" | "project", "data": <the resource as /v3
-shows it to this caller>}`, and every `PING_SECONDS` of quiet `{"name": "ping", "data": {}}`.
+"resourceType": "cluster" | "node" | "nodePool" | "project" | "projectRoleTemplateBinding" |
+"clusterRoleTemplateBinding", "data": <the resource as /v3 shows it to this caller>}`, and
+every `PING_SECONDS` of quiet `{"name": "ping", "data": {}}`.
 `?resourceTypes=` and `?eventNames=` (each repeatable) narrow what is sent. A caller gets an
 event only of an object the API would show them, judged with their access as it is at that
 event, so a binding removed stops the events at once.

@@ -93,6 +93,12 @@ async def create(ask: Ask, body: dict[str, Any]) -> Shown:
     return Shown(TokenRecord.from_object(issued.obj), issued.value)
 
 
+def may_delete(ask: Ask, shown: Shown) -> None:
+    """The token of this session ends by logout only."""
+    if shown.record.name == ask.who.principal.token.name and shown.record.is_session:
+        raise ApiError(400, "InvalidAction", CANNOT_DELETE_SESSION)
+
+
 FAMILY = Family[Shown](
     schema=SCHEMA,
     listed=lambda ask: [Shown(record) for record in tokens.listed(ask.deps, ask.who)],
@@ -101,6 +107,7 @@ FAMILY = Family[Shown](
     ident=lambda shown: shown.record.name,
     detail=lambda ask, shown: {"token": shown.value} if shown.value else {},
     create=create,
+    before_delete=may_delete,
     collection=v3("tokens|token"),
     missing=MSG_NOT_FOUND,
     body_limit=AUTH_LIMIT,
@@ -134,7 +141,6 @@ async def delete_token(request: web.Request) -> web.Response:
     of this session only by logout (400)."""
     tokens.refuse_system(request.match_info["id"])
     asked, shown = await handlers.found(FAMILY, request)
-    if shown.record.name == asked.who.principal.token.name and shown.record.is_session:
-        raise ApiError(400, "InvalidAction", CANNOT_DELETE_SESSION)
+    may_delete(asked, shown)
     await tokens.revoke(asked.deps, shown.record.name)
     return web.Response(status=204)

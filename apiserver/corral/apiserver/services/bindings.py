@@ -24,8 +24,8 @@ from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import either, referenced, text
 from corral.apiserver.services.visibility import (
-    owned_cluster,
-    owned_project,
+    require_cluster_owner,
+    require_project_owner,
     settle_cluster,
     settle_project,
     visible_cluster,
@@ -62,7 +62,8 @@ class Target:
     role: Callable[[Access, str], str | None]  # the caller's role in a target
     visible: Callable[[Deps, Caller, str], Obj]
     settle: Callable[[Deps, Caller, str], Awaitable[None]]
-    owned: Callable[[Deps, Caller, str, str], Obj]
+    # 403 unless the caller administers a target they see.
+    require_owner: Callable[[Caller, str, str], None]
     # The namespace a target's bindings live in, with its labels.
     home: Callable[[str], tuple[str, dict[str, str]]]
     binding_name: Callable[[str, str], str]
@@ -96,7 +97,7 @@ CLUSTER = Target(
     role=Access.cluster_role,
     visible=visible_cluster,
     settle=settle_cluster,
-    owned=owned_cluster,
+    require_owner=require_cluster_owner,
     home=lambda cluster: (cluster, {names.LABEL_CLUSTER: cluster}),
     binding_name=roles.cluster_binding_name,
     spoken=lambda cluster: f"cluster {cluster}",
@@ -111,7 +112,7 @@ PROJECT = Target(
     role=Access.project_role,
     visible=visible_project,
     settle=settle_project,
-    owned=owned_project,
+    require_owner=require_project_owner,
     home=_project_home,
     binding_name=roles.project_binding_name,
     spoken=str,
@@ -164,7 +165,7 @@ async def grant(deps: Deps, who: Caller, target: Target, body: dict[str, Any]) -
     referenced(lambda: target.visible(deps, who, where), target.field, f"{target.noun} {where}")
     existing = target.stored(deps.stores).by_index(target.noun, where)
     new = checked(deps, body, target.catalog, existing, f"{target.noun} {where}")
-    target.owned(deps, who, where, "grant roles in it")
+    target.require_owner(who, where, "grant roles in it")
     namespace, labels = target.home(where)
     await ensure_namespace(deps.kube, namespace, labels)
     binding = target.kind(
@@ -178,9 +179,13 @@ async def grant(deps: Deps, who: Caller, target: Target, body: dict[str, Any]) -
     return created
 
 
+def may_revoke(who: Caller, target: Target, binding: Obj) -> None:
+    """A binding the caller sees is theirs to remove when they own its cluster or project."""
+    target.require_owner(who, target.of(binding), "revoke roles in it")
+
+
 async def revoke(deps: Deps, who: Caller, target: Target, binding: Obj) -> None:
-    """Removes a binding the caller sees: 403 unless they own its cluster or project."""
-    target.owned(deps, who, target.of(binding), "revoke roles in it")
+    may_revoke(who, target, binding)
     meta = binding["metadata"]
     await delete_if_present(deps.kube, target.kind, meta["name"], meta["namespace"])
     target.stored(deps.stores).forget(f"{meta['namespace']}/{meta['name']}")

@@ -25,7 +25,7 @@ from corral.apiserver.http.body import name_text
 from corral.apiserver.services import clusterspec, importing, owned
 from corral.apiserver.services import upgrade as upgrading
 from corral.apiserver.services.clusterspec import CUSTOMIZATIONS, PSA_TEMPLATE
-from corral.apiserver.services.visibility import owned_cluster
+from corral.apiserver.services.visibility import require_cluster_owner
 from corral.core import errors, jsonpatch, kubeconfig
 from corral.core.api import drivers, ids, names
 from corral.core.kube import guarded, kinds, registration_tokens
@@ -35,6 +35,8 @@ from corral.core.projects import podsecurity
 from corral.core.provisioning import admission, upgrade
 from corral.core.provisioning.admission import Admitted
 from corral.core.provisioning.flavours import FLAVOURS, Flavour
+
+GENERATE_KUBECONFIG = "generateKubeconfig"
 
 
 def may_create(who: Caller) -> None:
@@ -119,14 +121,14 @@ async def make(
     return created
 
 
-def may_change(deps: Deps, who: Caller, cluster: Obj) -> None:
-    owned_cluster(deps, who, cluster["metadata"]["name"], "change it")
+def may_change(who: Caller, cluster: Obj) -> None:
+    require_cluster_owner(who, cluster["metadata"]["name"], "change it")
 
 
 async def update(deps: Deps, who: Caller, obj: Obj, body: dict[str, Any]) -> Obj:
     """The cluster as a `/v3` PUT gives it: the fields it may change, a version roll of a
     provisioned cluster, the import of a cluster waiting for one."""
-    may_change(deps, who, obj)
+    may_change(who, obj)
     spec = obj.get("spec") or {}
     given = clusterspec.given_kubeconfig(body) if awaits_import(deps, obj) else None
     if given is not None:
@@ -246,10 +248,23 @@ def kubeconfig_for(deps: Deps, cluster: Obj, token: str, base: str) -> str:
     return base64.b64encode(kubeconfig.dump(config).encode()).decode()
 
 
+def may_delete(who: Caller, obj: Obj) -> None:
+    require_cluster_owner(who, obj["metadata"]["name"], "delete it")
+    if obj["metadata"]["name"] == names.LOCAL_CLUSTER:
+        raise errors.Unsupported("the local cluster cannot be deleted")
+
+
+def may_act(who: Caller, obj: Obj, action: str) -> None:
+    """Whoever sees a cluster generates a kubeconfig for it; its owners take the other
+    actions, which need a cluster whose etcd and certificates corral runs."""
+    if action == GENERATE_KUBECONFIG:
+        return
+    require_cluster_owner(who, obj["metadata"]["name"], action)
+    require_provisioned(obj, action)
+
+
 async def delete(deps: Deps, who: Caller, obj: Obj) -> None:
     """Deletes the cluster: the operator then removes its machines, pools, control plane and
     namespace (`management.clusters.forget_cluster`)."""
-    owned_cluster(deps, who, obj["metadata"]["name"], "delete it")
-    if obj["metadata"]["name"] == names.LOCAL_CLUSTER:
-        raise errors.Unsupported("the local cluster cannot be deleted")
+    may_delete(who, obj)
     await delete_if_present(deps.kube, kinds.Cluster, obj["metadata"]["name"])

@@ -15,7 +15,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.apiserver.services import clusters
-from corral.apiserver.services.visibility import owned_cluster
+from corral.apiserver.services.visibility import require_cluster_owner
 from corral.core import errors, jsonpatch
 from corral.core.api import names
 from corral.core.kube import kinds
@@ -99,9 +99,13 @@ async def restore(deps: Deps, cluster: Obj, body: dict[str, Any]) -> Obj:
     return await clusters.write(deps, name, decide, rs.READS)
 
 
+def may_delete(who: Caller, obj: Obj) -> None:
+    """A backup is removed by its cluster's owners only."""
+    require_cluster_owner(who, obj["metadata"]["namespace"], "delete its etcd backups")
+
+
 async def delete(deps: Deps, who: Caller, obj: Obj) -> None:
-    """Removes a backup: its cluster's owners only."""
+    may_delete(who, obj)
     meta = obj["metadata"]
-    owned_cluster(deps, who, meta["namespace"], "delete its etcd backups")
     await delete_if_present(deps.kube, kinds.EtcdBackup, meta["name"], meta["namespace"])
     deps.stores.etcdbackups.forget(key_of(obj))

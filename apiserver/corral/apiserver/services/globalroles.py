@@ -50,11 +50,15 @@ async def grant(deps: Deps, who: Caller, body: dict[str, Any]) -> Obj:
     return obj
 
 
-async def revoke(deps: Deps, who: Caller, binding: Obj) -> None:
+def may_revoke(who: Caller, binding: Obj) -> None:
     require_admin(who, "revoke global roles")
     spec = binding["spec"]
     if spec.get("userName") == who.user_id and spec.get("globalRoleName") == "admin":
         raise errors.Invalid("You cannot revoke your own admin role", code="InvalidAction")
+
+
+async def revoke(deps: Deps, who: Caller, binding: Obj) -> None:
+    may_revoke(who, binding)
     name = binding["metadata"]["name"]
     await delete_if_present(deps.kube, kinds.GlobalRoleBinding, name)
     deps.stores.bindings.forget(name)

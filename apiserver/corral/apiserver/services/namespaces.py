@@ -58,6 +58,13 @@ def may_change(who: Caller, cluster: str, project: str | None) -> bool:
     return who.access.cluster_role(cluster) == roles.CLUSTER_OWNER
 
 
+def may_alter(who: Caller, cluster: str, obj: Obj, what: str) -> None:
+    """403 unless the caller may `what` (move, delete) the namespace where it is now."""
+    project = project_of(obj)
+    if not may_change(who, cluster, project):
+        raise errors.forbidden(f"you may not {what} namespaces of {project or cluster}")
+
+
 def may_create(who: Caller, cluster: str, project: str | None) -> bool:
     """Whether a listing offers to create one: to members of the cluster, and in a project."""
     return who.access.cluster_role(cluster) is not None or bool(project)
@@ -143,12 +150,11 @@ async def move(deps: Deps, who: Caller, cluster: str, obj: Obj, body: dict[str, 
     project = await target_project(deps, who, cluster, body["projectId"])
     if project == current:
         return obj
-    for side in (current, project):
-        if not may_change(who, cluster, side):
-            raise errors.forbidden(
-                f"you may not move namespaces {'out of' if side == current else 'into'} "
-                f"{side or f'cluster {cluster} outside projects'}"
-            )
+    may_alter(who, cluster, obj, "move")
+    if not may_change(who, cluster, project):
+        raise errors.forbidden(
+            f"you may not move namespaces into {project or f'cluster {cluster} outside projects'}"
+        )
     client = await deps.connections.client(cluster)
     membership = _membership(deps, project)
     name = obj["metadata"]["name"]
@@ -163,8 +169,6 @@ async def move(deps: Deps, who: Caller, cluster: str, obj: Obj, body: dict[str, 
 
 
 async def delete(deps: Deps, who: Caller, cluster: str, obj: Obj) -> None:
-    project = project_of(obj)
-    if not may_change(who, cluster, project):
-        raise errors.forbidden(f"you may not delete namespaces of {project or cluster}")
+    may_alter(who, cluster, obj, "delete")
     client = await deps.connections.client(cluster)
     await delete_if_present(client, Namespace, obj["metadata"]["name"])

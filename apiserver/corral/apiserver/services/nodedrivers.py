@@ -107,12 +107,19 @@ async def activate(deps: Deps, who: Caller, obj: Obj, action: str) -> Obj:
     return await _patch(deps, obj, {"active": action == "activate"})
 
 
-async def delete(deps: Deps, who: Caller, obj: Obj) -> None:
-    """A builtin driver is deactivated, never deleted; one that templates name stays."""
+def may_delete(who: Caller, obj: Obj) -> None:
+    """A builtin driver is deactivated, never deleted."""
     require_admin(who, "delete node drivers")
-    name = name_of(obj)
     if (obj.get("spec") or {}).get("builtin"):
-        raise errors.Unsupported(f"the builtin driver {name} cannot be deleted; deactivate it")
+        raise errors.Unsupported(
+            f"the builtin driver {name_of(obj)} cannot be deleted; deactivate it"
+        )
+
+
+async def delete(deps: Deps, who: Caller, obj: Obj) -> None:
+    """A driver that templates name stays."""
+    may_delete(who, obj)
+    name = name_of(obj)
     used = sorted(name_of(t) for t in deps.stores.nodetemplates.by_index("driver", name))
     if used:
         raise errors.Conflict(f"node driver {name} is used by node templates {', '.join(used)}",

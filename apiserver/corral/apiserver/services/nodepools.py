@@ -20,6 +20,7 @@ from corral.apiserver.http.body import either, name_text, or_empty, referenced
 from corral.apiserver.services import owned
 from corral.apiserver.services.visibility import (
     owned_cluster,
+    require_cluster_owner,
     settle_cluster,
     visible_cluster,
 )
@@ -94,14 +95,14 @@ def changeable(body: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def may_change(deps: Deps, who: Caller, obj: Obj) -> None:
-    owned_cluster(deps, who, obj["metadata"]["namespace"], "change its node pools")
+def may_change(who: Caller, obj: Obj) -> None:
+    require_cluster_owner(who, obj["metadata"]["namespace"], "change its node pools")
 
 
 async def update(deps: Deps, who: Caller, obj: Obj, body: dict[str, Any]) -> Obj:
     """Changes what the body gives. Raising `quantity` or naming another template needs a
     usable template, as a new pool does; lowering it never does."""
-    may_change(deps, who, obj)
+    may_change(who, obj)
     current = obj.get("spec") or {}
     shown = fixed(obj)
     for field, value in shown.items():
@@ -130,9 +131,13 @@ async def update(deps: Deps, who: Caller, obj: Obj, body: dict[str, Any]) -> Obj
     return patched
 
 
+def may_delete(who: Caller, obj: Obj) -> None:
+    require_cluster_owner(who, obj["metadata"]["namespace"], "delete its node pools")
+
+
 async def delete(deps: Deps, who: Caller, obj: Obj) -> None:
     """The operator removes the pool's machines (drained first when the pool says so) before
     the pool goes."""
+    may_delete(who, obj)
     meta = obj["metadata"]
-    owned_cluster(deps, who, meta["namespace"], "delete its node pools")
     await delete_if_present(deps.kube, kinds.NodePool, meta["name"], meta["namespace"])

@@ -26,7 +26,11 @@ from lightkube.types import PatchType
 from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import description_text, either, flag, name_text
-from corral.apiserver.services.visibility import seen_cluster, settle_cluster
+from corral.apiserver.services.visibility import (
+    require_cluster_owner,
+    seen_cluster,
+    settle_cluster,
+)
 from corral.core import errors
 from corral.core.api import drivers, ids, names
 from corral.core.clusters import taints
@@ -34,9 +38,13 @@ from corral.core.drivers import custom
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present
 from corral.core.kube.informer import Obj
-from corral.core.projects import roles
 
 ROLES = ("etcd", "controlPlane", "worker")
+
+
+def may_change(who: Caller, cluster_id: str, what: str) -> None:
+    """Nodes are added, changed, cordoned, drained and removed by their cluster's owners."""
+    require_cluster_owner(who, cluster_id, what)
 
 
 async def create(deps: Deps, who: Caller, cluster_id: str, body: dict[str, Any]) -> Obj:
@@ -46,8 +54,7 @@ async def create(deps: Deps, who: Caller, cluster_id: str, body: dict[str, Any])
     cluster = seen_cluster(deps, who, cluster_id)
     if cluster is None:
         raise errors.invalid("clusterId", f"cluster {cluster_id} not found", "InvalidReference")
-    if who.access.cluster_role(cluster_id) != roles.CLUSTER_OWNER:
-        raise errors.forbidden(f"only owners of cluster {cluster_id} may add its nodes")
+    may_change(who, cluster_id, "add its nodes")
     if cluster["spec"].get("driver") not in drivers.HOSTED:
         raise errors.invalid(
             "clusterId",

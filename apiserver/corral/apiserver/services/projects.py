@@ -21,7 +21,7 @@ from corral.apiserver.http.body import description_text, either, name_text, refe
 from corral.apiserver.services import admission, bindings, podsecurity
 from corral.apiserver.services.admission import default_of, limit_of, project_id
 from corral.apiserver.services.visibility import (
-    owned_project,
+    require_project_owner,
     settle_cluster,
     visible_cluster,
 )
@@ -91,8 +91,8 @@ async def _create(deps: Deps, cluster: str, spec: dict[str, Any], creator: str) 
     return created
 
 
-def may_change(deps: Deps, who: Caller, obj: Obj) -> None:
-    owned_project(deps, who, project_id(obj), "change it")
+def may_change(who: Caller, obj: Obj) -> None:
+    require_project_owner(who, project_id(obj), "change it")
 
 
 async def update(deps: Deps, who: Caller, obj: Obj, body: dict[str, Any]) -> Obj:
@@ -139,15 +139,19 @@ def quota_spec(body: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-async def delete(deps: Deps, who: Caller, obj: Obj) -> None:
-    """Removes a project the caller owns; the operator deletes its namespaces. A cluster's
-    own projects (System, Default) stay."""
-    owned_project(deps, who, project_id(obj), "delete it")
+def may_delete(who: Caller, obj: Obj) -> None:
+    """Its owners remove a project, but for a cluster's own (System, Default), which stay."""
+    require_project_owner(who, project_id(obj), "delete it")
     role = (obj["metadata"].get("labels") or {}).get(defaults.LABEL_ROLE)
     if role:
         raise errors.Invalid(
             f"the {role} project of a cluster cannot be deleted", code="InvalidAction"
         )
+
+
+async def delete(deps: Deps, who: Caller, obj: Obj) -> None:
+    """Removes a project; the operator deletes its namespaces."""
+    may_delete(who, obj)
     meta = obj["metadata"]
     await delete_if_present(deps.kube, kinds.Project, meta["name"], meta["namespace"])
 

@@ -35,7 +35,6 @@ from corral.core.errors import Invalid
 from corral.core.kube import kinds
 from corral.core.kube.client import as_dict, delete_if_present, ensure_namespace
 from corral.core.kube.informer import Obj
-from corral.core.projects import roles
 from corral.core.provisioning import machinepools, upgrade, v1
 from corral.core.provisioning.flavours import FLAVOURS, Flavour
 from corral.core.provisioning.machinepools import MachinePool
@@ -48,7 +47,13 @@ def view(deps: Deps, cluster: Obj) -> dict[str, Any]:
 
 
 def writable(who: Caller, cluster: Obj) -> bool:
-    return who.access.cluster_role(cluster["metadata"]["name"]) == roles.CLUSTER_OWNER
+    """Whether the view's writes would let the caller through (`clusters.may_change`, the
+    check they make): its `update` and `remove` links say so."""
+    try:
+        clusters.may_change(who, cluster)
+    except errors.Forbidden:
+        return False
+    return True
 
 
 def listed(deps: Deps, who: Caller, namespace: str | None) -> list[Obj]:
@@ -141,7 +146,7 @@ async def update(deps: Deps, who: Caller, cluster: Obj, body: dict[str, Any]) ->
     """The view as `body` gives it: machine pools added, changed and removed; the version
     through the cluster's admission; the configuration as it is. Owners only."""
     cluster_id = cluster["metadata"]["name"]
-    clusters.may_change(deps, who, cluster)
+    clusters.may_change(who, cluster)
     namespace, name = v1.name_of(cluster)
     given = v1.parse(body)
     v1.check_labels_kept(given, cluster)

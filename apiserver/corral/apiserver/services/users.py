@@ -108,12 +108,16 @@ async def update(deps: Deps, who: Caller, user: Obj, body: dict[str, Any]) -> Ob
     return obj
 
 
+def may_delete(who: Caller, user: Obj) -> None:
+    require_admin(who, "delete users")
+    if user["metadata"]["name"] == who.user_id:
+        raise errors.Invalid("You cannot delete yourself", code="InvalidAction")
+
+
 async def delete(deps: Deps, who: Caller, user: Obj) -> None:
     """Deleting a user deletes their tokens and bindings too (the operator finishes that)."""
-    require_admin(who, "delete users")
+    may_delete(who, user)
     user_id = user["metadata"]["name"]
-    if user_id == who.user_id:
-        raise errors.Invalid("You cannot delete yourself", code="InvalidAction")
     await delete_if_present(deps.kube, kinds.User, user_id)
     deps.stores.users.forget(user_id)
 

@@ -53,11 +53,17 @@ def of_member_cluster(who: Caller, cache: Informer, scoped_id: str) -> Obj | Non
     return obj
 
 
+def require_cluster_owner(who: Caller, cluster_id: str, what: str) -> None:
+    """403 unless the caller administers the cluster (which they see, or it is 404 first):
+    from their roles alone, so that every resource of a page is judged at no cost."""
+    if who.access.cluster_role(cluster_id) != roles.CLUSTER_OWNER:
+        raise errors.forbidden(f"only owners of cluster {cluster_id} may {what}")
+
+
 def owned_cluster(deps: Deps, who: Caller, cluster_id: str, what: str) -> Obj:
     """A cluster the caller may administer; 403 for one they only see."""
     obj = visible_cluster(deps, who, cluster_id)
-    if who.access.cluster_role(cluster_id) != roles.CLUSTER_OWNER:
-        raise errors.forbidden(f"only owners of cluster {cluster_id} may {what}")
+    require_cluster_owner(who, cluster_id, what)
     return obj
 
 
@@ -83,9 +89,7 @@ def visible_project(deps: Deps, who: Caller, pid: str) -> Obj:
     return obj
 
 
-def owned_project(deps: Deps, who: Caller, pid: str, what: str) -> Obj:
-    """A project the caller may administer; 403 for one they only see."""
-    obj = visible_project(deps, who, pid)
+def require_project_owner(who: Caller, pid: str, what: str) -> None:
+    """403 unless the caller administers the project (which they see, or it is 404 first)."""
     if not roles.may_manage_project(who.access.project_role(pid)):
         raise errors.forbidden(f"only owners of project {pid} may {what}")
-    return obj

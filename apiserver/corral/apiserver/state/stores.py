@@ -167,12 +167,14 @@ class Stores:
                 kinds.ProjectRoleTemplateBinding,
                 {"user": _binding_user, "group": _binding_group, "project": _binding_project},
                 namespace="*",
+                on_change=changes.hook("project_bindings"),
             ),
             cluster_bindings=Informer(
                 client,
                 kinds.ClusterRoleTemplateBinding,
                 {"user": _binding_user, "group": _binding_group, "cluster": _namespace},
                 namespace="*",
+                on_change=changes.hook("cluster_bindings"),
             ),
             nodedrivers=Informer(client, kinds.NodeDriver),
             nodetemplates=Informer(
