@@ -18,6 +18,7 @@ from tests.bench import (
     ratelimit,
     readiness,
     scale,
+    tunnel,
     workloads,
 )
 
@@ -36,6 +37,7 @@ BENCHMARKS = {
     "provisioning": provisioning.main,
     "machines": machines.main,
     "console": console.main,
+    "tunnel": tunnel.main,
 }
 
 

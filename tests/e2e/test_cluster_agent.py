@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import functools
 import http.server
-import os
 import re
 import secrets
 import socket
@@ -34,11 +33,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-import yaml
 from kubernetes import client as k8s
 
-from corral.core import kubeconfig
 from corral.core.tunnel import handshake, manifest
+from corral.devenv.agents import KUBECTL_TIMEOUT, agent_environment, kubectl_json, run_registration
 from corral.devenv.controlplane import ControlPlane, free_port
 from corral.devenv.environment import Environment
 from corral.devenv.isolated import IsolatedCluster
@@ -54,7 +52,6 @@ WORKLOADS = "tunnelled"
 POD_PORT = 8080
 FORWARD_TARGET = free_port()
 PAGE = b"served-inside-the-unreachable-network"
-KUBECTL_TIMEOUT = 60.0
 
 
 @dataclass
@@ -93,61 +90,9 @@ def _state(api: Api, cluster_id: str) -> str:
     return state
 
 
-Kubectl = Callable[..., list[str]]
-
-
-def _json(kubectl: Kubectl, *args: str) -> dict[str, Any]:
-    """An object of a downstream cluster, read with kubectl as its admin."""
-    done = subprocess.run(kubectl(*args, "-o", "json"), capture_output=True, text=True,
-                          timeout=KUBECTL_TIMEOUT, check=True)  # fmt: skip
-    return yaml.safe_load(done.stdout)  # type: ignore[no-any-return]
-
-
 def _inside_json(isolated: IsolatedCluster, devkube: Path, *args: str) -> dict[str, Any]:
     """An object of the downstream cluster, read with kubectl inside its network."""
-    return _json(functools.partial(isolated.kubectl, devkube), *args)
-
-
-def _agent_environment(kubectl: Kubectl, plane: ControlPlane, directory: Path) -> dict[str, str]:
-    """What the manifest's Deployment gives its container, read back from the cluster: its
-    environment (the credential from its Secret) and, in place of the mounted token, a
-    kubeconfig of the manifest's ServiceAccount token for the cluster's API server."""
-    deployment = _json(kubectl, "-n", manifest.NAMESPACE, "get", "deployment", manifest.NAME)
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    env: dict[str, str] = {}
-    for variable in container["env"]:
-        if "value" in variable:
-            env[variable["name"]] = variable["value"]
-            continue
-        reference = variable["valueFrom"]["secretKeyRef"]
-        secret = _json(kubectl, "-n", manifest.NAMESPACE, "get", "secret", reference["name"])
-        env[variable["name"]] = base64.b64decode(secret["data"][reference["key"]]).decode()
-
-    def token_issued() -> dict[str, Any] | None:
-        secret = _json(kubectl, "-n", manifest.NAMESPACE, "get", "secret", manifest.TOKEN_SECRET)
-        return secret if "token" in (secret.get("data") or {}) else None
-
-    token = wait_for("the agent's ServiceAccount token", token_issued, 30)["data"]
-    built = kubeconfig.build(
-        "agent", plane.server, base64.b64decode(token["ca.crt"]),
-        kubeconfig.Credentials(token=base64.b64decode(token["token"]).decode()),
-    )  # fmt: skip
-    path = directory / "agent.kubeconfig"
-    path.write_text(yaml.safe_dump(built))
-    path.chmod(0o600)
-    return {**env, "PATH": os.environ["PATH"], "KUBECONFIG": str(path)}
-
-
-def _kubectl_wrapper(devkube: Path, plane: ControlPlane, directory: Path) -> Path:
-    """A `kubectl` to put on PATH, as the cluster's admin: what the user running the
-    registration command has."""
-    bin_dir = directory / "bin"
-    bin_dir.mkdir()
-    wrapper = bin_dir / "kubectl"
-    config = plane.kubeconfig_path
-    wrapper.write_text(f'#!/bin/sh\nexec {devkube} kubectl --kubeconfig={config} "$@"\n')
-    wrapper.chmod(0o755)
-    return bin_dir
+    return kubectl_json(functools.partial(isolated.kubectl, devkube), *args)
 
 
 @pytest.fixture(scope="module")
@@ -172,16 +117,12 @@ def registered(
         token = wait_for("the cluster's registration token", default_token, 30)
         # The user runs the registration command in the cluster (corral's certificate is
         # self-signed here, hence the insecure one; the agent pins corral's CA itself).
-        path = f"{_kubectl_wrapper(devkube, isolated.plane, directory)}:{os.environ['PATH']}"
-        applied = subprocess.run(
-            isolated.network.command(["sh", "-c", token["insecureCommand"]]),
-            env={**os.environ, "PATH": path}, capture_output=True, text=True,
-            timeout=KUBECTL_TIMEOUT, check=False,
-        )  # fmt: skip
+        applied = run_registration(token["insecureCommand"], devkube, isolated.plane, directory,
+                                   isolated.network.enter())  # fmt: skip
         assert applied.returncode == 0, applied.stderr
         assert f"deployment.apps/{manifest.NAME} created" in applied.stdout, applied.stdout
-        env = _agent_environment(functools.partial(isolated.kubectl, devkube), isolated.plane,
-                                 directory)  # fmt: skip
+        env = agent_environment(functools.partial(isolated.kubectl, devkube), isolated.plane,
+                                directory)  # fmt: skip
         registration = Registered(
             cluster_id, isolated, isolated.network.command([sys.executable, "-m", "corral.agent"]),
             env, directory / "agent.log", env["CORRAL_AGENT_IMAGE"],
@@ -406,16 +347,13 @@ def test_a_cluster_imported_by_kubeconfig_switches_to_its_agent(
     wait_for("the imported cluster active", lambda: _state(api, cluster_id) == "active", 60)
     listed = api.get(f"/v3/clusterregistrationtokens?clusterId={cluster_id}").body["data"]
     shown = {t["name"]: t["insecureCommand"] for t in listed}["default-token"]
-    path = f"{_kubectl_wrapper(devkube, plane, tmp_path)}:{os.environ['PATH']}"
-    applied = subprocess.run(["/bin/sh", "-c", shown], env={**os.environ, "PATH": path},
-                             capture_output=True, text=True, timeout=KUBECTL_TIMEOUT,
-                             check=False)  # fmt: skip
+    applied = run_registration(shown, devkube, plane, tmp_path)
     assert applied.returncode == 0, applied.stderr
 
     def kubectl(*args: str) -> list[str]:
         return [str(devkube), "kubectl", f"--kubeconfig={plane.kubeconfig_path}", *args]
 
-    env = _agent_environment(kubectl, plane, tmp_path)
+    env = agent_environment(kubectl, plane, tmp_path)
 
     def start_agent() -> subprocess.Popen[bytes]:
         with (tmp_path / "agent.log").open("ab") as log:

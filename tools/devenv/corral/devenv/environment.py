@@ -13,6 +13,7 @@ import shutil
 import ssl
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -400,10 +401,16 @@ class Environment:
             admin, names, self.controlplane_image.version, driver, self.corral
         )
 
-    def add_downstream(self, name: str, nodes: int = 2) -> ControlPlane:
-        """Start one more simulated downstream cluster (not imported) and wait until Ready."""
+    def add_downstream(
+        self, name: str, nodes: int = 2, stream_namespaces: Sequence[str] = (),
+        port_forwards: Mapping[int, int] | None = None,
+    ) -> ControlPlane:  # fmt: skip
+        """Start one more simulated downstream cluster (not imported) and wait until Ready;
+        its pods in `stream_namespaces` run exec and forward `port_forwards` (kwok.py)."""
         assert self.etcd is not None
-        plane = ControlPlane(name, self.options.devkube, self.root, self.etcd.url, nodes=nodes)
+        plane = ControlPlane(name, self.options.devkube, self.root, self.etcd.url, nodes=nodes,
+                             stream_namespaces=stream_namespaces,
+                             port_forwards=port_forwards or {})  # fmt: skip
         self.downstreams.append(plane)
         plane.start()
         plane.wait_apiserver()
