@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import datetime
 import secrets
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -32,6 +34,8 @@ from corral.core.kube import client as kube_client
 from corral.core.kube import kinds, usernames
 from corral.core.kube.client import as_dict
 from corral.core.kube.status import StatusWriter
+from corral.core.kube.tunnel_proxy import PeerTLS
+from corral.core.pki import CertificateAuthority
 from corral.devenv.environment import Environment, Options
 from corral.operator.management import bootstrap
 
@@ -110,11 +114,40 @@ async def admin_password(kube: AsyncClient) -> str:
     return password
 
 
+@dataclass(frozen=True)
+class Serving:
+    """corral's serving certificate for EXTERNAL_URL's host, from a CA of the tests' own: the
+    TLS its tunnel relay serves, and how another replica checks that relay."""
+
+    ca: CertificateAuthority
+    tls: ssl.SSLContext
+    peer: PeerTLS
+
+
 @pytest.fixture(scope="session")
-async def client(kubeconfig: Path, admin_password: str) -> AsyncIterator[TestClient[Any, Any]]:
+def serving(tmp_path_factory: pytest.TempPathFactory) -> Serving:
+    ca = CertificateAuthority.create("contract-ca")
+    cert, key = ca.issue_server("corral", ["corral.contract.test"]).write(
+        tmp_path_factory.mktemp("serving"), "serving"
+    )
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert, key)
+    return Serving(ca, tls, PeerTLS.of(EXTERNAL_URL, ca.cert_pem))
+
+
+def make_app(serving: Serving, **options: Any) -> web.Application:
+    """The application as `corral-apiserver` builds it, at EXTERNAL_URL."""
+    return create_app(kube_client.async_client(), parse_features(""), EXTERNAL_URL,
+                      tls=serving.tls, peer=serving.peer, **options)  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+async def client(
+    kubeconfig: Path, admin_password: str, serving: Serving
+) -> AsyncIterator[TestClient[Any, Any]]:
     """The application as `corral-apiserver` builds it, served once it is ready: every watch
     cache has listed."""
-    app = create_app(kube_client.async_client(), parse_features(""), EXTERNAL_URL)
+    app = make_app(serving)
     async with TestClient(TestServer(app)) as served:
 
         async def ready() -> bool:

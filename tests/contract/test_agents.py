@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime
 import logging
+import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +22,7 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
+import yarl
 from aiohttp.test_utils import TestClient, TestServer
 from kubernetes import client as k8s
 from lightkube import AsyncClient
@@ -27,20 +30,19 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Secret
 
 from corral.agent import dialer
-from corral.apiserver.app import create_app
+from corral.apiserver.deps import DEPS
 from corral.core.api import ids, names
 from corral.core.clusters.credential import Credential
-from corral.core.features import parse as parse_features
 from corral.core.kube import agent_credentials, kinds, tunnel_leases
-from corral.core.kube import client as kube_client
 from corral.core.kube.client import as_dict
 from corral.core.kube.credential import from_environment
+from corral.core.pki import CertificateAuthority
 from corral.core.registration import tokens
 from corral.core.tunnel import handshake, manifest
 from corral.core.tunnel.session import MAX_MESSAGE
 
 from .client import Api, eventually
-from .conftest import EXTERNAL_URL, Person
+from .conftest import EXTERNAL_URL, Person, Serving, make_app
 
 AGENT_NAMESPACE = "svc-agent-contract"
 
@@ -354,9 +356,11 @@ async def _closed(socket: aiohttp.ClientWebSocketResponse) -> int | None:
 
 
 @pytest.fixture
-async def replica(kubeconfig: Any, admin_password: str) -> AsyncIterator[TestClient[Any, Any]]:
+async def replica(
+    kubeconfig: Any, admin_password: str, serving: Serving
+) -> AsyncIterator[TestClient[Any, Any]]:
     """A second API server replica, as a second pod of the Deployment would be."""
-    app = create_app(kube_client.async_client(), parse_features(""), EXTERNAL_URL)
+    app = make_app(serving)
     async with TestClient(TestServer(app)) as served:
 
         async def ready() -> bool:
@@ -400,6 +404,108 @@ async def test_an_agent_moving_to_another_replica_takes_its_tunnel_with_it(
         await before.close()
     # The Lease went with the last tunnel.
     await eventually("the Lease to go", lambda: _lease_gone(coordination, cluster))
+
+
+def _connect_request(cluster: str, key: str) -> bytes:
+    credentials = base64.b64encode(f"{cluster}:{key}".encode()).decode()
+    return (f"CONNECT {cluster}:443 HTTP/1.1\r\nHost: {cluster}:443\r\n"
+            f"Proxy-Authorization: Basic {credentials}\r\n\r\n").encode()  # fmt: skip
+
+
+async def _ask(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes) -> bytes:
+    """What comes back to `request` up to the end of the answer's head, or the connection's."""
+    try:
+        writer.write(request)
+        await writer.drain()
+        async with asyncio.timeout(10):
+            return await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as cut:
+        return cut.partial
+    except ConnectionError:
+        return b""
+    finally:
+        writer.close()
+
+
+async def test_the_relay_speaks_tls_only(
+    client: TestClient[Any, Any], cluster: Registered, agent: asyncio.Task[None], admin: Person,
+    coordination: k8s.CoordinationV1Api, serving: Serving,
+) -> None:  # fmt: skip
+    """The relay other processes reach a tunnel through takes the relay key over TLS with
+    corral's serving certificate only: a plaintext CONNECT carrying the right key opens
+    nothing."""
+    await eventually("the tunnel", lambda: _answers(admin.api, cluster))
+    lease = coordination.read_namespaced_lease(
+        names.tunnel_lease_name(cluster.id), names.SYSTEM_NAMESPACE
+    )
+    host, _, port = lease.metadata.annotations[names.ANNOTATION_TUNNEL_RELAY].rpartition(":")
+    request = _connect_request(cluster.id, await client.app[DEPS].tunnels.relays.key())
+
+    plain = await _ask(*await asyncio.open_connection(host, int(port)), request)
+    assert not plain.startswith(b"HTTP/1.1 200"), plain
+    # The same request over TLS, checked as another replica checks the relay, is answered.
+    secured = await _ask(*await asyncio.open_connection(
+        host, int(port), ssl=serving.peer.context, server_hostname=serving.peer.name
+    ), request)  # fmt: skip
+    assert secured.startswith(b"HTTP/1.1 200"), secured
+
+
+class _FakeRelay:
+    """A TLS server standing where a Lease says a cluster's relay is: it keeps whatever a
+    client sends it once TLS is up."""
+
+    def __init__(self, ca: CertificateAuthority, name: str, directory: Any) -> None:
+        cert, key = ca.issue_server("relay", [name]).write(directory, name)
+        self.tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.tls.load_cert_chain(cert, key)
+        self.received = b""
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._accepted, "127.0.0.1", 0, ssl=self.tls)
+        return f"127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            self.received += await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+@pytest.mark.parametrize("peer", ["another CA", "another name", "corral's"])
+async def test_the_relay_key_goes_only_to_a_relay_whose_certificate_verifies(
+    client: TestClient[Any, Any], kube: AsyncClient, serving: Serving, peer: str,
+    tmp_path: Any,
+) -> None:  # fmt: skip
+    """A Lease names where a cluster's relay is; whoever listens there gets the relay key only
+    once its certificate verifies as corral's (its CA, the external URL's host)."""
+    ca = CertificateAuthority.create("someone else's CA") if peer == "another CA" else serving.ca
+    name = "someone.else.test" if peer == "another name" else serving.peer.name
+    fake = _FakeRelay(ca, name, tmp_path)
+    address = await fake.start()
+    cluster = "c-" + ids.random_suffix(5)
+    now = datetime.datetime.now(datetime.UTC)
+    await tunnel_leases.take(kube, cluster, "a-fake-holder", address, "0.1.0", "image", now)
+    held = client.app[DEPS]
+    try:
+        url = await eventually("the Lease seen", lambda: held.connections.tunnels.proxy(cluster))
+        proxy = yarl.URL(url)
+        assert proxy.host is not None and proxy.port is not None and proxy.password is not None
+        answer = await _ask(*await asyncio.open_connection(proxy.host, proxy.port),
+                            _connect_request(cluster, proxy.password))  # fmt: skip
+        assert answer.startswith(b"HTTP/1.1 502"), answer
+        key = base64.b64encode(f"{cluster}:{await held.tunnels.relays.key()}".encode())
+        if peer == "corral's":
+            assert b"Proxy-Authorization: Basic " + key in fake.received
+        else:
+            assert fake.received == b""
+    finally:
+        assert fake.server is not None
+        fake.server.close()
+        await tunnel_leases.drop(kube, cluster, "a-fake-holder")
 
 
 async def _lease_gone(coordination: k8s.CoordinationV1Api, cluster: Registered) -> bool:

@@ -12,12 +12,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from corral.apiserver.app import create_app
-from corral.core.features import parse as parse_features
-from corral.core.kube import client as kube_client
-
 from .client import Api, error
-from .conftest import EXTERNAL_URL
+from .conftest import Serving, make_app
 
 # Larger than one read of FileResponse's (256 KiB), so it is streamed in pieces.
 CONTENT = os.urandom(700 * 1024)
@@ -42,10 +38,11 @@ def asset_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-async def server(kubeconfig: Path, asset_dir: Path) -> AsyncIterator[TestClient[Any, Any]]:
+async def server(
+    kubeconfig: Path, asset_dir: Path, serving: Serving
+) -> AsyncIterator[TestClient[Any, Any]]:
     """The application as `corral-apiserver` builds it with CORRAL_NODE_ASSET_DIR set."""
-    app = create_app(kube_client.async_client(), parse_features(""), EXTERNAL_URL,
-                     node_assets=asset_dir)  # fmt: skip
+    app = make_app(serving, node_assets=asset_dir)
     async with TestClient(TestServer(app)) as served:
         yield served
 

@@ -16,15 +16,12 @@ from aiohttp.test_utils import TestClient, TestServer
 from lightkube import AsyncClient
 from lightkube.resources.core_v1 import ConfigMap
 
-from corral.apiserver.app import create_app
 from corral.apiserver.auth.ledger import record_name
 from corral.apiserver.auth.ratelimit import SETTING, WINDOW_SECONDS
 from corral.core.api import names
-from corral.core.features import parse as parse_features
-from corral.core.kube import client as kube_client
 
 from .client import Api, eventually
-from .conftest import EXTERNAL_URL, Person
+from .conftest import Person, Serving, make_app
 
 # The tier's limit (conftest), under which each replica reserves a tenth at a time.
 RAISED = 100_000
@@ -33,10 +30,10 @@ LOWERED = 15_000
 
 
 @contextlib.asynccontextmanager
-async def replica() -> AsyncIterator[TestClient[Any, Any]]:
+async def replica(serving: Serving) -> AsyncIterator[TestClient[Any, Any]]:
     """Another replica of the application, with caches and a rate limiter of its own, served
     until the block ends (then it stops as a worker does on SIGTERM)."""
-    app = create_app(kube_client.async_client(), parse_features(""), EXTERNAL_URL)
+    app = make_app(serving)
     async with TestClient(TestServer(app)) as served:
 
         async def ready() -> bool:
@@ -48,8 +45,10 @@ async def replica() -> AsyncIterator[TestClient[Any, Any]]:
 
 
 @pytest.fixture(scope="module")
-async def second(kubeconfig: Path, admin_password: str) -> AsyncIterator[TestClient[Any, Any]]:
-    async with replica() as served:
+async def second(
+    kubeconfig: Path, admin_password: str, serving: Serving
+) -> AsyncIterator[TestClient[Any, Any]]:
+    async with replica(serving) as served:
         yield served
 
 
@@ -108,10 +107,11 @@ async def test_a_replica_that_stops_gives_back_what_it_reserved_and_did_not_use(
     kube: AsyncClient,
     kubeconfig: Path,
     make_user: Callable[..., Awaitable[Person]],
+    serving: Serving,
 ) -> None:
     await a_minute_with_time_left()
     person = await make_user()  # its first requests go through the first replica
-    async with replica() as stopping:
+    async with replica(serving) as stopping:
         on_stopping = Api(stopping, person.api.token)
         assert (await on_stopping.get(f"/v3/users/{person.id}")).status == 200
         assert await taken(kube, person.id) == 2 * RAISED // 10

@@ -554,10 +554,10 @@ async def served_tls(tmp_path_factory: pytest.TempPathFactory,
     ca_file.write_bytes(ca.cert_pem)
     port = free_port()
     url = f"https://127.0.0.1:{port}"
-    app = create_app(kube_client.async_client(), parse_features(""), url, ca.cert_pem,
-                     serving_cert=pair.cert)  # fmt: skip
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
+    app = create_app(kube_client.async_client(), parse_features(""), url, ca.cert_pem,
+                     serving_cert=pair.cert, tls=context)  # fmt: skip
     server = TestServer(app, host="127.0.0.1", port=port)
     await server.start_server(ssl=context)
     client_context = ssl.create_default_context(cafile=str(ca_file))

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import datetime
 import logging
+import ssl
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -70,6 +71,7 @@ from corral.core.kube import kinds
 from corral.core.kube.connections import Connections
 from corral.core.kube.oidc_secrets import StateKey
 from corral.core.kube.tunnel_leases import Relays
+from corral.core.kube.tunnel_proxy import PeerTLS, TunnelProxy
 from corral.core.kube.tunnels import Tunnels
 from corral.core.oidc.provider import Providers
 
@@ -112,20 +114,29 @@ def create_app(
     tunnel_listen: tuple[str, int] = ("127.0.0.1", 0),
     tunnel_advertise: str = "",
     agent_image: str = DEFAULT_AGENT_IMAGE,
+    *,
+    tls: ssl.SSLContext,
+    peer: PeerTLS | None = None,
 ) -> web.Application:
     """`throttle`: the file the login throttle's counts are shared through with the other
-    workers of this server; None keeps them in memory."""
+    workers of this server; None keeps them in memory. `tls`: the TLS of corral's serving
+    certificate, which the tunnel relay other processes reach serves with as well; `peer`:
+    how another replica's relay is checked (by default as corral's external URL is, against
+    `corral_ca`)."""
     app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
     app.on_response_prepare.append(serving.set_response_headers)
     app.on_response_prepare.append(rate_limit_headers)
     schemas = Registry()
     schemas.add(*SCHEMA_LIST)
     stores = Stores.create(kube)
-    tunnels = Tunnels(kube, Relays(kube), tunnel_listen, tunnel_advertise)
+    relays = Relays(kube)
+    tunnels = Tunnels(kube, relays, tls, tunnel_listen, tunnel_advertise)
+    peer = peer or PeerTLS.of(external_url, corral_ca)
+    proxy = TunnelProxy(relays, peer, tunnels.tunnel)
     app[DEPS] = Deps(
         kube=kube,
         stores=stores,
-        connections=Connections(kube, tunnels=tunnels),
+        connections=Connections(kube, proxy),
         tunnels=tunnels,
         external_url=external_url,
         corral_ca=corral_ca,
@@ -151,8 +162,16 @@ def create_app(
     app[SUBSCRIBABLE] = {s.resource_type: s for s in offered}
     for module in ROUTE_MODULES:
         app.add_routes(module.routes)
+    app.on_shutdown.append(_let_agents_go)
     app.cleanup_ctx.append(_background)
     return app
+
+
+async def _let_agents_go(app: web.Application) -> None:
+    """A replica stopping lets its agents' tunnels go first (close code 1001), before it
+    waits for its requests to finish: each agent dials again at once and reaches a replica
+    that stays, rather than holding on to one that takes no more requests."""
+    await app[DEPS].tunnels.close()
 
 
 def _activity_writer(kube: AsyncClient):  # type: ignore[no-untyped-def]

@@ -83,7 +83,7 @@ async def run(
         kube.async_client(), features, config.external_url, corral_ca, config.driver_files,
         config.node_assets, serving_cert=config.tls_cert.read_bytes(), throttle=throttle,
         tunnel_listen=config.tunnel_listen, tunnel_advertise=config.tunnel_advertise,
-        agent_image=config.agent_image,
+        agent_image=config.agent_image, tls=context,
     )  # fmt: skip
     # Alone, the server listens at once and /readyz says when it is ready; a worker shares
     # the port with ready ones, so it accepts only once ready itself (serving.serve).

@@ -25,6 +25,8 @@ from corral.core.kube import kinds
 from corral.core.kube.connections import Connections
 from corral.core.kube.informer import ChangeHook, Informer, Obj
 from corral.core.kube.status import Clock
+from corral.core.kube.tunnel_leases import Relays
+from corral.core.kube.tunnel_proxy import PeerTLS, TunnelProxy
 from corral.core.projects import roles, secrets
 from corral.core.projects.downstream import Binding
 from corral.core.registration.command import Corral
@@ -109,7 +111,11 @@ class State:
         self._routes: dict[str, list[Route]] = {}
         # Told of every change of a Cluster (the shard manager starts and stops runtimes).
         self.cluster_listeners: list[Callable[[], None]] = []
-        self.connections = Connections(kube, on_change=lambda c: self.wake(c, Wake.CREDENTIAL))
+        # The API server replicas hold the agents' tunnels; their relays are checked as
+        # corral's external URL is (no URL: tunnelled clusters stay out of reach).
+        peer = PeerTLS.of(corral.url, corral.ca) if corral is not None else None
+        tunnels = TunnelProxy(Relays(kube, self._credential_changed), peer)
+        self.connections = Connections(kube, tunnels, on_change=self._credential_changed)
         cluster_hook = self._hook(Wake.SPEC, _name, spec_only=True)
         self.clusters = Informer(kube, kinds.Cluster, on_change=self._cluster_changed(cluster_hook))
         # Every cluster's Node CRs, held whole (the status writers read their managed
@@ -221,6 +227,9 @@ class State:
                 self._routes[cluster] = remaining
             else:
                 self._routes.pop(cluster, None)
+
+    def _credential_changed(self, cluster: str) -> None:
+        self.wake(cluster, Wake.CREDENTIAL)
 
     def wake(self, cluster: str, reason: Wake) -> None:
         for route in self._routes.get(cluster, []):

@@ -29,8 +29,7 @@ from corral.core.errors import Unavailable
 from corral.core.kube.credential import client_for, from_environment, session_for, ssl_context
 from corral.core.kube.impersonation import ImpersonatingTransport, Impersonation
 from corral.core.kube.informer import Informer, Obj
-from corral.core.kube.tunnel_leases import Relays
-from corral.core.kube.tunnels import Tunnels
+from corral.core.kube.tunnel_proxy import TunnelProxy
 
 SYNC_TIMEOUT = 10.0
 # Service account tokens rotate: this process's own credential is read again this often,
@@ -48,8 +47,8 @@ USER_CLIENTS = 256
 class Connection:
     credential: Credential
     client: AsyncClient
-    # The proxy to a tunnelled cluster (`core.kube.tunnels`); None to dial its server. It
-    # holds a secret: never logged.
+    # The proxy to a tunnelled cluster (`core.kube.tunnel_proxy`); None to dial its server.
+    # It holds a secret: never logged.
     proxy: str | None = field(default=None, repr=False)
     informers: dict[str, Informer] = field(default_factory=dict)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -100,14 +99,13 @@ class Connections:
     def __init__(
         self,
         kube: AsyncClient,
+        tunnels: TunnelProxy,
         local: Callable[[], Credential] = from_environment,
         on_change: CredentialHook | None = None,
-        tunnels: Tunnels | None = None,
     ) -> None:
         """`on_change(cluster)` runs when the cluster's credential Secret comes, changes or
-        goes, and when its agent's tunnel does. A cluster reached through its agent is reached
-        through the proxy of the process holding its tunnel (`tunnels`, when this process
-        holds tunnels, else the Leases alone)."""
+        goes. A cluster reached through its agent is reached through `tunnels`, this
+        process's proxy to every agent's tunnel, wherever it is held."""
         self.credentials = Informer(
             kube,
             Secret,
@@ -121,7 +119,7 @@ class Connections:
         self._changed = asyncio.Event()
         self._on_change = on_change
         self.tunnels = tunnels
-        self.relays = tunnels.relays if tunnels is not None else Relays(kube, on_change)
+        self.relays = tunnels.relays
 
     def credential(self, cluster: str) -> Credential | None:
         """The cluster's credential; None while it has none."""
@@ -196,6 +194,7 @@ class Connections:
     async def close(self) -> None:
         for cluster in list(self._connections):
             await self.forget(cluster)
+        await self.tunnels.close()
 
     def _credential_changed(self, event: str, obj: Obj) -> None:
         self._changed.set()
@@ -212,11 +211,8 @@ class Connections:
             return True
 
     async def _proxy(self, cluster: str) -> str:
-        """The proxy to the cluster's tunnel; `Unavailable` while no process holds one. It
-        stays the same while tunnels of one process replace each other, so a connection
-        built on it outlives its tunnel."""
-        tunnels = self.tunnels
-        proxy = await (tunnels.proxy(cluster) if tunnels else self.relays.proxy(cluster))
+        """The proxy to the cluster's tunnel; `Unavailable` while no process holds one."""
+        proxy = await self.tunnels.proxy(cluster)
         if proxy is None:
             raise Unavailable(f"cluster {cluster}: its agent is not connected")
         return proxy

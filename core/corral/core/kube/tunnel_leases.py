@@ -1,10 +1,10 @@
 """Where each cluster's agent tunnel is held (docs/design/cluster-agent.md, sections 6-7): a
 Lease per cluster in svc-system, taken by the API server replica the agent dialled, renewed
 every `RENEW_SECONDS` while the tunnel lasts and dropped when it ends. Any corral process
-reads it to reach the tunnel through the holder's proxy (`Relays.proxy`), and the operator to
-say whether the agent is connected: a Lease not renewed for `LEASE_SECONDS` is a lost agent.
+reads it to reach the tunnel through the holder's relay (`tunnel_proxy`), and the operator
+to say whether the agent is connected: a Lease not renewed for `LEASE_SECONDS` is a lost agent.
 
-Every process authorises itself to another's proxy with one key, kept in a Secret of
+Every process authorises itself to another's relay with one key, kept in a Secret of
 svc-system and made by the first process that needs it.
 """
 
@@ -39,7 +39,7 @@ class Holding:
     """A cluster's tunnel as its Lease says: who holds it, where it is reached, the agent."""
 
     holder: str
-    relay: str  # host:port of the holder's tunnel proxy
+    relay: str  # host:port of the holder's relay
     version: str
     image: str
     renewed: datetime.datetime
@@ -153,17 +153,11 @@ async def relay_key(kube: AsyncClient) -> str:
 
 
 class Relays:
-    """The Leases of every tunnel, watched; the proxy that reaches a cluster's tunnel."""
+    """The Leases of every tunnel, watched, and the relay key."""
 
-    def __init__(
-        self,
-        kube: AsyncClient,
-        on_change: Callable[[str], None] | None = None,
-        clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
-    ) -> None:
+    def __init__(self, kube: AsyncClient, on_change: Callable[[str], None] | None = None) -> None:
         self._kube = kube
         self._key: str | None = None
-        self._clock = clock
         self._on_change = on_change
         self.leases = Informer(
             kube,
@@ -184,22 +178,10 @@ class Relays:
             self.leases.get(f"{names.SYSTEM_NAMESPACE}/{names.tunnel_lease_name(cluster)}")
         )
 
-    async def proxy(self, cluster: str) -> str | None:
-        """The proxy URL (with the key: never logged) of the process holding the cluster's
-        tunnel; None while no fresh Lease says one does."""
-        held = self.holding(cluster)
-        if held is None or not held.relay or not held.fresh(self._clock()):
-            return None
-        return proxy_url(cluster, await self.key(), held.relay)
-
     def _changed(self, event: str, obj: Obj) -> None:
         cluster = (obj["metadata"].get("labels") or {}).get(names.LABEL_TUNNEL)
         if self._on_change is not None and cluster:
             self._on_change(cluster)
-
-
-def proxy_url(cluster: str, key: str, relay: str) -> str:
-    return f"http://{cluster}:{key}@{relay}"
 
 
 def _parse(text: str) -> datetime.datetime:

@@ -1,11 +1,10 @@
-"""The agents' tunnels this process holds, one per cluster, and the way corral's clients
-reach them: an HTTP CONNECT proxy (docs/design/cluster-agent.md, sections 5-6). A tunnelled
-cluster's clients (lightkube's and aiohttp's, as for any cluster) are given the proxy of the
-process holding its tunnel; each CONNECT, authorised with the cluster's name and corral's
-relay key, becomes a new stream of that cluster's tunnel, and the client speaks TLS to the
-cluster's API server through it as it would directly. Nothing above the registry knows the
-difference, nor whether the tunnel is held here or by another replica (its Lease says where).
-What the CONNECT names is not used: a stream reaches the agent's API server only.
+"""The agents' tunnels this process holds, one per cluster, and the relay other corral
+processes reach them through (docs/design/cluster-agent.md, sections 5-6): a CONNECT proxy
+served with corral's serving certificate only (TLS; a plaintext request never gets as far as
+being read), where each CONNECT authorised with the cluster's name and corral's relay key
+becomes a new stream of that cluster's tunnel. This process's own clients reach the tunnels
+through `tunnel_proxy`, which opens a tunnel held here at once. What a CONNECT names is not
+used: a stream reaches the agent's API server only.
 
 A newer tunnel of a cluster replaces the one held: the older is closed (WebSocket code
 `CLOSE_REPLACED`), here at once, on another replica when it finds its Lease taken. A tunnel
@@ -16,14 +15,12 @@ renewal (`CLOSE_REVOKED`).
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
 import datetime
-import hmac
 import logging
 import secrets
 import socket
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -32,7 +29,7 @@ import h11
 from aiohttp import web
 from lightkube import ApiError, AsyncClient
 
-from corral.core.kube import tunnel_leases
+from corral.core.kube import connect, tunnel_leases
 from corral.core.kube.tunnel_leases import Relays
 from corral.core.tunnel.handshake import CLOSE_REPLACED, CLOSE_REVOKED
 from corral.core.tunnel.session import MAX_MESSAGE, ProtocolViolation, Tunnel
@@ -40,10 +37,6 @@ from corral.core.tunnel.splice import splice
 
 log = logging.getLogger(__name__)
 
-# How long a CONNECT may take to arrive, and the agent to open its stream.
-OPEN_TIMEOUT = 10.0
-# A CONNECT request is one line and a few headers.
-REQUEST_LIMIT = 8 * 1024
 # WebSocket close codes: going away, a peer that broke the protocol, a message too big.
 CLOSE_GOING_AWAY = 1001
 CLOSE_PROTOCOL = 1002
@@ -93,20 +86,23 @@ class Held:
 
 
 class Tunnels:
-    """The tunnels this process holds and its proxy, which other corral processes reach them
-    through as well (the relay): it listens on `listen` and is advertised in each tunnel's
-    Lease as `advertise` (the address other processes reach this one at)."""
+    """The tunnels this process holds and its relay, which other corral processes reach them
+    through: it listens on `listen` with TLS (`tls`, corral's serving certificate) and is
+    advertised in each tunnel's Lease as `advertise` (the address other processes reach this
+    one at)."""
 
     def __init__(
         self,
         kube: AsyncClient,
         relays: Relays,
+        tls: ssl.SSLContext,
         listen: tuple[str, int] = ("127.0.0.1", 0),
         advertise: str = "",
         clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
     ) -> None:
         self._kube = kube
         self.relays = relays
+        self._tls = tls
         self._listen = listen
         self._advertise = advertise
         self._clock = clock
@@ -119,13 +115,9 @@ class Tunnels:
     def held(self, cluster: str) -> Held | None:
         return self._held.get(cluster)
 
-    async def proxy(self, cluster: str) -> str | None:
-        """The proxy URL (with the key: never logged) that reaches the cluster's tunnel: this
-        process's while it holds it, else the holder's from its Lease; None when no process
-        holds one."""
-        if cluster in self._held and self._server is not None:
-            return tunnel_leases.proxy_url(cluster, await self.relays.key(), self._address())
-        return await self.relays.proxy(cluster)
+    def tunnel(self, cluster: str) -> Tunnel | None:
+        held = self._held.get(cluster)
+        return held.tunnel if held is not None else None
 
     async def hold(self, cluster: str, held: Held) -> None:
         """`held` becomes the cluster's tunnel, here and in its Lease; the one it replaces is
@@ -169,7 +161,10 @@ class Tunnels:
         if self._server is None:
             await self.relays.key()
             host, port = self._listen
-            self._server = await asyncio.start_server(self._accepted, host, port)
+            self._server = await asyncio.start_server(
+                self._accepted, host, port, ssl=self._tls,
+                ssl_handshake_timeout=connect.OPEN_TIMEOUT,
+            )  # fmt: skip
 
     def _address(self) -> str:
         assert self._server is not None
@@ -212,55 +207,20 @@ class Tunnels:
                 self._connections.discard(task)
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        http = h11.Connection(h11.SERVER, max_incomplete_event_size=REQUEST_LIMIT)
+        http = h11.Connection(h11.SERVER, max_incomplete_event_size=connect.REQUEST_LIMIT)
         try:
-            async with asyncio.timeout(OPEN_TIMEOUT):
-                request = await _request(http, reader)
-                cluster = self._authorised(request, await self.relays.key())
+            async with asyncio.timeout(connect.OPEN_TIMEOUT):
+                request = await connect.read_request(http, reader)
+                cluster = connect.authorised(request, await self.relays.key())
                 held = self._held.get(cluster or "")
                 if request.method != b"CONNECT" or held is None:
-                    writer.write(_answer(http, 407 if cluster is None else 502))
-                    writer.close()
+                    await connect.refuse(http, writer, 407 if cluster is None else 502)
                     return
                 stream = await held.tunnel.open()
         except (ConnectionError, TimeoutError, h11.RemoteProtocolError) as exc:
             log.info("a connection to a cluster's tunnel failed: %s", type(exc).__name__)
             writer.close()
             return
-        writer.write(_answer(http, 200))
+        writer.write(connect.answer(http, 200))
         with contextlib.suppress(ConnectionError):
             await splice(stream, reader, writer)
-
-    @staticmethod
-    def _authorised(request: h11.Request, key: str) -> str | None:
-        """The cluster a request's Proxy-Authorization names with corral's relay key."""
-        for name, value in request.headers:
-            if name != b"proxy-authorization":
-                continue
-            scheme, _, encoded = value.partition(b" ")
-            if scheme.lower() != b"basic":
-                return None
-            try:
-                cluster, _, secret = base64.b64decode(encoded, validate=True).partition(b":")
-            except binascii.Error:
-                return None
-            if hmac.compare_digest(secret, key.encode()):
-                return cluster.decode("ascii", "replace")
-        return None
-
-
-async def _request(http: h11.Connection, reader: asyncio.StreamReader) -> h11.Request:
-    while True:
-        event = http.next_event()
-        if isinstance(event, h11.Request):
-            return event
-        if event is h11.NEED_DATA:
-            data = await reader.read(REQUEST_LIMIT)
-            http.receive_data(data)  # b"" is the end: h11 then raises for a cut request
-            continue
-        raise h11.RemoteProtocolError(f"not a request: {type(event).__name__}")
-
-
-def _answer(http: h11.Connection, status: int) -> bytes:
-    data = http.send(h11.Response(status_code=status, headers=[]))
-    return data or b""

@@ -79,6 +79,13 @@ class IsolatedNetwork:
         listener = self.call(socket.create_server, ("127.0.0.1", port))
         self._uplinks.append(Uplink(listener, port))
 
+    def route(self, port: int, targets: Sequence[int]) -> None:
+        """From now on, connections to `port` inside reach the first of the host's `targets`
+        that accepts, as a Service's address reaches a replica that is up: several API
+        server replicas behind corral's one URL."""
+        (uplink,) = [u for u in self._uplinks if u.port == port]
+        uplink.targets = list(targets)
+
     def close(self) -> None:
         for uplink in self._uplinks:
             uplink.close()
@@ -97,7 +104,8 @@ class Uplink:
 
     def __init__(self, listener: socket.socket, port: int) -> None:
         self._listener = listener
-        self._port = port
+        self.port = port
+        self.targets = [port]
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         threading.Thread(target=self._accept, name=f"uplink-{port}", daemon=True).start()
@@ -108,17 +116,27 @@ class Uplink:
                 inside, _ = self._listener.accept()
             except OSError:
                 return  # closed
-            # This thread never joined the namespace: the connection is the host's.
             try:
-                outside = socket.create_connection(("127.0.0.1", self._port), timeout=10)
+                outside = self._connect()
             except OSError as exc:
-                log.warning("uplink to port %d: %s", self._port, exc)
+                log.warning("uplink to port %d: %s", self.port, exc)
                 inside.close()
                 continue
             outside.settimeout(None)
             with self._lock:
                 self._open.update((inside, outside))
             threading.Thread(target=self._carry, args=(inside, outside), daemon=True).start()
+
+    def _connect(self) -> socket.socket:
+        # This thread never joined the namespace: the connection is the host's.
+        refused: OSError | None = None
+        for port in list(self.targets):
+            try:
+                return socket.create_connection(("127.0.0.1", port), timeout=10)
+            except OSError as exc:
+                refused = exc
+        assert refused is not None
+        raise refused
 
     def _carry(self, inside: socket.socket, outside: socket.socket) -> None:
         back = threading.Thread(target=_copy, args=(outside, inside), daemon=True)
