@@ -21,6 +21,7 @@ import statistics
 import time
 import urllib.error
 import urllib.request
+from urllib.parse import quote
 
 import aiohttp
 from lightkube import AsyncClient, KubeConfig
@@ -192,9 +193,16 @@ def workloads_part(env: Environment) -> None:
              lambda: listed(env, project) == WORKLOADS, 600)  # fmt: skip
     print(f"all listed {time.monotonic() - began:.0f} s after the last create")
     base = f"{env.api_url}/v3/projects/{project}/workloads"
+    ids = [f"deployment:many-{i % NAMESPACES}:w{i:05d}" for i in range(WORKLOADS)]
+
+    def anywhere() -> str:
+        return f"{base}?limit=50&marker={quote(random.choice(ids))}"  # noqa: S311 - sampling
+
     report(env, [
         ("GET workloads?limit=50 (10,000 in the project)", lambda: f"{base}?limit=50", 300),
+        ("GET workloads?limit=50&marker=<a random one>", anywhere, 300),
         ("GET workloads?limit=50&namespaceId=many-3",
          lambda: f"{base}?limit=50&namespaceId=many-3", 100),
+        ("GET workloads?limit=50&sort=name", lambda: f"{base}?limit=50&sort=name", 30),
     ])  # fmt: skip
     print(f"API server RSS with the workloads too: {api_rss(env):.0f} MiB")
