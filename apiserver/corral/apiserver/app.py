@@ -62,6 +62,7 @@ from corral.apiserver.routes import (
     users,
     workloads,
 )
+from corral.apiserver.state.derived import Derived
 from corral.apiserver.state.stores import Stores
 from corral.core import times
 from corral.core.api import names
@@ -141,6 +142,7 @@ def create_app(
         access=AccessMemo(),
         activity=ActivityTracker(_activity_writer(kube)),
         verified=VerifiedTokens(),
+        workload_rows=Derived(),
         limiter=RateLimiter(KubeLedger(kube, stores.user_uid)),
         throttle=LoginThrottle(throttle),
         readiness=Readiness(),
