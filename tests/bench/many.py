@@ -24,6 +24,7 @@ import urllib.request
 from urllib.parse import quote
 
 import aiohttp
+import httpx2
 from lightkube import AsyncClient, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment
@@ -42,6 +43,8 @@ NAMESPACES = 10
 CONCURRENCY = 32
 # Authenticated GETs timed, each with a token picked at random.
 AUTH_ROUNDS = 3000
+# The writes' timeout: with other runs on the machine a connection alone can take seconds.
+WRITES_TIMEOUT = httpx2.Timeout(120)
 PARTS = ("tokens", "workloads")
 
 
@@ -134,7 +137,8 @@ async def write_workloads(env: Environment) -> str:
         for space in spaces:
             await post(client, f"/v3/clusters/{cluster}/namespaces",
                        {"name": space, "projectId": project["id"]})  # fmt: skip
-    downstream = AsyncClient(KubeConfig.from_file(env.downstreams[0].kubeconfig_path))
+    config = KubeConfig.from_file(env.downstreams[0].kubeconfig_path)
+    downstream = AsyncClient(config, timeout=WRITES_TIMEOUT)
     limit = asyncio.Semaphore(CONCURRENCY)
 
     async def deployment(index: int) -> None:
@@ -173,7 +177,8 @@ def main() -> None:
 
 
 def tokens_part(env: Environment) -> None:
-    kube = AsyncClient(KubeConfig.from_file(env.management_kubeconfig), field_manager="bench")
+    kube = AsyncClient(KubeConfig.from_file(env.management_kubeconfig), field_manager="bench",
+                       timeout=WRITES_TIMEOUT)  # fmt: skip
     began = time.monotonic()
     values = asyncio.run(write_tokens(kube))
     count = USERS * TOKENS_PER_USER
