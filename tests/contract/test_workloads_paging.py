@@ -158,3 +158,21 @@ async def test_a_marker_starts_the_page_at_its_item(admin: Person, project: str)
     # A marker of no item (a workload deleted meanwhile) starts at the first page.
     gone = await admin.api.get(f"{base}?limit=5&marker=deployment:nowhere:w0")
     assert [item["id"] for item in gone.body["data"]] == expected[:5]
+
+
+async def test_a_listed_workload_is_shown_as_it_is_now(
+    admin: Person, project: str, kube: AsyncClient
+) -> None:
+    """A change to a workload keeps the listing's rows (no workload came or went) and still
+    shows: the page is made of the objects as the caches hold them now."""
+    base = f"/v3/projects/{project}/workloads"
+    first = (await admin.api.get(f"{base}?workloadType=deployment&limit=1")).body["data"][0]
+    assert first["scale"] == 0
+    await kube.patch(Deployment, first["name"], {"spec": {"replicas": 0, "paused": True}},
+                     namespace=first["namespaceId"])  # fmt: skip
+
+    async def paused() -> bool:
+        page = await admin.api.get(f"{base}?workloadType=deployment&limit=1")
+        return bool(page.body["data"][0]["paused"])
+
+    await eventually("the listing to show the deployment paused", paused)

@@ -29,7 +29,6 @@ from corral.apiserver.state.derived import Derived
 from corral.apiserver.state.stores import Stores
 from corral.core.github.client import Clients
 from corral.core.kube.connections import Connections
-from corral.core.kube.informer import Obj
 from corral.core.kube.oidc_secrets import StateKey
 from corral.core.kube.tunnels import Tunnels
 from corral.core.oidc.provider import Providers
@@ -65,7 +64,7 @@ class Deps:
     verified: VerifiedTokens  # tokens whose key was verified, by version
     renderings: Renderings  # resources rendered once per version (`Family.rendering_key`)
     # Each project's workloads in id order (`services.workloads.visible`), by project id.
-    workload_rows: Derived[str, list[Row[tuple[Kind, Obj]]]]
+    workload_rows: Derived[str, list[Row[tuple[Kind, str]]]]
     limiter: RateLimiter
     throttle: LoginThrottle
     readiness: Readiness
