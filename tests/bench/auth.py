@@ -41,7 +41,7 @@ def decision_costs() -> tuple[float, float]:
     record = TokenRecord(
         name="token-abcde", user_id="u-1", stored=hashing.hash_key(key), ttl_ms=3_600_000,
         created=now, kind="session", is_derived=False, cluster_name="", enabled=True,
-        description="", auth_provider="local", last_activity=None, uid="",
+        description="", auth_provider="local", last_activity=None, uid="", version="",
     )  # fmt: skip
     value, policy, rounds = f"token-abcde:{key}", Policy(idle_minutes=60), 20000
     known = VerifiedTokens()

@@ -276,6 +276,16 @@ async def test_a_session_offers_no_remove_for_its_own_token_and_an_api_token_doe
     assert "remove" not in current["links"]
     answer = await session.delete(local(current["links"]["self"]))
     assert (answer.status, answer.body["code"]) == (400, "InvalidAction"), answer.body
+    # A token's rendering is kept per version of its object; what a caller is offered is not
+    # carried to another: the user's other session may end this one, this one itself not.
+    again = await anonymous.post("/v3-public/localProviders/local?action=login",
+                                 {"username": user["username"], "password": password})  # fmt: skip
+    other = anonymous.as_token(again.body["token"])
+    path = local(current["links"]["self"])
+    for api, removable in ((other, True), (session, False), (other, True)):
+        seen = await api.get(path)
+        assert seen.status == 200, seen.body
+        assert ("remove" in seen.body["links"]) is removable, (api, seen.body["links"])
     api_token = listed[made.body["id"]]
     assert "remove" in api_token["links"]
     assert (await session.delete(local(api_token["links"]["remove"]))).status == 204

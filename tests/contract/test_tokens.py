@@ -10,7 +10,7 @@ from kubernetes import client as k8s
 
 from corral.core.api import names
 
-from .client import error
+from .client import Api, error, eventually
 from .conftest import EXTERNAL_URL, Person
 
 GROUP, VERSION = names.GROUP, names.VERSION
@@ -71,6 +71,39 @@ async def test_a_user_lists_only_their_own_tokens(
     error(await admin.api.get(f"/v3/tokens/{mine}"), 404, "NotFound")
     admins = await admin.api.get("/v3/tokens")
     assert mine not in {t["id"] for t in admins.body["data"]}
+
+
+async def test_a_listed_token_shows_what_the_request_and_its_version_say(
+    make_user: Callable[..., Awaitable[Person]], crs: k8s.CustomObjectsApi
+) -> None:
+    """A token renders once per version of its object and is kept: which token asks, whether
+    it expired by now and a change to its object are still each request's own."""
+    person = await make_user()
+    first = person.api.token.split(":")[0]
+    value = (await person.api.post("/v3/tokens", {"description": "b", "ttl": 1500})).body["token"]
+    second = value.split(":")[0]
+
+    async def current(api: Api) -> dict[str, bool]:
+        listed = await api.get("/v3/tokens")
+        assert listed.status == 200, listed.body
+        return {t["id"]: t["current"] for t in listed.body["data"]}
+
+    assert await current(person.api) == {first: True, second: False}
+    assert await current(person.api.as_token(value)) == {first: False, second: True}
+    crs.patch_cluster_custom_object(GROUP, VERSION, "tokens", second,
+                                    {"spec": {"description": "changed"}})  # fmt: skip
+
+    async def changed() -> bool:
+        shown = await person.api.get(f"/v3/tokens/{second}")
+        return bool(shown.body["description"] == "changed")
+
+    await eventually("the token's new description", changed)
+
+    async def expired() -> bool:
+        listed = await person.api.get("/v3/tokens")
+        return any(t["id"] == second and t["expired"] for t in listed.body["data"])
+
+    await eventually("the token of 1.5 s to be shown expired", expired)
 
 
 async def test_tokens_filter_sort_and_page(make_user: Callable[..., Awaitable[Person]]) -> None:

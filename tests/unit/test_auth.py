@@ -19,7 +19,7 @@ def record(stored: str, **changes: object) -> TokenRecord:
         "name": "token-abcde", "user_id": "u-1", "stored": stored, "ttl_ms": 0,
         "created": NOW - datetime.timedelta(minutes=10), "kind": "session", "is_derived": False,
         "cluster_name": "", "enabled": True, "description": "", "auth_provider": "local",
-        "last_activity": None, "uid": "uid",
+        "last_activity": None, "uid": "uid", "version": "1",
     }  # fmt: skip
     fields.update(changes)
     return TokenRecord(**fields)  # type: ignore[arg-type]

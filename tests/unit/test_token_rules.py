@@ -33,7 +33,7 @@ def record(**changes: Any) -> TokenRecord:
         "name": "token-abcde", "user_id": "u-1", "stored": hashing.hash_key(KEY), "ttl_ms": 0,
         "created": NOW - 10 * MINUTE, "kind": "session", "is_derived": False,
         "cluster_name": "", "enabled": True, "description": "", "auth_provider": "local",
-        "last_activity": None, "uid": "uid",
+        "last_activity": None, "uid": "uid", "version": "1",
     }  # fmt: skip
     fields.update(changes)
     return TokenRecord(**fields)

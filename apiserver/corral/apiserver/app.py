@@ -25,6 +25,7 @@ from corral.apiserver.auth.verified import VerifiedTokens
 from corral.apiserver.config import DEFAULT_AGENT_IMAGE
 from corral.apiserver.deps import DEPS, Deps
 from corral.apiserver.http import errors, serving
+from corral.apiserver.http.renderings import Renderings
 from corral.apiserver.http.schemas import Registry
 from corral.apiserver.middleware import auth_middleware, rate_limit_headers
 from corral.apiserver.readiness import Readiness
@@ -63,6 +64,7 @@ from corral.apiserver.routes import (
     users,
     workloads,
 )
+from corral.apiserver.state.derived import Derived
 from corral.apiserver.state.stores import Stores
 from corral.core import times
 from corral.core.api import names
@@ -152,6 +154,8 @@ def create_app(
         access=AccessMemo(),
         activity=ActivityTracker(_activity_writer(kube)),
         verified=VerifiedTokens(),
+        workload_rows=Derived(),
+        renderings=Renderings(),
         limiter=RateLimiter(KubeLedger(kube, stores.user_uid)),
         throttle=LoginThrottle(throttle),
         readiness=Readiness(),

@@ -21,14 +21,18 @@ from corral.apiserver.auth.authz import Caller
 from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.auth.throttle import LoginThrottle
 from corral.apiserver.auth.verified import VerifiedTokens
+from corral.apiserver.http.envelope import Row
+from corral.apiserver.http.renderings import Renderings
 from corral.apiserver.http.schemas import Registry
 from corral.apiserver.readiness import Readiness
+from corral.apiserver.state.derived import Derived
 from corral.apiserver.state.stores import Stores
 from corral.core.github.client import Clients
 from corral.core.kube.connections import Connections
 from corral.core.kube.oidc_secrets import StateKey
 from corral.core.kube.tunnels import Tunnels
 from corral.core.oidc.provider import Providers
+from corral.core.workloads.kinds import Kind
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,9 @@ class Deps:
     access: AccessMemo
     activity: ActivityTracker
     verified: VerifiedTokens  # tokens whose key was verified, by version
+    renderings: Renderings  # resources rendered once per version (`Family.rendering_key`)
+    # Each project's workloads in id order (`services.workloads.visible`), by project id.
+    workload_rows: Derived[str, list[Row[tuple[Kind, str]]]]
     limiter: RateLimiter
     throttle: LoginThrottle
     readiness: Readiness

@@ -8,8 +8,10 @@ methods exist) and `actions`. A collection carries `type: collection`, `resource
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Any, TypeVar
+from bisect import bisect_left
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlencode
 
 from multidict import MultiMapping
@@ -21,8 +23,25 @@ MAX_LIMIT = 10000
 MODIFIERS = ("ne", "in", "notin")
 
 T = TypeVar("T")
-# An object of a collection: its id, its filterable fields (when the query needs them), itself.
-Row = tuple[str, Mapping[str, Any], T]
+R = TypeVar("R")
+# An object of a collection: its id, its filterable fields (when the query needs them), and
+# itself or what it is made from (`Listing`).
+Row = tuple[str, Mapping[str, Any], R]
+
+
+@dataclass(frozen=True)
+class Listing(Generic[T, R]):
+    """A collection whose objects are made only when a page shows them, so that a page of a
+    long listing costs the page: its rows are in id order, each with the fields `known`
+    without making the object, and what `make` makes the object from. A filter or a sort on
+    any other field makes every object."""
+
+    rows: Sequence[Row[R]]
+    known: frozenset[str]
+    make: Callable[[R], T]
+
+    def __iter__(self) -> Iterator[T]:
+        return (self.make(source) for _, _, source in self.rows)
 
 
 def resource_url(base: str, schema: Schema, resource_id: str) -> str:
@@ -74,7 +93,8 @@ def collection(
     create_url: str | None = None,
 ) -> dict[str, Any]:
     """Filter, sort and page objects into a collection, rendering only the page: a page of a
-    long listing costs the page, not the listing.
+    long listing costs the page, not the listing (and a `Listing`'s page makes only the
+    page's objects). Objects whose sort field is equal stay in id order.
 
     `ident` gives an object's `id` and `fields` its filterable values, exactly as `render`
     shows them. Without `sort` and `order` in the query, items sort by `default_sort`,
@@ -88,19 +108,30 @@ def collection(
         sort_field = default_sort
     descending = query.get("order", "desc" if newest_first else "asc") == "desc"
 
-    # An object's fields cost several times its id: most pages are neither filtered nor
-    # sorted by anything else, and read none.
-    wanted = bool(conditions) or sort_field != "id"
-    rows = [(ident(obj), fields(obj) if wanted else {}, obj) for obj in objects]
-    matching = [row for row in rows if _matches(row, conditions, schema)]
-    matching.sort(key=lambda row: _value(row, sort_field, schema), reverse=descending)
-    ids = [item_id for item_id, _, _ in matching]
+    asked = {name for name, _, _ in conditions} | {sort_field}
+    rows: Sequence[Row[Any]]
+    show: Callable[[Any], T]
+    if isinstance(objects, Listing) and asked <= objects.known | {"id", "type"}:
+        rows, show = objects.rows, objects.make
+    else:
+        # An object's fields cost several times its id: most pages are neither filtered nor
+        # sorted by anything else, and read none.
+        wanted = bool(conditions) or sort_field != "id"
+        made = [(ident(obj), fields(obj) if wanted else {}, obj) for obj in objects]
+        # Ties of another sort field in id order: the same order page after page.
+        made.sort(key=_ident)
+        rows, show = made, _itself
+    matching = [row for row in rows if _matches(row, conditions, schema)] if conditions else rows
+    if sort_field != "id":
+        matching = sorted(matching, key=lambda row: _value(row, sort_field, schema),
+                          reverse=descending)  # fmt: skip
+    elif descending:
+        matching = matching[::-1]
 
     limit = _limit(query.get("limit"))
-    start = 0
-    if marker := query.get("marker"):
-        start = next((i for i, item_id in enumerate(ids) if item_id == marker), 0)
-    page = [render(obj) for _, _, obj in matching[start : start + limit]]
+    marker = query.get("marker")
+    start = _position(matching, marker, by_id=sort_field == "id" and not descending)
+    page = [render(show(source)) for _, _, source in matching[start : start + limit]]
 
     def page_url(marker_id: str) -> str:
         params = [(k, v) for k, v in query.items() if k != "marker"] + [("marker", marker_id)]
@@ -108,13 +139,13 @@ def collection(
 
     pagination: dict[str, Any] = {"limit": limit, "total": len(matching)}
     if start > 0 or start + limit < len(matching):
-        pagination |= {"partial": True, "first": page_url(ids[0])}
+        pagination |= {"partial": True, "first": page_url(matching[0][0])}
         if start + limit < len(matching):
-            pagination["next"] = page_url(ids[start + limit])
+            pagination["next"] = page_url(matching[start + limit][0])
         if start > 0:
-            pagination["previous"] = page_url(ids[max(start - limit, 0)])
+            pagination["previous"] = page_url(matching[max(start - limit, 0)][0])
         if len(matching) - limit >= 0:
-            pagination["last"] = page_url(ids[len(ids) - limit])
+            pagination["last"] = page_url(matching[len(matching) - limit][0])
         if marker:
             pagination["marker"] = page_url(marker)
 
@@ -151,6 +182,25 @@ def collection(
     }
 
 
+def _position(rows: Sequence[Row[Any]], marker: str | None, by_id: bool) -> int:
+    """Where the page the marker names starts: at the row of that id (found by halving when
+    the rows are in id order), or at the first row for a marker of no row."""
+    if not marker:
+        return 0
+    if by_id:
+        at = bisect_left(rows, marker, key=_ident)
+        return at if at < len(rows) and rows[at][0] == marker else 0
+    return next((i for i, (item_id, _, _) in enumerate(rows) if item_id == marker), 0)
+
+
+def _ident(row: Row[Any]) -> str:
+    return row[0]
+
+
+def _itself(obj: T) -> T:
+    return obj
+
+
 def _conditions(
     query: MultiMapping[str], filterable: list[str]
 ) -> list[tuple[str, str, list[str]]]:
@@ -166,7 +216,7 @@ def _conditions(
     return found
 
 
-def _matches(row: Row[T], conditions: list[tuple[str, str, list[str]]], schema: Schema) -> bool:
+def _matches(row: Row[Any], conditions: list[tuple[str, str, list[str]]], schema: Schema) -> bool:
     for name, modifier, values in conditions:
         value = _value(row, name, schema)
         if modifier == "eq" and value != values[0]:
@@ -180,7 +230,7 @@ def _matches(row: Row[T], conditions: list[tuple[str, str, list[str]]], schema: 
     return True
 
 
-def _value(row: Row[T], name: str, schema: Schema) -> str:
+def _value(row: Row[Any], name: str, schema: Schema) -> str:
     """A field's value as filters and sorting compare it; `type` is the schema's, as
     `resource` sets it on every rendered resource."""
     item_id, fields, _ = row

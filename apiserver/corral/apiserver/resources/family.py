@@ -9,7 +9,7 @@ the calls into its services. Actions and sub-resources stay routes of the family
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias, TypeVar
 
@@ -117,6 +117,11 @@ class Family(Generic[T]):
     named_fields: Callable[[str], bool] | None = None
     default_sort: str = "id"
     newest_first: bool = False
+    # The key under which a resource renders the same for every request but for the fields
+    # `varying` gives (its name and resourceVersion): it is rendered once per key and kept
+    # (`Deps.renderings`). None renders it every time: an answer that shows a secret.
+    rendering_key: Callable[[Ask, T], Hashable | None] | None = None
+    varying: Callable[[Ask, T], dict[str, Any]] | None = None
 
     @property
     def collection_route(self) -> str:
@@ -182,6 +187,20 @@ class Family(Generic[T]):
         return check is None or allows(check, ask)
 
     def render(self, ask: Ask, obj: T) -> dict[str, Any]:
+        """The resource as an answer shows it: a new dict the caller may change."""
+        methods, actions = self.offered_methods(ask, obj), self.offered_actions(ask, obj)
+        key = self.rendering_key(ask, obj) if self.rendering_key is not None else None
+        if key is None:
+            return self._render(ask, obj, methods, actions)
+        # What this caller is offered is part of the key: one kept rendering never shows one
+        # caller's links to another.
+        kept = ask.deps.renderings.get(
+            (self.schema.id, ask.base, key, tuple(methods), tuple(actions)),
+            lambda: self._render(ask, obj, methods, actions),
+        )
+        return {**kept, **(self.varying(ask, obj) if self.varying is not None else {})}
+
+    def _render(self, ask: Ask, obj: T, methods: list[str], actions: list[str]) -> dict[str, Any]:
         body = self.all_fields(ask, obj)
         if self.detail is not None:
             body |= self.detail(ask, obj)
@@ -189,10 +208,10 @@ class Family(Generic[T]):
             ask.base,
             self.schema,
             body,
-            actions=self.offered_actions(ask, obj),
+            actions=actions,
             links=self.links(ask, obj) if self.links else None,
             url=self.url(ask, obj) if self.url else None,
-            methods=self.offered_methods(ask, obj),
+            methods=methods,
         )
 
     async def page(self, ask: Ask, path: str) -> dict[str, Any]:

@@ -83,6 +83,20 @@ def shown_fields(ask: Ask, shown: Shown) -> dict[str, Any]:
     return fields(shown.record, ask.who.principal.token.name, now)
 
 
+def rendering_key(ask: Ask, shown: Shown) -> tuple[str, str] | None:
+    """A token renders the same for one version of its object, but for `varying`; never kept
+    is the answer to its creation, which shows its value."""
+    record = shown.record
+    return None if shown.value or not record.version else (record.name, record.version)
+
+
+def varying(ask: Ask, shown: Shown) -> dict[str, Any]:
+    """What of a token's rendering depends on the request: which token asks, and the time."""
+    now = datetime.datetime.now(datetime.UTC)
+    record = shown.record
+    return {"current": record.name == ask.who.principal.token.name, "expired": record.expired(now)}
+
+
 def find(ask: Ask, name: str) -> Shown | None:
     record = tokens.own(ask.deps, ask.who, name)
     return None if record is None else Shown(record)
@@ -106,6 +120,8 @@ FAMILY = Family[Shown](
     fields=shown_fields,
     ident=lambda shown: shown.record.name,
     detail=lambda ask, shown: {"token": shown.value} if shown.value else {},
+    rendering_key=rendering_key,
+    varying=varying,
     create=create,
     before_delete=may_delete,
     collection=v3("tokens|token"),

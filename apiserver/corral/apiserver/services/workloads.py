@@ -29,6 +29,7 @@ from lightkube.types import CascadeType
 from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import text as body_text
+from corral.apiserver.http.envelope import Listing, Row
 from corral.apiserver.services import trialpods
 from corral.apiserver.services.visibility import visible_project
 from corral.apiserver.state import downstream
@@ -39,10 +40,10 @@ from corral.core.kube import guarded
 from corral.core.kube import workloads as resources
 from corral.core.kube.client import as_dict
 from corral.core.kube.impersonation import Impersonation
-from corral.core.kube.informer import Informer, Obj
+from corral.core.kube.informer import Informer, Obj, key_of
 from corral.core.projects import quota, roles
 from corral.core.projects.downstream import QUOTA_NAME
-from corral.core.workloads import endpoints, spec, usage
+from corral.core.workloads import endpoints, render, spec, usage
 from corral.core.workloads.kinds import (
     DEPLOYMENT,
     KINDS,
@@ -107,11 +108,26 @@ class Workload:
         return ("redeploy",) if self.kind.rolls_out else ()
 
 
-async def visible(deps: Deps, who: Caller, pid: str) -> list[Workload]:
-    """Every workload of the project, of every kind; 404 without a role in it."""
+# What a listing of a project's workloads filters and sorts by without making any `Workload`.
+KNOWN = render.ID_FIELDS | {"projectId"}
+
+
+async def visible(deps: Deps, who: Caller, pid: str) -> Listing[Workload, tuple[Kind, str]]:
+    """Every workload of the project, of every kind, in id order, each made a `Workload`
+    only when a page shows it; 404 without a role in it."""
     where = scope(deps, who, pid)
     near = await neighbours(deps, where)
-    return [Workload(where, kind, obj, near) for kind, obj in await _listed(deps, where)]
+    caches = {kind: await cache_of(deps, where, kind) for kind in KINDS.values()}
+    rows = await _rows(deps, where, caches)
+
+    def make(held: tuple[Kind, str]) -> Workload:
+        # Rows hold keys, not objects: they outlive changes to them (a status written).
+        kind, key = held
+        obj = caches[kind].get(key)
+        assert obj is not None  # the rows are of the workloads the caches hold now
+        return Workload(where, kind, obj, near)
+
+    return Listing(rows, KNOWN, make)
 
 
 async def find(deps: Deps, who: Caller, pid: str, text: str) -> Workload | None:
@@ -307,15 +323,28 @@ async def cache_of(deps: Deps, where: Scope, kind: Kind) -> Informer:
     return await downstream.downstream_workloads(deps.connections, where.cluster, kind)
 
 
-async def _listed(deps: Deps, where: Scope) -> list[tuple[Kind, Obj]]:
-    """Every workload of the project, of every kind."""
-    members = await namespaces(deps, where)
-    found: list[tuple[Kind, Obj]] = []
-    for kind in KINDS.values():
-        cache = await cache_of(deps, where, kind)
-        for namespace in members:
-            found.extend((kind, obj) for obj in cache.by_index("namespace", namespace))
-    return found
+async def _rows(
+    deps: Deps, where: Scope, caches: dict[Kind, Informer]
+) -> list[Row[tuple[Kind, str]]]:
+    """The project's workloads of every kind in id order, with the fields their ids give:
+    sorted again only after a namespace of the cluster changed (its project may have) or a
+    workload came or went, not when one changed (its id and those fields cannot)."""
+    spaces = await downstream.downstream_namespaces(deps.connections, where.cluster)
+
+    def derive() -> list[Row[tuple[Kind, str]]]:
+        members = {ns["metadata"]["name"] for ns in spaces.by_index("project", where.project_id)}
+        rows: list[Row[tuple[Kind, str]]] = []
+        for kind, cache in caches.items():
+            for namespace in members:
+                for obj in cache.by_index("namespace", namespace):
+                    shown = render.id_fields(WorkloadId.of(kind, obj))
+                    shown["projectId"] = where.project_id
+                    rows.append((shown["id"], shown, (kind, key_of(obj))))
+        rows.sort(key=lambda row: row[0])
+        return rows
+
+    stamp = (spaces, spaces.version, *((c, c.members) for c in caches.values()))
+    return deps.workload_rows.get(where.project_id, stamp, derive)
 
 
 async def target_namespace(deps: Deps, where: Scope, value: Any) -> str:

@@ -45,6 +45,7 @@ class TokenRecord:
     auth_provider: str
     last_activity: datetime.datetime | None
     uid: str
+    version: str  # the object's resourceVersion: a record's renderings are kept by it
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> TokenRecord:
@@ -65,6 +66,7 @@ class TokenRecord:
             auth_provider=spec.get("authProvider", ""),
             last_activity=times.parse_time(activity) if activity else None,
             uid=meta.get("uid", ""),
+            version=meta.get("resourceVersion", ""),
         )
 
     @property

@@ -80,6 +80,9 @@ class Informer:
         self.synced = asyncio.Event()  # set once the first listing is in
         self.watching = False  # whether a watch is open: the contents are current
         self.version = 0  # moves with every change: lets readers memoise what they derive
+        # Moves when an object comes or goes, not when one changes: for readers that derive
+        # from which objects there are (a project's workloads in id order), not their contents.
+        self.members = 0
         self._next_version: asyncio.Future[None] | None = None  # what `changed` waits on
 
     # -- reads ----------------------------------------------------------------------------
@@ -135,7 +138,7 @@ class Informer:
             self._store(obj)
 
     def forget(self, key: str) -> None:
-        self._remove(key)
+        self._drop(key)
 
     # -- feeding --------------------------------------------------------------------------
 
@@ -163,7 +166,7 @@ class Informer:
             ):
                 data = self._kept(as_dict(obj))
                 if event == "DELETED":
-                    self._remove(key_of(data))
+                    self._drop(key_of(data))
                 elif self._refresh(data):
                     continue
                 else:
@@ -179,7 +182,7 @@ class Informer:
         self._resource_version = listing.resourceVersion
         for key in set(self._objects) - set(fresh):
             gone = self._objects[key]
-            self._remove(key)
+            self._drop(key)
             self._changed("DELETED", gone)
         for key, obj in fresh.items():
             old = self._objects.get(key)
@@ -220,17 +223,23 @@ class Informer:
 
     def _store(self, obj: Obj) -> None:
         key = key_of(obj)
-        self._remove(key)
+        if not self._remove(key):
+            self.members += 1
         self._move()
         self._objects[key] = obj
         for index, fn in self._index_fns.items():
             for value in fn(obj):
                 self._indexes[index].setdefault(value, set()).add(key)
 
-    def _remove(self, key: str) -> None:
+    def _drop(self, key: str) -> None:
+        if self._remove(key):
+            self.members += 1
+
+    def _remove(self, key: str) -> bool:
+        """Whether there was an object of `key` to remove."""
         old = self._objects.pop(key, None)
         if old is None:
-            return
+            return False
         self._move()
         for index, fn in self._index_fns.items():
             for value in fn(old):
@@ -239,6 +248,7 @@ class Informer:
                     members.discard(key)
                     if not members:
                         del self._indexes[index][value]
+        return True
 
 
 # Longer values (a certificate, a message) are rarely the same in two objects.

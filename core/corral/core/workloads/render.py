@@ -10,15 +10,21 @@ from corral.core.workloads import state
 from corral.core.workloads.kinds import CRON_JOB, DEPLOYMENT, STATEFUL_SET, Kind, WorkloadId
 from corral.core.workloads.spec import CONTAINER_FIELDS, POD_FLAGS, POD_NAMES
 
+# The fields a workload's id alone gives: a listing filters and sorts by these without
+# rendering any workload.
+ID_FIELDS = frozenset({"id", "name", "namespaceId", "workloadType"})
+
+
+def id_fields(wid: WorkloadId) -> dict[str, Any]:
+    return {"id": str(wid), "name": wid.name, "namespaceId": wid.namespace,
+            "workloadType": wid.kind.type}  # fmt: skip
+
 
 def fields(kind: Kind, obj: Mapping[str, Any]) -> dict[str, Any]:
     meta, spec = obj["metadata"], obj.get("spec") or {}
     pod = kind.pod_template(obj).get("spec") or {}
     body: dict[str, Any] = {
-        "id": str(WorkloadId.of(kind, obj)),
-        "name": meta["name"],
-        "namespaceId": meta["namespace"],
-        "workloadType": kind.type,
+        **id_fields(WorkloadId.of(kind, obj)),
         "labels": meta.get("labels") or {},
         "annotations": meta.get("annotations") or {},
         "containers": [

@@ -1,0 +1,178 @@
+"""A project's workloads listed a page at a time: the pages, followed by their `next` links,
+hold the items of the whole listing in its order, with a filter and a sort too, and a marker
+starts a page at its item. The workloads are written straight into `local` (as kubectl would)
+in three namespaces of one project, of three kinds, with names that repeat across
+namespaces and kinds so that a sort by name has ties."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from lightkube import AsyncClient
+from lightkube.resources.apps_v1 import Deployment, StatefulSet
+from lightkube.resources.batch_v1 import CronJob
+
+from .client import Api, eventually
+from .conftest import EXTERNAL_URL, Person
+
+POD = {"containers": [{"name": "web", "image": "example/web:1"}]}
+COUNT = 30
+
+
+def template(name: str) -> dict[str, Any]:
+    return {"metadata": {"labels": {"app": name}}, "spec": POD}
+
+
+def objects(namespace: str) -> list[Any]:
+    """Ten workloads of the namespace: deployments w0-w4, stateful sets w0-w2, cron jobs c0, c1."""
+    meta = lambda name: {"name": name, "namespace": namespace}  # noqa: E731
+    selector = lambda name: {"matchLabels": {"app": name}}  # noqa: E731
+    made: list[Any] = [
+        Deployment.from_dict({"metadata": meta(f"w{n}"), "spec": {
+            "replicas": 0, "selector": selector(f"w{n}"), "template": template(f"w{n}")}})
+        for n in range(5)
+    ]  # fmt: skip
+    made += [
+        StatefulSet.from_dict({"metadata": meta(f"w{n}"), "spec": {
+            "replicas": 0, "serviceName": f"w{n}", "selector": selector(f"s{n}"),
+            "template": template(f"s{n}")}})
+        for n in range(3)
+    ]  # fmt: skip
+    job = {"template": {"spec": {**POD, "restartPolicy": "Never"}}}
+    made += [
+        CronJob.from_dict({"metadata": meta(f"c{n}"), "spec": {
+            "schedule": "0 0 1 1 *", "suspend": True, "jobTemplate": {"spec": job}}})
+        for n in range(2)
+    ]  # fmt: skip
+    return made
+
+
+@pytest.fixture(scope="module")
+async def project(admin: Person, kube: AsyncClient) -> str:
+    """The project's id, once its workloads are all listed."""
+    api = admin.api
+    made = await api.post("/v3/projects", {"name": "paging", "clusterId": "local"})
+    assert made.status == 201, made.body
+    pid = made.body["id"]
+    for n in range(3):
+        name = f"paging-{secrets.token_hex(3)}-{n}"
+        space = await api.post("/v3/clusters/local/namespaces", {"name": name, "projectId": pid})
+        assert space.status == 201, space.body
+        for obj in objects(name):
+            await kube.create(obj)
+
+    async def listed() -> bool:
+        answer = await api.get(f"/v3/projects/{pid}/workloads")
+        return answer.status == 200 and answer.body["pagination"]["total"] == COUNT
+
+    await eventually("every workload to be listed", listed)
+    return str(pid)
+
+
+async def pages(api: Api, first: str) -> tuple[list[str], list[int]]:
+    """The ids of every page from `first` on, following `next`; and each page's total."""
+    ids: list[str] = []
+    totals: list[int] = []
+    url: str | None = first
+    while url is not None:
+        answer = await api.get(url)
+        assert answer.status == 200, answer.body
+        ids += [item["id"] for item in answer.body["data"]]
+        totals.append(answer.body["pagination"]["total"])
+        following = answer.body["pagination"].get("next")
+        url = following.removeprefix(EXTERNAL_URL) if following else None
+        assert len(totals) <= COUNT + 1, "the next links go round"
+    return ids, totals
+
+
+QUERIES = [
+    "",
+    "order=desc",
+    "sort=name",
+    "sort=name&order=desc",
+    "workloadType=statefulSet&sort=name",
+    "namespaceId_ne=none&sort=namespaceId",
+    "sort=state&name_in=w1&name_in=c0",  # `state` needs every workload made
+]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("limit", [1, 7])
+async def test_the_pages_hold_the_whole_listing_in_its_order(
+    admin: Person, project: str, query: str, limit: int
+) -> None:
+    base = f"/v3/projects/{project}/workloads"
+    whole = await admin.api.get(f"{base}?{query}")
+    assert whole.status == 200, whole.body
+    expected = [item["id"] for item in whole.body["data"]]
+    assert expected and len(set(expected)) == len(expected)
+    ids, totals = await pages(admin.api, f"{base}?{query}&limit={limit}")
+    assert ids == expected
+    assert set(totals) == {len(expected)}
+
+
+async def test_a_sort_with_ties_keeps_them_in_id_order(admin: Person, project: str) -> None:
+    listed = await admin.api.get(f"/v3/projects/{project}/workloads?sort=name")
+    shown = [(item["name"], item["id"]) for item in listed.body["data"]]
+    assert len(shown) == COUNT and shown == sorted(shown)
+    assert len({name for name, _ in shown}) < COUNT  # there are ties
+    reverse = await admin.api.get(f"/v3/projects/{project}/workloads?sort=name&order=desc")
+    names = [item["name"] for item in reverse.body["data"]]
+    assert names == sorted(names, reverse=True)
+
+
+async def test_a_filter_on_what_an_id_gives_matches_what_the_items_show(
+    admin: Person, project: str
+) -> None:
+    base = f"/v3/projects/{project}/workloads"
+    everything = (await admin.api.get(base)).body["data"]
+    space = everything[0]["namespaceId"]
+    listed = await admin.api.get(f"{base}?namespaceId={space}&workloadType=deployment")
+    assert [item["id"] for item in listed.body["data"]] == [
+        item["id"]
+        for item in everything
+        if item["namespaceId"] == space and item["workloadType"] == "deployment"
+    ]
+    assert listed.body["pagination"]["total"] == 5
+    assert {item["projectId"] for item in everything} == {project}
+    none = await admin.api.get(f"{base}?projectId=c-other:p-other")
+    assert none.body["data"] == [] and none.body["pagination"]["total"] == 0
+
+
+async def test_a_marker_starts_the_page_at_its_item(admin: Person, project: str) -> None:
+    base = f"/v3/projects/{project}/workloads"
+    expected = [item["id"] for item in (await admin.api.get(base)).body["data"]]
+    marker = expected[12]
+    page = await admin.api.get(f"{base}?limit=5&marker={quote(marker)}")
+    assert [item["id"] for item in page.body["data"]] == expected[12:17]
+    pagination = page.body["pagination"]
+    assert pagination["partial"] is True and pagination["total"] == COUNT
+    assert pagination["next"] == f"{EXTERNAL_URL}{base}?limit=5&marker={quote(expected[17])}"
+    previous = await admin.api.get(pagination["previous"].removeprefix(EXTERNAL_URL))
+    assert [item["id"] for item in previous.body["data"]] == expected[7:12]
+    last = await admin.api.get(pagination["last"].removeprefix(EXTERNAL_URL))
+    assert [item["id"] for item in last.body["data"]] == expected[-5:]
+    # A marker of no item (a workload deleted meanwhile) starts at the first page.
+    gone = await admin.api.get(f"{base}?limit=5&marker=deployment:nowhere:w0")
+    assert [item["id"] for item in gone.body["data"]] == expected[:5]
+
+
+async def test_a_listed_workload_is_shown_as_it_is_now(
+    admin: Person, project: str, kube: AsyncClient
+) -> None:
+    """A change to a workload keeps the listing's rows (no workload came or went) and still
+    shows: the page is made of the objects as the caches hold them now."""
+    base = f"/v3/projects/{project}/workloads"
+    first = (await admin.api.get(f"{base}?workloadType=deployment&limit=1")).body["data"][0]
+    assert first["scale"] == 0
+    await kube.patch(Deployment, first["name"], {"spec": {"replicas": 0, "paused": True}},
+                     namespace=first["namespaceId"])  # fmt: skip
+
+    async def paused() -> bool:
+        page = await admin.api.get(f"{base}?workloadType=deployment&limit=1")
+        return bool(page.body["data"][0]["paused"])
+
+    await eventually("the listing to show the deployment paused", paused)
