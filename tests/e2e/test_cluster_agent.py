@@ -11,7 +11,7 @@ the cluster goes Active, `/k8s/clusters/{id}`, a project's workload, its logs an
 through a generated kubeconfig, losing the agent and getting it back. Deleting the cluster
 removes what the manifest made there, through the tunnel, and revokes the agent's credential.
 
-Not yet here (docs/design/cluster-agent.md): the agent run from corral's image on a real node.
+The agent run from corral's image as the manifest's pod on a real node: test_agent_pod.py.
 """
 
 from __future__ import annotations
