@@ -47,7 +47,6 @@ class Registered:
     env: Environment
     api: Api
     core: k8s.CoreV1Api
-    crs: k8s.CustomObjectsApi
     image: str
     id: str
 
@@ -90,8 +89,7 @@ def registered(
         )  # fmt: skip
         assert applied.returncode == 0, applied.stderr
         assert f"deployment.apps/{manifest.NAME} created" in applied.stdout, applied.stdout
-        yield Registered(env, api, k8s.CoreV1Api(client), k8s.CustomObjectsApi(client),
-                         reference, cluster_id)  # fmt: skip
+        yield Registered(env, api, k8s.CoreV1Api(client), reference, cluster_id)
 
 
 def _running_agent(core: k8s.CoreV1Api, not_uid: str = "") -> k8s.V1Pod | None:
@@ -108,12 +106,6 @@ def _running_agent(core: k8s.CoreV1Api, not_uid: str = "") -> k8s.V1Pod | None:
 def _log(core: k8s.CoreV1Api, pod: k8s.V1Pod) -> str:
     text: str = core.read_namespaced_pod_log(pod.metadata.name, manifest.NAMESPACE)
     return text
-
-
-def _ready(cluster: dict[str, Any]) -> tuple[str, str]:
-    conditions = (cluster.get("status") or {}).get("conditions") or []
-    ready = next((c for c in conditions if c["type"] == "Ready"), {})
-    return ready.get("status", ""), ready.get("reason", "")
 
 
 @pytest.fixture(scope="module")
