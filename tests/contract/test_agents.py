@@ -36,6 +36,7 @@ from corral.core.clusters.credential import Credential
 from corral.core.kube import agent_credentials, kinds, tunnel_leases
 from corral.core.kube.client import as_dict
 from corral.core.kube.credential import from_environment
+from corral.core.kube.tunnels import CLOSE_GOING_AWAY
 from corral.core.pki import CertificateAuthority
 from corral.core.registration import tokens
 from corral.core.tunnel import handshake, manifest
@@ -506,6 +507,32 @@ async def test_the_relay_key_goes_only_to_a_relay_whose_certificate_verifies(
         assert fake.server is not None
         fake.server.close()
         await tunnel_leases.drop(kube, cluster, "a-fake-holder")
+
+
+async def test_a_replica_stopping_ends_its_tunnels_at_once_and_the_agent_moves(
+    replica: TestClient[Any, Any], client: TestClient[Any, Any], cluster: Registered,
+    upstream: dialer.Upstream, admin: Person,
+) -> None:  # fmt: skip
+    # Through the other client's session: the replica's own goes when the replica stops.
+    headers = {"Authorization": cluster.authorization(), **_agent_headers()}
+    held = await client.session.ws_connect(_url(replica) + handshake.PATH, headers=headers)
+    await eventually("the replica to hold the tunnel",
+                     lambda: _holds(replica, cluster), within=15)  # fmt: skip
+    closing = asyncio.create_task(_closed(held))
+    # Well within aiohttp's shutdown timeout (60 s), which a held tunnel used to run out.
+    await asyncio.wait_for(replica.server.close(), 10)
+    assert await asyncio.wait_for(closing, 5) == CLOSE_GOING_AWAY
+    # The agent dials again and reaches the replica left.
+    moved = asyncio.create_task(_dial(client, cluster).tunnel(upstream))
+    try:
+        await eventually("the tunnel on the replica left", lambda: _answers(admin.api, cluster))
+    finally:
+        moved.cancel()
+        await asyncio.gather(moved, return_exceptions=True)
+
+
+async def _holds(replica: TestClient[Any, Any], cluster: Registered) -> bool:
+    return replica.app is not None and replica.app[DEPS].tunnels.held(cluster.id) is not None
 
 
 async def _lease_gone(coordination: k8s.CoordinationV1Api, cluster: Registered) -> bool:

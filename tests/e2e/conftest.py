@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 import ssl
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +33,9 @@ HERE = Path(__file__).parent
 # 10.254.0.1, /run/corral/containerd.sock, the kubelet's folders, /tmp/hostpath_pv), and
 # test_real_node compares the host before and after, so under pytest-xdist they run one after
 # another on one worker.
-HOST_MODULES = frozenset({"test_helm_install", "test_machines", "test_pod_streams",
-                          "test_provisioning", "test_real_machines", "test_real_node",
-                          "test_ssh_machines"})  # fmt: skip
+HOST_MODULES = frozenset({"test_agent_pod", "test_helm_install", "test_machines",
+                          "test_pod_streams", "test_provisioning", "test_real_machines",
+                          "test_real_node", "test_ssh_machines"})  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -70,6 +71,17 @@ def previous_devkube() -> Path:
     devkube (about 5.5 minutes cold on 2 cores), only for the modules that ask for it."""
     build_devkube(ROOT / "tools" / "devkube" / "v1.35" / "build.sh")
     return DEVKUBE_BIN / "devkube-v1.35"
+
+
+@pytest.fixture(scope="session")
+def image() -> tuple[str, Path]:
+    """corral's image as `make image` builds it (a no-op when its inputs are unchanged): its
+    reference and OCI archive, for `Environment.import_image`."""
+    done = subprocess.run(
+        [str(ROOT / "tools" / "image" / "build.sh")], capture_output=True, text=True, check=True
+    )
+    lines = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    return lines["IMAGE"], Path(lines["ARCHIVE"])
 
 
 def stack_options(root: Path, devkube: Path, **overrides: object) -> Options:

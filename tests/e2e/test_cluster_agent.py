@@ -13,7 +13,7 @@ the API server replica holding the tunnel stopped or killed while another serves
 Deleting the cluster removes what the manifest made there, through the tunnel, and revokes the
 agent's credential.
 
-Not yet here (docs/design/cluster-agent.md): the agent run from corral's image on a real node.
+The agent run from corral's image as the manifest's pod on a real node: test_agent_pod.py.
 """
 
 from __future__ import annotations

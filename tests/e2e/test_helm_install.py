@@ -110,16 +110,6 @@ def _tls_secret_name(install: Install) -> str:
 
 
 @pytest.fixture(scope="module")
-def image() -> tuple[str, Path]:
-    """`make image`'s build: a no-op when its inputs are unchanged."""
-    done = subprocess.run(
-        [str(ROOT / "tools" / "image" / "build.sh")], capture_output=True, text=True, check=True
-    )
-    lines = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
-    return lines["IMAGE"], Path(lines["ARCHIVE"])
-
-
-@pytest.fixture(scope="module")
 def install(
     tmp_path_factory: pytest.TempPathFactory, devkube: Path, image: tuple[str, Path]
 ) -> Iterator[Install]:

@@ -248,6 +248,19 @@ def test_the_external_url_follows_the_ingress_or_the_value() -> None:
 
 
 @needs_helm
+def test_the_import_manifest_runs_the_agent_from_the_charts_own_image() -> None:
+    def images(*sets: str) -> tuple[str, str]:
+        deployment = named(render(*sets), "Deployment", "corral-api")
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        return container["image"], env_of(deployment)["CORRAL_AGENT_IMAGE"]
+
+    own, agent = images("image.repository=registry.example/corral", "image.tag=1.2.3-abc")
+    assert own == agent == "registry.example/corral:1.2.3-abc"
+    own, agent = images()
+    assert own == agent and own.startswith("localhost/corral:")
+
+
+@needs_helm
 def test_the_generated_certificate_names_the_service_and_reaches_the_pods() -> None:
     docs = render(
         "ingress.enabled=true", "ingress.host=c.example.com", "api.tls.extraIPs={10.1.2.3}"

@@ -1,12 +1,23 @@
-"""The cluster agent's own rules: its configuration, its backoff, and that its credential
-shows nowhere but in the header it sends."""
+"""The cluster agent's own rules: its configuration, its backoff, that its credential shows
+nowhere but in the header it sends, and that it stops at SIGTERM as its pod's PID 1."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
+import yaml
 
 from corral.agent import dialer
 from corral.agent.config import AgentConfig, ConfigError
+from corral.core import kubeconfig
 from corral.core.clusters.credential import Credential
 from corral.core.tunnel import handshake
 
@@ -60,3 +71,47 @@ def test_the_upstream_is_the_credentials_server_and_needs_a_token() -> None:
 def test_a_dial_never_shows_the_credential() -> None:
     dial = dialer.Dial("https://corral", f"Bearer c-abcde:{VALUE}", "0.1.0", "", ssl=False)
     assert VALUE not in repr(dial)
+
+
+UNSHARE = shutil.which("unshare") or "unshare"
+
+
+def _can_be_pid_one() -> bool:
+    try:
+        done = subprocess.run([UNSHARE, "--pid", "--fork", "true"], capture_output=True,
+                              timeout=10, check=False)  # fmt: skip
+    except FileNotFoundError:
+        return False
+    return done.returncode == 0
+
+
+@pytest.mark.skipif(not _can_be_pid_one(), reason="needs unshare --pid (root, util-linux)")
+def test_the_agent_stops_on_sigterm_even_as_pid_one(tmp_path: Path) -> None:
+    """As its pod's PID 1, the agent gets only the signals it handles: a deleted pod's agent
+    must stop at SIGTERM, not hold its tunnel until the kubelet kills it."""
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: every dial is refused
+    server = f"https://127.0.0.1:{closed.getsockname()[1]}"
+    config = kubeconfig.build("agent", server, CA, kubeconfig.Credentials(token="sa-token"))
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+    env = {**GOOD, "CORRAL_URL": server, "KUBECONFIG": str(tmp_path / "kubeconfig"),
+           "PATH": os.environ["PATH"]}  # fmt: skip
+    log = tmp_path / "agent.log"
+    with log.open("wb") as out, closed:
+        holder = subprocess.Popen(
+            [UNSHARE, "--pid", "--fork", "--kill-child", sys.executable, "-m", "corral.agent"],
+            env=env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 30
+            while "dialling corral again" not in log.read_text():
+                assert holder.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+            children = Path(f"/proc/{holder.pid}/task/{holder.pid}/children").read_text()
+            (agent,) = map(int, children.split())
+            os.kill(agent, signal.SIGTERM)  # from outside its namespace, as the kubelet's is
+            assert holder.wait(10) == 0, log.read_text()
+        finally:
+            holder.kill()
+            holder.wait()
+    assert "agent stopped" in log.read_text()

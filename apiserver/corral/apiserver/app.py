@@ -166,15 +166,16 @@ def create_app(
     app[SUBSCRIBABLE] = {s.resource_type: s for s in offered}
     for module in ROUTE_MODULES:
         app.add_routes(module.routes)
-    app.on_shutdown.append(_let_agents_go)
     app.cleanup_ctx.append(_background)
+    app.on_shutdown.append(_end_tunnels)
     return app
 
 
-async def _let_agents_go(app: web.Application) -> None:
-    """A replica stopping lets its agents' tunnels go first (close code 1001), before it
-    waits for its requests to finish: each agent dials again at once and reaches a replica
-    that stays, rather than holding on to one that takes no more requests."""
+async def _end_tunnels(app: web.Application) -> None:
+    """Ends the tunnels this replica holds (close code 1001) before the server waits for its
+    handlers to finish: a tunnel's handler ends only when its tunnel does, so a replica
+    holding one would otherwise take the whole shutdown timeout (60 s) to stop, and its
+    agents would dial another replica only then."""
     await app[DEPS].tunnels.close()
 
 
@@ -233,7 +234,6 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(RELEASE_SECONDS):
                 await held.limiter.release(time.time())
-    await held.tunnels.close()
     await connections.close()
     await held.kube.close()
     held.throttle.close()

@@ -202,6 +202,10 @@ class Tunnels:
             self._connections.add(task)
         try:
             await self._relay(reader, writer)
+        except asyncio.CancelledError:
+            # Only close() cancels a connection, and the stream server's callback logs a
+            # cancelled one as an error: it ends as a finished one.
+            writer.close()
         finally:
             if task is not None:
                 self._connections.discard(task)

@@ -84,6 +84,9 @@ class Options:
     # Operator replicas: they share the downstream clusters (docs/design/operator-sharding.md),
     # and the first is kopf's leader.
     operators: int = 1
+    # The image the import manifest runs the cluster agent from (CORRAL_AGENT_IMAGE), for
+    # callers that import corral's image into the real nodes; empty: corral's default.
+    agent_image: str = ""
 
     def __post_init__(self) -> None:
         if self.operators < 1:
@@ -358,6 +361,8 @@ class Environment:
             "CORRAL_EXTERNAL_URL": self.api_url,
             "CORRAL_DRIVER_FILE_DIR": str(self.driver_files),
         }
+        if self.options.agent_image:
+            env["CORRAL_AGENT_IMAGE"] = self.options.agent_image
         if self.node_assets is not None:
             env["CORRAL_NODE_ASSET_DIR"] = str(self.node_assets.directory)
         self._corral_env = env
