@@ -132,6 +132,7 @@ FAMILY = Family[Workload](
     methods=lambda ask, found: SCHEMA.resource_methods if found.where.writable else ("GET",),
     actions=lambda ask, found: found.actions if found.where.writable else (),
     may_create=lambda ask: workloads.scope(ask.deps, ask.who, ask.path["project"]).writable,
+    create_url=lambda ask: f"{project_url(ask)}/workloads",
     before_create=lambda ask: workloads.may_create(ask.deps, ask.who, ask.path["project"]),
     create=lambda ask, body: workloads.create(ask.deps, ask.who, ask.path["project"], body),
     before_update=lambda ask, found: found.where.require_write("change workloads"),
