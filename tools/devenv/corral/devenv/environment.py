@@ -13,6 +13,7 @@ import shutil
 import ssl
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -400,10 +401,14 @@ class Environment:
             admin, names, self.controlplane_image.version, driver, self.corral
         )
 
-    def add_downstream(self, name: str, nodes: int = 2) -> ControlPlane:
-        """Start one more simulated downstream cluster (not imported) and wait until Ready."""
+    def add_downstream(
+        self, name: str, nodes: int = 2, stream_namespaces: Sequence[str] = ()
+    ) -> ControlPlane:
+        """Start one more simulated downstream cluster (not imported) and wait until Ready.
+        The fake pods of `stream_namespaces` run what `exec` asks (`kwok.cluster_exec`)."""
         assert self.etcd is not None
-        plane = ControlPlane(name, self.options.devkube, self.root, self.etcd.url, nodes=nodes)
+        plane = ControlPlane(name, self.options.devkube, self.root, self.etcd.url, nodes=nodes,
+                             stream_namespaces=stream_namespaces)  # fmt: skip
         self.downstreams.append(plane)
         plane.start()
         plane.wait_apiserver()
