@@ -58,6 +58,12 @@ describe("endedOf", () => {
     });
   });
 
+  it("reads the exit code kwok puts only in the message", () => {
+    const status = JSON.stringify({ status: "Failure", message: "Internal error occurred: error executing " +
+      "command in container: cmd wait: /bin/sh -c exit 3: exit status 3" });
+    expect(endedOf(status).exitCode).toBe(3);
+  });
+
   it("keeps the message of a failure with no exit code", () => {
     const status = '{"status":"Failure","message":"no exec found for container \\"app\\""}';
     expect(endedOf(status)).toEqual({ exitCode: null, message: 'no exec found for container "app"' });

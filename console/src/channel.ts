@@ -63,9 +63,13 @@ export function endedOf(status: string): Ended {
     details?: { causes?: { reason?: string; message?: string }[] };
   };
   if (body.status === "Success") return { exitCode: 0, message: "" };
+  const message = body.message ?? status.trim();
   const cause = body.details?.causes?.find((c) => c.reason === "ExitCode");
-  const code = cause?.message !== undefined ? Number.parseInt(cause.message, 10) : Number.NaN;
-  return { exitCode: Number.isNaN(code) ? null : code, message: body.message ?? status.trim() };
+  // A kubelet names the code in the causes; kwok's streaming (through kube-apiserver's
+  // translation to SPDY) only in the message, as Go's `exit status N`.
+  const text = cause?.message ?? /\bexit status (\d+)\s*$/.exec(message)?.[1];
+  const code = text !== undefined ? Number.parseInt(text, 10) : Number.NaN;
+  return { exitCode: Number.isNaN(code) ? null : code, message };
 }
 
 export interface ExecTarget {
