@@ -12,14 +12,19 @@ function precompressed(): Plugin {
   return {
     name: "corral-precompressed",
     apply: "build",
-    generateBundle(_options, bundle) {
-      for (const file of Object.values(bundle)) {
-        if (!/\.(js|css|svg)$/.test(file.fileName)) continue;
-        const data = Buffer.from(file.type === "chunk" ? file.code : file.source);
-        const brotli = { [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY };
-        this.emitFile({ type: "asset", fileName: `${file.fileName}.br`, source: brotliCompressSync(data, { params: brotli }) });
-        this.emitFile({ type: "asset", fileName: `${file.fileName}.gz`, source: gzipSync(data, { level: 9 }) });
-      }
+    // Last: Vite's own generateBundle still rewrites chunks (a dynamic import's preload list
+    // is filled in there), and a copy taken before that would differ from the file it sits by.
+    generateBundle: {
+      order: "post",
+      handler(_options, bundle) {
+        for (const file of Object.values(bundle)) {
+          if (!/\.(js|css|svg)$/.test(file.fileName)) continue;
+          const data = Buffer.from(file.type === "chunk" ? file.code : file.source);
+          const brotli = { [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY };
+          this.emitFile({ type: "asset", fileName: `${file.fileName}.br`, source: brotliCompressSync(data, { params: brotli }) });
+          this.emitFile({ type: "asset", fileName: `${file.fileName}.gz`, source: gzipSync(data, { level: 9 }) });
+        }
+      },
     },
   };
 }

@@ -3,11 +3,13 @@ import { useEffect, useState } from "preact/hooks";
 import { onSessionEnded } from "./api";
 import { ClusterList } from "./ClusterList";
 import { ClusterPage } from "./ClusterPage";
+import { PodPage } from "./PodPage";
 import { ProjectsPage } from "./ProjectsPage";
 import { hrefOf, parseRoute, type Route } from "./route";
 import { SignIn } from "./SignIn";
 import { signOut, whoAmI, type User } from "./session";
 import { applyTheme, currentTheme, type Theme } from "./theme";
+import { WorkloadsPage } from "./WorkloadsPage";
 
 type View =
   | { kind: "loading" }
@@ -143,5 +145,9 @@ function Page({ route }: { route: Route }) {
       return <ClusterPage key={route.clusterId} clusterId={route.clusterId} />;
     case "projects":
       return <ProjectsPage key={route.clusterId} clusterId={route.clusterId} />;
+    case "workloads":
+      return <WorkloadsPage key={route.projectId} projectId={route.projectId} />;
+    case "pod":
+      return <PodPage key={`${route.projectId}/${route.podId}`} projectId={route.projectId} podId={route.podId} />;
   }
 }

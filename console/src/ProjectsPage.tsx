@@ -121,6 +121,10 @@ export function ProjectsPage({ clusterId }: { clusterId: string }) {
                 <td>{quotaText(p.namespaceDefaultResourceQuota?.limit)}</td>
                 <td>{quotaText(p.containerDefaultResourceLimit)}</td>
                 <td class="actions">
+                  <a class="button" href={hrefOf({ page: "workloads", projectId: p.id })}
+                    aria-label={`Workloads of ${p.name || p.id}`}>
+                    Workloads
+                  </a>
                   <button
                     type="button"
                     class="ghost"

@@ -98,20 +98,35 @@ export async function call<T>(method: string, path: string, body?: unknown): Pro
 export interface Collection<T> {
   data: T[];
   pagination?: { next?: string; total?: number };
+  // What the caller may create here, by type: the address to POST to.
+  createTypes?: Record<string, string>;
 }
 
-/** Every resource of a collection, page after page. */
-export async function all<T>(path: string): Promise<T[]> {
+export interface Listing<T> {
+  data: T[];
+  createTypes: Record<string, string>;
+}
+
+/** Every resource of a collection, page after page, and what the caller may create in it. */
+export async function listing<T>(path: string): Promise<Listing<T>> {
   const found: T[] = [];
+  let createTypes: Record<string, string> | undefined;
   let next: string | undefined = path;
   while (next) {
     const page: Collection<T> = await call<Collection<T>>("GET", next);
     found.push(...page.data);
+    createTypes ??= page.createTypes ?? {};
     // The API's links are absolute (its external URL): follow only their path and query, so a
     // console reached at another address still talks to the server that served it.
     next = page.pagination?.next ? pathOf(page.pagination.next) : undefined;
   }
-  return found;
+  return { data: found, createTypes: createTypes ?? {} };
+}
+
+/** Every resource of a collection, page after page. */
+export async function all<T>(path: string): Promise<T[]> {
+  const listed: Listing<T> = await listing<T>(path);
+  return listed.data;
 }
 
 export function pathOf(link: string): string {

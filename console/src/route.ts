@@ -4,18 +4,35 @@
 export type Route =
   | { page: "clusters" }
   | { page: "cluster"; clusterId: string }
-  | { page: "projects"; clusterId: string };
+  | { page: "projects"; clusterId: string }
+  | { page: "workloads"; projectId: string }
+  | { page: "pod"; projectId: string; podId: string };
 
 // A cluster id as the API makes them (`c-xxxxx`, `local`): letters, digits and dashes.
 const ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+// A project's id is `<cluster>:<project>`; a pod's `<namespace>:<name>` (a DNS subdomain).
+const PROJECT_ID = /^[a-z0-9][a-z0-9-]{0,62}:[a-z0-9][a-z0-9-]{0,62}$/;
+const POD_ID = /^[a-z0-9][a-z0-9-]{0,62}:[a-z0-9][a-z0-9.-]{0,252}$/;
 
 /** The page a location's hash names; the clusters list for anything else. */
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, "").split("/");
-  const [root, id, sub] = parts.map(decodeURIComponent);
+  let decoded: string[];
+  try {
+    decoded = parts.map(decodeURIComponent);
+  } catch {
+    return { page: "clusters" };
+  }
+  const [root, id, sub, leaf] = decoded;
   if (root === "clusters" && id && ID.test(id)) {
     if (parts.length === 2) return { page: "cluster", clusterId: id };
     if (parts.length === 3 && sub === "projects") return { page: "projects", clusterId: id };
+  }
+  if (root === "projects" && id && PROJECT_ID.test(id)) {
+    if (parts.length === 3 && sub === "workloads") return { page: "workloads", projectId: id };
+    if (parts.length === 4 && sub === "pods" && leaf && POD_ID.test(leaf)) {
+      return { page: "pod", projectId: id, podId: leaf };
+    }
   }
   return { page: "clusters" };
 }
@@ -28,5 +45,9 @@ export function hrefOf(route: Route): string {
       return `#/clusters/${encodeURIComponent(route.clusterId)}`;
     case "projects":
       return `#/clusters/${encodeURIComponent(route.clusterId)}/projects`;
+    case "workloads":
+      return `#/projects/${encodeURIComponent(route.projectId)}/workloads`;
+    case "pod":
+      return `#/projects/${encodeURIComponent(route.projectId)}/pods/${encodeURIComponent(route.podId)}`;
   }
 }

@@ -210,6 +210,27 @@ async def test_every_link_of_every_resource_resolves_and_holds_only_what_it_name
                 assert item[parent_field] == link.owner_id, (link, item["id"])
 
 
+async def test_every_create_type_is_where_its_collection_is(admin: Person, world: World) -> None:
+    """`createTypes` says where to POST a new one: a collection of that type, never an address
+    that is none (a workload's is under its project, a namespace's under its cluster)."""
+    _, answers = await walk(admin.api, ["/v3"])
+    offered = {
+        (url, resource_type, target)
+        for url, answer in answers.items()
+        if isinstance(answer.body, dict) and answer.body.get("type") == "collection"
+        for resource_type, target in (answer.body.get("createTypes") or {}).items()
+    }
+    assert {t for _, t, _ in offered} >= {"workload", "namespace", "project"}, offered
+    for url, resource_type, target in offered:
+        listed = await admin.api.get(local(target))
+        # 405: a collection one may only POST to (`/v3/nodes`, custom nodes).
+        assert listed.status in (200, 405), (url, target, listed.body)
+        if listed.status == 200:
+            assert listed.body["resourceType"] == resource_type, (url, target)
+        else:
+            assert "POST" in listed.headers["Allow"], (url, target)
+
+
 async def test_a_pools_nodes_link_lists_its_nodes_and_no_others(
     admin: Person, world: World
 ) -> None:

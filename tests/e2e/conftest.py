@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 import ssl
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,8 +147,8 @@ def add_downstream(
     test ends, so that they do not run through every later module."""
     planes: list[ControlPlane] = []
 
-    def add(name: str, nodes: int = 2) -> ControlPlane:
-        plane = stack.add_downstream(name, nodes)
+    def add(name: str, nodes: int = 2, stream_namespaces: Sequence[str] = ()) -> ControlPlane:
+        plane = stack.add_downstream(name, nodes, stream_namespaces)
         planes.append(plane)
         return plane
 

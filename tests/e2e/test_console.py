@@ -24,6 +24,7 @@ from kubernetes import client as k8s
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, expect, sync_playwright
 
 from corral.devenv.environment import Environment
+from corral.devenv.kwok import SIMULATED_LOG
 from corral.devenv.waiting import wait_for
 
 from ..conftest import ROOT
@@ -620,3 +621,182 @@ def test_the_delete_dialog_works_by_keyboard_and_escape_keeps_the_cluster(
     expect(dialog).to_have_count(0)
     expect(delete).to_be_focused()
     assert api.get(f"/v3/clusters/{cluster_id}").body["state"] == "active"
+
+
+def imported_with_exec(api: Api, add_downstream: Any, name: str, namespace: str) -> str:
+    """A cluster imported for one test whose (kwok) pods in `namespace` run what exec asks;
+    its id once active."""
+    plane = add_downstream(name, nodes=1, stream_namespaces=[namespace])
+    imported = {"kubeConfig": encoded(plane.kubeconfig_path)}
+    created = api.post("/v3/clusters", {"name": name, "importedConfig": imported})
+    assert created.status == 201, created.body
+    cluster_id: str = created.body["id"]
+
+    def active() -> bool:
+        return bool(api.get(f"/v3/clusters/{cluster_id}").body.get("state") == "active")
+
+    wait_for(f"{name} active", active, 120)
+    return cluster_id
+
+
+def project_with_namespace(api: Api, cluster_id: str, name: str, namespace: str) -> str:
+    made = api.post("/v3/projects", {"name": name, "clusterId": cluster_id})
+    assert made.status == 201, made.body
+    project_id: str = made.body["id"]
+    body = {"name": namespace, "projectId": project_id}
+    wait_for(f"namespace {namespace}",
+             lambda: api.post(f"/v3/clusters/{cluster_id}/namespaces", body).status in (201, 409),
+             60)  # fmt: skip
+    return project_id
+
+
+def workload_row(page: Page, workload_id: str) -> Any:
+    return page.locator(f'[data-workload="{workload_id}"]')
+
+
+def test_a_workload_is_created_scaled_redeployed_and_deleted_from_its_page(
+    stack: Environment, api: Api, page: Page, add_downstream: Any
+) -> None:
+    namespace = f"web-{secrets.token_hex(3)}"
+    cluster_id = imported_with_exec(api, add_downstream, "console-work", namespace)
+    try:
+        project_id = project_with_namespace(api, cluster_id, "console-work", namespace)
+        sign_in(page, stack.api_url, "admin", stack.admin_password)
+        page.evaluate("window.loadedOnce = true")  # gone if the page reloads
+        visit(page, f"#/clusters/{cluster_id}/projects")
+        page.get_by_role("link", name="Workloads of console-work").click()
+        expect(page.get_by_role("heading", name="Workloads", level=1)).to_be_visible()
+        expect(page.get_by_text("No workloads in this project.")).to_be_visible()
+
+        # Refusals at their fields, nothing created: an empty name, a port out of range.
+        page.get_by_role("button", name="Create workload").click()
+        form = page.get_by_role("form", name="Create a workload")
+        form.get_by_role("button", name="Create").click()
+        expect(form.get_by_label("Name", exact=True)).to_have_attribute("aria-invalid", "true")
+        expect(form.locator("#workload-name-error")).not_to_be_empty()
+        form.get_by_label("Name", exact=True).fill("web")
+        form.get_by_label("Namespace").select_option(namespace)
+        form.get_by_label("Image").fill("busybox:1")
+        form.get_by_label("Ports (8080, 53/UDP)").fill("99999")
+        form.get_by_role("button", name="Create").click()
+        expect(form.locator("#workload-ports-error")).to_contain_text("65535")
+        expect(form.get_by_label("Ports (8080, 53/UDP)")).to_be_focused()
+        workloads_url = f"/v3/projects/{project_id}/workloads"
+        assert api.get(workloads_url).body["data"] == []
+
+        form.get_by_label("Ports (8080, 53/UDP)").fill("8080")
+        form.get_by_role("button", name="Create").click()
+        expect(form).to_have_count(0)
+        workload_id = f"deployment:{namespace}:web"
+        shown = workload_row(page, workload_id)
+        expect(shown).to_contain_text("busybox:1")
+        expect(shown).to_contain_text("8080/TCP")
+        expect(shown.locator("[data-pod]")).to_contain_text("running", timeout=LIVE_WAIT_MS)
+        expect(shown).to_contain_text("active", timeout=LIVE_WAIT_MS)
+        expect(shown.get_by_role("cell").nth(1)).to_have_text("1 / 1")
+
+        shown.get_by_role("button", name="Scale web up").click()
+        expect(shown.get_by_role("cell").nth(1)).to_have_text("2 / 2", timeout=LIVE_WAIT_MS)
+        expect(shown.locator("[data-pod]")).to_have_count(2, timeout=LIVE_WAIT_MS)
+        assert api.get(f"{workloads_url}/{workload_id}").body["scale"] == 2
+        shown.get_by_role("button", name="Scale web down").click()
+        expect(shown.locator("[data-pod]")).to_have_count(1, timeout=LIVE_WAIT_MS)
+        assert api.get(f"{workloads_url}/{workload_id}").body["scale"] == 1
+
+        before = shown.locator("[data-pod]").get_attribute("data-pod")
+        shown.get_by_role("button", name="Redeploy web").click()
+        # A new rollout: a new pod replaces the old one.
+        expect(shown.locator(f'[data-pod="{before}"]')).to_have_count(0, timeout=LIVE_WAIT_MS)
+        expect(shown.locator("[data-pod]")).to_contain_text("running", timeout=LIVE_WAIT_MS)
+
+        for theme in ("light", "dark"):
+            in_theme(page, theme)
+            assert axe_violations(page) == [], f"workloads, {theme}"
+
+        shown.get_by_role("button", name="Delete web").click()
+        dialog = page.get_by_role("dialog", name="Delete workload web?")
+        dialog.get_by_label("Name of the workload").fill("web")
+        dialog.get_by_role("button", name="Delete workload").click()
+        expect(shown).to_have_count(0, timeout=LIVE_WAIT_MS)
+        assert api.get(f"{workloads_url}/{workload_id}").status == 404
+        assert page.evaluate("window.loadedOnce") is True
+    finally:
+        assert api.delete(f"/v3/clusters/{cluster_id}").status in (200, 204, 404)
+
+
+def terminal_chunks(page: Page) -> list[dict[str, Any]]:
+    """The terminal's files the page has fetched (Resource Timing)."""
+    found: list[dict[str, Any]] = page.evaluate(
+        """() => performance.getEntriesByType("resource")
+            .filter(e => new URL(e.name).pathname.startsWith("/static/PodTerminal-"))
+            .map(e => ({name: e.name, transfer: e.transferSize, body: e.decodedBodySize}))"""
+    )
+    return found
+
+
+def test_a_pods_log_is_followed_and_a_command_runs_in_its_terminal(
+    stack: Environment, api: Api, page: Page, add_downstream: Any
+) -> None:
+    namespace = f"shell-{secrets.token_hex(3)}"
+    cluster_id = imported_with_exec(api, add_downstream, "console-shell", namespace)
+    try:
+        project_id = project_with_namespace(api, cluster_id, "console-shell", namespace)
+        container = {"name": "app", "image": "busybox:1"}
+        body = {"name": "app", "namespaceId": namespace, "containers": [container]}
+        made = api.post(f"/v3/projects/{project_id}/workloads", body)
+        assert made.status == 201, made.body
+        pods_url = f"/v3/projects/{project_id}/pods?workloadId={made.body['id']}"
+
+        def running() -> str | None:
+            pods = api.get(pods_url).body["data"]
+            return next((p["id"] for p in pods if p["state"] == "running"), None)
+
+        pod_id = wait_for("the pod running", running, 90)
+        sign_in(page, stack.api_url, "admin", stack.admin_password)
+        aborted: list[str] = []
+        page.on("requestfailed", lambda r: aborted.append(urlsplit(r.url).path))
+        problems: list[str] = []
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        visit(page, f"#/projects/{project_id}/workloads")
+        page.locator(f'[data-pod="{pod_id}"]').get_by_role("link").click()
+        expect(page.get_by_role("heading", name=pod_id.split(":")[1], level=1)).to_be_visible()
+
+        # kwok's log of every simulated pod, followed.
+        log = page.get_by_test_id("log")
+        expect(log).to_contain_text(SIMULATED_LOG[0])
+        expect(page.get_by_role("status").filter(has_text="Following")).to_be_visible()
+
+        # xterm.js is fetched only when a terminal opens.
+        assert terminal_chunks(page) == []
+        page.get_by_role("button", name="Open terminal").click()
+        status = page.get_by_test_id("terminal-status")
+        expect(status).to_have_text("Connected", timeout=30_000)
+        chunks = terminal_chunks(page)
+        assert {urlsplit(c["name"]).path.rsplit(".", 1)[1] for c in chunks} == {"js", "css"}
+        print("terminal chunk bytes:", json.dumps({
+            "transfer": sum(c["transfer"] for c in chunks),
+            "decoded": sum(c["body"] for c in chunks),
+        }))  # fmt: skip
+        terminal = page.get_by_test_id("terminal")
+        # xterm's own rules reach the page despite the policy against inline styles.
+        rows = terminal.locator(".xterm-rows")
+        assert "monospace" in rows.evaluate("e => getComputedStyle(e).fontFamily")
+        page.keyboard.type("echo corral-$((6*7))")
+        page.keyboard.press("Enter")
+        expect(rows).to_contain_text("corral-42")
+        page.keyboard.type("exit 3")
+        page.keyboard.press("Enter")
+        expect(status).to_have_text("The shell has exited with code 3.")
+
+        for theme in ("light", "dark"):
+            in_theme(page, theme)
+            assert axe_violations(page) == [], f"pod page, {theme}"
+
+        # Leaving the page ends the followed log's request.
+        logs_path = f"/v3/projects/{project_id}/pods/{pod_id}/logs"
+        page.get_by_role("link", name="Workloads").click()
+        expect(page.get_by_role("heading", name="Workloads", level=1)).to_be_visible()
+        wait_for("the log's request ended", lambda: logs_path in aborted, 10)
+        assert problems == []
+    finally:
+        assert api.delete(f"/v3/clusters/{cluster_id}").status in (200, 204, 404)

@@ -70,6 +70,7 @@ FAMILY = Family[Obj](
     may_create=lambda ask: namespaces.may_create(
         ask.who, ask.path["cluster"], ask.query.get("projectId")
     ),
+    create_url=lambda ask: f"{ask.base}/v3/clusters/{ask.path['cluster']}/namespaces",
     before_create=lambda ask: visible_cluster(ask.deps, ask.who, ask.path["cluster"]),
     create=lambda ask, body: namespaces.create(ask.deps, ask.who, ask.path["cluster"], body),
     before_update=lambda ask, obj: namespaces.may_alter(ask.who, ask.path["cluster"], obj, "move"),

@@ -130,6 +130,7 @@ FAMILY = Family[Workload](
     links=links,
     # Read-only members see a workload as it is: nothing to change, no action to take.
     actions=lambda ask, found: found.actions,
+    create_url=lambda ask: f"{project_url(ask)}/workloads",
     before_create=lambda ask: workloads.may_create(ask.deps, ask.who, ask.path["project"]),
     create=lambda ask, body: workloads.create(ask.deps, ask.who, ask.path["project"], body),
     before_update=lambda ask, found: found.where.require_write("change workloads"),
