@@ -32,7 +32,8 @@ async def splice(
             task.cancel()
         await asyncio.gather(outward, inward, return_exceptions=True)
         writer.close()
-        with contextlib.suppress(ConnectionError):
+        # A socket the peer dropped first may say so as ENOTCONN, which is no ConnectionError.
+        with contextlib.suppress(OSError):
             await writer.wait_closed()
 
 
