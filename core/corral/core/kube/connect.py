@@ -1,6 +1,7 @@
 """The HTTP CONNECT requests corral's tunnel proxies take (`tunnel_proxy`, this process's own;
 `tunnels`, the relay other processes reach): one request line and a few headers, parsed by
-h11, authorised with `Proxy-Authorization: Basic <cluster>:<key>`."""
+h11, authorised with `Proxy-Authorization: Basic <cluster>:<key>`; and the server both listen
+with."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import base64
 import binascii
 import contextlib
 import hmac
+import ssl
+from collections.abc import Awaitable, Callable
 
 import h11
 
@@ -56,3 +59,50 @@ async def refuse(http: h11.Connection, writer: asyncio.StreamWriter, status: int
     writer.close()
     with contextlib.suppress(ConnectionError):
         await writer.wait_closed()
+
+
+Serve = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+class Server:
+    """A stream server whose connections end with it: `close()` cancels those still open, and
+    they end as finished ones (the stream server's callback would log a cancelled one as an
+    error at every stop)."""
+
+    def __init__(self, serve: Serve) -> None:
+        self._serve = serve
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    @property
+    def port(self) -> int | None:
+        """The port it listens on; None until started."""
+        return None if self._server is None else int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self, host: str, port: int, tls: ssl.SSLContext | None = None) -> int:
+        """Listens from now on, once however often it is called; the port."""
+        if self._server is None:
+            self._server = await asyncio.start_server(
+                self._accepted, host, port, ssl=tls,
+                ssl_handshake_timeout=OPEN_TIMEOUT if tls is not None else None,
+            )  # fmt: skip
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for task in self._connections:
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+
+    async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await self._serve(reader, writer)
+        except asyncio.CancelledError:
+            writer.close()
+        finally:
+            self._connections.discard(task)

@@ -78,8 +78,7 @@ class TunnelProxy:
         self._local = local
         self._clock = clock
         self._key = secrets.token_urlsafe(32)
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        self._server = connect.Server(self._serve)
 
     async def proxy(self, cluster: str) -> str | None:
         """The proxy URL that reaches the cluster's tunnel; None while no process holds one.
@@ -87,18 +86,11 @@ class TunnelProxy:
         outlives the tunnel moving."""
         if self._local(cluster) is None and self._relay(cluster) is None:
             return None
-        if self._server is None:
-            self._server = await asyncio.start_server(self._accepted, LOOPBACK, 0)
-        port = self._server.sockets[0].getsockname()[1]
+        port = await self._server.start(LOOPBACK, 0)
         return f"http://{cluster}:{self._key}@{LOOPBACK}:{port}"
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-        for task in self._connections:
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
+        await self._server.close()
 
     def _relay(self, cluster: str) -> str | None:
         """The address of the relay holding the cluster's tunnel, while its Lease is fresh."""
@@ -106,16 +98,6 @@ class TunnelProxy:
         if held is None or not held.relay or not held.fresh(self._clock()):
             return None
         return held.relay
-
-    async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._connections.add(task)
-        try:
-            await self._serve(reader, writer)
-        finally:
-            if task is not None:
-                self._connections.discard(task)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         http = h11.Connection(h11.SERVER, max_incomplete_event_size=connect.REQUEST_LIMIT)

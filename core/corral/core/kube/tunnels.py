@@ -109,8 +109,7 @@ class Tunnels:
         self.identity = f"{socket.gethostname()}-{secrets.token_hex(4)}"
         self._held: dict[str, Held] = {}
         self._renewals: dict[str, asyncio.Task[None]] = {}
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        self._server = connect.Server(self._relay)
 
     def held(self, cluster: str) -> Held | None:
         return self._held.get(cluster)
@@ -150,25 +149,19 @@ class Tunnels:
         for cluster, held in list(self._held.items()):
             await held.close(CLOSE_GOING_AWAY)
             await self.release(cluster, held)
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-        for task in [*self._connections, *self._renewals.values()]:
+        await self._server.close()
+        for task in self._renewals.values():
             task.cancel()
-        await asyncio.gather(*self._connections, *self._renewals.values(), return_exceptions=True)
+        await asyncio.gather(*self._renewals.values(), return_exceptions=True)
 
     async def _serve(self) -> None:
-        if self._server is None:
+        if self._server.port is None:
             await self.relays.key()
-            host, port = self._listen
-            self._server = await asyncio.start_server(
-                self._accepted, host, port, ssl=self._tls,
-                ssl_handshake_timeout=connect.OPEN_TIMEOUT,
-            )  # fmt: skip
+            await self._server.start(*self._listen, tls=self._tls)
 
     def _address(self) -> str:
-        assert self._server is not None
-        port = self._server.sockets[0].getsockname()[1]
+        port = self._server.port
+        assert port is not None
         host = self._advertise or self._listen[0]
         return host if ":" in host else f"{host}:{port}"
 
@@ -195,20 +188,6 @@ class Tunnels:
                 self._renewals.pop(cluster, None)
                 await held.close(CLOSE_REPLACED)
                 return
-
-    async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._connections.add(task)
-        try:
-            await self._relay(reader, writer)
-        except asyncio.CancelledError:
-            # Only close() cancels a connection, and the stream server's callback logs a
-            # cancelled one as an error: it ends as a finished one.
-            writer.close()
-        finally:
-            if task is not None:
-                self._connections.discard(task)
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         http = h11.Connection(h11.SERVER, max_incomplete_event_size=connect.REQUEST_LIMIT)
