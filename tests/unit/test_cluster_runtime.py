@@ -5,6 +5,7 @@ all (so the shard manager starts the runtime again) while stopping ends them qui
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 from pathlib import Path
 
@@ -75,6 +76,42 @@ def test_a_provisioner_s_change_wakes_the_agent() -> None:
     assert isinstance(agent, Agent) and isinstance(provisioner, Provisioner)
     provisioner.on_change()
     assert Wake.TIMER in agent.wakeups.take()
+
+
+async def test_a_provisioner_s_change_is_shown_while_the_agent_s_pass_waits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A restore takes the control plane down: the agent's pass then waits out its probes, and
+    the progress (Restoring) must not wait with it."""
+    drivers = Drivers(None, Cache(Path("/nonexistent")))  # type: ignore[arg-type]
+    agent_state = state()
+    agent, _, provisioner = ClusterRuntime.assemble("c-m-x", "rke2", agent_state, drivers,
+                                                    None).loops  # fmt: skip
+    assert isinstance(agent, Agent)
+    agent_state.clusters.put({"metadata": {"name": "c-m-x", "resourceVersion": "1"}})
+    for informer in agent_state.informers():
+        informer.synced.set()
+    passing, written = asyncio.Event(), asyncio.Event()
+
+    async def probing(reasons: set[Wake]) -> None:
+        passing.set()
+        await asyncio.Event().wait()
+
+    async def write(body: dict[str, object]) -> None:
+        written.set()
+
+    monkeypatch.setattr(agent, "step", probing)
+    monkeypatch.setattr(agent, "_write_status", write)
+    running = asyncio.create_task(agent.run())
+    try:
+        await asyncio.wait_for(passing.wait(), 5)
+        assert not written.is_set()
+        provisioner.on_change()
+        await asyncio.wait_for(written.wait(), 5)
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
 
 
 async def test_changes_reach_the_loops_while_they_run_and_stopping_ends_them() -> None:

@@ -21,6 +21,7 @@ latest until the next full look; it is never fatal.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import logging
@@ -180,20 +181,38 @@ class Agent:
         # The Cluster that has this cluster's claim, when it is not this one.
         self.duplicate_of: str | None = None
         self.retry = RETRY_MIN
+        # Set when the status may have changed; one writer, apart from the passes.
+        self.status_due = asyncio.Event()
 
     def wake(self, reason: Wake) -> None:
         self.wakeups.add(reason)
 
+    def progressed(self) -> None:
+        """The provisioner changed the cluster's progress: shown at once, not after a pass that
+        may be waiting out probes of a control plane that is down, and looked at again."""
+        self.status_due.set()
+        self.wake(Wake.TIMER)
+
     async def run(self) -> None:
-        """Pass after pass, until cancelled."""
+        """Pass after pass, until cancelled; the status is written beside the passes."""
         await self.state.synced()
         self.wake(Wake.TIMER)
         try:
-            while True:
-                await self.wakeups.wait()
-                await self.step(self.wakeups.take())
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self._show_status())
+                while True:
+                    await self.wakeups.wait()
+                    await self.step(self.wakeups.take())
         finally:
             await self.drains.stop()
+
+    async def _show_status(self) -> None:
+        while True:
+            await self.status_due.wait()
+            self.status_due.clear()
+            body = self.state.clusters.get(self.cluster)
+            if body is not None and not body["metadata"].get("deletionTimestamp"):
+                await self._write_status(body)
 
     async def step(self, reasons: set[Wake]) -> None:
         """One pass, for these reasons."""
@@ -211,7 +230,7 @@ class Agent:
             # An earlier full look stands: one that failed asks for the next soon.
             failing = bool(self.failures.current)
             self.wakeups.after(PROBE_INTERVAL if failing else RESYNC_INTERVAL, Wake.TIMER)
-        await self._write_status(body)
+            self.status_due.set()
 
     async def _step(self, body: Obj, reasons: set[Wake], look: bool) -> None:
         if look and not self.namespace_ready:

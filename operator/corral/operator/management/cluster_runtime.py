@@ -61,9 +61,7 @@ class ClusterRuntime:
         loops: list[Loop] = [agent, ProjectKeeper(cluster, state)]
         if driver in cluster_drivers.HOSTED:
             runtime = PodRuntime(state.kube, grant)
-            loops.append(
-                Provisioner(cluster, state, runtime, on_change=lambda: agent.wake(Wake.TIMER))
-            )
+            loops.append(Provisioner(cluster, state, runtime, on_change=agent.progressed))
         return cls(cluster, state, tuple(loops))
 
     async def run(self, stopped: Awaitable[object]) -> None:
