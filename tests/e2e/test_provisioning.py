@@ -208,8 +208,13 @@ def _bound(claim: k8s.V1PersistentVolumeClaim) -> str | None:
     return claim.spec.volume_name if claim.status.phase == "Bound" else None
 
 
-def _finished(pod: k8s.V1Pod) -> str | None:
-    return pod.status.phase if pod.status.phase in ("Succeeded", "Failed") else None
+def _finished(pod: k8s.V1Pod) -> str:
+    """The phase of a pod that ran to its end; raises with where it is while it is not."""
+    if pod.status.phase in ("Succeeded", "Failed"):
+        return str(pod.status.phase)
+    waiting = [f"{status.name}: {status.state}" for status in pod.status.container_statuses or []]
+    conditions = [f"{c.type}={c.status} {c.reason or ''}" for c in pod.status.conditions or []]
+    raise RuntimeError(f"{pod.status.phase} on {pod.spec.node_name}; {conditions}; {waiting}")
 
 
 def _gone(read: Callable[[], object]) -> bool:
