@@ -851,13 +851,17 @@ def test_a_workload_is_paused_resumed_and_rolled_back_and_its_changes_show_witho
         expect(shown).to_contain_text("busybox:2", timeout=LIVE_WAIT_MS)
         revisions = f"{workloads_url}/{workload_id}/revisions"
         wait_for("two revisions", lambda: len(api.get(revisions).body["data"]) == 2, 60)
-        shown.get_by_role("button", name="Roll back web").click()
         dialog = page.get_by_role("dialog", name="Roll back web")
-        first = dialog.get_by_role("radio", name=re.compile(r"Revision 1: busybox:1"))
-        expect(first).to_be_checked()
+        # The dialog in both themes: the toggle is outside it, so it is closed to switch.
         for theme in ("light", "dark"):
             in_theme(page, theme)
+            shown.get_by_role("button", name="Roll back web").click()
+            first = dialog.get_by_role("radio", name=re.compile(r"Revision 1: busybox:1"))
+            expect(first).to_be_checked()
             assert axe_violations(page) == [], f"rollback dialog, {theme}"
+            if theme == "light":
+                dialog.get_by_role("button", name="Cancel").click()
+                expect(dialog).to_have_count(0)
         dialog.get_by_role("button", name="Roll back").click()
         expect(dialog).to_have_count(0)
         expect(shown).to_contain_text("busybox:1", timeout=LIVE_WAIT_MS)
@@ -890,7 +894,7 @@ def test_a_projects_namespaces_secrets_and_events_from_its_page(
     try:
         sign_in(page, stack.api_url, "admin", stack.admin_password)
         visit(page, f"#/clusters/{cluster_id}/projects")
-        page.get_by_role("link", name="console-parts").click()
+        page.get_by_role("link", name="console-parts", exact=True).click()
         expect(page.get_by_role("heading", name="console-parts", level=1)).to_be_visible()
         spaces = page.get_by_test_id("namespaces")
         expect(spaces.get_by_text("No namespaces in this project.")).to_be_visible()
