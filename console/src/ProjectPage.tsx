@@ -15,6 +15,7 @@ import { clusterOf } from "./workloads";
 export function ProjectPage({ projectId }: { projectId: string }) {
   const clusterId = clusterOf(projectId);
   const [project, setProject] = useState<V3Project | null>(null);
+  const [clusterName, setClusterName] = useState(clusterId);
   const [error, setError] = useState("");
 
   useEffect(() => {
@@ -24,6 +25,12 @@ export function ProjectPage({ projectId }: { projectId: string }) {
         if (failure instanceof ApiError && failure.sessionEnded) return;
         setError(messageOf(failure));
       });
+    // The breadcrumb keeps the id if the cluster's name cannot be read.
+    call<{ name?: string }>("GET", `/v3/clusters/${encodeURIComponent(clusterId)}`)
+      .then((cluster) => {
+        setClusterName(cluster.name || clusterId);
+      })
+      .catch(() => undefined);
   }, [projectId]);
 
   const name = project?.name || projectId;
@@ -31,7 +38,7 @@ export function ProjectPage({ projectId }: { projectId: string }) {
     <section class="page" aria-labelledby="project-title">
       <nav aria-label="Breadcrumb" class="crumbs">
         <a href={hrefOf({ page: "clusters" })}>Clusters</a> /{" "}
-        <a href={hrefOf({ page: "cluster", clusterId })}>{clusterId}</a> /{" "}
+        <a href={hrefOf({ page: "cluster", clusterId })}>{clusterName}</a> /{" "}
         <a href={hrefOf({ page: "projects", clusterId })}>Projects</a> / <span>{name}</span>
       </nav>
       <header class="page-head">
