@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Namespace, Pod, ResourceQuota, Service
 from lightkube.resources.networking_v1 import Ingress
 
@@ -63,18 +64,22 @@ async def _by_namespace(
     keep: Callable[[Obj], Obj] | None = None,
     changes: Changes | None = None,
 ) -> Informer:
-    return await connections.informer(
-        cluster,
-        name,
-        lambda client: Informer(
-            client,
-            resource,
-            {"namespace": _namespace},
-            namespace="*",
-            keep=keep,
-            on_change=changes.hook(name, cluster) if changes is not None else None,
-        ),
-    )
+    hook = changes.hook(name, cluster) if changes is not None else None
+
+    def made(client: AsyncClient) -> Informer:
+        def published(event: str, obj: Obj) -> None:
+            # The first listing is what every reader's list already holds: only what follows
+            # is news (and a cluster of thousands of pods would fill every subscriber's queue).
+            if hook is not None and informer.synced.is_set():
+                hook(event, obj)
+
+        informer = Informer(
+            client, resource, {"namespace": _namespace}, namespace="*", keep=keep,
+            on_change=published,
+        )  # fmt: skip
+        return informer
+
+    return await connections.informer(cluster, name, made)
 
 
 def workloads_cache(kind: Kind) -> str:
