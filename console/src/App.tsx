@@ -4,6 +4,7 @@ import { onSessionEnded } from "./api";
 import { ClusterList } from "./ClusterList";
 import { ClusterPage } from "./ClusterPage";
 import { PodPage } from "./PodPage";
+import { ProjectPage } from "./ProjectPage";
 import { ProjectsPage } from "./ProjectsPage";
 import { hrefOf, parseRoute, type Route } from "./route";
 import { SignIn } from "./SignIn";
@@ -145,6 +146,8 @@ function Page({ route }: { route: Route }) {
       return <ClusterPage key={route.clusterId} clusterId={route.clusterId} />;
     case "projects":
       return <ProjectsPage key={route.clusterId} clusterId={route.clusterId} />;
+    case "project":
+      return <ProjectPage key={route.projectId} projectId={route.projectId} />;
     case "workloads":
       return <WorkloadsPage key={route.projectId} projectId={route.projectId} />;
     case "pod":

@@ -2,12 +2,12 @@ import type { FunctionComponent } from "preact";
 import { useEffect, useState } from "preact/hooks";
 
 import { ApiError, call, pathOf } from "./api";
-import { usePolled } from "./live";
+import { LiveBadge, useLive } from "./live";
 import { PodLog } from "./PodLog";
 import type { TerminalTarget } from "./PodTerminal";
-import { messageOf } from "./resources";
+import { messageOf, type ResourceEvent } from "./resources";
 import { hrefOf } from "./route";
-import { POLL_MS, clusterOf, restartsOf, type V3Pod } from "./workloads";
+import { clusterOf, restartsOf, type V3Pod } from "./workloads";
 
 type TerminalModule = FunctionComponent<{ target: TerminalTarget }>;
 
@@ -19,7 +19,7 @@ export function PodPage({ projectId, podId }: { projectId: string; podId: string
   const [container, setContainer] = useState("");
   const [terminal, setTerminal] = useState(false);
 
-  usePolled(async () => {
+  const load = async () => {
     try {
       const found = await call<V3Pod>(
         "GET",
@@ -32,7 +32,15 @@ export function PodPage({ projectId, podId }: { projectId: string; podId: string
       if (failure instanceof ApiError && failure.sessionEnded) return;
       setError(messageOf(failure));
     }
-  }, POLL_MS);
+  };
+  // The pod's state and restarts as they change: its events, after one read on each (re)connect.
+  const onEvent = (event: ResourceEvent) => {
+    if (event.resourceType !== "pod" || event.data?.id !== podId) return;
+    if ((event.data as { projectId?: string }).projectId !== projectId) return;
+    if (event.name === "resource.remove") setError(`Pod ${podId} has been deleted.`);
+    else setPod(event.data as unknown as V3Pod);
+  };
+  const link = useLive(["pod"], load, onEvent);
 
   const logs = pod?.links?.logs;
   return (
@@ -44,6 +52,7 @@ export function PodPage({ projectId, podId }: { projectId: string; podId: string
       <header class="page-head">
         <h1 id="pod-title">{pod?.name ?? podId}</h1>
         {pod && <span class={`state state-${pod.state ?? "unknown"}`}>{pod.state ?? "unknown"}</span>}
+        <LiveBadge link={link} />
       </header>
       {error && (
         <p class="error" role="alert">

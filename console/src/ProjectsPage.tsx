@@ -109,7 +109,7 @@ export function ProjectsPage({ clusterId }: { clusterId: string }) {
             {rows.map((p) => (
               <tr key={p.id} data-project={p.id}>
                 <th scope="row">
-                  {p.name || p.id}
+                  <a href={hrefOf({ page: "project", projectId: p.id })}>{p.name || p.id}</a>
                   {p.description && <small class="muted">{p.description}</small>}
                 </th>
                 <td>

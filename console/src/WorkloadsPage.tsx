@@ -3,16 +3,17 @@ import { useEffect, useState } from "preact/hooks";
 import { ApiError, call, listing, pathOf } from "./api";
 import { CreateWorkload } from "./CreateWorkload";
 import { DeleteDialog } from "./DeleteDialog";
-import { useAction, usePolled } from "./live";
+import { LiveBadge, useAction, useLive } from "./live";
 import type { V3Project } from "./projects";
-import { messageOf } from "./resources";
+import { applyResourceEvent, byId, messageOf, type ResourceEvent } from "./resources";
+import { RollbackDialog } from "./RollbackDialog";
 import { hrefOf } from "./route";
 import {
-  POLL_MS,
   SCALABLE,
   clusterOf,
   endpointUrls,
   imagesOf,
+  pauseToggle,
   podsByWorkload,
   portsOf,
   readyText,
@@ -23,8 +24,8 @@ import {
 } from "./workloads";
 
 interface Listed {
-  workloads: V3Workload[];
-  pods: V3Pod[];
+  workloads: ReadonlyMap<string, V3Workload>;
+  pods: ReadonlyMap<string, V3Pod>;
   createUrl: string | null;
 }
 
@@ -37,6 +38,7 @@ export function WorkloadsPage({ projectId }: { projectId: string }) {
   const [error, setError] = useState("");
   const [creating, setCreating] = useState(false);
   const [deleting, setDeleting] = useState<V3Workload | null>(null);
+  const [rolling, setRolling] = useState<V3Workload | null>(null);
   const action = useAction();
 
   const load = async () => {
@@ -47,8 +49,8 @@ export function WorkloadsPage({ projectId }: { projectId: string }) {
       ]);
       const createUrl = workloads.createTypes.workload;
       setListed({
-        workloads: workloads.data.sort((a, b) => a.id.localeCompare(b.id)),
-        pods: pods.data,
+        workloads: byId(workloads.data),
+        pods: byId(pods.data),
         createUrl: createUrl ? pathOf(createUrl) : null,
       });
       setError("");
@@ -57,7 +59,18 @@ export function WorkloadsPage({ projectId }: { projectId: string }) {
       setError(messageOf(failure));
     }
   };
-  const refresh = usePolled(load, POLL_MS);
+  // Reading the lists starts the API server's watch of the cluster's workloads and pods, whose
+  // events this project's members get from then on: every change shows without a read.
+  const inProject = (r: { projectId?: string }) => r.projectId === projectId;
+  const onEvent = (event: ResourceEvent) => {
+    setListed((now) => {
+      if (now === null) return now;
+      const workloads = applyResourceEvent(now.workloads, event, "workload", inProject);
+      const pods = applyResourceEvent(now.pods, event, "pod", inProject);
+      return workloads === now.workloads && pods === now.pods ? now : { ...now, workloads, pods };
+    });
+  };
+  const link = useLive(["workload", "pod"], load, onEvent);
 
   // The namespaces the create form offers: read when it opens.
   const openCreate = async () => {
@@ -83,11 +96,13 @@ export function WorkloadsPage({ projectId }: { projectId: string }) {
     named().catch(() => undefined);
   }, [projectId]);
 
+  // What an action answers is the workload as it is now; its events follow.
   const act = (label: string, work: () => Promise<unknown>) => {
-    void action.run(label, work).then(refresh);
+    void action.run(label, work);
   };
 
-  const pods = podsByWorkload(listed?.pods ?? []);
+  const pods = podsByWorkload(listed?.pods.values() ?? []);
+  const workloads = [...(listed?.workloads.values() ?? [])].sort((a, b) => a.id.localeCompare(b.id));
   return (
     <section class="page" aria-labelledby="workloads-title">
       <nav aria-label="Breadcrumb" class="crumbs">
@@ -97,7 +112,7 @@ export function WorkloadsPage({ projectId }: { projectId: string }) {
       </nav>
       <header class="page-head">
         <h1 id="workloads-title">Workloads</h1>
-        <span class="muted">{`Read again every ${String(POLL_MS / 1000)} s`}</span>
+        <LiveBadge link={link} />
         <span class="spacer-flex" />
         {listed?.createUrl && !creating && (
           <button type="button" onClick={() => void openCreate()}>
@@ -116,7 +131,6 @@ export function WorkloadsPage({ projectId }: { projectId: string }) {
           namespaces={namespaces}
           onCreated={() => {
             setCreating(false);
-            refresh();
           }}
           onCancel={() => {
             setCreating(false);
@@ -125,7 +139,7 @@ export function WorkloadsPage({ projectId }: { projectId: string }) {
       )}
       {listed === null ? (
         <p role="status">Loading…</p>
-      ) : listed.workloads.length === 0 ? (
+      ) : workloads.length === 0 ? (
         <p class="empty">No workloads in this project.</p>
       ) : (
         <table class="grid" data-testid="workloads">
@@ -143,7 +157,7 @@ export function WorkloadsPage({ projectId }: { projectId: string }) {
             </tr>
           </thead>
           <tbody>
-            {listed.workloads.map((w) => (
+            {workloads.map((w) => (
               <WorkloadRow
                 key={w.id}
                 workload={w}
@@ -153,6 +167,9 @@ export function WorkloadsPage({ projectId }: { projectId: string }) {
                 act={act}
                 onDelete={() => {
                   setDeleting(w);
+                }}
+                onRollback={() => {
+                  setRolling(w);
                 }}
               />
             ))}
@@ -165,10 +182,17 @@ export function WorkloadsPage({ projectId }: { projectId: string }) {
           name={deleting.name}
           remove={async () => {
             await call("DELETE", pathOf(deleting.links?.remove ?? ""));
-            refresh();
           }}
           onClose={() => {
             setDeleting(null);
+          }}
+        />
+      )}
+      {rolling !== null && (
+        <RollbackDialog
+          workload={rolling}
+          onClose={() => {
+            setRolling(null);
           }}
         />
       )}
@@ -183,11 +207,21 @@ interface RowProps {
   pending: string | null;
   act: (label: string, work: () => Promise<unknown>) => void;
   onDelete: () => void;
+  onRollback: () => void;
 }
 
-function WorkloadRow({ workload: w, pods, projectId, pending, act, onDelete }: RowProps) {
+// What a pending action of a row is called while it runs, by its label's first word.
+const PROGRESS: Record<string, string> = {
+  scale: "Scaling…",
+  redeploy: "Redeploying…",
+  pause: "Pausing…",
+  resume: "Resuming…",
+};
+
+function WorkloadRow({ workload: w, pods, projectId, pending, act, onDelete, onRollback }: RowProps) {
   const update = w.links?.update;
   const redeploy = w.actions?.redeploy;
+  const toggle = pauseToggle(w);
   const scale = w.scale ?? 0;
   const busy = pending?.endsWith(` ${w.id}`) ?? false;
   const setScale = (to: number) => {
@@ -270,14 +304,30 @@ function WorkloadRow({ workload: w, pods, projectId, pending, act, onDelete }: R
             Redeploy
           </button>
         )}
+        {toggle !== null && (
+          <button
+            type="button"
+            class="ghost"
+            aria-label={`${toggle.label} ${w.name}`}
+            disabled={busy}
+            onClick={() => {
+              act(`${toggle.action} ${w.id}`, () => call("POST", pathOf(toggle.url)));
+            }}
+          >
+            {toggle.label}
+          </button>
+        )}
+        {w.actions?.rollback !== undefined && w.links?.revisions !== undefined && (
+          <button type="button" class="ghost" aria-label={`Roll back ${w.name}`} disabled={busy} onClick={onRollback}>
+            Roll back…
+          </button>
+        )}
         {w.links?.remove !== undefined && (
           <button type="button" class="ghost" aria-label={`Delete ${w.name}`} onClick={onDelete}>
             Delete
           </button>
         )}
-        {busy && (
-          <span role="status">{pending?.startsWith("scale") ? "Scaling…" : "Redeploying…"}</span>
-        )}
+        {busy && <span role="status">{PROGRESS[pending?.split(" ")[0] ?? ""] ?? "Working…"}</span>}
       </td>
     </tr>
   );

@@ -5,6 +5,7 @@ export type Route =
   | { page: "clusters" }
   | { page: "cluster"; clusterId: string }
   | { page: "projects"; clusterId: string }
+  | { page: "project"; projectId: string }
   | { page: "workloads"; projectId: string }
   | { page: "pod"; projectId: string; podId: string };
 
@@ -29,6 +30,7 @@ export function parseRoute(hash: string): Route {
     if (parts.length === 3 && sub === "projects") return { page: "projects", clusterId: id };
   }
   if (root === "projects" && id && PROJECT_ID.test(id)) {
+    if (parts.length === 2) return { page: "project", projectId: id };
     if (parts.length === 3 && sub === "workloads") return { page: "workloads", projectId: id };
     if (parts.length === 4 && sub === "pods" && leaf && POD_ID.test(leaf)) {
       return { page: "pod", projectId: id, podId: leaf };
@@ -45,6 +47,8 @@ export function hrefOf(route: Route): string {
       return `#/clusters/${encodeURIComponent(route.clusterId)}`;
     case "projects":
       return `#/clusters/${encodeURIComponent(route.clusterId)}/projects`;
+    case "project":
+      return `#/projects/${encodeURIComponent(route.projectId)}`;
     case "workloads":
       return `#/projects/${encodeURIComponent(route.projectId)}/workloads`;
     case "pod":

@@ -6,8 +6,10 @@ import {
   clusterOf,
   endpointUrls,
   parsePorts,
+  pauseToggle,
   podsByWorkload,
   readyText,
+  rollbackChoices,
   workloadBody,
   workloadErrorInput,
   type V3Pod,
@@ -91,5 +93,31 @@ describe("rows", () => {
 
   it("takes the cluster from a project's id", () => {
     expect(clusterOf("c-abcde:p-xyz12")).toBe("c-abcde");
+  });
+});
+
+describe("pauseToggle", () => {
+  const base: V3Workload = { id: "deployment:shop:web", name: "web", namespaceId: "shop", workloadType: "deployment" };
+  const actions = { pause: "https://corral/v3/x?action=pause", resume: "https://corral/v3/x?action=resume" };
+
+  it("offers Pause while it rolls out and Resume while it is paused", () => {
+    expect(pauseToggle({ ...base, actions })).toEqual({ action: "pause", label: "Pause", url: actions.pause });
+    expect(pauseToggle({ ...base, paused: true, actions })).toEqual({ action: "resume", label: "Resume", url: actions.resume });
+  });
+
+  it("offers nothing the workload's actions do not carry", () => {
+    expect(pauseToggle(base)).toBeNull();
+    expect(pauseToggle({ ...base, paused: true, actions: { pause: actions.pause } })).toBeNull();
+  });
+});
+
+describe("rollbackChoices", () => {
+  it("offers every revision but the current, newest first", () => {
+    const choices = rollbackChoices([
+      { id: "replicaset:shop:web-1", name: "web-1", revision: 1 },
+      { id: "replicaset:shop:web-3", name: "web-3", revision: 3, current: true },
+      { id: "replicaset:shop:web-2", name: "web-2", revision: 2 },
+    ]);
+    expect(choices.map((r) => r.revision)).toEqual([2, 1]);
   });
 });

@@ -34,6 +34,7 @@ export interface V3PodContainer {
 export interface V3Pod extends Resource {
   name: string;
   namespaceId: string;
+  projectId?: string;
   workloadId?: string | null;
   nodeId?: string | null;
   state?: string;
@@ -46,10 +47,6 @@ export interface V3Namespace extends Resource {
   projectId?: string | null;
   state?: string;
 }
-
-// Workloads and pods are not among /v3/subscribe's families (they live in the downstream
-// cluster, not in corral's caches of its own objects): their pages read them again this often.
-export const POLL_MS = 5000;
 
 // Only these two kinds have a `scale` (a DaemonSet runs one pod per node, a Job to the end).
 export const SCALABLE = new Set(["deployment", "statefulSet"]);
@@ -173,4 +170,31 @@ export function clusterOf(projectId: string): string {
 /** Restarts of all a pod's containers. */
 export function restartsOf(pod: V3Pod): number {
   return (pod.containers ?? []).reduce((sum, c) => sum + (c.restartCount ?? 0), 0);
+}
+
+/** The pause or resume button a deployment's row offers: Pause while it rolls out, Resume while
+ * it is paused; only when its actions carry that one (read-only members get none). */
+export function pauseToggle(
+  workload: V3Workload,
+): { action: "pause" | "resume"; label: string; url: string } | null {
+  const action = workload.paused ? "resume" : "pause";
+  const url = workload.actions?.[action];
+  if (url === undefined) return null;
+  return { action, label: action === "pause" ? "Pause" : "Resume", url };
+}
+
+/** One revision of a deployment as `GET …/workloads/{id}/revisions` shows it. */
+export interface V3Revision {
+  id: string;
+  name: string;
+  revision: number;
+  current?: boolean;
+  created?: string;
+  scale?: number;
+  containers?: { name: string; image?: string }[];
+}
+
+/** The revisions a rollback may go to, newest first: every one but the current. */
+export function rollbackChoices(revisions: V3Revision[]): V3Revision[] {
+  return revisions.filter((r) => !r.current).sort((a, b) => b.revision - a.revision);
 }

@@ -18,6 +18,8 @@ from aiohttp.test_utils import TestClient
 from kubernetes import client as k8s
 from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.core_v1 import Pod, ServiceAccount
 from lightkube.types import PatchType
 
 from corral.core.api import ids, names
@@ -354,3 +356,96 @@ async def test_a_user_receives_events_of_exactly_the_nodes_pools_and_projects_th
             assert received == shown[:last], (person.username, made, received, shown)
             assert not all(shown[:last]), "each user has an object hidden from them before"
             assert {e["resourceType"] for e in events.seen} == {resource_type}
+
+
+async def project_with_namespace(api: Any) -> tuple[str, str]:
+    """A project of `local` and a namespace in it, made by the caller of `api`."""
+    made = await api.post("/v3/projects", {"name": "live", "clusterId": "local"})
+    assert made.status == 201, made.body
+    namespace = f"live-{secrets.token_hex(3)}"
+    space = await api.post("/v3/clusters/local/namespaces",
+                           {"name": namespace, "projectId": made.body["id"]})  # fmt: skip
+    assert space.status == 201, space.body
+    return made.body["id"], namespace
+
+
+def deployment(namespace: str, name: str) -> Deployment:
+    labels = {"app": name}
+    return Deployment.from_dict({
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "web", "image": "example/web:1"}]}}},
+    })  # fmt: skip
+
+
+def pod(namespace: str, name: str) -> Pod:
+    containers = [{"name": "web", "image": "example/web:1"}]
+    return Pod.from_dict({"metadata": {"name": name, "namespace": namespace},
+                          "spec": {"containers": containers}})  # fmt: skip
+
+
+async def test_a_user_without_a_role_in_a_project_receives_no_event_of_its_workloads_or_pods(
+    client: TestClient[Any, Any],
+    kube: AsyncClient,
+    admin: Person,
+    make_user: Callable[..., Awaitable[Person]],
+) -> None:
+    """A member of project A and a user with a project B of their own in the same cluster:
+    A's workload is made and paused, and a pod made in A, then the same in B. The member gets
+    A's events as `GET` shows them; the other user gets B's, and none of A's, which came
+    first on the same watch."""
+    member, other = await make_user(), await make_user()
+    first, first_ns = await project_with_namespace(admin.api)
+    granted = await admin.api.post("/v3/projectroletemplatebindings", {
+        "projectId": first, "userId": member.id, "roleTemplateId": "project-member"})  # fmt: skip
+    assert granted.status == 201, granted.body
+    second, second_ns = await project_with_namespace(admin.api)
+    granted = await admin.api.post("/v3/projectroletemplatebindings", {
+        "projectId": second, "userId": other.id, "roleTemplateId": "project-owner"})  # fmt: skip
+    assert granted.status == 201, granted.body
+    # Reading them starts the cluster's caches of workloads and pods: events flow from then on.
+    for person, pid in ((member, first), (other, second)):
+        await eventually("the project's workloads to be readable", lambda p=person, i=pid:
+                         _listed(p, f"/v3/projects/{i}/workloads"))  # fmt: skip
+
+    query = "resourceTypes=workload&resourceTypes=pod"
+    async with (
+        subscribed(client, member, query) as theirs,
+        subscribed(client, other, query) as others,
+    ):
+        for namespace in (first_ns, second_ns):
+            await kube.create(deployment(namespace, "web"))
+            await kube.patch(Deployment, "web", {"spec": {"paused": True}}, namespace=namespace,
+                             patch_type=PatchType.MERGE)  # fmt: skip
+            # No controller manager here makes the account a pod is admitted with.
+            await kube.create(
+                ServiceAccount(metadata=ObjectMeta(name="default", namespace=namespace))
+            )
+            await kube.create(pod(namespace, "solo"))
+        hidden_workload, hidden_pod = f"deployment:{first_ns}:web", f"{first_ns}:solo"
+
+        paused = await theirs.first(lambda e: e["data"]["id"] == hidden_workload
+                                    and e["data"].get("paused") is True)  # fmt: skip
+        assert paused["resourceType"] == "workload" and paused["name"] == "resource.change"
+        assert paused["data"]["state"] == "paused"
+        shown = (await member.api.get(f"/v3/projects/{first}/workloads/{hidden_workload}")).body
+        assert paused["data"]["links"] == shown["links"]
+        assert paused["data"]["actions"] == shown["actions"]
+        made = await theirs.first(lambda e: e["data"]["id"] == hidden_pod)
+        assert made["resourceType"] == "pod"
+        assert made["data"]["links"]["self"].endswith(f"/v3/projects/{first}/pods/{hidden_pod}")
+
+        # B's pod came after everything of A on the same watches: A's would be in by now.
+        await others.first(lambda e: e["data"]["id"] == f"{second_ns}:solo")
+        await others.first(lambda e: e["data"]["id"] == f"deployment:{second_ns}:web")
+        assert not others.about(hidden_workload) and not others.about(hidden_pod)
+        assert not [e for e in others.seen if first_ns in e["data"]["id"]]
+        assert not [e for e in theirs.seen if second_ns in e["data"]["id"]]
+        assert (
+            await other.api.get(f"/v3/projects/{first}/workloads/{hidden_workload}")
+        ).status == 404
+
+
+async def _listed(person: Person, path: str) -> bool:
+    return (await person.api.get(path)).status == 200

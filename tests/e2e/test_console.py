@@ -800,3 +800,153 @@ def test_a_pods_log_is_followed_and_a_command_runs_in_its_terminal(
         assert problems == []
     finally:
         assert api.delete(f"/v3/clusters/{cluster_id}").status in (200, 204, 404)
+
+
+def workload_reads(requests: list[str], project_id: str) -> int:
+    """How many times the page read the project's workloads collection."""
+    path = f"/v3/projects/{project_id}/workloads"
+    return sum(1 for url in requests if urlsplit(url).path.replace("%3A", ":") == path)
+
+
+def test_a_workload_is_paused_resumed_and_rolled_back_and_its_changes_show_without_polling(
+    stack: Environment, api: Api, page: Page
+) -> None:
+    cluster_id = stack.cluster_ids[0]
+    namespace = f"live-{secrets.token_hex(3)}"
+    project_id = project_with_namespace(api, cluster_id, "console-live-work", namespace)
+    workloads_url = f"/v3/projects/{project_id}/workloads"
+    body = {"name": "web", "namespaceId": namespace, "scale": 1,
+            "containers": [{"name": "web", "image": "busybox:1"}]}  # fmt: skip
+    made = api.post(workloads_url, body)
+    assert made.status == 201, made.body
+    workload_id = f"deployment:{namespace}:web"
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    try:
+        sign_in(page, stack.api_url, "admin", stack.admin_password)
+        page.evaluate("window.loadedOnce = true")  # gone if the page reloads
+        visit(page, f"#/projects/{project_id}/workloads")
+        expect(page.get_by_text("Live", exact=True)).to_be_visible()
+        shown = workload_row(page, workload_id)
+        expect(shown).to_contain_text("active", timeout=LIVE_WAIT_MS)
+        reads = workload_reads(requested, project_id)
+        assert reads >= 1
+
+        shown.get_by_role("button", name="Pause web").click()
+        expect(shown).to_contain_text("paused", timeout=LIVE_WAIT_MS)
+        assert api.get(f"{workloads_url}/{workload_id}").body["paused"] is True
+        shown.get_by_role("button", name="Resume web").click()
+        expect(shown.get_by_role("button", name="Pause web")).to_be_visible(timeout=LIVE_WAIT_MS)
+        assert api.get(f"{workloads_url}/{workload_id}").body["paused"] is False
+
+        # A change made elsewhere (another client) shows by its event alone.
+        assert api.put(f"{workloads_url}/{workload_id}", {"scale": 2}).status == 200
+        expect(shown.get_by_role("cell").nth(1)).to_have_text("2 / 2", timeout=LIVE_WAIT_MS)
+        expect(shown.locator("[data-pod]")).to_have_count(2, timeout=LIVE_WAIT_MS)
+
+        # A new revision (another image), then back to the first through the dialog.
+        changed = api.put(f"{workloads_url}/{workload_id}",
+                          {"containers": [{"name": "web", "image": "busybox:2"}]})  # fmt: skip
+        assert changed.status == 200, changed.body
+        expect(shown).to_contain_text("busybox:2", timeout=LIVE_WAIT_MS)
+        revisions = f"{workloads_url}/{workload_id}/revisions"
+        wait_for("two revisions", lambda: len(api.get(revisions).body["data"]) == 2, 60)
+        dialog = page.get_by_role("dialog", name="Roll back web")
+        # The dialog in both themes: the toggle is outside it, so it is closed to switch.
+        for theme in ("light", "dark"):
+            in_theme(page, theme)
+            shown.get_by_role("button", name="Roll back web").click()
+            first = dialog.get_by_role("radio", name=re.compile(r"Revision 1: busybox:1"))
+            expect(first).to_be_checked()
+            assert axe_violations(page) == [], f"rollback dialog, {theme}"
+            if theme == "light":
+                dialog.get_by_role("button", name="Cancel").click()
+                expect(dialog).to_have_count(0)
+        dialog.get_by_role("button", name="Roll back").click()
+        expect(dialog).to_have_count(0)
+        expect(shown).to_contain_text("busybox:1", timeout=LIVE_WAIT_MS)
+        assert (
+            api.get(f"{workloads_url}/{workload_id}").body["containers"][0]["image"] == "busybox:1"
+        )
+
+        for theme in ("light", "dark"):
+            in_theme(page, theme)
+            assert axe_violations(page) == [], f"workloads, {theme}"
+        # Every change above came by the subscription: the list was read no more than when
+        # the page opened (and once more for each reconnect, of which there was none).
+        assert workload_reads(requested, project_id) == reads
+        assert page.evaluate("window.loadedOnce") is True
+    finally:
+        assert api.delete(f"/v3/projects/{project_id}").status in (200, 204, 404)
+
+
+def test_a_projects_namespaces_secrets_and_events_from_its_page(
+    stack: Environment, api: Api, page: Page
+) -> None:
+    cluster_id = stack.cluster_ids[0]
+    made = api.post("/v3/projects", {"name": "console-parts", "clusterId": cluster_id})
+    assert made.status == 201, made.body
+    project_id = made.body["id"]
+    projects = api.get(f"/v3/projects?clusterId={cluster_id}").body["data"]
+    default = next(p for p in projects if p["name"] == "Default")
+    namespace = f"parts-{secrets.token_hex(3)}"
+    value = f"never-shown-{secrets.token_hex(8)}"
+    try:
+        sign_in(page, stack.api_url, "admin", stack.admin_password)
+        visit(page, f"#/clusters/{cluster_id}/projects")
+        page.get_by_role("link", name="console-parts", exact=True).click()
+        expect(page.get_by_role("heading", name="console-parts", level=1)).to_be_visible()
+        spaces = page.get_by_test_id("namespaces")
+        expect(spaces.get_by_text("No namespaces in this project.")).to_be_visible()
+
+        # An empty name: the API's refusal at the field, nothing made.
+        form = spaces.get_by_role("form", name="Create a namespace")
+        form.get_by_role("button", name="Create namespace").click()
+        expect(form.get_by_label("Namespace name")).to_have_attribute("aria-invalid", "true")
+        expect(form.locator("#namespace-error")).not_to_be_empty()
+        form.get_by_label("Namespace name").fill(namespace)
+        form.get_by_role("button", name="Create namespace").click()
+        listed = spaces.locator(f'[data-namespace="{namespace}"]')
+        expect(listed).to_be_visible(timeout=LIVE_WAIT_MS)
+        found = api.get(f"/v3/clusters/{cluster_id}/namespaces/{namespace}").body
+        assert found["projectId"] == project_id
+
+        secrets_part = page.get_by_test_id("secrets")
+        secrets_part.get_by_role("button", name="Create secret").click()
+        secret_form = secrets_part.get_by_role("form", name="Create a secret")
+        secret_form.get_by_label("Secret name").fill("db")
+        secret_form.get_by_label("Key 1").fill("password")
+        secret_form.get_by_label("Value 1").fill(value)
+        secret_form.get_by_role("button", name="Create secret").click()
+        expect(secret_form).to_have_count(0)
+        shown = secrets_part.locator('[data-secret="db"]')
+        expect(shown).to_contain_text("password")
+        expect(shown).to_contain_text("Opaque")
+        # The value went to the API once; nothing on the page holds it any more.
+        assert value not in page.content()
+        assert value not in json.dumps(page.evaluate(
+            "() => [...document.querySelectorAll('input')].map(i => i.value)"))  # fmt: skip
+        stored = api.get(f"/v3/projects/{project_id}/secrets").body["data"]
+        assert [(s["name"], s["keys"]) for s in stored] == [("db", ["password"])]
+        assert value not in json.dumps(stored)
+
+        expect(page.get_by_test_id("events").get_by_role("heading", name="Events")).to_be_visible()
+        for theme in ("light", "dark"):
+            in_theme(page, theme)
+            assert axe_violations(page) == [], f"project page, {theme}"
+
+        secrets_part.get_by_role("button", name="Delete secret db").click()
+        dialog = page.get_by_role("dialog", name="Delete secret db?")
+        dialog.get_by_label("Name of the secret").fill("db")
+        dialog.get_by_role("button", name="Delete secret").click()
+        expect(shown).to_have_count(0)
+        assert api.get(f"/v3/projects/{project_id}/secrets").body["data"] == []
+
+        # Moved to the cluster's Default project: it leaves this project's list.
+        listed.get_by_label(f"Move {namespace} to project").select_option(default["id"])
+        expect(listed).to_have_count(0, timeout=LIVE_WAIT_MS)
+        moved = api.get(f"/v3/clusters/{cluster_id}/namespaces/{namespace}").body
+        assert moved["projectId"] == default["id"]
+    finally:
+        api.delete(f"/v3/clusters/{cluster_id}/namespaces/{namespace}")
+        assert api.delete(f"/v3/projects/{project_id}").status in (200, 204, 404)

@@ -29,7 +29,7 @@ from corral.apiserver.http.renderings import Renderings
 from corral.apiserver.http.schemas import Registry
 from corral.apiserver.middleware import auth_middleware, rate_limit_headers
 from corral.apiserver.readiness import Readiness
-from corral.apiserver.resources.subscriptions import SUBSCRIBABLE
+from corral.apiserver.resources.subscriptions import SUBSCRIBABLE, Offered
 from corral.apiserver.routes import (
     agents,
     assets,
@@ -160,9 +160,10 @@ def create_app(
         throttle=LoginThrottle(throttle),
         readiness=Readiness(),
     )
-    offered = (clusters.SUBSCRIBABLE, nodes.SUBSCRIBABLE, nodepools.SUBSCRIBABLE,
-               projects.SUBSCRIBABLE, projectroletemplatebindings.SUBSCRIBABLE,
-               clusterroletemplatebindings.SUBSCRIBABLE)  # fmt: skip
+    offered: tuple[Offered, ...] = (
+        clusters.SUBSCRIBABLE, nodes.SUBSCRIBABLE, nodepools.SUBSCRIBABLE, projects.SUBSCRIBABLE,
+        projectroletemplatebindings.SUBSCRIBABLE, clusterroletemplatebindings.SUBSCRIBABLE,
+        workloads.SUBSCRIBABLE, pods.SUBSCRIBABLE)  # fmt: skip
     app[SUBSCRIBABLE] = {s.resource_type: s for s in offered}
     for module in ROUTE_MODULES:
         app.add_routes(module.routes)

@@ -24,8 +24,11 @@ from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
+from corral.apiserver.resources.subscriptions import InProject
 from corral.apiserver.services import pods, workloads
 from corral.apiserver.services.pods import DEFAULT_EXEC_TIMEOUT, MAX_EXEC_OUTPUT, Pod, container_of
+from corral.apiserver.state.changes import Change
+from corral.apiserver.state.downstream import PODS_CACHE
 from corral.core import errors
 from corral.core.api.ids import ScopedId
 from corral.core.kube.informer import Obj
@@ -151,6 +154,16 @@ FAMILY = Family[Pod](
     within=lambda ask: f"project {ask.path['project']}",
 )
 routes = handlers.routes(FAMILY)
+
+
+async def _changed(ask: Ask, change: Change) -> tuple[str, Pod] | None:
+    found = await pods.changed(ask.deps, ask.who, change.cluster, change.obj)
+    return None if found is None else (found.where.project_id, found)
+
+
+# `GET /v3/subscribe`: a pod's changes go to whoever has a role in its namespace's project, as
+# `find`; from the first time its cluster's pods are read (`state.downstream`).
+SUBSCRIBABLE = InProject(FAMILY, caches=frozenset({PODS_CACHE}), found=_changed)
 
 
 def _number(query: Any, name: str, low: int, high: int) -> int | None:

@@ -2,8 +2,8 @@
 
 Each text message is `{"name": "resource.create" | "resource.change" | "resource.remove",
 "resourceType": "cluster" | "node" | "nodePool" | "project" | "projectRoleTemplateBinding" |
-"clusterRoleTemplateBinding", "data": <the resource as /v3 shows it to this caller>}`, and
-every `PING_SECONDS` of quiet `{"name": "ping", "data": {}}`.
+"clusterRoleTemplateBinding" | "workload" | "pod", "data": <the resource as /v3 shows it to
+this caller>}`, and every `PING_SECONDS` of quiet `{"name": "ping", "data": {}}`.
 `?resourceTypes=` and `?eventNames=` (each repeatable) narrow what is sent. A caller gets an
 event only of an object the API would show them, judged with their access as it is at that
 event, so a binding removed stops the events at once.
@@ -31,7 +31,7 @@ from corral.apiserver.deps import deps
 from corral.apiserver.http import websockets
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.resources import handlers
-from corral.apiserver.resources.subscriptions import EVENT_NAMES, SUBSCRIBABLE, Subscribable
+from corral.apiserver.resources.subscriptions import EVENT_NAMES, SUBSCRIBABLE, Offered
 from corral.apiserver.state.changes import Change, Subscriber
 from corral.core import errors
 
@@ -81,7 +81,7 @@ async def _deliver(
     request: web.Request,
     socket: web.WebSocketResponse,
     subscriber: Subscriber,
-    subscribables: list[Subscribable],
+    subscribables: list[Offered],
     names: Collection[str],
 ) -> None:
     ask = handlers.ask(request)
@@ -105,7 +105,7 @@ async def _deliver(
             await socket.send_str(PING)
             continue
         for subscribable in subscribables:
-            event = subscribable.event(ask, change)
+            event = await subscribable.event(ask, change)
             if event is not None and event["name"] in names:
                 await socket.send_str(json.dumps(event))
 

@@ -18,8 +18,11 @@ from corral.apiserver.http.query import action
 from corral.apiserver.http.schemas import Field, Schema, readonly
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
+from corral.apiserver.resources.subscriptions import InProject
 from corral.apiserver.services import workloads
 from corral.apiserver.services.workloads import ACTIONS, Workload
+from corral.apiserver.state.changes import Change
+from corral.apiserver.state.downstream import workloads_cache
 from corral.core import errors
 from corral.core.api.ids import ScopedId
 from corral.core.kube.informer import Obj
@@ -143,6 +146,19 @@ FAMILY = Family[Workload](
     body_as_sent=True,
 )
 routes = handlers.routes(FAMILY)
+
+
+async def _changed(ask: Ask, change: Change) -> tuple[str, Workload] | None:
+    kind = KINDS[change.cache.removeprefix("workloads:")]
+    found = await workloads.changed(ask.deps, ask.who, change.cluster, kind, change.obj)
+    return None if found is None else (found.where.project_id, found)
+
+
+# `GET /v3/subscribe`: a workload's changes go to whoever has a role in its namespace's
+# project, as `find`; from the first time its cluster's workloads are read (`state.downstream`).
+SUBSCRIBABLE = InProject(
+    FAMILY, caches=frozenset(workloads_cache(kind) for kind in KINDS.values()), found=_changed
+)
 
 
 @routes.post(WORKLOADS + "/{id}")

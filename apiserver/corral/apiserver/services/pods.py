@@ -10,8 +10,14 @@ from typing import Any
 
 from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
-from corral.apiserver.services.workloads import Scope, cache_of, namespaces, scope
-from corral.apiserver.state import downstream
+from corral.apiserver.services.workloads import (
+    Scope,
+    cache_of,
+    namespaces,
+    pods_cache,
+    scope,
+    seen_in,
+)
 from corral.core import errors, logs
 from corral.core.api.ids import ScopedId
 from corral.core.kube import podexec
@@ -40,7 +46,7 @@ class Pod:
 async def visible(deps: Deps, who: Caller, pid: str) -> list[Pod]:
     """The pods of the project's namespaces; 404 without a role in it."""
     where = scope(deps, who, pid)
-    pods = await downstream.downstream_pods(deps.connections, where.cluster)
+    pods = await pods_cache(deps, where)
     jobs = await cache_of(deps, where, KINDS["job"])
     members = await namespaces(deps, where)
     return [
@@ -56,8 +62,17 @@ async def find(deps: Deps, who: Caller, pid: str, text: str) -> Pod | None:
     wanted = ScopedId.parse_or_none(text)
     if wanted is None or wanted.namespace not in await namespaces(deps, where):
         return None
-    obj = (await downstream.downstream_pods(deps.connections, where.cluster)).get(wanted.key)
+    obj = (await pods_cache(deps, where)).get(wanted.key)
     if obj is None:
+        return None
+    return Pod(where, obj, await cache_of(deps, where, KINDS["job"]))
+
+
+async def changed(deps: Deps, who: Caller, cluster: str, obj: Obj) -> Pod | None:
+    """A pod of `cluster` a change was seen of, if the caller has a role in its project
+    (`GET /v3/subscribe`)."""
+    where = await seen_in(deps, who, cluster, obj)
+    if where is None:
         return None
     return Pod(where, obj, await cache_of(deps, where, KINDS["job"]))
 

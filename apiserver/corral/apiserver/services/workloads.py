@@ -31,9 +31,10 @@ from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import text as body_text
 from corral.apiserver.http.envelope import Listing, Row
 from corral.apiserver.services import trialpods
-from corral.apiserver.services.visibility import visible_project
+from corral.apiserver.services.visibility import seen_project, visible_project
 from corral.apiserver.state import downstream
 from corral.core import errors, settings
+from corral.core.api import names
 from corral.core.api.ids import ScopedId
 from corral.core.errors import Invalid
 from corral.core.kube import guarded
@@ -143,6 +144,28 @@ async def find(deps: Deps, who: Caller, pid: str, text: str) -> Workload | None:
     if obj is None:
         return None
     return Workload(where, wid.kind, obj, await neighbours(deps, where))
+
+
+async def seen_in(deps: Deps, who: Caller, cluster: str, obj: Obj) -> Scope | None:
+    """The project whose namespace holds `obj` (a workload or pod of `cluster`) as a scope of
+    the caller, if they have a role in it: whom a change of it goes to (`GET /v3/subscribe`),
+    as `find` would show it."""
+    spaces = await downstream.downstream_namespaces(deps.connections, cluster)
+    namespace = spaces.get(obj["metadata"].get("namespace", ""))
+    annotations = (namespace or {}).get("metadata", {}).get("annotations") or {}
+    pid = ScopedId.parse_or_none(annotations.get(names.ANNOTATION_PROJECT, ""))
+    # A namespace may name a project of another cluster: none of its objects are in it.
+    if pid is None or pid.namespace != cluster or seen_project(deps, who, str(pid)) is None:
+        return None
+    return scope(deps, who, str(pid))
+
+
+async def changed(deps: Deps, who: Caller, cluster: str, kind: Kind, obj: Obj) -> Workload | None:
+    """A workload of `cluster` a change was seen of, if the caller has a role in its project."""
+    where = await seen_in(deps, who, cluster, obj)
+    if where is None:
+        return None
+    return Workload(where, kind, obj, await neighbours(deps, where))
 
 
 def may_create(deps: Deps, who: Caller, pid: str) -> None:
@@ -319,8 +342,14 @@ async def namespaces(deps: Deps, where: Scope) -> set[str]:
     return {ns["metadata"]["name"] for ns in cache.by_index("project", where.project_id)}
 
 
+async def pods_cache(deps: Deps, where: Scope) -> Informer:
+    return await downstream.downstream_pods(deps.connections, where.cluster, deps.stores.changes)
+
+
 async def cache_of(deps: Deps, where: Scope, kind: Kind) -> Informer:
-    return await downstream.downstream_workloads(deps.connections, where.cluster, kind)
+    return await downstream.downstream_workloads(
+        deps.connections, where.cluster, kind, deps.stores.changes
+    )
 
 
 async def _rows(
@@ -443,7 +472,7 @@ async def neighbours(deps: Deps, where: Scope) -> Neighbours:
     return Neighbours(
         await downstream.downstream_services(connections, where.cluster),
         await downstream.downstream_ingresses(connections, where.cluster),
-        await downstream.downstream_pods(connections, where.cluster),
+        await pods_cache(deps, where),
     )
 
 
@@ -511,7 +540,7 @@ async def admit(deps: Deps, where: Scope, kind: Kind, obj: Obj, current: Obj | N
 async def pods_of(deps: Deps, where: Scope, kind: Kind, obj: Obj) -> list[Obj]:
     """The pods the workload runs now."""
     wid = str(WorkloadId.of(kind, obj))
-    pods = await downstream.downstream_pods(deps.connections, where.cluster)
+    pods = await pods_cache(deps, where)
     candidates = pods.by_index("namespace", obj["metadata"]["namespace"])
     jobs = await cache_of(deps, where, KINDS["job"])
     return [p for p in candidates if workload_of(p, jobs) == wid]

@@ -21,9 +21,11 @@ QUEUE_LIMIT = 4096
 
 @dataclass(frozen=True)
 class Change:
-    cache: str  # the informer's name: `clusters`
+    cache: str  # the informer's name: `clusters`, `workloads:deployment`
     event: str  # ADDED, MODIFIED or DELETED
     obj: Obj
+    # The downstream cluster whose informer saw it; empty for the management cluster's.
+    cluster: str = ""
 
 
 @dataclass(eq=False)  # each one is itself: kept in a set by identity
@@ -38,9 +40,9 @@ class Changes:
     def __init__(self) -> None:
         self._subscribers: set[Subscriber] = set()
 
-    def hook(self, cache: str) -> ChangeHook:
-        """The change hook of the informer named `cache`."""
-        return lambda event, obj: self.publish(Change(cache, event, obj))
+    def hook(self, cache: str, cluster: str = "") -> ChangeHook:
+        """The change hook of the informer named `cache` (of the downstream `cluster`)."""
+        return lambda event, obj: self.publish(Change(cache, event, obj, cluster))
 
     def publish(self, change: Change) -> None:
         for subscriber in self._subscribers:

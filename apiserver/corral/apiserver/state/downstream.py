@@ -2,16 +2,19 @@
 namespaces and corral's ResourceQuotas, so that membership, usage and quota checks never cost
 a round trip to the cluster, and the workloads, pods, Services and Ingresses of all
 namespaces, which `/v3` lists and shows (writes are put into them at once). Each is started
-the first time a request needs it."""
+the first time a request needs it; the workloads' and pods' changes are published to
+`GET /v3/subscribe` from then on."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Namespace, Pod, ResourceQuota, Service
 from lightkube.resources.networking_v1 import Ingress
 
+from corral.apiserver.state.changes import Changes
 from corral.core.api import names
 from corral.core.kube import workloads
 from corral.core.kube.connections import Connections
@@ -59,26 +62,50 @@ async def _by_namespace(
     name: str,
     resource: Any,
     keep: Callable[[Obj], Obj] | None = None,
+    changes: Changes | None = None,
 ) -> Informer:
-    return await connections.informer(
-        cluster,
-        name,
-        lambda client: Informer(
-            client, resource, {"namespace": _namespace}, namespace="*", keep=keep
-        ),
-    )
+    hook = changes.hook(name, cluster) if changes is not None else None
+
+    def made(client: AsyncClient) -> Informer:
+        def published(event: str, obj: Obj) -> None:
+            # The first listing is what every reader's list already holds: only what follows
+            # is news (and a cluster of thousands of pods would fill every subscriber's queue).
+            if hook is not None and informer.synced.is_set():
+                hook(event, obj)
+
+        informer = Informer(
+            client, resource, {"namespace": _namespace}, namespace="*", keep=keep,
+            on_change=published,
+        )  # fmt: skip
+        return informer
+
+    return await connections.informer(cluster, name, made)
 
 
-async def downstream_workloads(connections: Connections, cluster: str, kind: Kind) -> Informer:
+def workloads_cache(kind: Kind) -> str:
+    """The name of the informer of one workload kind (and of its changes, `Change.cache`)."""
+    return f"workloads:{kind.type}"
+
+
+PODS_CACHE = "pods"
+
+
+async def downstream_workloads(
+    connections: Connections, cluster: str, kind: Kind, changes: Changes
+) -> Informer:
     """The cluster's objects of one workload kind (indexed by `namespace`)."""
     return await _by_namespace(
-        connections, cluster, f"workloads:{kind.type}", workloads.RESOURCES[kind.type]
+        connections,
+        cluster,
+        workloads_cache(kind),
+        workloads.RESOURCES[kind.type],
+        changes=changes,
     )
 
 
-async def downstream_pods(connections: Connections, cluster: str) -> Informer:
+async def downstream_pods(connections: Connections, cluster: str, changes: Changes) -> Informer:
     """The cluster's pods (indexed by `namespace`), each cut to what `/v3` shows of it."""
-    return await _by_namespace(connections, cluster, "pods", Pod, pods.trimmed)
+    return await _by_namespace(connections, cluster, PODS_CACHE, Pod, pods.trimmed, changes=changes)
 
 
 async def downstream_services(connections: Connections, cluster: str) -> Informer:
