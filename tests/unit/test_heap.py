@@ -1,4 +1,4 @@
-"""The API server's heap: frozen out of automatic collections, collected in full when settled."""
+"""The API server's heap: frozen out of automatic collections, collected when settled."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_what_is_alive_when_settled_is_frozen_out_of_collections() -> None:
     assert not any(o is kept for o in gc.get_objects())
 
 
-def test_cyclic_garbage_frozen_meanwhile_goes_at_the_next_settle() -> None:
+def test_cyclic_garbage_frozen_in_use_goes_at_the_next_thawed_settle() -> None:
     a, b = Node(), Node()
     a.other, b.other = b, a
     watched = weakref.ref(a)
@@ -40,7 +40,19 @@ def test_cyclic_garbage_frozen_meanwhile_goes_at_the_next_settle() -> None:
     del a, b  # now garbage that only a collection of frozen objects finds
     gc.collect()
     assert watched() is not None
+    heap.settle(thaw=False)
+    assert watched() is not None  # frozen, it waits for a thawed settle
     heap.settle()
+    assert watched() is None
+
+
+def test_a_settle_without_thawing_collects_what_came_since_the_last() -> None:
+    heap.settle()
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    watched = weakref.ref(a)
+    del a, b
+    heap.settle(thaw=False)
     assert watched() is None
 
 
