@@ -114,12 +114,10 @@ def collection(
     asked = {name for name, _, _ in conditions} | {sort_field}
     rows: Sequence[Row[Any]]
     show: Callable[[Any], T]
-    if isinstance(objects, Listing) and asked <= objects.known | objects.computed.keys() | {
-        "id",
-        "type",
-    }:
-        rows, show = objects.rows, objects.make
-        if computing := {name: objects.computed[name] for name in asked & objects.computed.keys()}:
+    listing = objects if isinstance(objects, Listing) else None
+    if listing is not None and asked <= listing.known | listing.computed.keys() | {"id", "type"}:
+        rows, show = listing.rows, listing.make
+        if computing := {name: listing.computed[name] for name in asked & listing.computed.keys()}:
             rows = [
                 (item_id, {**shown, **{name: value(source) for name, value in computing.items()}},
                  source)

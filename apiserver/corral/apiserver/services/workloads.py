@@ -120,7 +120,7 @@ async def visible(deps: Deps, who: Caller, pid: str) -> Listing[Workload, tuple[
     caches = {kind: await cache_of(deps, where, kind) for kind in KINDS.values()}
     rows = await _rows(deps, where, caches)
 
-    def held_obj(held: tuple[Kind, str]) -> Obj:
+    def obj_of(held: tuple[Kind, str]) -> Obj:
         # Rows hold keys, not objects: they outlive changes to them (a status written).
         kind, key = held
         obj = caches[kind].get(key)
@@ -128,10 +128,10 @@ async def visible(deps: Deps, who: Caller, pid: str) -> Listing[Workload, tuple[
         return obj
 
     def make(held: tuple[Kind, str]) -> Workload:
-        return Workload(where, held[0], held_obj(held), near)
+        return Workload(where, held[0], obj_of(held), near)
 
     def current_state(held: tuple[Kind, str]) -> str:
-        return state.state(held[0], held_obj(held))
+        return state.state(held[0], obj_of(held))
 
     return Listing(rows, KNOWN, make, {"state": current_state})
 
