@@ -1,19 +1,24 @@
 """Many tokens, many objects (issue 25, item 6): 100,000 tokens of 1,000 users, then 10,000
 workloads in one project.
 
-The users and their tokens are written straight into the management cluster, as the API
-server writes them (the key hashed, its digest in the key index); then authentication with a
-random one of the 100,000 tokens per request, a user's `GET /v3/tokens` (its 100), and the
-API server's memory before and after. The workloads are Deployments of no replicas written
+The users are created through the management cluster's API; their tokens, made as the API
+server makes them (the key hashed, its digest in the key index), are put into its etcd
+as kube-apiserver stores them (creating 100,000 through kube-apiserver one
+at a time took half an hour and more on a loaded machine); kube-apiserver's watch and so the
+API server's caches read them as any other write. Then authentication with a random one of the
+100,000 tokens per request, a user's `GET /v3/tokens` (its 100), and the API server's memory
+before and after. The workloads are Deployments of no replicas written
 straight into the downstream cluster (as kubectl would; the workloads bench times creates
 through /v3), spread over ten namespaces of the project, then listed 50 at a time.
 
-`BENCH_MANY=tokens` or `BENCH_MANY=workloads` runs one part alone, at the same sizes (the
-tokens part takes most of the half hour both take)."""
+`BENCH_MANY=tokens` or `BENCH_MANY=workloads` runs one part alone, at the same sizes."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import datetime
+import json
 import os
 import random
 import ssl
@@ -21,6 +26,7 @@ import statistics
 import time
 import urllib.error
 import urllib.request
+import uuid
 from urllib.parse import quote
 
 import aiohttp
@@ -46,35 +52,73 @@ AUTH_ROUNDS = 3000
 # The writes' timeout: with other runs on the machine a connection alone can take seconds.
 WRITES_TIMEOUT = httpx2.Timeout(120)
 PARTS = ("tokens", "workloads")
+# Where kube-apiserver keeps Tokens in the etcd the local planes share (each plane its prefix).
+TOKENS_PREFIX = f"/clusters/management/registry/{names.GROUP}/{names.TOKEN.plural}"
+# Puts at once. One put per token: objects written in one transaction would share a
+# resourceVersion, which kube-apiserver never gives two objects, and a watch resumed at it
+# would miss the rest of them.
+ETCD_CONCURRENCY = 16
 
 
-async def write_tokens(kube: AsyncClient) -> dict[str, list[str]]:
-    """The users, each with its tokens; every user's `<name>:<key>` values."""
+async def write_tokens(env: Environment, kube: AsyncClient) -> dict[str, list[str]]:
+    """The users, created through the management cluster's API, then their tokens put into
+    its etcd as kube-apiserver stores a Token (hashed keys, the key index label):
+    kube-apiserver's watch reads them from etcd as it reads its own writes, and the API
+    server's caches from it. Every user's `<name>:<key>` values."""
     limit = asyncio.Semaphore(CONCURRENCY)
-    values: dict[str, list[str]] = {}
 
     async def user(index: int) -> None:
         user_id = f"u-bench{index:04d}"
         spec = {"username": f"bench-{index:04d}", "displayName": f"bench {index}", "enabled": True}
         async with limit:
             await kube.create(kinds.User(metadata=ObjectMeta(name=user_id), spec=spec))
-        values[user_id] = [await token(user_id, n) for n in range(TOKENS_PER_USER)]
-
-    async def token(user_id: str, n: int) -> str:
-        key, name = hashing.new_key(), f"token-{user_id[2:]}-{n:03d}"
-        labels = {names.LABEL_TOKEN_USER: user_id,
-                  names.INDEX_TOKEN_KEY: hashing.index_digest(key)}  # fmt: skip
-        spec = {"token": hashing.hash_key(key), "ttlMillis": 0, "description": "bench",
-                "userId": user_id, "authProvider": "local", "isDerived": True,
-                "clusterName": "", "userPrincipal": {"name": f"local://{user_id}"}}  # fmt: skip
-        metadata = ObjectMeta(name=name, labels=labels,
-                              annotations={names.ANNOTATION_TOKEN_HASHED: "true"})  # fmt: skip
-        async with limit:
-            await kube.create(kinds.Token(metadata=metadata, spec=spec))
-        return f"{name}:{key}"
 
     await asyncio.gather(*(user(i) for i in range(USERS)))
+    values: dict[str, list[str]] = {}
+    stored: list[tuple[str, bytes]] = []
+    created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for index in range(USERS):
+        user_id = f"u-bench{index:04d}"
+        values[user_id] = []
+        for n in range(TOKENS_PER_USER):
+            key, name = hashing.new_key(), f"token-{user_id[2:]}-{n:03d}"
+            values[user_id].append(f"{name}:{key}")
+            stored.append((f"{TOKENS_PREFIX}/{name}", token_object(name, key, user_id, created)))
+    assert env.etcd is not None
+    url = f"{env.etcd.url}/v3/kv/put"
+    async with aiohttp.ClientSession() as client:
+        writes = asyncio.Semaphore(ETCD_CONCURRENCY)
+
+        async def put(key: str, value: bytes) -> None:
+            body = {"key": _b64(key.encode()), "value": _b64(value)}
+            async with writes, client.post(url, json=body) as response:
+                assert response.status == 200, await response.text()
+
+        await asyncio.gather(*(put(key, value) for key, value in stored[:-1]))
+        # Last, on its own: a watch delivers in order, so a server that knows it knows all.
+        await put(*stored[-1])
     return values
+
+
+def token_object(name: str, key: str, user_id: str, created: str) -> bytes:
+    """A Token as kube-apiserver keeps it in etcd (JSON; its resourceVersion is the etcd
+    revision), made as the API server makes one: the key hashed, its digest in the index."""
+    return json.dumps({
+        "apiVersion": names.API_VERSION, "kind": "Token",
+        "metadata": {"name": name, "uid": str(uuid.uuid4()), "generation": 1,
+                     "creationTimestamp": created,
+                     "labels": {names.LABEL_TOKEN_USER: user_id,
+                                names.INDEX_TOKEN_KEY: hashing.index_digest(key)},
+                     "annotations": {names.ANNOTATION_TOKEN_HASHED: "true"}},
+        "spec": {"token": hashing.hash_key(key), "ttlMillis": 0, "description": "bench",
+                 "userId": user_id, "authProvider": "local", "isDerived": True,
+                 "clusterName": "", "enabled": True,
+                 "userPrincipal": {"name": f"local://{user_id}"}},
+    }).encode()  # fmt: skip
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
 
 
 async def timed(env: Environment, requests: list[tuple[str, str]]) -> tuple[float, float, float]:
@@ -180,7 +224,7 @@ def tokens_part(env: Environment) -> None:
     kube = AsyncClient(KubeConfig.from_file(env.management_kubeconfig), field_manager="bench",
                        timeout=WRITES_TIMEOUT)  # fmt: skip
     began = time.monotonic()
-    values = asyncio.run(write_tokens(kube))
+    values = asyncio.run(write_tokens(env, kube))
     count = USERS * TOKENS_PER_USER
     print(f"wrote {USERS:,} users and {count:,} tokens in {time.monotonic() - began:.0f} s")
     last = next(reversed(values.values()))[-1]

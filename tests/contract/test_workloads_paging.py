@@ -95,7 +95,8 @@ QUERIES = [
     "sort=name&order=desc",
     "workloadType=statefulSet&sort=name",
     "namespaceId_ne=none&sort=namespaceId",
-    "sort=state&name_in=w1&name_in=c0",  # `state` needs every workload made
+    "sort=state&name_in=w1&name_in=c0",
+    "state_ne=paused&sort=name",
 ]
 
 
@@ -176,3 +177,35 @@ async def test_a_listed_workload_is_shown_as_it_is_now(
         return bool(page.body["data"][0]["paused"])
 
     await eventually("the listing to show the deployment paused", paused)
+
+
+async def test_a_filter_on_state_matches_what_the_items_show(admin: Person, project: str) -> None:
+    base = f"/v3/projects/{project}/workloads"
+    everything = (await admin.api.get(base)).body["data"]
+    states = {item["state"] for item in everything}
+    assert len(states) >= 2, states  # suspended cron jobs are paused, the rest are not
+    for state in states:
+        for query, keeps in ((f"state={state}", state.__eq__), (f"state_ne={state}", state.__ne__)):
+            listed = await admin.api.get(f"{base}?{query}&limit=3")
+            expected = [item["id"] for item in everything if keeps(item["state"])]
+            assert [item["id"] for item in listed.body["data"]] == expected[:3], query
+            assert listed.body["pagination"]["total"] == len(expected), query
+
+
+async def test_a_filter_on_state_sees_a_workload_change_state(
+    admin: Person, project: str, kube: AsyncClient
+) -> None:
+    """The listing's rows outlive a change to a workload; its state is read as it is now."""
+    base = f"/v3/projects/{project}/workloads"
+    running = (await admin.api.get(f"{base}?workloadType=deployment&state_ne=paused")).body
+    chosen = running["data"][-1]
+    await kube.patch(Deployment, chosen["name"], {"spec": {"paused": True}},
+                     namespace=chosen["namespaceId"])  # fmt: skip
+
+    async def listed_paused() -> bool:
+        page = await admin.api.get(f"{base}?state=paused&workloadType=deployment")
+        return chosen["id"] in [item["id"] for item in page.body["data"]]
+
+    await eventually("the state filter to list the deployment paused", listed_paused)
+    still = await admin.api.get(f"{base}?workloadType=deployment&state_ne=paused")
+    assert chosen["id"] not in [item["id"] for item in still.body["data"]]

@@ -138,19 +138,24 @@ def test_only_the_page_is_rendered() -> None:
 
 
 def listing_of(
-    objects: list[Thing], made: list[str] | None = None
+    objects: list[Thing], made: list[str] | None = None, computed: list[str] | None = None
 ) -> envelope.Listing[Thing, Thing]:
-    """The objects as a listing that knows their color and size; `made` records what it
-    makes."""
+    """The objects as a listing whose rows know their color and that computes their size from
+    what a row holds; `made` records what it makes, `computed` whose size it computed."""
 
     def make(thing: Thing) -> Thing:
         if made is not None:
             made.append(thing["id"])
         return thing
 
-    rows = [(ident(o), {"color": o.get("color"), "size": o.get("size")}, o) for o in objects]
-    return envelope.Listing(sorted(rows, key=lambda row: row[0]), frozenset({"color", "size"}),
-                            make)  # fmt: skip
+    def size(thing: Thing) -> Any:
+        if computed is not None:
+            computed.append(thing["id"])
+        return thing.get("size")
+
+    rows = [(ident(o), {"color": o.get("color")}, o) for o in objects]
+    return envelope.Listing(sorted(rows, key=lambda row: row[0]), frozenset({"color"}), make,
+                            {"size": size})  # fmt: skip
 
 
 def test_a_listing_makes_only_the_page_when_the_query_reads_only_what_it_knows() -> None:
@@ -165,6 +170,20 @@ def test_a_listing_makes_only_the_page_when_the_query_reads_only_what_it_knows()
     envelope.collection(BASE, SCHEMA, listing_of(items(), made), ident, fields, render, shiny,
                         "/v3/things", True)  # fmt: skip
     assert sorted(made) == sorted(ident(o) for o in items())  # each made once, for its fields
+
+
+def test_a_listing_computes_a_field_only_for_a_query_on_it_and_from_what_rows_hold_now() -> None:
+    things, made, computed = items(), [], []
+    listing = listing_of(things, made, computed)
+    red = MultiDict([("color", "red"), ("limit", "1")])
+    envelope.collection(BASE, SCHEMA, listing, ident, fields, render, red, "/v3/things", True)
+    assert computed == [] and made == ["t0"]
+    made.clear()
+    things[4]["size"] = 0  # the object changed since its row was made
+    page = envelope.collection(BASE, SCHEMA, listing, ident, fields, render,
+                               MultiDict([("size", "0")]), "/v3/things", True)  # fmt: skip
+    assert [item["id"] for item in page["data"]] == ["t0", "t4"]
+    assert sorted(computed) == sorted(ident(o) for o in things) and made == ["t0", "t4"]
 
 
 def test_writable_drops_fields_the_operation_may_not_set() -> None:
@@ -224,8 +243,9 @@ def test_paging_before_rendering_gives_the_body_of_rendering_everything(
         "/v3/things", True, default_sort, newest_first,
     )  # fmt: skip
     assert json.dumps(lazy) == json.dumps(eager)
-    # The same objects as a listing that knows two fields without making an object: a query
-    # on the others makes every object, and either way the body is the same.
+    # The same objects as a listing that knows one field and computes another without making
+    # an object: a query on the others makes every object, and either way the body is the
+    # same.
     listed = envelope.collection(
         BASE, SCHEMA, listing_of(objects), ident, fields, render, query, "/v3/things", True,
         default_sort, newest_first,

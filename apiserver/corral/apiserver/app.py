@@ -15,6 +15,7 @@ from aiohttp import web
 from lightkube import AsyncClient
 from lightkube.types import PatchType
 
+from corral.apiserver import heap
 from corral.apiserver.auth import ratelimit
 from corral.apiserver.auth.access import AccessMemo
 from corral.apiserver.auth.activity import ActivityTracker
@@ -201,6 +202,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         for informer in informers:
             await informer.synced.wait()
             readiness.open(informer.name)
+        heap.settle()  # the caches' first listings, out of the collector's way at once
 
     async def prune() -> None:
         while True:
@@ -225,6 +227,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
                 lambda: stores.number("auth-user-session-idle-ttl-minutes"))),
             asyncio.create_task(prune()),
             asyncio.create_task(settle_rate_limits()),
+            asyncio.create_task(heap.keep_settled()),
         ]  # fmt: skip
         yield
         for task in tasks:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlencode
 
@@ -33,12 +33,15 @@ Row = tuple[str, Mapping[str, Any], R]
 class Listing(Generic[T, R]):
     """A collection whose objects are made only when a page shows them, so that a page of a
     long listing costs the page: its rows are in id order, each with the fields `known`
-    without making the object, and what `make` makes the object from. A filter or a sort on
+    without making the object, and what `make` makes the object from. `computed` gives
+    other fields from what a row holds, cheaply and only when a query filters or sorts by
+    them (a field that changes with the object, which rows outlive). A filter or a sort on
     any other field makes every object."""
 
     rows: Sequence[Row[R]]
     known: frozenset[str]
     make: Callable[[R], T]
+    computed: Mapping[str, Callable[[R], Any]] = field(default_factory=dict)
 
     def __iter__(self) -> Iterator[T]:
         return (self.make(source) for _, _, source in self.rows)
@@ -111,8 +114,15 @@ def collection(
     asked = {name for name, _, _ in conditions} | {sort_field}
     rows: Sequence[Row[Any]]
     show: Callable[[Any], T]
-    if isinstance(objects, Listing) and asked <= objects.known | {"id", "type"}:
-        rows, show = objects.rows, objects.make
+    listing = objects if isinstance(objects, Listing) else None
+    if listing is not None and asked <= listing.known | listing.computed.keys() | {"id", "type"}:
+        rows, show = listing.rows, listing.make
+        if computing := {name: listing.computed[name] for name in asked & listing.computed.keys()}:
+            rows = [
+                (item_id, {**shown, **{name: value(source) for name, value in computing.items()}},
+                 source)
+                for item_id, shown, source in rows
+            ]  # fmt: skip
     else:
         # An object's fields cost several times its id: most pages are neither filtered nor
         # sorted by anything else, and read none.

@@ -44,7 +44,7 @@ from corral.core.kube.impersonation import Impersonation
 from corral.core.kube.informer import Informer, Obj, key_of
 from corral.core.projects import quota, roles
 from corral.core.projects.downstream import QUOTA_NAME
-from corral.core.workloads import endpoints, render, spec, usage
+from corral.core.workloads import endpoints, render, spec, state, usage
 from corral.core.workloads.kinds import (
     DEPLOYMENT,
     KINDS,
@@ -121,14 +121,20 @@ async def visible(deps: Deps, who: Caller, pid: str) -> Listing[Workload, tuple[
     caches = {kind: await cache_of(deps, where, kind) for kind in KINDS.values()}
     rows = await _rows(deps, where, caches)
 
-    def make(held: tuple[Kind, str]) -> Workload:
+    def obj_of(held: tuple[Kind, str]) -> Obj:
         # Rows hold keys, not objects: they outlive changes to them (a status written).
         kind, key = held
         obj = caches[kind].get(key)
         assert obj is not None  # the rows are of the workloads the caches hold now
-        return Workload(where, kind, obj, near)
+        return obj
 
-    return Listing(rows, KNOWN, make)
+    def make(held: tuple[Kind, str]) -> Workload:
+        return Workload(where, held[0], obj_of(held), near)
+
+    def current_state(held: tuple[Kind, str]) -> str:
+        return state.state(held[0], obj_of(held))
+
+    return Listing(rows, KNOWN, make, {"state": current_state})
 
 
 async def find(deps: Deps, who: Caller, pid: str, text: str) -> Workload | None:
