@@ -800,3 +800,107 @@ def test_a_pods_log_is_followed_and_a_command_runs_in_its_terminal(
         assert problems == []
     finally:
         assert api.delete(f"/v3/clusters/{cluster_id}").status in (200, 204, 404)
+
+
+def cluster_names(api: Api) -> set[str]:
+    return {c["name"] for c in api.get("/v3/clusters").body["data"]}
+
+
+def open_create_cluster(page: Page) -> None:
+    page.get_by_role("link", name="Create cluster").click()
+    expect(page.get_by_role("heading", name="Create a cluster", level=1)).to_be_visible()
+
+
+def test_an_import_with_a_malformed_kubeconfig_shows_the_apis_message_and_makes_nothing(
+    stack: Environment, api: Api, page: Page
+) -> None:
+    before = cluster_names(api)
+    malformed = "apiVersion: v1\nkind: Config\nclusters: []\n"
+    # What the API answers to the body the form sends, asked directly: refused, nothing made.
+    body = {"type": "cluster", "name": "console-malformed",
+            "importedConfig": {"kubeConfig": base64.b64encode(malformed.encode()).decode()}}
+    refused = api.post("/v3/clusters", body)
+    assert refused.status == 422, refused.body
+    assert refused.body["fieldName"] == "importedConfig.kubeConfig", refused.body
+    sign_in(page, stack.api_url, "admin", stack.admin_password)
+    open_create_cluster(page)
+    expect(page.get_by_role("tab", name="Import")).to_have_attribute("aria-selected", "true")
+    page.get_by_label("Name", exact=True).fill("console-malformed")
+    page.get_by_label("Kubeconfig").fill(malformed)
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(field_error(page, "Kubeconfig")).to_have_text(refused.body["message"])
+    expect(page.get_by_label("Kubeconfig")).to_be_focused()
+    assert cluster_names(api) == before
+    for theme in ("light", "dark"):
+        in_theme(page, theme)
+        assert axe_violations(page) == [], f"create cluster, refused, {theme}"
+    page.screenshot(path=SCREENSHOTS / "create-cluster-refused.png", full_page=True)
+    for tab in ("Register", "Provision"):
+        page.get_by_role("tab", name=tab).click()
+        expect(page.get_by_role("tab", name=tab)).to_have_attribute("aria-selected", "true")
+        assert axe_violations(page) == [], f"create cluster, {tab}"
+    # The provisioning form offers the catalog's versions, as the API serves the setting.
+    catalog = json.loads(api.get("/v3/settings/kubernetes-version-catalog").body["value"])
+    offered = page.get_by_label("Kubernetes version").locator("option").all_text_contents()
+    assert sorted(offered) == sorted(catalog), offered
+    page.screenshot(path=SCREENSHOTS / "create-cluster-provision.png", full_page=True)
+    in_theme(page, "light")
+    page.get_by_role("link", name="Clusters").first.click()
+    expect(page.get_by_text(re.compile(r"^\d+ of \d+ clusters$"))).to_be_visible()
+    expect(page.locator("[data-cluster]").filter(has_text="console-malformed")).to_have_count(0)
+
+
+def test_a_cluster_imported_from_the_console_turns_active_without_a_reload(
+    stack: Environment, api: Api, page: Page, add_downstream: Any
+) -> None:
+    plane = add_downstream("console-import", nodes=1)
+    sign_in(page, stack.api_url, "admin", stack.admin_password)
+    page.evaluate("window.loadedOnce = true")  # gone if the page reloads
+    open_create_cluster(page)
+    page.get_by_label("Name", exact=True).fill("console-import")
+    page.get_by_label("Kubeconfig").fill(plane.kubeconfig_path.read_text())
+    page.get_by_role("button", name="Import", exact=True).click()
+    created = page.get_by_test_id("created")
+    expect(created.get_by_role("heading")).to_have_text("Cluster console-import created")
+    made = [c for c in api.get("/v3/clusters").body["data"] if c["name"] == "console-import"]
+    assert len(made) == 1 and made[0]["driver"] == "imported", made
+    cluster_id = made[0]["id"]
+    try:
+        expect(page.get_by_test_id("created-state")).to_have_text("active", timeout=LIVE_WAIT_MS)
+        assert page.evaluate("window.loadedOnce") is True
+        created.get_by_role("link", name="Open console-import").click()
+        expect(page.get_by_role("heading", name="console-import", level=1)).to_be_visible()
+        assert urlsplit(page.url).fragment == f"/clusters/{cluster_id}"
+    finally:
+        assert api.delete(f"/v3/clusters/{cluster_id}").status == 204
+
+
+def test_a_cluster_registered_from_the_console_shows_its_command(
+    stack: Environment, api: Api, page: Page, context: BrowserContext
+) -> None:
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    sign_in(page, stack.api_url, "admin", stack.admin_password)
+    open_create_cluster(page)
+    page.get_by_role("tab", name="Register").click()
+    page.get_by_label("Name", exact=True).fill("console-register")
+    page.get_by_role("button", name="Create and show the command").click()
+    created = page.get_by_test_id("created")
+    expect(created.get_by_role("heading")).to_have_text("Cluster console-register created")
+    made = [c for c in api.get("/v3/clusters").body["data"] if c["name"] == "console-register"]
+    assert len(made) == 1, made
+    cluster_id = made[0]["id"]
+    try:
+        token = api.get(f"/v3/clusterregistrationtokens/{cluster_id}:default-token").body
+        commands = page.get_by_test_id("registration-command")
+        expect(commands).to_have_text([token["command"], token["insecureCommand"]])
+        # It waits for its agent, and the page says so as the API does.
+        expect(page.get_by_test_id("created-state")).to_have_text(made[0]["state"])
+        created.get_by_role("button", name="Copy").first.click()
+        expect(created.get_by_role("status").filter(has_text="Copied.")).to_be_visible()
+        assert page.evaluate("navigator.clipboard.readText()") == token["command"]
+        for theme in ("light", "dark"):
+            in_theme(page, theme)
+            assert axe_violations(page) == [], f"registered cluster, {theme}"
+        page.screenshot(path=SCREENSHOTS / "create-cluster-registered.png", full_page=True)
+    finally:
+        assert api.delete(f"/v3/clusters/{cluster_id}").status == 204
