@@ -817,8 +817,11 @@ def test_an_import_with_a_malformed_kubeconfig_shows_the_apis_message_and_makes_
     before = cluster_names(api)
     malformed = "apiVersion: v1\nkind: Config\nclusters: []\n"
     # What the API answers to the body the form sends, asked directly: refused, nothing made.
-    body = {"type": "cluster", "name": "console-malformed",
-            "importedConfig": {"kubeConfig": base64.b64encode(malformed.encode()).decode()}}
+    body = {
+        "type": "cluster",
+        "name": "console-malformed",
+        "importedConfig": {"kubeConfig": base64.b64encode(malformed.encode()).decode()},
+    }
     refused = api.post("/v3/clusters", body)
     assert refused.status == 422, refused.body
     assert refused.body["fieldName"] == "importedConfig.kubeConfig", refused.body
@@ -904,3 +907,66 @@ def test_a_cluster_registered_from_the_console_shows_its_command(
         page.screenshot(path=SCREENSHOTS / "create-cluster-registered.png", full_page=True)
     finally:
         assert api.delete(f"/v3/clusters/{cluster_id}").status == 204
+
+
+def test_a_cluster_provisioned_from_the_console_has_the_version_and_pools_chosen(
+    stack: Environment, api: Api, page: Page
+) -> None:
+    """What the form sends is what the /v1 view holds; the cluster is followed from its first
+    state (its control plane cannot come up here: that needs the real node)."""
+    template = api.post("/v3/nodetemplates", {"name": "console-provision", "kwokConfig": {}})
+    assert template.status == 201, template.body
+    before = cluster_names(api)
+    cluster_id = ""
+    try:
+        sign_in(page, stack.api_url, "admin", stack.admin_password)
+        open_create_cluster(page)
+        page.get_by_role("tab", name="Provision").click()
+        page.get_by_label("Name", exact=True).fill("console-provision")
+        page.get_by_label("Distribution").select_option("k3s")
+        version = page.get_by_label("Kubernetes version").input_value()
+        page.get_by_label("Node template").select_option(template.body["id"])
+        page.get_by_label("Pool name").fill("Bad_Pool")
+        # What the API answers to the body the form sends, asked directly: refused.
+        pools = [
+            {
+                "name": "Bad_Pool",
+                "quantity": 1,
+                "workerRole": True,
+                "etcdRole": False,
+                "controlPlaneRole": False,
+                "machineConfigRef": {"kind": "NodeTemplate", "name": template.body["id"]},
+            }
+        ]
+        body = {"type": "provisioning.svc.io.cluster",
+                "metadata": {"name": "console-provision", "namespace": "fleet-default"},
+                "spec": {"kubernetesVersion": version, "k3sConfig": {"kubernetesVersion": version},
+                         "rkeConfig": {"machinePools": pools}}}  # fmt: skip
+        refused = api.post("/v1/provisioning.svc.io.clusters", body)
+        assert refused.status == 422, refused.body
+        assert refused.body["fieldName"] == "spec.rkeConfig.machinePools[0].name", refused.body
+        page.get_by_role("button", name="Provision", exact=True).click()
+        # The API's refusal of the pool's name, at that pool's name, and nothing made.
+        expect(field_error(page, "Pool name")).to_have_text(refused.body["message"])
+        assert cluster_names(api) == before
+        page.get_by_label("Pool name").fill("workers")
+        page.get_by_label("Machines").fill("2")
+        page.get_by_role("button", name="Provision", exact=True).click()
+        created = page.get_by_test_id("created")
+        expect(created.get_by_role("heading")).to_have_text("Cluster console-provision created")
+        view = api.get("/v1/provisioning.svc.io.clusters/fleet-default/console-provision").body
+        cluster_id = view["status"]["clusterName"]
+        assert view["spec"]["kubernetesVersion"] == version
+        assert "k3sConfig" in view["spec"], view["spec"]
+        [pool] = view["spec"]["rkeConfig"]["machinePools"]
+        assert (pool["name"], pool["quantity"], pool["workerRole"]) == ("workers", 2, True), pool
+        assert pool["machineConfigRef"] == {"kind": "NodeTemplate", "name": template.body["id"]}
+        state = api.get(f"/v3/clusters/{cluster_id}").body["state"]
+        expect(page.get_by_test_id("created-state")).not_to_have_text("unknown")
+        assert state in ("pending", "provisioning", "active", "unavailable", "updating"), state
+    finally:
+        if cluster_id:
+            assert api.delete(f"/v3/clusters/{cluster_id}").status == 204
+            wait_for("the cluster gone",
+                     lambda: api.get(f"/v3/clusters/{cluster_id}").status == 404, 120)  # fmt: skip
+        api.delete(f"/v3/nodetemplates/{template.body['id']}")
