@@ -12,6 +12,8 @@ import json
 import re
 import secrets
 import ssl
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +25,7 @@ import yaml
 from kubernetes import client as k8s
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, expect, sync_playwright
 
+from corral.devenv.agents import agent_environment, run_registration
 from corral.devenv.environment import Environment
 from corral.devenv.kwok import SIMULATED_LOG
 from corral.devenv.waiting import wait_for
@@ -878,11 +881,22 @@ def test_a_cluster_imported_from_the_console_turns_active_without_a_reload(
         assert api.delete(f"/v3/clusters/{cluster_id}").status == 204
 
 
-def test_a_cluster_registered_from_the_console_shows_its_command(
-    stack: Environment, api: Api, page: Page, context: BrowserContext
+def test_a_cluster_registered_from_the_console_shows_its_command_and_turns_active(
+    stack: Environment,
+    api: Api,
+    page: Page,
+    context: BrowserContext,
+    add_downstream: Any,
+    devkube: Path,
+    tmp_path: Path,
 ) -> None:
+    """The command the page shows, run in the cluster as a user runs it, and the agent it
+    deploys run as its Deployment would (test_cluster_agent.py): the page follows the
+    cluster from waiting to active without a reload."""
     context.grant_permissions(["clipboard-read", "clipboard-write"])
+    plane = add_downstream("console-register", nodes=1)
     sign_in(page, stack.api_url, "admin", stack.admin_password)
+    page.evaluate("window.loadedOnce = true")  # gone if the page reloads
     open_create_cluster(page)
     page.get_by_role("tab", name="Register").click()
     page.get_by_label("Name", exact=True).fill("console-register")
@@ -892,6 +906,7 @@ def test_a_cluster_registered_from_the_console_shows_its_command(
     made = [c for c in api.get("/v3/clusters").body["data"] if c["name"] == "console-register"]
     assert len(made) == 1, made
     cluster_id = made[0]["id"]
+    agent: subprocess.Popen[bytes] | None = None
     try:
         token = api.get(f"/v3/clusterregistrationtokens/{cluster_id}:default-token").body
         commands = page.get_by_test_id("registration-command")
@@ -905,8 +920,28 @@ def test_a_cluster_registered_from_the_console_shows_its_command(
             in_theme(page, theme)
             assert axe_violations(page) == [], f"registered cluster, {theme}"
         page.screenshot(path=SCREENSHOTS / "create-cluster-registered.png", full_page=True)
+
+        # corral's certificate is self-signed here, hence the second command, as shown.
+        applied = run_registration(commands.nth(1).inner_text(), devkube, plane, tmp_path)
+        assert applied.returncode == 0, applied.stderr
+
+        def kubectl(*args: str) -> list[str]:
+            return [str(devkube), "kubectl", f"--kubeconfig={plane.kubeconfig_path}", *args]
+
+        env = agent_environment(kubectl, plane, tmp_path)
+        with (tmp_path / "agent.log").open("ab") as log:
+            agent = subprocess.Popen([sys.executable, "-m", "corral.agent"], env=env,
+                                     stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        expect(page.get_by_test_id("created-state")).to_have_text("active", timeout=LIVE_WAIT_MS)
+        assert page.evaluate("window.loadedOnce") is True
     finally:
+        # The agent carries the clean-up of what the manifest made: it stays until it is done.
         assert api.delete(f"/v3/clusters/{cluster_id}").status == 204
+        wait_for("the cluster gone",
+                 lambda: api.get(f"/v3/clusters/{cluster_id}").status == 404, 120)  # fmt: skip
+        if agent is not None:
+            agent.terminate()
+            agent.wait(10)
 
 
 def test_a_cluster_provisioned_from_the_console_has_the_version_and_pools_chosen(
