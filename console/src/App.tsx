@@ -3,6 +3,7 @@ import { useEffect, useState } from "preact/hooks";
 import { onSessionEnded } from "./api";
 import { ClusterList } from "./ClusterList";
 import { ClusterPage } from "./ClusterPage";
+import { CreateCluster } from "./CreateCluster";
 import { PodPage } from "./PodPage";
 import { ProjectPage } from "./ProjectPage";
 import { ProjectsPage } from "./ProjectsPage";
@@ -142,6 +143,8 @@ function Page({ route }: { route: Route }) {
   switch (route.page) {
     case "clusters":
       return <ClusterList />;
+    case "create-cluster":
+      return <CreateCluster />;
     case "cluster":
       return <ClusterPage key={route.clusterId} clusterId={route.clusterId} />;
     case "projects":

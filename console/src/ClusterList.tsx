@@ -1,6 +1,6 @@
 import { useMemo, useRef, useState } from "preact/hooks";
 
-import { ApiError, all } from "./api";
+import { ApiError, listing } from "./api";
 import { applyEvent, shown, toRow, type ClusterRow, type V3Cluster } from "./clusters";
 import { LiveBadge, useLive } from "./live";
 import { hrefOf } from "./route";
@@ -17,10 +17,13 @@ export function ClusterList() {
   const [rows, setRows] = useState<ReadonlyMap<string, ClusterRow> | null>(null);
   const [error, setError] = useState("");
   const [filter, setFilter] = useState("");
+  const [creatable, setCreatable] = useState(false);
 
   const load = async () => {
     try {
-      setRows(rowsOf(await all<V3Cluster>("/v3/clusters")));
+      const listed = await listing<V3Cluster>("/v3/clusters");
+      setRows(rowsOf(listed.data));
+      setCreatable(listed.createTypes.cluster !== undefined);
       setError("");
     } catch (failure) {
       if (failure instanceof ApiError && failure.sessionEnded) return;
@@ -38,6 +41,12 @@ export function ClusterList() {
       <header class="page-head">
         <h1 id="clusters-title">Clusters</h1>
         <LiveBadge link={link} />
+        <span class="spacer-flex" />
+        {creatable && (
+          <a class="button" href={hrefOf({ page: "create-cluster" })}>
+            Create cluster
+          </a>
+        )}
       </header>
       <div class="toolbar">
         <label for="cluster-filter">Filter</label>

@@ -3,6 +3,7 @@ import { useRef, useState } from "preact/hooks";
 import { ApiError, all, call, pathOf } from "./api";
 import { healthy, type Condition, type V3Cluster } from "./clusters";
 import { DeleteDialog } from "./DeleteDialog";
+import { EtcdBackups, offersBackups } from "./EtcdBackups";
 import { download, generateKubeconfig, kubeconfigFileName } from "./kubeconfig";
 import { LiveBadge, useAction, useLive } from "./live";
 import {
@@ -15,6 +16,7 @@ import {
   type V3NodePool,
 } from "./nodes";
 import { applyResourceEvent, byId, messageOf, type ResourceEvent } from "./resources";
+import { RotateCertificates } from "./RotateCertificates";
 import { hrefOf } from "./route";
 
 export interface Cluster extends V3Cluster {
@@ -120,6 +122,7 @@ export function ClusterPage({ clusterId }: { clusterId: string }) {
         <a class="button ghost" href={hrefOf({ page: "projects", clusterId })}>
           Projects
         </a>
+        <RotateCertificates cluster={cluster} />
         <ClusterActions cluster={cluster} name={name} />
       </header>
       <dl class="facts">
@@ -139,6 +142,7 @@ export function ClusterPage({ clusterId }: { clusterId: string }) {
       <Conditions conditions={cluster.status?.conditions ?? []} />
       <Nodes loaded={nodes} />
       <Pools loaded={pools} />
+      {offersBackups(cluster) && <EtcdBackups cluster={cluster} />}
     </section>
   );
 }

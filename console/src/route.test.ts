@@ -6,6 +6,7 @@ describe("routes", () => {
   it("reads each page back from the address it gives", () => {
     const routes: Route[] = [
       { page: "clusters" },
+      { page: "create-cluster" },
       { page: "cluster", clusterId: "c-abcde" },
       { page: "projects", clusterId: "local" },
       { page: "project", projectId: "c-abcde:p-xyz12" },
@@ -18,7 +19,7 @@ describe("routes", () => {
 
   it("sends anything else to the clusters list", () => {
     for (const hash of ["", "#", "#/nowhere", "#/clusters/C-UPPER", "#/clusters/c-a/nodes",
-      "#/clusters/c-a/projects/x", "#/clusters/..%2Fv3", "#/clusters/", "#/projects/p-x/workloads",
+      "#/clusters/c-a/projects/x", "#/clusters/new/x", "#/clusters/..%2Fv3", "#/clusters/", "#/projects/p-x/workloads",
       "#/projects/c-a", "#/projects/c-a%3AP-B", "#/projects/c-a%3Ap-b/pods/web", "#/projects/c-a%3Ap-b/pods/shop%3A..%2Fx",
       "#/projects/c-a%3Ap-b/workloads/x", "#/projects/%E0%A4%A"]) {
       expect(parseRoute(hash)).toEqual({ page: "clusters" });

@@ -3,6 +3,7 @@
 
 export type Route =
   | { page: "clusters" }
+  | { page: "create-cluster" }
   | { page: "cluster"; clusterId: string }
   | { page: "projects"; clusterId: string }
   | { page: "project"; projectId: string }
@@ -25,6 +26,8 @@ export function parseRoute(hash: string): Route {
     return { page: "clusters" };
   }
   const [root, id, sub, leaf] = decoded;
+  // Not a cluster id: those are `c-…` and `local`.
+  if (root === "clusters" && id === "new" && parts.length === 2) return { page: "create-cluster" };
   if (root === "clusters" && id && ID.test(id)) {
     if (parts.length === 2) return { page: "cluster", clusterId: id };
     if (parts.length === 3 && sub === "projects") return { page: "projects", clusterId: id };
@@ -43,6 +46,8 @@ export function hrefOf(route: Route): string {
   switch (route.page) {
     case "clusters":
       return "#/clusters";
+    case "create-cluster":
+      return "#/clusters/new";
     case "cluster":
       return `#/clusters/${encodeURIComponent(route.clusterId)}`;
     case "projects":

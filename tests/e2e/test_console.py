@@ -12,6 +12,8 @@ import json
 import re
 import secrets
 import ssl
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +25,7 @@ import yaml
 from kubernetes import client as k8s
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, expect, sync_playwright
 
+from corral.devenv.agents import agent_environment, run_registration
 from corral.devenv.environment import Environment
 from corral.devenv.kwok import SIMULATED_LOG
 from corral.devenv.waiting import wait_for
@@ -950,3 +953,205 @@ def test_a_projects_namespaces_secrets_and_events_from_its_page(
     finally:
         api.delete(f"/v3/clusters/{cluster_id}/namespaces/{namespace}")
         assert api.delete(f"/v3/projects/{project_id}").status in (200, 204, 404)
+
+
+def cluster_names(api: Api) -> set[str]:
+    return {c["name"] for c in api.get("/v3/clusters").body["data"]}
+
+
+def open_create_cluster(page: Page) -> None:
+    page.get_by_role("link", name="Create cluster").click()
+    expect(page.get_by_role("heading", name="Create a cluster", level=1)).to_be_visible()
+
+
+def test_an_import_with_a_malformed_kubeconfig_shows_the_apis_message_and_makes_nothing(
+    stack: Environment, api: Api, page: Page
+) -> None:
+    before = cluster_names(api)
+    malformed = "apiVersion: v1\nkind: Config\nclusters: []\n"
+    # What the API answers to the body the form sends, asked directly: refused, nothing made.
+    body = {
+        "type": "cluster",
+        "name": "console-malformed",
+        "importedConfig": {"kubeConfig": base64.b64encode(malformed.encode()).decode()},
+    }
+    refused = api.post("/v3/clusters", body)
+    assert refused.status == 422, refused.body
+    assert refused.body["fieldName"] == "importedConfig.kubeConfig", refused.body
+    sign_in(page, stack.api_url, "admin", stack.admin_password)
+    open_create_cluster(page)
+    expect(page.get_by_role("tab", name="Import")).to_have_attribute("aria-selected", "true")
+    page.get_by_label("Name", exact=True).fill("console-malformed")
+    page.get_by_label("Kubeconfig").fill(malformed)
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(field_error(page, "Kubeconfig")).to_have_text(refused.body["message"])
+    expect(page.get_by_label("Kubeconfig")).to_be_focused()
+    assert cluster_names(api) == before
+    for theme in ("light", "dark"):
+        in_theme(page, theme)
+        assert axe_violations(page) == [], f"create cluster, refused, {theme}"
+    page.screenshot(path=SCREENSHOTS / "create-cluster-refused.png", full_page=True)
+    for tab in ("Register", "Provision"):
+        page.get_by_role("tab", name=tab).click()
+        expect(page.get_by_role("tab", name=tab)).to_have_attribute("aria-selected", "true")
+        assert axe_violations(page) == [], f"create cluster, {tab}"
+    # The provisioning form offers the catalog's versions, as the API serves the setting.
+    catalog = json.loads(api.get("/v3/settings/kubernetes-version-catalog").body["value"])
+    offered = page.get_by_label("Kubernetes version").locator("option").all_text_contents()
+    assert sorted(offered) == sorted(catalog), offered
+    page.screenshot(path=SCREENSHOTS / "create-cluster-provision.png", full_page=True)
+    in_theme(page, "light")
+    page.get_by_role("link", name="Clusters").first.click()
+    expect(page.get_by_text(re.compile(r"^\d+ of \d+ clusters$"))).to_be_visible()
+    expect(page.locator("[data-cluster]").filter(has_text="console-malformed")).to_have_count(0)
+
+
+def test_a_cluster_imported_from_the_console_turns_active_without_a_reload(
+    stack: Environment, api: Api, page: Page, add_downstream: Any
+) -> None:
+    plane = add_downstream("console-import", nodes=1)
+    sign_in(page, stack.api_url, "admin", stack.admin_password)
+    page.evaluate("window.loadedOnce = true")  # gone if the page reloads
+    open_create_cluster(page)
+    page.get_by_label("Name", exact=True).fill("console-import")
+    page.get_by_label("Kubeconfig").fill(plane.kubeconfig_path.read_text())
+    page.get_by_role("button", name="Import", exact=True).click()
+    created = page.get_by_test_id("created")
+    expect(created.get_by_role("heading")).to_have_text("Cluster console-import created")
+    made = [c for c in api.get("/v3/clusters").body["data"] if c["name"] == "console-import"]
+    assert len(made) == 1 and made[0]["driver"] == "imported", made
+    cluster_id = made[0]["id"]
+    try:
+        expect(page.get_by_test_id("created-state")).to_have_text("active", timeout=LIVE_WAIT_MS)
+        assert page.evaluate("window.loadedOnce") is True
+        created.get_by_role("link", name="Open console-import").click()
+        expect(page.get_by_role("heading", name="console-import", level=1)).to_be_visible()
+        assert urlsplit(page.url).fragment == f"/clusters/{cluster_id}"
+    finally:
+        assert api.delete(f"/v3/clusters/{cluster_id}").status == 204
+
+
+def test_a_cluster_registered_from_the_console_shows_its_command_and_turns_active(
+    stack: Environment,
+    api: Api,
+    page: Page,
+    context: BrowserContext,
+    add_downstream: Any,
+    devkube: Path,
+    tmp_path: Path,
+) -> None:
+    """The command the page shows, run in the cluster as a user runs it, and the agent it
+    deploys run as its Deployment would (test_cluster_agent.py): the page follows the
+    cluster from waiting to active without a reload."""
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    plane = add_downstream("console-register", nodes=1)
+    sign_in(page, stack.api_url, "admin", stack.admin_password)
+    page.evaluate("window.loadedOnce = true")  # gone if the page reloads
+    open_create_cluster(page)
+    page.get_by_role("tab", name="Register").click()
+    page.get_by_label("Name", exact=True).fill("console-register")
+    page.get_by_role("button", name="Create and show the command").click()
+    created = page.get_by_test_id("created")
+    expect(created.get_by_role("heading")).to_have_text("Cluster console-register created")
+    made = [c for c in api.get("/v3/clusters").body["data"] if c["name"] == "console-register"]
+    assert len(made) == 1, made
+    cluster_id = made[0]["id"]
+    agent: subprocess.Popen[bytes] | None = None
+    try:
+        token = api.get(f"/v3/clusterregistrationtokens/{cluster_id}:default-token").body
+        commands = page.get_by_test_id("registration-command")
+        expect(commands).to_have_text([token["command"], token["insecureCommand"]])
+        # It waits for its agent, and the page says so as the API does.
+        expect(page.get_by_test_id("created-state")).to_have_text(made[0]["state"])
+        created.get_by_role("button", name="Copy").first.click()
+        expect(created.get_by_role("status").filter(has_text="Copied.")).to_be_visible()
+        assert page.evaluate("navigator.clipboard.readText()") == token["command"]
+        for theme in ("light", "dark"):
+            in_theme(page, theme)
+            assert axe_violations(page) == [], f"registered cluster, {theme}"
+        page.screenshot(path=SCREENSHOTS / "create-cluster-registered.png", full_page=True)
+
+        # corral's certificate is self-signed here, hence the second command, as shown.
+        applied = run_registration(commands.nth(1).inner_text(), devkube, plane, tmp_path)
+        assert applied.returncode == 0, applied.stderr
+
+        def kubectl(*args: str) -> list[str]:
+            return [str(devkube), "kubectl", f"--kubeconfig={plane.kubeconfig_path}", *args]
+
+        env = agent_environment(kubectl, plane, tmp_path)
+        with (tmp_path / "agent.log").open("ab") as log:
+            agent = subprocess.Popen([sys.executable, "-m", "corral.agent"], env=env,
+                                     stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        expect(page.get_by_test_id("created-state")).to_have_text("active", timeout=LIVE_WAIT_MS)
+        assert page.evaluate("window.loadedOnce") is True
+    finally:
+        # The agent carries the clean-up of what the manifest made: it stays until it is done.
+        assert api.delete(f"/v3/clusters/{cluster_id}").status == 204
+        wait_for("the cluster gone",
+                 lambda: api.get(f"/v3/clusters/{cluster_id}").status == 404, 120)  # fmt: skip
+        if agent is not None:
+            agent.terminate()
+            agent.wait(10)
+
+
+def test_a_cluster_provisioned_from_the_console_has_the_version_and_pools_chosen(
+    stack: Environment, api: Api, page: Page
+) -> None:
+    """What the form sends is what the /v1 view holds; the cluster is followed from its first
+    state (its control plane cannot come up here: that needs the real node)."""
+    template = api.post("/v3/nodetemplates", {"name": "console-provision", "kwokConfig": {}})
+    assert template.status == 201, template.body
+    before = cluster_names(api)
+    cluster_id = ""
+    try:
+        sign_in(page, stack.api_url, "admin", stack.admin_password)
+        open_create_cluster(page)
+        page.get_by_role("tab", name="Provision").click()
+        page.get_by_label("Name", exact=True).fill("console-provision")
+        page.get_by_label("Distribution").select_option("k3s")
+        version = page.get_by_label("Kubernetes version").input_value()
+        page.get_by_label("Node template").select_option(template.body["id"])
+        page.get_by_label("Pool name").fill("Bad_Pool")
+        # What the API answers to the body the form sends, asked directly: refused.
+        pools = [
+            {
+                "name": "Bad_Pool",
+                "quantity": 1,
+                "workerRole": True,
+                "etcdRole": False,
+                "controlPlaneRole": False,
+                "machineConfigRef": {"kind": "NodeTemplate", "name": template.body["id"]},
+            }
+        ]
+        body = {"type": "provisioning.svc.io.cluster",
+                "metadata": {"name": "console-provision", "namespace": "fleet-default"},
+                "spec": {"kubernetesVersion": version, "k3sConfig": {"kubernetesVersion": version},
+                         "rkeConfig": {"machinePools": pools}}}  # fmt: skip
+        refused = api.post("/v1/provisioning.svc.io.clusters", body)
+        assert refused.status == 422, refused.body
+        assert refused.body["fieldName"] == "spec.rkeConfig.machinePools[0].name", refused.body
+        page.get_by_role("button", name="Provision", exact=True).click()
+        # The API's refusal of the pool's name, at that pool's name, and nothing made.
+        expect(field_error(page, "Pool name")).to_have_text(refused.body["message"])
+        assert cluster_names(api) == before
+        page.get_by_label("Pool name").fill("workers")
+        page.get_by_label("Machines").fill("2")
+        page.get_by_role("button", name="Provision", exact=True).click()
+        created = page.get_by_test_id("created")
+        expect(created.get_by_role("heading")).to_have_text("Cluster console-provision created")
+        view = api.get("/v1/provisioning.svc.io.clusters/fleet-default/console-provision").body
+        cluster_id = view["status"]["clusterName"]
+        assert view["spec"]["kubernetesVersion"] == version
+        assert "k3sConfig" in view["spec"], view["spec"]
+        [pool] = view["spec"]["rkeConfig"]["machinePools"]
+        assert (pool["name"], pool["quantity"], pool["workerRole"]) == ("workers", 2, True), pool
+        assert pool["machineConfigRef"] == {"kind": "NodeTemplate", "name": template.body["id"]}
+        state = api.get(f"/v3/clusters/{cluster_id}").body["state"]
+        expect(page.get_by_test_id("created-state")).not_to_have_text("unknown")
+        assert state in ("pending", "provisioning", "active", "unavailable", "updating"), state
+    finally:
+        if cluster_id:
+            assert api.delete(f"/v3/clusters/{cluster_id}").status == 204
+            wait_for("the cluster gone",
+                     lambda: api.get(f"/v3/clusters/{cluster_id}").status == 404, 120)  # fmt: skip
+        api.delete(f"/v3/nodetemplates/{template.body['id']}")
