@@ -1,4 +1,4 @@
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { TargetedSubmitEvent } from "preact";
 
 import { providerOf, userBody, userErrorInput, type UserForm, type V3User } from "./access";
@@ -17,11 +17,17 @@ export function Users() {
   const [creating, setCreating] = useState(false);
   const [deleting, setDeleting] = useState<V3User | null>(null);
   const toggle = useAction();
+  // Users deleted here: the API lists a user until the operator has removed what was theirs
+  // (its finalizer), which is not the page's business once the DELETE is answered.
+  const deleted = useRef(new Set<string>());
 
   const load = async () => {
     try {
       const listed = await listing<V3User>("/v3/users");
-      setUsers(listed.data.sort((a, b) => nameOf(a).localeCompare(nameOf(b))));
+      const ids = new Set(listed.data.map((u) => u.id));
+      for (const id of deleted.current) if (!ids.has(id)) deleted.current.delete(id);
+      const shown = listed.data.filter((u) => !deleted.current.has(u.id));
+      setUsers(shown.sort((a, b) => nameOf(a).localeCompare(nameOf(b))));
       setMayCreate(listed.createTypes.user !== undefined);
       setError("");
     } catch (failure) {
@@ -121,6 +127,7 @@ export function Users() {
           name={nameOf(deleting)}
           remove={async () => {
             await call("DELETE", pathOf(deleting.links?.remove ?? ""));
+            deleted.current.add(deleting.id);
             await load();
           }}
           onClose={() => { setDeleting(null); }}
