@@ -66,12 +66,10 @@ export function Settings() {
                       }}
                     />
                   ) : (
-                    <code class="setting-value">{s.value || "–"}</code>
+                    <Value text={s.value ?? ""} />
                   )}
                 </td>
-                <td>
-                  <code class="setting-value">{s.default || "–"}</code>
-                </td>
+                <td>{s.customized ? <Value text={s.default ?? ""} /> : <span class="muted">the value</span>}</td>
                 <td class="actions">
                   {s.links?.update !== undefined && editing !== s.id && (
                     <button type="button" class="ghost" aria-label={`Edit ${s.id}`}
@@ -86,6 +84,19 @@ export function Settings() {
         </table>
       )}
     </>
+  );
+}
+
+// A value longer than this (the version catalog's JSON) is folded, so the table stays a list.
+const FOLD_OVER = 120;
+
+function Value({ text }: { text: string }) {
+  if (text.length <= FOLD_OVER) return <code class="setting-value">{text || "–"}</code>;
+  return (
+    <details>
+      <summary>{`${String(text.length)} characters`}</summary>
+      <code class="setting-value">{text}</code>
+    </details>
   );
 }
 
@@ -113,9 +124,15 @@ function EditValue({ setting, onDone }: { setting: V3Setting; onDone: (saved: bo
   return (
     <form class="edit-value" aria-label={`Edit ${setting.id}`} onSubmit={(event) => void submit(event)} noValidate>
       <label for={id} class="visually-hidden">{`Value of ${setting.id}`}</label>
-      <input id={id} value={value} aria-invalid={failure !== ""}
-        aria-describedby={failure ? `${id}-error` : undefined}
-        onInput={(e) => { setValue(e.currentTarget.value); }} />
+      {(setting.value ?? "").length > FOLD_OVER ? (
+        <textarea id={id} rows={12} value={value} aria-invalid={failure !== ""}
+          aria-describedby={failure ? `${id}-error` : undefined}
+          onInput={(e) => { setValue(e.currentTarget.value); }} />
+      ) : (
+        <input id={id} value={value} aria-invalid={failure !== ""}
+          aria-describedby={failure ? `${id}-error` : undefined}
+          onInput={(e) => { setValue(e.currentTarget.value); }} />
+      )}
       {failure && (
         <span class="error field-error" id={`${id}-error`} role="alert">
           {failure}

@@ -91,8 +91,12 @@ export function Tokens() {
             {tokens.map((t) => (
               <tr key={t.id} data-token={t.id}>
                 <th scope="row">
-                  {t.description || t.name || t.id}
-                  <small class="muted">{t.current ? `${t.id} (this session)` : t.id}</small>
+                  {t.description || t.id}
+                  {(t.description || t.current) && (
+                    <small class="muted">
+                      {[t.description ? t.id : "", t.current ? "this session" : ""].filter(Boolean).join(", ")}
+                    </small>
+                  )}
                 </th>
                 <td>{t.clusterName ? `Cluster ${t.clusterName}` : "Not scoped"}</td>
                 <td title={t.expiresAt ? `${whenText(t.expiresAt)}: a lifetime of ${lifetimeText(t.ttl)}` : undefined}>

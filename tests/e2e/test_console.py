@@ -1013,7 +1013,7 @@ def test_a_user_without_a_global_role_is_offered_no_write_on_the_access_pages(
     expect(tabs.get_by_role("link")).to_have_text(["Tokens", "Global role bindings", "Settings"])
     # Their own tokens are theirs to make; the session's own is not deleted (logout ends it).
     session = session_token(page.context).split(":")[0]
-    expect(access_row(page, "token", session)).to_contain_text("(this session)")
+    expect(access_row(page, "token", session)).to_contain_text("this session")
     expect(access_row(page, "token", session).get_by_role("button")).to_have_count(0)
 
     visit(page, "#/access/users")
