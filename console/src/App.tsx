@@ -1,5 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 
+import { AccessPage } from "./AccessPage";
 import { onSessionEnded } from "./api";
 import { ClusterList } from "./ClusterList";
 import { ClusterPage } from "./ClusterPage";
@@ -95,6 +96,9 @@ function Shell({ user, onSignedOut }: { user: User; onSignedOut: () => void }) {
           <a href={hrefOf({ page: "clusters" })} aria-current={route.page === "clusters" ? "page" : undefined}>
             Clusters
           </a>
+          <a href={hrefOf({ page: "access", section: "tokens" })} aria-current={route.page === "access" ? "page" : undefined}>
+            Access
+          </a>
         </nav>
         <span class="spacer-flex" />
         <button
@@ -155,5 +159,7 @@ function Page({ route }: { route: Route }) {
       return <WorkloadsPage key={route.projectId} projectId={route.projectId} />;
     case "pod":
       return <PodPage key={`${route.projectId}/${route.podId}`} projectId={route.projectId} podId={route.podId} />;
+    case "access":
+      return <AccessPage section={route.section} />;
   }
 }

@@ -8,7 +8,12 @@ export type Route =
   | { page: "projects"; clusterId: string }
   | { page: "project"; projectId: string }
   | { page: "workloads"; projectId: string }
-  | { page: "pod"; projectId: string; podId: string };
+  | { page: "pod"; projectId: string; podId: string }
+  | { page: "access"; section: AccessSection };
+
+// The Access area's pages, in the order its tabs show them.
+export const ACCESS_SECTIONS = ["tokens", "users", "globalrolebindings", "settings"] as const;
+export type AccessSection = (typeof ACCESS_SECTIONS)[number];
 
 // A cluster id as the API makes them (`c-xxxxx`, `local`): letters, digits and dashes.
 const ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -39,6 +44,10 @@ export function parseRoute(hash: string): Route {
       return { page: "pod", projectId: id, podId: leaf };
     }
   }
+  if (root === "access" && parts.length <= 2) {
+    const section = ACCESS_SECTIONS.find((known) => known === (id ?? "tokens"));
+    if (section) return { page: "access", section };
+  }
   return { page: "clusters" };
 }
 
@@ -58,5 +67,7 @@ export function hrefOf(route: Route): string {
       return `#/projects/${encodeURIComponent(route.projectId)}/workloads`;
     case "pod":
       return `#/projects/${encodeURIComponent(route.projectId)}/pods/${encodeURIComponent(route.podId)}`;
+    case "access":
+      return `#/access/${route.section}`;
   }
 }

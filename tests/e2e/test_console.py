@@ -1155,3 +1155,267 @@ def test_a_cluster_provisioned_from_the_console_has_the_version_and_pools_chosen
             wait_for("the cluster gone",
                      lambda: api.get(f"/v3/clusters/{cluster_id}").status == 404, 120)  # fmt: skip
         api.delete(f"/v3/nodetemplates/{template.body['id']}")
+
+
+LIFETIME_HINT = (
+    "A whole number of minutes, hours or days: 90m, 8h, 30d; empty for the longest allowed"
+)
+
+
+def access_row(page: Page, kind: str, resource_id: str) -> Any:
+    return page.locator(f'[data-{kind}="{resource_id}"]')
+
+
+def test_a_token_is_created_its_key_shown_once_and_it_works(
+    stack: Environment, api: Api, page: Page, context: BrowserContext
+) -> None:
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=stack.api_url)
+    description = f"console {secrets.token_hex(3)}"
+    sign_in(page, stack.api_url, "admin", stack.admin_password)
+    # The admin's tokens, the session the page signed in with among them.
+    before = {t["id"] for t in api.get("/v3/tokens").body["data"]}
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Access").click()
+    expect(page.get_by_role("heading", name="Tokens", level=1)).to_be_visible()
+    expect(page.get_by_test_id("tokens")).to_be_visible()
+    page.get_by_role("button", name="Create token").click()
+    form = page.get_by_role("form", name="Create a token")
+    form.get_by_label("Description").fill(description)
+
+    # What is no lifetime is refused before it is sent; one the API refuses, by the API.
+    form.get_by_label("Lifetime").fill("soon")
+    form.get_by_role("button", name="Create").click()
+    expect(field_error(page, "Lifetime")).to_have_text(LIFETIME_HINT)
+    too_long = api.post("/v3/tokens", {"ttl": 200_000 * 86_400_000})
+    assert (too_long.status, too_long.body["fieldName"]) == (422, "ttl"), too_long.body
+    form.get_by_label("Lifetime").fill("200000d")
+    form.get_by_role("button", name="Create").click()
+    expect(field_error(page, "Lifetime")).to_have_text(too_long.body["message"])
+    assert {t["id"] for t in api.get("/v3/tokens").body["data"]} == before
+
+    form.get_by_label("Lifetime").fill("8h")
+    form.get_by_role("button", name="Create").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_be_visible()
+    made = [t for t in api.get("/v3/tokens").body["data"] if t["id"] not in before]
+    assert len(made) == 1 and made[0]["description"] == description, made
+    token_id = made[0]["id"]
+    assert made[0]["ttl"] == 8 * 3_600_000 and made[0]["clusterName"] == "", made
+    expect(dialog.get_by_role("heading")).to_have_text(f"Token {token_id} created")
+    expect(dialog).to_contain_text("cannot be shown again")
+    key = dialog.get_by_label("Key").input_value()
+    assert key.startswith(f"{token_id}:"), key
+    dialog.get_by_role("button", name="Copy").click()
+    expect(dialog.get_by_role("status")).to_have_text("Copied.")
+    assert page.evaluate("navigator.clipboard.readText()") == key
+    # The theme's toggle is behind the modal dialog: the theme is set as the toggle sets it.
+    for theme in ("light", "dark"):
+        page.evaluate("t => { document.documentElement.dataset.theme = t }", theme)
+        assert axe_violations(page) == [], f"the key's dialog, {theme}"
+    page.screenshot(path=SCREENSHOTS / "access-token-key-once.png", full_page=True)
+
+    # The key works against /v3 as the admin's own token.
+    holder = api.as_token(key)
+    assert holder.get("/v3/clusters").status == 200
+    shown = holder.get(f"/v3/tokens/{token_id}")
+    assert shown.status == 200 and "token" not in shown.body, shown.body
+
+    secret = key.split(":", 1)[1]
+    dialog.get_by_role("button", name="Close").click()
+    expect(dialog).to_have_count(0)
+    row_shown = access_row(page, "token", token_id)
+    expect(row_shown).to_contain_text(description)
+    expect(row_shown).to_contain_text("in 7 hours")
+    assert secret not in page.content()
+    page.reload()
+    expect(access_row(page, "token", token_id)).to_be_visible()
+    assert secret not in page.content()
+    expect(page.get_by_role("dialog")).to_have_count(0)
+
+    access_row(page, "token", token_id).get_by_role("button", name=f"Delete {token_id}").click()
+    confirm = page.get_by_role("dialog", name=f"Delete token {token_id}?")
+    confirm.get_by_label("Name of the token").fill(token_id)
+    confirm.get_by_role("button", name="Delete token").click()
+    expect(access_row(page, "token", token_id)).to_have_count(0)
+    # A deleted token's answer (docs/api.md, "Authentication").
+    gone = holder.get("/v3/clusters")
+    assert (gone.status, gone.body["message"]) == (404, "token not found"), gone.body
+    assert {t["id"] for t in api.get("/v3/tokens").body["data"]} == before
+
+
+def test_a_user_is_refused_at_its_field_then_created_disabled_and_deleted(
+    stack: Environment, api: Api, page: Page
+) -> None:
+    before = {u["id"] for u in api.get("/v3/users").body["data"]}
+    username = f"console-{secrets.token_hex(3)}"
+    sign_in(page, stack.api_url, "admin", stack.admin_password)
+    visit(page, "#/access/users")
+    expect(page.get_by_role("heading", name="Users", level=1)).to_be_visible()
+    expect(access_row(page, "user", "u-admin")).to_contain_text("(you)")
+    # No one may disable or delete themselves: neither is offered on the admin's own row.
+    expect(access_row(page, "user", "u-admin").get_by_role("button")).to_have_count(0)
+    page.get_by_role("button", name="Create user").click()
+    form = page.get_by_role("form", name="Create a local user")
+
+    def refused(body: dict[str, Any]) -> dict[str, Any]:
+        """What the API answers to the body the form sends, asked directly."""
+        answer = api.post("/v3/users", body)
+        assert answer.status == 422, answer.body
+        return dict(answer.body)
+
+    empty = refused({"username": "", "password": ""})
+    assert empty["fieldName"] == "username", empty
+    form.get_by_role("button", name="Create").click()
+    expect(field_error(page, "Username")).to_have_text(empty["message"])
+    form.get_by_label("Username").fill(username)
+    form.get_by_label("Password (at least 12 characters)").fill("short")
+    weak = refused({"username": username, "password": "short"})
+    assert weak["fieldName"] == "password", weak
+    form.get_by_role("button", name="Create").click()
+    expect(field_error(page, "Password (at least 12 characters)")).to_have_text(weak["message"])
+    assert {u["id"] for u in api.get("/v3/users").body["data"]} == before
+    for theme in ("light", "dark"):
+        in_theme(page, theme)
+        assert axe_violations(page) == [], f"users page with the form, {theme}"
+    page.screenshot(path=SCREENSHOTS / "access-user-refused.png", full_page=True)
+    in_theme(page, "light")
+
+    form.get_by_label("Password (at least 12 characters)").fill(secrets.token_urlsafe(16))
+    form.get_by_label("Display name").fill("Console Person")
+    form.get_by_role("button", name="Create").click()
+    expect(form).to_have_count(0)
+    made = [u for u in api.get("/v3/users").body["data"] if u["id"] not in before]
+    assert len(made) == 1 and made[0]["username"] == username, made
+    user_id = made[0]["id"]
+    shown = access_row(page, "user", user_id)
+    expect(shown).to_contain_text("Console Person")
+    expect(shown).to_contain_text("enabled")
+
+    shown.get_by_role("button", name=f"Disable {username}").click()
+    expect(shown).to_contain_text("disabled")
+    assert api.get(f"/v3/users/{user_id}").body["enabled"] is False
+    shown.get_by_role("button", name=f"Enable {username}").click()
+    expect(shown).to_contain_text("enabled")
+    assert api.get(f"/v3/users/{user_id}").body["enabled"] is True
+
+    shown.get_by_role("button", name=f"Delete {username}").click()
+    confirm = page.get_by_role("dialog", name=f"Delete user {username}?")
+    confirm.get_by_label("Name of the user").fill(username)
+    confirm.get_by_role("button", name="Delete user").click()
+    expect(shown).to_have_count(0)
+    # The operator removes what was the user's before the user goes (its finalizer).
+    wait_for("the user gone", lambda: api.get(f"/v3/users/{user_id}").status == 404, 60)
+
+
+def test_a_global_role_is_granted_and_revoked_and_a_setting_edited(
+    stack: Environment, api: Api, page: Page, make_user: Any, setting: Any
+) -> None:
+    person = make_user()
+    setting("workload-max-scale", "1000")
+    sign_in(page, stack.api_url, "admin", stack.admin_password)
+    visit(page, "#/access/globalrolebindings")
+    expect(page.get_by_role("heading", name="Global role bindings", level=1)).to_be_visible()
+    rows = page.get_by_test_id("globalrolebindings").get_by_role("row")
+    theirs = rows.filter(has_text=person.id)
+    # A new user's `user` role, made with them.
+    expect(theirs).to_have_count(1)
+    expect(theirs).to_contain_text("user")
+    grant = page.get_by_role("form", name="Grant a global role")
+    grant.get_by_label("User", exact=True).select_option(person.id)
+    grant.get_by_label("Global role").select_option("admin")
+    grant.get_by_role("button", name="Grant").click()
+    expect(theirs).to_have_count(2)
+    admin_binding = [b for b in api.get("/v3/globalrolebindings").body["data"]
+                     if b["userId"] == person.id and b["globalRoleId"] == "admin"]  # fmt: skip
+    assert len(admin_binding) == 1, admin_binding
+
+    # As an admin they now see everyone's bindings, the first admin's too.
+    def sees_all() -> bool:
+        listed = person.api.get("/v3/globalrolebindings").body["data"]
+        return any(b["userId"] == "u-admin" for b in listed)
+
+    wait_for("the role in effect", sees_all, 30)
+    page.get_by_role("button", name=f"Revoke admin from {person.username} ({person.id})").click()
+    expect(theirs).to_have_count(1)
+    assert [b for b in api.get("/v3/globalrolebindings").body["data"]
+            if b["userId"] == person.id and b["globalRoleId"] == "admin"] == []  # fmt: skip
+
+    visit(page, "#/access/settings")
+    expect(page.get_by_role("heading", name="Settings", level=1)).to_be_visible()
+    shown = access_row(page, "setting", "workload-max-scale")
+    shown.get_by_role("button", name="Edit workload-max-scale").click()
+    value = page.get_by_label("Value of workload-max-scale")
+    wrong = api.put("/v3/settings/workload-max-scale", {"value": "lots"})
+    assert (wrong.status, wrong.body["fieldName"]) == (422, "value"), wrong.body
+    value.fill("lots")
+    shown.get_by_role("button", name="Save").click()
+    expect(field_error(page, "Value of workload-max-scale")).to_have_text(wrong.body["message"])
+    assert api.get("/v3/settings/workload-max-scale").body["value"] == "1000"
+    value.fill("999")
+    shown.get_by_role("button", name="Save").click()
+    expect(value).to_have_count(0)
+    expect(shown.get_by_role("cell").first).to_have_text("999")
+    assert api.get("/v3/settings/workload-max-scale").body["value"] == "999"
+
+
+def test_a_user_without_a_global_role_is_offered_no_write_on_the_access_pages(
+    stack: Environment, api: Api, page: Page, make_user: Any
+) -> None:
+    person = make_user()
+    sign_in(page, stack.api_url, person.username, person.password)
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Access").click()
+    expect(page.get_by_role("heading", name="Tokens", level=1)).to_be_visible()
+    tabs = page.get_by_role("navigation", name="Access")
+    expect(tabs.get_by_role("link")).to_have_text(["Tokens", "Global role bindings", "Settings"])
+    # Their own tokens are theirs to make; the session's own is not deleted (logout ends it).
+    session = session_token(page.context).split(":")[0]
+    expect(access_row(page, "token", session)).to_contain_text("this session")
+    expect(access_row(page, "token", session).get_by_role("button")).to_have_count(0)
+
+    visit(page, "#/access/users")
+    expect(access_row(page, "user", person.id)).to_contain_text("(you)")
+    expect(page.get_by_test_id("users").get_by_role("row")).to_have_count(2)  # head and them
+    expect(page.get_by_role("button", name="Create user")).to_have_count(0)
+    expect(page.get_by_test_id("users").get_by_role("button")).to_have_count(0)
+
+    visit(page, "#/access/globalrolebindings")
+    own = page.get_by_test_id("globalrolebindings").get_by_role("row").filter(has_text=person.id)
+    expect(own).to_contain_text("user")
+    expect(page.get_by_test_id("globalrolebindings").get_by_role("button")).to_have_count(0)
+    expect(page.get_by_role("form", name="Grant a global role")).to_have_count(0)
+
+    visit(page, "#/access/settings")
+    expect(access_row(page, "setting", "workload-max-scale")).to_be_visible()
+    expect(page.get_by_test_id("settings").get_by_role("button")).to_have_count(0)
+    before = api.get("/v3/settings/workload-max-scale").body["value"]
+    forced = page.evaluate(
+        """async (path) => {
+            const csrf = document.cookie.split("; ").find((c) => c.startsWith("CSRF="));
+            const answer = await fetch(path, {method: "PUT", body: JSON.stringify({value: "5"}),
+                headers: {"Accept": "application/json", "Content-Type": "application/json",
+                          "X-API-CSRF": (csrf ?? "").slice(5)}});
+            return answer.status;
+        }""",
+        "/v3/settings/workload-max-scale",
+    )
+    assert forced == 403
+    assert api.get("/v3/settings/workload-max-scale").body["value"] == before
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_axe_finds_nothing_serious_on_the_access_pages(
+    stack: Environment, page: Page, theme: str
+) -> None:
+    page.emulate_media(color_scheme=theme)
+    sign_in(page, stack.api_url, "admin", stack.admin_password)
+    for section, testid, opens in (
+        ("tokens", "tokens", "Create token"),
+        ("users", "users", "Create user"),
+        ("globalrolebindings", "globalrolebindings", None),
+        ("settings", "settings", None),
+    ):
+        visit(page, f"#/access/{section}")
+        expect(page.get_by_test_id(testid)).to_be_visible()
+        if opens:
+            page.get_by_role("button", name=opens).click()
+        assert axe_violations(page) == [], f"{section}, {theme}"
+        page.screenshot(path=SCREENSHOTS / f"access-{section}-{theme}.png", full_page=True)

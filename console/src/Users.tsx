@@ -1,0 +1,205 @@
+import { useEffect, useRef, useState } from "preact/hooks";
+import type { TargetedSubmitEvent } from "preact";
+
+import { providerOf, userBody, userErrorInput, type UserForm, type V3User } from "./access";
+import { ApiError, call, listing, pathOf } from "./api";
+import { DeleteDialog } from "./DeleteDialog";
+import { useAction } from "./live";
+import { messageOf } from "./resources";
+
+/** Users: local ones created with a username and password, anyone enabled or disabled and
+ * deleted where the API offers it (`links.update`, `links.remove`). Not live: users are not
+ * among the subscription's families, so the list is read again after each change. */
+export function Users() {
+  const [users, setUsers] = useState<V3User[] | null>(null);
+  const [mayCreate, setMayCreate] = useState(false);
+  const [error, setError] = useState("");
+  const [creating, setCreating] = useState(false);
+  const [deleting, setDeleting] = useState<V3User | null>(null);
+  const toggle = useAction();
+  // Users deleted here: the API lists a user until the operator has removed what was theirs
+  // (its finalizer), which is not the page's business once the DELETE is answered.
+  const deleted = useRef(new Set<string>());
+
+  const load = async () => {
+    try {
+      const listed = await listing<V3User>("/v3/users");
+      const ids = new Set(listed.data.map((u) => u.id));
+      for (const id of deleted.current) if (!ids.has(id)) deleted.current.delete(id);
+      const shown = listed.data.filter((u) => !deleted.current.has(u.id));
+      setUsers(shown.sort((a, b) => nameOf(a).localeCompare(nameOf(b))));
+      setMayCreate(listed.createTypes.user !== undefined);
+      setError("");
+    } catch (failure) {
+      if (failure instanceof ApiError && failure.sessionEnded) return;
+      setError(messageOf(failure));
+    }
+  };
+  useEffect(() => {
+    void load();
+  }, []);
+
+  const setEnabled = async (user: V3User) => {
+    const link = user.links?.update;
+    const body = { enabled: user.enabled === false };
+    if (link && (await toggle.run(user.id, () => call("PUT", pathOf(link), body)))) await load();
+  };
+
+  return (
+    <>
+      <div class="toolbar">
+        <span class="count">Users are not live: the list is read again after each change.</span>
+        <span class="spacer-flex" />
+        {mayCreate && !creating && (
+          <button type="button" onClick={() => { setCreating(true); }}>
+            Create user
+          </button>
+        )}
+      </div>
+      {(error || toggle.error) && (
+        <p class="error" role="alert">
+          {error || toggle.error}
+        </p>
+      )}
+      {creating && (
+        <CreateUser
+          onCreated={() => {
+            setCreating(false);
+            void load();
+          }}
+          onCancel={() => { setCreating(false); }}
+        />
+      )}
+      {users === null ? (
+        <p role="status">Loading…</p>
+      ) : (
+        <table class="grid" data-testid="users">
+          <thead>
+            <tr>
+              <th scope="col">User</th>
+              <th scope="col">Display name</th>
+              <th scope="col">Signs in with</th>
+              <th scope="col">State</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {users.map((u) => (
+              <tr key={u.id} data-user={u.id}>
+                <th scope="row">
+                  {nameOf(u)}
+                  <small class="muted">{u.me ? `${u.id} (you)` : u.id}</small>
+                </th>
+                <td>{u.name || "–"}</td>
+                <td>{providerOf(u)}</td>
+                <td>
+                  <span class={u.enabled === false ? "state bad" : "state ok"}>
+                    {u.enabled === false ? "disabled" : "enabled"}
+                  </span>
+                </td>
+                <td class="actions">
+                  {/* The update link also covers an admin's own name; disabling oneself is
+                      refused whoever asks (docs/api.md, "Users"), so it is not offered. */}
+                  {u.links?.update !== undefined && !u.me && (
+                    <button type="button" class="ghost" disabled={toggle.pending === u.id}
+                      aria-label={`${u.enabled === false ? "Enable" : "Disable"} ${nameOf(u)}`}
+                      onClick={() => void setEnabled(u)}>
+                      {toggle.pending === u.id ? "Saving…" : u.enabled === false ? "Enable" : "Disable"}
+                    </button>
+                  )}
+                  {u.links?.remove !== undefined && (
+                    <button type="button" class="ghost" aria-label={`Delete ${nameOf(u)}`}
+                      onClick={() => { setDeleting(u); }}>
+                      Delete
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {deleting?.links?.remove !== undefined && (
+        <DeleteDialog
+          what="user"
+          name={nameOf(deleting)}
+          remove={async () => {
+            await call("DELETE", pathOf(deleting.links?.remove ?? ""));
+            deleted.current.add(deleting.id);
+            await load();
+          }}
+          onClose={() => { setDeleting(null); }}
+        />
+      )}
+    </>
+  );
+}
+
+function nameOf(user: V3User): string {
+  return user.username || user.id;
+}
+
+function CreateUser({ onCreated, onCancel }: { onCreated: () => void; onCancel: () => void }) {
+  const [form, setForm] = useState<UserForm>({ username: "", password: "", name: "" });
+  const [busy, setBusy] = useState(false);
+  const [failure, setFailure] = useState<{ input: string | null; message: string } | null>(null);
+
+  const submit = async (event: TargetedSubmitEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    setBusy(true);
+    setFailure(null);
+    try {
+      await call("POST", "/v3/users", userBody(form));
+      onCreated();
+    } catch (refused) {
+      const input = refused instanceof ApiError ? userErrorInput(refused.fieldName) : null;
+      setFailure({ input, message: messageOf(refused) });
+      if (input) document.getElementById(input)?.focus();
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const input = (key: keyof UserForm, label: string, type = "text") => {
+    const id = `user-${key}`;
+    const wrong = failure?.input === id;
+    return (
+      <div class="field">
+        <label for={id}>{label}</label>
+        <input id={id} type={type} value={form[key]} aria-invalid={wrong}
+          autoComplete={type === "password" ? "new-password" : "off"}
+          aria-describedby={wrong ? `${id}-error` : undefined}
+          onInput={(e) => { setForm({ ...form, [key]: e.currentTarget.value }); }} />
+        {wrong && (
+          <span class="error field-error" id={`${id}-error`}>
+            {failure.message}
+          </span>
+        )}
+      </div>
+    );
+  };
+
+  return (
+    <form class="panel" aria-labelledby="create-user-title" onSubmit={(event) => void submit(event)} noValidate>
+      <h2 id="create-user-title">Create a local user</h2>
+      {failure && (
+        <p class={failure.input ? "visually-hidden" : "error"} role="alert">
+          {failure.message}
+        </p>
+      )}
+      {input("username", "Username")}
+      {input("password", "Password (at least 12 characters)", "password")}
+      {input("name", "Display name")}
+      <div class="buttons">
+        <button type="button" class="ghost" onClick={onCancel}>
+          Cancel
+        </button>
+        <button type="submit" disabled={busy}>
+          {busy ? "Creating…" : "Create"}
+        </button>
+      </div>
+    </form>
+  );
+}
