@@ -75,3 +75,55 @@ export function useAction(): {
   };
   return { pending, error, run, clear: () => { setError(""); } };
 }
+
+/** Reads `load` now and then again `everyMs` after each read ends, while the page is in
+ * view: for what /v3/subscribe does not carry (etcd backups). One read at a time, none
+ * while the tab is hidden, and none after the page is left. Returns a read to ask for now
+ * (after an action), which resets the wait. */
+export function usePolled(load: () => Promise<void>, everyMs: number): () => void {
+  const latest = useRef(load);
+  latest.current = load;
+  const now = useRef<() => void>(() => undefined);
+
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let running = false;
+    let again = false;
+    let left = false;
+    const read = async (): Promise<void> => {
+      clearTimeout(timer);
+      if (running) {
+        again = true;
+        return;
+      }
+      running = true;
+      try {
+        await latest.current();
+      } finally {
+        running = false;
+      }
+      if (left) return;
+      if (again) {
+        again = false;
+        void read();
+      } else if (document.visibilityState === "visible") {
+        timer = setTimeout(() => void read(), everyMs);
+      }
+    };
+    const shown = () => {
+      if (document.visibilityState === "visible" && !running) void read();
+    };
+    now.current = () => void read();
+    void read();
+    document.addEventListener("visibilitychange", shown);
+    return () => {
+      left = true;
+      clearTimeout(timer);
+      document.removeEventListener("visibilitychange", shown);
+    };
+  }, [everyMs]);
+
+  return () => {
+    now.current();
+  };
+}
