@@ -1,9 +1,12 @@
 """Hosted control planes on the real node: how long an rke2 cluster takes from POST to Ready
-(median of CLUSTERS), what each control plane uses once up (memory working set and CPU, from
-the kubelet's summary), and so how many fit on this machine; then how long DELETE takes."""
+(median of CLUSTERS, one after another, each with the timeline of where its time went), what
+each control plane uses once up (memory working set and CPU, from the kubelet's summary), and so
+how many fit on this machine; how long DELETE takes; then AT_ONCE clusters created together and
+how long until all are Ready."""
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from pathlib import Path
@@ -14,10 +17,15 @@ from kubernetes import config as k8s_config
 
 from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
+from tests.bench import timeline
 from tests.bench.common import get_json, send_json, stack
 
 CLUSTERS = 3
+AT_ONCE = 10
 READY_TIMEOUT = 300.0
+# What one control plane takes while it starts, above its idle working set: fewer clusters are
+# created at once when the machine has not that much to spare.
+STARTING_GIB = 0.5
 # The memory a shared development machine keeps for everything else (docs/provisioning.md).
 RESERVE_GIB = 6.0
 GIB = 1024**3
@@ -62,18 +70,78 @@ def usage(env: Environment, clusters: list[str]) -> dict[str, tuple[float, float
     return found
 
 
+def create(env: Environment, name: str) -> str:
+    body = {"name": name, "rke2Config": {"kubernetesVersion": "v1.36.3"}}
+    cluster: str = send_json(env, "POST", f"{env.api_url}/v3/clusters", body)["id"]
+    return cluster
+
+
+def show_timeline(
+    env: Environment, cluster: str, posted: float, answered: float, seen: float
+) -> None:
+    """Where the cluster's time went, from its POST to Ready (wall clock)."""
+    kube = k8s_config.new_client_from_config(str(env.management_kubeconfig))
+    api, apps = k8s.CoreV1Api(kube), k8s.AppsV1Api(kube)
+    milestones = [(answered, "POST answered")]
+    milestones += timeline.operator_lines(env.corral[0].log_path, cluster)
+    milestones += timeline.kube_milestones(api, apps, cluster)
+    milestones += timeline.cluster_milestones(get_json(env, f"{env.api_url}/v3/clusters/{cluster}"))
+    milestones.append((seen, "Ready seen by the client"))
+    print(timeline.render(posted, milestones), flush=True)
+
+
+def delete(env: Environment, clusters: list[str]) -> float:
+    """Seconds until all of `clusters` are gone."""
+    began = time.monotonic()
+    for cluster in clusters:
+        send_json(env, "DELETE", f"{env.api_url}/v3/clusters/{cluster}")
+    for cluster in clusters:
+        wait_for(f"{cluster} gone", lambda c=cluster: gone(env, c), READY_TIMEOUT)
+    return time.monotonic() - began
+
+
+def at_once(env: Environment) -> None:
+    """AT_ONCE clusters created together (as many as memory allows): each one's POST to Ready
+    and how long until all are Ready."""
+    count = min(AT_ONCE, int((mem_available() - RESERVE_GIB) / STARTING_GIB))
+    began = time.monotonic()
+    clusters = [create(env, f"together-{index}") for index in range(count)]
+    posted = time.monotonic() - began
+    pending, seconds = set(clusters), []
+    while pending and time.monotonic() - began < READY_TIMEOUT:
+        for cluster in [c for c in clusters if c in pending and ready(env, c)]:
+            pending.discard(cluster)
+            seconds.append(time.monotonic() - began)
+        time.sleep(0.2)
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    if pending:
+        print(f"{count} clusters created at once: {len(seconds)} Ready after "
+              f"{READY_TIMEOUT:.0f} s; load average {load}", flush=True)  # fmt: skip
+    else:
+        print(
+            f"{count} clusters created at once (POSTs took {posted:.1f} s): all Ready after "
+            f"{max(seconds):.1f} s (first {min(seconds):.1f} s, median "
+            f"{statistics.median(seconds):.1f} s); load average {load}",
+            flush=True,
+        )
+    print(f"DELETE of {count} clusters: all gone after {delete(env, clusters):.1f} s")
+
+
 def main() -> None:
     with stack(0, real_nodes=1, hosted_control_planes=True) as env:
         before = mem_available()
         clusters, seconds = [], []
         for index in range(CLUSTERS):
-            began = time.monotonic()
-            body = {"name": f"bench-{index}", "rke2Config": {"kubernetesVersion": "v1.36.3"}}
-            cluster = send_json(env, "POST", f"{env.api_url}/v3/clusters", body)["id"]
+            began, posted = time.monotonic(), time.time()
+            cluster = create(env, f"bench-{index}")
+            answered = time.time()
             wait_for(f"{cluster} Ready", lambda c=cluster: ready(env, c), READY_TIMEOUT)
+            seen = time.time()
             seconds.append(time.monotonic() - began)
             clusters.append(cluster)
-            print(f"cluster {index + 1}: POST to Ready {seconds[-1]:.1f} s", flush=True)
+            print(f"cluster {index + 1}: POST to Ready {seconds[-1]:.1f} s; load average "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+            show_timeline(env, cluster, posted, answered, seen)
         # A quiet minute, so that start-up work is over before usage is read.
         time.sleep(60)
         after = mem_available()
@@ -90,9 +158,5 @@ def main() -> None:
             f"MemAvailable {before:.1f} -> {after:.1f} GiB: {delta:.2f} GiB per cluster; "
             f"keeping {RESERVE_GIB:.0f} GiB free, about {fit} fit on this machine by memory"
         )
-        began = time.monotonic()
-        for cluster in clusters:
-            send_json(env, "DELETE", f"{env.api_url}/v3/clusters/{cluster}")
-        for cluster in clusters:
-            wait_for(f"{cluster} gone", lambda c=cluster: gone(env, c), READY_TIMEOUT)
-        print(f"DELETE of {CLUSTERS} clusters: all gone after {time.monotonic() - began:.1f} s")
+        print(f"DELETE of {CLUSTERS} clusters: all gone after {delete(env, clusters):.1f} s")
+        at_once(env)

@@ -959,8 +959,9 @@ def test_a_version_change_rolls_the_control_plane_to_the_next_minor_while_corral
     pods = management.list(Pod, namespace=cluster_id, labels={
         "app.kubernetes.io/component": "control-plane"})  # fmt: skip
     # The old pod may still be terminating (its grace period), out of the Service already.
+    # The apiserver is the pod's sidecar, among its init containers.
     images = {c.image for p in pods if not p.metadata.deletionTimestamp
-              for c in p.spec.containers if c.name == "kube-apiserver"}  # fmt: skip
+              for c in p.spec.initContainers or [] if c.name == "kube-apiserver"}  # fmt: skip
     assert images == {hosted.controlplane_image.reference}
     # The same etcd: what was written before the roll is there after it.
     assert downstream.get(ConfigMap, "before-upgrade", namespace="default").data == {

@@ -40,7 +40,8 @@ def plan(**overrides: Any) -> manifests.Plan:
 
 
 def containers(deployment: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c["name"]: c for c in deployment["spec"]["template"]["spec"]["containers"]}
+    spec = deployment["spec"]["template"]["spec"]
+    return {c["name"]: c for c in [*spec.get("initContainers", []), *spec["containers"]]}
 
 
 def flags(container: dict[str, Any]) -> dict[str, str]:
@@ -93,6 +94,21 @@ def test_the_apiserver_dials_etcd_at_its_service_and_the_components_dial_loopbac
     assert spec["template"]["spec"]["automountServiceAccountToken"] is False
     mounted = {v["name"]: v for v in spec["template"]["spec"]["volumes"]}
     assert mounted["apiserver"]["secret"]["secretName"] == cp.APISERVER
+
+
+def test_the_components_start_once_the_apiserver_is_live_and_it_is_stopped_last() -> None:
+    spec = manifests.control_plane(plan())["spec"]["template"]["spec"]
+    [apiserver] = spec["initContainers"]
+    assert apiserver["name"] == "kube-apiserver"
+    # A sidecar: kept running, started before the containers, which wait for its startup probe.
+    assert apiserver["restartPolicy"] == "Always"
+    assert apiserver["startupProbe"]["httpGet"]["path"] == "/livez"
+    assert apiserver["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert [c["name"] for c in spec["containers"]] == [
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kwok",
+    ]
 
 
 def test_without_kwok_in_the_release_no_nodes_are_simulated() -> None:
@@ -176,14 +192,17 @@ def test_a_stuck_control_plane_says_why() -> None:
     crashing = {
         "metadata": {"name": "control-plane-x"},
         "status": {
-            "containerStatuses": [
+            # The apiserver is a sidecar: its status is an init container's.
+            "initContainerStatuses": [
                 {
                     "name": "kube-apiserver",
                     "state": {"waiting": {"reason": "CrashLoopBackOff"}},
                     "lastState": {"terminated": {"exitCode": 1, "message": "bad flag --x"}},
                 },
+            ],
+            "containerStatuses": [
                 {"name": "kube-scheduler", "state": {"waiting": {"reason": "ContainerCreating"}}},
-            ]
+            ],
         },
     }
     claim = {"metadata": {"name": "etcd-data-etcd-0"}, "spec": {}, "status": {"phase": "Pending"}}

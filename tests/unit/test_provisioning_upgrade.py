@@ -152,14 +152,12 @@ def test_while_etcd_rolls_first_the_deployment_keeps_the_old_release() -> None:
     assert manifests.etcd(plan)["spec"]["template"]["spec"]["containers"][0]["image"] == (
         "x/etcd:3.6.8"
     )
-    images = {
-        c["name"]: c["image"]
-        for c in manifests.control_plane(plan)["spec"]["template"]["spec"]["containers"]
-    }
+    pod = manifests.control_plane(plan)["spec"]["template"]["spec"]
+    images = {c["name"]: c["image"] for c in [*pod["initContainers"], *pod["containers"]]}
     kept = (catalog.APISERVER, catalog.CONTROLLER_MANAGER, catalog.SCHEDULER)
     assert images == {name: f"x/{name}:v1.35.8" for name in kept}
     rolled = manifests.control_plane(manifests.Plan("c-m-abc", "rke2", new, ADDRESSES, 1))
-    assert rolled["spec"]["template"]["spec"]["containers"][0]["image"] == (
+    assert rolled["spec"]["template"]["spec"]["initContainers"][0]["image"] == (
         "x/kube-apiserver:v1.36.3"
     )
     # Surge 1, none unavailable: the new pod is Ready on the same etcd before the old goes.

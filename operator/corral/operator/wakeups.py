@@ -26,6 +26,7 @@ class Wake(enum.Enum):
     OWNED = "owned"  # an object the project sync keeps downstream (a quota, a binding, …)
     POD = "pod"  # a downstream pod, as far as the node totals and the autoscaler read it
     AUTOSCALE = "autoscale"  # pools with bounds: the autoscaler's rules also wait on time
+    WORKLOAD = "workload"  # a hosted control plane's StatefulSet or Deployment changed
 
 
 class Wakeups:

@@ -251,7 +251,7 @@ def etcd(plan: Plan) -> dict[str, Any]:
         "ports": [{"name": "client", "containerPort": ETCD_CLIENT_PORT}],
         "readinessProbe": _http_probe("/readyz", ETCD_METRICS_PORT, "HTTP", period=2),
         "livenessProbe": _http_probe("/livez", ETCD_METRICS_PORT, "HTTP", period=10, failures=6),
-        "startupProbe": _http_probe("/livez", ETCD_METRICS_PORT, "HTTP", period=2, failures=90),
+        "startupProbe": _http_probe("/livez", ETCD_METRICS_PORT, "HTTP", period=1, failures=180),
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
         "volumeMounts": [
             {"name": ETCD_DATA, "mountPath": ETCD_DATA_ROOT},
@@ -304,7 +304,13 @@ def etcd(plan: Plan) -> dict[str, Any]:
 
 
 def control_plane(plan: Plan) -> dict[str, Any]:
-    containers = [_apiserver(plan), _controller_manager(plan), _scheduler(plan)]
+    # kube-controller-manager exits when the apiserver is not healthy within 10 s of its start,
+    # as it is not while etcd starts beside it, and its restarts back off for tens of seconds.
+    # The apiserver is therefore a sidecar (an init container that keeps running): the kubelet
+    # starts the other components once its startup probe passes, and it still counts for the
+    # pod's readiness and is stopped last.
+    apiserver = {**_apiserver(plan), "restartPolicy": "Always"}
+    containers = [_controller_manager(plan), _scheduler(plan)]
     volumes = [
         _secret_volume("apiserver", cp.APISERVER),
         _secret_volume("controller-manager", cp.CONTROLLER_MANAGER),
@@ -343,6 +349,7 @@ def control_plane(plan: Plan) -> dict[str, Any]:
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
                     "terminationGracePeriodSeconds": 15,
+                    "initContainers": [apiserver],
                     "containers": containers,
                     "volumes": volumes,
                 },
@@ -394,7 +401,7 @@ def _apiserver(plan: Plan) -> dict[str, Any]:
         "ports": [{"name": "https", "containerPort": cp.APISERVER_PORT}],
         "readinessProbe": _http_probe("/readyz", cp.APISERVER_PORT, "HTTPS", period=2),
         "livenessProbe": _http_probe("/livez", cp.APISERVER_PORT, "HTTPS", period=10, failures=6),
-        "startupProbe": _http_probe("/livez", cp.APISERVER_PORT, "HTTPS", period=2, failures=90),
+        "startupProbe": _http_probe("/livez", cp.APISERVER_PORT, "HTTPS", period=1, failures=180),
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
         "volumeMounts": [
             {"name": "apiserver", "mountPath": files, "readOnly": True},

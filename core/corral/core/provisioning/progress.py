@@ -123,7 +123,12 @@ def _pod_problems(pods: Sequence[Obj]) -> list[str]:
                 and condition.get("message")
             ):
                 problems.append(f"pod {name} cannot be scheduled: {_short(condition['message'])}")
-        for container in status.get("containerStatuses") or []:
+        # The apiserver is a sidecar: its status is among the init containers'.
+        found = [
+            *(status.get("initContainerStatuses") or []),
+            *(status.get("containerStatuses") or []),
+        ]
+        for container in found:
             waiting = (container.get("state") or {}).get("waiting") or {}
             if waiting.get("reason") not in STUCK_WAITING:
                 continue

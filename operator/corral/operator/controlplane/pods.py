@@ -11,6 +11,7 @@ workloads, when `observe` finds one gone).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -187,6 +188,18 @@ class PodRuntime:
             )
         ]
         return progress.control_plane(statefulset, deployment, pods, claims)
+
+    async def watch(self, cluster: str, changed: Callable[[], None]) -> None:
+        async def follow(kind: type[StatefulSet] | type[Deployment]) -> None:
+            watched = self.kube.watch(
+                kind, namespace=cluster, labels={names.LABEL_CLUSTER: cluster}
+            )
+            async for _ in watched:
+                changed()
+
+        async with asyncio.TaskGroup() as group:
+            group.create_task(follow(StatefulSet))
+            group.create_task(follow(Deployment))
 
     async def bootstrap_credential(self, cluster: str) -> Credential:
         secret = await self.kube.get(Secret, cp.ADMIN, namespace=cluster)

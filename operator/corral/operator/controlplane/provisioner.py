@@ -20,7 +20,10 @@ pools and projects work unchanged.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -47,7 +50,8 @@ log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "corral-provisioning"
 # How soon the next pass comes while the control plane is on its way, and once it is up
-# (a change of the spec wakes it at once; the cluster's health is the agent's, every 5 s).
+# (a change of the spec wakes it at once, and of its workloads while it is on its way; the
+# cluster's health is the agent's, every 5 s).
 BUSY_INTERVAL = 2.0
 IDLE_INTERVAL = 30.0
 
@@ -107,11 +111,37 @@ class Provisioner:
         """Pass after pass, until cancelled."""
         await self.state.synced()
         self.wakeups.add(Wake.TIMER)
-        while True:
-            await self.wakeups.wait()
-            self.wakeups.take()
-            progress = await self.step()
-            self.wakeups.after(IDLE_INTERVAL if progress.ready else BUSY_INTERVAL, Wake.TIMER)
+        watching: asyncio.Task[None] | None = None
+        try:
+            while True:
+                await self.wakeups.wait()
+                self.wakeups.take()
+                progress = await self.step()
+                watching = self._watch(watching, progress)
+                self.wakeups.after(IDLE_INTERVAL if progress.ready else BUSY_INTERVAL, Wake.TIMER)
+        finally:
+            if watching is not None:
+                watching.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await watching
+
+    def _watch(
+        self, watching: asyncio.Task[None] | None, progress: Progress
+    ) -> asyncio.Task[None] | None:
+        """While the control plane is on its way, a watch of its workloads, so that a pod
+        becoming Ready is acted on at once rather than at the next timer. A watch that failed
+        is started again at the next pass; the timer goes on meanwhile."""
+        if progress.ready:
+            if watching is not None:
+                watching.cancel()
+            return None
+        if watching is not None and not watching.done():
+            return watching
+        if watching is not None and not watching.cancelled() and watching.exception():
+            log.debug("cluster %s: watch of the control plane ended: %s", self.cluster,
+                      watching.exception())  # fmt: skip
+        changed = functools.partial(self.wakeups.add, Wake.WORKLOAD)
+        return asyncio.create_task(self.runtime.watch(self.cluster, changed))
 
     async def step(self) -> Progress:
         body = self.state.clusters.get(self.cluster)

@@ -7,6 +7,7 @@ Every call is idempotent and keyed by the cluster's id.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from corral.core.clusters.credential import Credential
@@ -40,6 +41,10 @@ class ControlPlaneRuntime(Protocol):
 
     async def observe(self, cluster: str) -> Seen:
         """How far the control plane has come, and why it is stuck when it is."""
+
+    async def watch(self, cluster: str, changed: Callable[[], None]) -> None:
+        """Call `changed` whenever what `observe` reads of the workloads changes, until
+        cancelled or the watch fails."""
 
     async def bootstrap_credential(self, cluster: str) -> Credential:
         """The control plane's own administrator credential, to install corral's agent with;
