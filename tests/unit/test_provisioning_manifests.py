@@ -175,6 +175,23 @@ def test_ready_once_etcd_and_the_rolled_control_plane_are() -> None:
     assert progress.control_plane(None, None, [], []).message == "waiting for etcd"
 
 
+def test_a_roll_is_over_only_once_the_replaced_pod_is_gone() -> None:
+    """The Deployment stops counting a pod as it starts terminating, while its apiserver still
+    serves (the old certificates, in a rotation)."""
+    rolled = workload(1, updatedReplicas=1, availableReplicas=1, replicas=1)
+    leaving = {
+        "metadata": {
+            "name": "control-plane-old",
+            "deletionTimestamp": "2026-11-28T23:00:00Z",
+            "labels": manifests.labels("c-x", manifests.CONTROL_PLANE),
+        }
+    }
+    assert not progress.control_plane(workload(1), rolled, [leaving], []).ready
+    etcd_leaving = {**leaving, "metadata": {**leaving["metadata"],
+                                            "labels": manifests.labels("c-x", "etcd")}}  # fmt: skip
+    assert progress.control_plane(workload(1), rolled, [etcd_leaving], []).ready
+
+
 def test_a_stuck_control_plane_says_why() -> None:
     unschedulable = {
         "metadata": {"name": "etcd-0"},

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from corral.core.provisioning.manifests import COMPONENT_LABEL, CONTROL_PLANE
+
 Obj = Mapping[str, Any]
 
 # Why a container is not running that will not mend by waiting a little.
@@ -51,7 +53,7 @@ def control_plane(
     claims: Sequence[Obj],
 ) -> Seen:
     etcd_ready = _ready_replicas(statefulset) >= 1
-    deployment_ready = _rolled(deployment)
+    deployment_ready = _rolled(deployment) and not _leaving(pods)
     counts = _counts(deployment)
     if etcd_ready and deployment_ready:
         return Seen(True, True, "", *counts)
@@ -95,6 +97,17 @@ def _rolled(deployment: Obj | None) -> bool:
         and int(status.get("updatedReplicas") or 0) >= wanted
         and int(status.get("availableReplicas") or 0) >= wanted
         and int(status.get("replicas") or 0) == wanted
+    )
+
+
+def _leaving(pods: Sequence[Obj]) -> bool:
+    """Whether a replaced control-plane pod is still on its way out. Its Deployment no longer
+    counts it, but its apiserver serves on (the shutdown delay, and as a sidecar it stops last):
+    a roll for new certificates is over only once nothing serves the old ones."""
+    return any(
+        pod["metadata"].get("deletionTimestamp")
+        and (pod["metadata"].get("labels") or {}).get(COMPONENT_LABEL) == CONTROL_PLANE
+        for pod in pods
     )
 
 
