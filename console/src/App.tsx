@@ -5,6 +5,7 @@ import { ClusterList } from "./ClusterList";
 import { ClusterPage } from "./ClusterPage";
 import { PodPage } from "./PodPage";
 import { ProjectsPage } from "./ProjectsPage";
+import { ProvidersPage } from "./ProvidersPage";
 import { hrefOf, parseRoute, type Route } from "./route";
 import { SignIn } from "./SignIn";
 import { signOut, whoAmI, type User } from "./session";
@@ -93,6 +94,12 @@ function Shell({ user, onSignedOut }: { user: User; onSignedOut: () => void }) {
           <a href={hrefOf({ page: "clusters" })} aria-current={route.page === "clusters" ? "page" : undefined}>
             Clusters
           </a>
+          <a
+            href={hrefOf({ page: "providers" })}
+            aria-current={route.page === "providers" ? "page" : undefined}
+          >
+            Sign-in providers
+          </a>
         </nav>
         <span class="spacer-flex" />
         <button
@@ -149,5 +156,7 @@ function Page({ route }: { route: Route }) {
       return <WorkloadsPage key={route.projectId} projectId={route.projectId} />;
     case "pod":
       return <PodPage key={`${route.projectId}/${route.podId}`} projectId={route.projectId} podId={route.podId} />;
+    case "providers":
+      return <ProvidersPage />;
   }
 }

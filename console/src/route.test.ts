@@ -11,6 +11,7 @@ describe("routes", () => {
       { page: "workloads", projectId: "c-abcde:p-xyz12" },
       { page: "pod", projectId: "local:p-xyz12", podId: "shop:web-7d9f8b6c5-x2x4z" },
       { page: "pod", projectId: "local:p-xyz12", podId: "shop:db-0.sts" },
+      { page: "providers" },
     ];
     for (const route of routes) expect(parseRoute(hrefOf(route))).toEqual(route);
   });
@@ -19,7 +20,8 @@ describe("routes", () => {
     for (const hash of ["", "#", "#/nowhere", "#/clusters/C-UPPER", "#/clusters/c-a/nodes",
       "#/clusters/c-a/projects/x", "#/clusters/..%2Fv3", "#/clusters/", "#/projects/p-x/workloads",
       "#/projects/c-a%3Ap-b", "#/projects/c-a%3Ap-b/pods/web", "#/projects/c-a%3Ap-b/pods/shop%3A..%2Fx",
-      "#/projects/c-a%3Ap-b/workloads/x", "#/projects/%E0%A4%A"]) {
+      "#/projects/c-a%3Ap-b/workloads/x", "#/projects/%E0%A4%A", "#/access",
+      "#/access/providers/x"]) {
       expect(parseRoute(hash)).toEqual({ page: "clusters" });
     }
   });

@@ -6,7 +6,8 @@ export type Route =
   | { page: "cluster"; clusterId: string }
   | { page: "projects"; clusterId: string }
   | { page: "workloads"; projectId: string }
-  | { page: "pod"; projectId: string; podId: string };
+  | { page: "pod"; projectId: string; podId: string }
+  | { page: "providers" };
 
 // A cluster id as the API makes them (`c-xxxxx`, `local`): letters, digits and dashes.
 const ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -24,6 +25,7 @@ export function parseRoute(hash: string): Route {
     return { page: "clusters" };
   }
   const [root, id, sub, leaf] = decoded;
+  if (root === "access" && id === "providers" && parts.length === 2) return { page: "providers" };
   if (root === "clusters" && id && ID.test(id)) {
     if (parts.length === 2) return { page: "cluster", clusterId: id };
     if (parts.length === 3 && sub === "projects") return { page: "projects", clusterId: id };
@@ -49,5 +51,7 @@ export function hrefOf(route: Route): string {
       return `#/projects/${encodeURIComponent(route.projectId)}/workloads`;
     case "pod":
       return `#/projects/${encodeURIComponent(route.projectId)}/pods/${encodeURIComponent(route.podId)}`;
+    case "providers":
+      return "#/access/providers";
   }
 }
