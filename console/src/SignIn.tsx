@@ -17,6 +17,8 @@ export function SignIn({ notice, onSignedIn }: Props) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState("");
   const [providers, setProviders] = useState<AuthProvider[]>([]);
+  // The page asked for (a link followed while signed out): where a provider's sign-in returns.
+  const [hash, setHash] = useState(window.location.hash);
 
   useEffect(() => {
     // Without the list the local form still works: a failure here only hides the buttons.
@@ -26,6 +28,13 @@ export function SignIn({ notice, onSignedIn }: Props) {
       },
       () => undefined,
     );
+    const follow = () => {
+      setHash(window.location.hash);
+    };
+    window.addEventListener("hashchange", follow);
+    return () => {
+      window.removeEventListener("hashchange", follow);
+    };
   }, []);
 
   const submit = async (event: TargetedSubmitEvent<HTMLFormElement>) => {
@@ -88,7 +97,7 @@ export function SignIn({ notice, onSignedIn }: Props) {
               <a
                 key={provider.id}
                 class="button ghost"
-                href={loginHref(provider, returnPath(window.location.hash))}
+                href={loginHref(provider, returnPath(hash))}
                 data-provider={provider.id}
               >
                 Sign in with {providerName(provider.id)}
