@@ -200,8 +200,11 @@ def test_a_keycloak_user_signs_in_acts_as_themselves_and_signs_out(
         expect(form).to_have_count(0)
         made = [p for p in api.get(f"/v3/projects?clusterId={cluster_id}").body["data"]
                 if p["name"] == "alice-console"]  # fmt: skip
-        assert len(made) == 1 and made[0]["creatorId"] == alice, made
+        assert len(made) == 1, made
         project_id = made[0]["id"]
+        # Made as her: the API binds a project's creator as its owner.
+        owners = api.get(f"/v3/projectroletemplatebindings?projectId={project_id}").body["data"]
+        assert [(b["userId"], b["roleTemplateId"]) for b in owners] == [(alice, "project-owner")]
         expect(page.locator(f'[data-project="{project_id}"]')).to_be_visible()
 
         token = session_token(context)
