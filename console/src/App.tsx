@@ -8,6 +8,7 @@ import { CreateCluster } from "./CreateCluster";
 import { PodPage } from "./PodPage";
 import { ProjectPage } from "./ProjectPage";
 import { ProjectsPage } from "./ProjectsPage";
+import { ProvidersPage } from "./ProvidersPage";
 import { hrefOf, parseRoute, type Route } from "./route";
 import { SignIn } from "./SignIn";
 import { signOut, whoAmI, type User } from "./session";
@@ -99,6 +100,12 @@ function Shell({ user, onSignedOut }: { user: User; onSignedOut: () => void }) {
           <a href={hrefOf({ page: "access", section: "tokens" })} aria-current={route.page === "access" ? "page" : undefined}>
             Access
           </a>
+          <a
+            href={hrefOf({ page: "providers" })}
+            aria-current={route.page === "providers" ? "page" : undefined}
+          >
+            Sign-in providers
+          </a>
         </nav>
         <span class="spacer-flex" />
         <button
@@ -161,5 +168,7 @@ function Page({ route }: { route: Route }) {
       return <PodPage key={`${route.projectId}/${route.podId}`} projectId={route.projectId} podId={route.podId} />;
     case "access":
       return <AccessPage section={route.section} />;
+    case "providers":
+      return <ProvidersPage />;
   }
 }

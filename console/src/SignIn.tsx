@@ -1,8 +1,9 @@
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import type { TargetedSubmitEvent } from "preact";
 
 import { ApiError } from "./api";
-import { signIn } from "./session";
+import { loginHref, providerName, redirectProviders, returnPath, type AuthProvider } from "./providers";
+import { signInProviders, signIn } from "./session";
 
 interface Props {
   // Why the sign-in page is shown when it is not the first visit (the session ended).
@@ -15,6 +16,26 @@ export function SignIn({ notice, onSignedIn }: Props) {
   const [password, setPassword] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState("");
+  const [providers, setProviders] = useState<AuthProvider[]>([]);
+  // The page asked for (a link followed while signed out): where a provider's sign-in returns.
+  const [hash, setHash] = useState(window.location.hash);
+
+  useEffect(() => {
+    // Without the list the local form still works: a failure here only hides the buttons.
+    signInProviders().then(
+      (listed) => {
+        setProviders(redirectProviders(listed));
+      },
+      () => undefined,
+    );
+    const follow = () => {
+      setHash(window.location.hash);
+    };
+    window.addEventListener("hashchange", follow);
+    return () => {
+      window.removeEventListener("hashchange", follow);
+    };
+  }, []);
 
   const submit = async (event: TargetedSubmitEvent<HTMLFormElement>) => {
     event.preventDefault();
@@ -67,6 +88,23 @@ export function SignIn({ notice, onSignedIn }: Props) {
         <button type="submit" disabled={busy}>
           {busy ? "Signing in…" : "Sign in"}
         </button>
+        {providers.length > 0 && (
+          <div class="providers" role="group" aria-label="Other ways to sign in">
+            <p class="or">or</p>
+            {providers.map((provider) => (
+              // A navigation, not a fetch: the provider's page takes over until it sends the
+              // browser back to corral's callback, which sets the session and returns here.
+              <a
+                key={provider.id}
+                class="button ghost"
+                href={loginHref(provider, returnPath(hash))}
+                data-provider={provider.id}
+              >
+                Sign in with {providerName(provider.id)}
+              </a>
+            ))}
+          </div>
+        )}
       </form>
     </main>
   );

@@ -17,6 +17,7 @@ describe("routes", () => {
       { page: "access", section: "users" },
       { page: "access", section: "globalrolebindings" },
       { page: "access", section: "settings" },
+      { page: "providers" },
     ];
     for (const route of routes) expect(parseRoute(hrefOf(route))).toEqual(route);
   });
@@ -26,7 +27,8 @@ describe("routes", () => {
       "#/clusters/c-a/projects/x", "#/clusters/new/x", "#/clusters/..%2Fv3", "#/clusters/", "#/projects/p-x/workloads",
       "#/projects/c-a", "#/projects/c-a%3AP-B", "#/projects/c-a%3Ap-b/pods/web", "#/projects/c-a%3Ap-b/pods/shop%3A..%2Fx",
       "#/projects/c-a%3Ap-b/workloads/x", "#/projects/%E0%A4%A",
-      "#/access/secrets", "#/access/tokens/x", "#/access/Users"]) {
+      "#/access/secrets", "#/access/tokens/x", "#/access/Users",
+      "#/access/providers/x"]) {
       expect(parseRoute(hash)).toEqual({ page: "clusters" });
     }
   });

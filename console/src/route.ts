@@ -9,7 +9,8 @@ export type Route =
   | { page: "project"; projectId: string }
   | { page: "workloads"; projectId: string }
   | { page: "pod"; projectId: string; podId: string }
-  | { page: "access"; section: AccessSection };
+  | { page: "access"; section: AccessSection }
+  | { page: "providers" };
 
 // The Access area's pages, in the order its tabs show them.
 export const ACCESS_SECTIONS = ["tokens", "users", "globalrolebindings", "settings"] as const;
@@ -33,6 +34,7 @@ export function parseRoute(hash: string): Route {
   const [root, id, sub, leaf] = decoded;
   // Not a cluster id: those are `c-…` and `local`.
   if (root === "clusters" && id === "new" && parts.length === 2) return { page: "create-cluster" };
+  if (root === "access" && id === "providers" && parts.length === 2) return { page: "providers" };
   if (root === "clusters" && id && ID.test(id)) {
     if (parts.length === 2) return { page: "cluster", clusterId: id };
     if (parts.length === 3 && sub === "projects") return { page: "projects", clusterId: id };
@@ -69,5 +71,7 @@ export function hrefOf(route: Route): string {
       return `#/projects/${encodeURIComponent(route.projectId)}/pods/${encodeURIComponent(route.podId)}`;
     case "access":
       return `#/access/${route.section}`;
+    case "providers":
+      return "#/access/providers";
   }
 }

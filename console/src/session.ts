@@ -1,6 +1,8 @@
-// Signing in and out with the local provider: the API's cookie session, as for any browser.
+// Signing in and out: the local provider's password, the providers a browser is sent to, and
+// the API's cookie session either way, as for any browser.
 
 import { ApiError, all, call } from "./api";
+import type { AuthProvider } from "./providers";
 
 export interface User {
   id: string;
@@ -15,6 +17,11 @@ export async function signIn(username: string, password: string): Promise<void> 
     password,
     responseType: "cookie",
   });
+}
+
+/** The providers anyone may sign in through (the public list Rancher's clients read). */
+export async function signInProviders(): Promise<AuthProvider[]> {
+  return all<AuthProvider>("/v3-public/authProviders");
 }
 
 /** Who the session belongs to; null when there is no session (or it is over). */

@@ -89,3 +89,17 @@ async def test_github_configure_test_names_the_authorize_page(
     schemas = {s: (await admin.api.get(f"/v3/schemas/{s}")).status
                for s in ("githubConfigTestOutput", "githubConfigApplyInput")}  # fmt: skip
     assert schemas == {"githubConfigTestOutput": 200, "githubConfigApplyInput": 200}
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["returnTo=//evil.example/", "returnTo=https://evil.example/", "returnTo=%2F%5Cevil.example",
+     "responseType=json&returnTo=/"],
+)  # fmt: skip
+async def test_a_sign_in_returns_only_to_a_path_on_corral(admin: Person, query: str) -> None:
+    anonymous = admin.api.as_token(None)
+    for login in ("/v3-public/oidcProviders/oidc/login",
+                  "/v3-public/githubProviders/github/login"):  # fmt: skip
+        refused = await anonymous.get(f"{login}?{query}")
+        error(refused, 422, "InvalidFormat", "returnTo")
+        assert "Location" not in refused.headers and "Set-Cookie" not in refused.headers

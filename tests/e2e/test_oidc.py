@@ -176,6 +176,18 @@ def test_sign_in_through_keycloak_makes_a_session_as_local_login_does(
     assert second.get("/v3/users?me=true").body["data"][0]["id"] == user["id"]  # one user
 
 
+def test_a_cookie_sign_in_with_return_to_lands_on_that_page_signed_in(
+    stack: Environment, oidc: str, corral_tls: ssl.SSLContext
+) -> None:
+    browser = Browser(corral_tls)
+    action, form = login_form(stack.api_url, browser, "alice", "cookie&returnTo=/%23/x")
+    callback = browser.redirect_of(action, form)
+    assert callback.startswith(stack.api_url + CALLBACK), callback
+    assert browser.redirect_of(callback) == "/#/x"
+    me = session_api(stack, browser, corral_tls).get("/v3/users?me=true").body["data"][0]
+    assert me["name"] == "Alice Example"
+
+
 def test_a_group_binding_grants_a_project_until_the_provider_drops_the_group(
     api: Api,
     stack: Environment,

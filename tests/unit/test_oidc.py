@@ -132,6 +132,30 @@ def test_the_state_opens_only_under_its_key_and_in_time() -> None:
         assert loginstate.unseal(key, junk) is None
 
 
+def test_the_longest_return_path_fits_the_sealed_state() -> None:
+    key = loginstate.new_key()
+    longest = "/" + "a" * 255
+    assert loginstate.valid_return_to(longest)
+    state = LoginState("s" * 32, "n" * 32, "v" * 64, "cookie", longest)
+    sealed = loginstate.seal(key, state)
+    assert len(sealed) <= loginstate.MAX_SEALED
+    assert loginstate.unseal(key, sealed) == state
+
+
+@pytest.mark.parametrize("path", ["/", "/#/clusters", "/#/access/providers?x=1", "/console"])
+def test_a_return_path_on_corral_is_taken(path: str) -> None:
+    assert loginstate.valid_return_to(path)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["", "//evil.example", "/\\evil.example", "/a\\b", "https://evil.example/", "evil",
+     "/a b", "/\x00", "/é", "/" + "a" * 256],
+)  # fmt: skip
+def test_a_return_path_elsewhere_is_refused(path: str) -> None:
+    assert not loginstate.valid_return_to(path)
+
+
 # -- the configuration ---------------------------------------------------------------------------
 
 

@@ -3,15 +3,18 @@ OpenID Connect providers (`oidc` at `/v3-public/oidcProviders/oidc`, `keycloakoi
 `/v3-public/keycloakOIDCProviders/keycloakoidc`) and GitHub
 (`/v3-public/githubProviders/github`), each the same two steps:
 
-1. `GET <provider path>/login[?responseType=cookie|json]` answers 302 to the provider's
-   authorization endpoint (code flow, PKCE S256, state, and for OpenID Connect a nonce) and
-   sets the cookie `R_OIDC_STATE` (its path the provider's), which seals what the callback must
-   check (`corral.core.auth.loginstate`): any replica can finish a sign-in another began.
+1. `GET <provider path>/login[?responseType=cookie|json][&returnTo=<path>]` answers 302 to the
+   provider's authorization endpoint (code flow, PKCE S256, state, and for OpenID Connect a
+   nonce) and sets the cookie `R_OIDC_STATE` (its path the provider's), which seals what the
+   callback must check (`corral.core.auth.loginstate`): any replica can finish a sign-in
+   another began.
 2. The provider sends the browser back to `GET <provider path>/callback`, which checks
    `state` against the cookie and exchanges the code with the verifier. OpenID Connect: the ID
    token is validated (JWKS signature, issuer, audience, expiry, nonce). GitHub: the user, their
    organisations and teams are read with the access token, and the access mode applied. Then
-   the user is found or made, and the answer is exactly a local login's (`auth.sessions`).
+   the user is found or made, and the answer is exactly a local login's (`auth.sessions`);
+   a cookie sign-in begun with `returnTo` answers 303 to that path of corral instead, so a
+   browser (the console) lands back on its page signed in.
 
 The redirect URI to register with the provider is `<CORRAL_EXTERNAL_URL>` plus the callback
 path: never derived from the request's Host.
@@ -19,6 +22,7 @@ path: never derived from the request's Host.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
@@ -114,8 +118,13 @@ def _sign_in_routes(provider: str, public: str, begin: Begin, finish: Finish) ->
         response_type = request.query.get("responseType", "cookie")
         if response_type not in loginstate.RESPONSE_TYPES:
             raise errors.invalid("responseType", "responseType must be cookie or json")
+        return_to = request.query.get("returnTo", "")
+        if return_to and (response_type != "cookie" or not loginstate.valid_return_to(return_to)):
+            raise errors.invalid("returnTo", "returnTo must be a path on corral (at most 256 "
+                                 "characters) and needs responseType cookie")  # fmt: skip
         held = deps(request)
         url, login = await begin(held, held.external_url + callback, response_type)
+        login = dataclasses.replace(login, return_to=return_to)
         key = await held.login_state_key.get(held.kube)
         response = web.Response(status=302, headers={"Location": url})
         response.set_cookie(STATE_COOKIE, loginstate.seal(key, login), path=public,
@@ -156,6 +165,10 @@ def _sign_in_routes(provider: str, public: str, begin: Begin, finish: Finish) ->
         issued = await tokens.issue_session(held, user["metadata"]["name"], f"{provider} sign-in",
                                             provider, principal)  # fmt: skip
         response = sessions.signed_in(request, issued.obj, issued.value, login.response_type)
+        if login.return_to:
+            # Relative: the browser resolves it against the callback, corral's external URL.
+            response.set_status(303)
+            response.headers["Location"] = login.return_to
         response.del_cookie(STATE_COOKIE, path=public)  # one sign-in per state
         return response
 

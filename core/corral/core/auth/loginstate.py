@@ -12,6 +12,7 @@ by itself, and neither the browser nor anything that reads the cookie learns the
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -20,6 +21,10 @@ MAX_AGE_SECONDS = 600
 # A sealed state is a few hundred bytes; anything much longer was not made here.
 MAX_SEALED = 2048
 RESPONSE_TYPES = ("cookie", "json")
+# Where a cookie sign-in may send the browser when it ends: a path on corral itself. Not `//`
+# or a backslash after the first slash (browsers read both as another host), nothing but
+# printable ASCII, and short enough to fit the sealed cookie.
+RETURN_TO = re.compile(r"/(?:[\x21-\x2e\x30-\x5b\x5d-\x7e][\x21-\x5b\x5d-\x7e]{0,254})?")
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,12 @@ class LoginState:
     nonce: str
     code_verifier: str
     response_type: str = "cookie"
+    # A path on corral the callback redirects to (303) once the session is set; "" for none.
+    return_to: str = ""
+
+
+def valid_return_to(value: str) -> bool:
+    return RETURN_TO.fullmatch(value) is not None
 
 
 def new_key() -> bytes:
