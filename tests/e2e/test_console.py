@@ -727,6 +727,45 @@ def test_a_workload_is_created_scaled_redeployed_and_deleted_from_its_page(
         assert api.delete(f"/v3/clusters/{cluster_id}").status in (200, 204, 404)
 
 
+def test_a_workload_is_created_with_env_and_resources_from_the_form(
+    stack: Environment, api: Api, page: Page, add_downstream: Any
+) -> None:
+    namespace = f"env-{secrets.token_hex(3)}"
+    cluster_id = imported_with_exec(api, add_downstream, "console-env", namespace)
+    try:
+        project_id = project_with_namespace(api, cluster_id, "console-env", namespace)
+        workloads_url = f"/v3/projects/{project_id}/workloads"
+        sign_in(page, stack.api_url, "admin", stack.admin_password)
+        visit(page, f"#/projects/{project_id}/workloads")
+        page.get_by_role("button", name="Create workload").click()
+        form = page.get_by_role("form", name="Create a workload")
+        form.get_by_label("Name", exact=True).fill("env")
+        form.get_by_label("Namespace").select_option(namespace)
+        form.get_by_label("Image").fill("busybox:1")
+        form.get_by_role("button", name="Add variable").click()
+        form.get_by_label("Variable 1 name").fill("GREETING")
+        form.get_by_label("Variable 1 value").fill("hello there")
+
+        # A quantity outside Kubernetes' grammar: the API's message at its input, nothing made.
+        form.get_by_label("Memory limit (128Mi)").fill("lots")
+        form.get_by_role("button", name="Create").click()
+        error = field_error(page, "Memory limit (128Mi)")
+        expect(error).to_contain_text("containers[0].resources.limits.memory")
+        expect(form.get_by_label("Memory limit (128Mi)")).to_be_focused()
+        assert api.get(workloads_url).body["data"] == []
+
+        form.get_by_label("Memory limit (128Mi)").fill("64Mi")
+        form.get_by_role("button", name="Create").click()
+        expect(form).to_have_count(0)
+        workload_id = f"deployment:{namespace}:env"
+        expect(workload_row(page, workload_id)).to_contain_text("busybox:1")
+        container = api.get(f"{workloads_url}/{workload_id}").body["containers"][0]
+        assert container["env"] == [{"name": "GREETING", "value": "hello there"}]
+        assert container["resources"]["limits"] == {"memory": "64Mi"}
+    finally:
+        assert api.delete(f"/v3/clusters/{cluster_id}").status in (200, 204, 404)
+
+
 def terminal_chunks(page: Page) -> list[dict[str, Any]]:
     """The terminal's files the page has fetched (Resource Timing)."""
     found: list[dict[str, Any]] = page.evaluate(
