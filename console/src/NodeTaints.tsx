@@ -14,7 +14,8 @@ export function NodeTaints({ row }: { row: NodeRow }) {
   const [effect, setEffect] = useState<string>(TAINT_EFFECTS[0]);
   const [busy, setBusy] = useState(false);
   const [failure, setFailure] = useState<Failure | null>(null);
-  const keyId = `taint-key-${row.id}`;
+  // A node's id holds a colon, which a CSS selector of the id would read as a pseudo-class.
+  const keyId = `taint-key-${row.id.replace(/[^\w-]/g, "-")}`;
 
   const write = async (body: object): Promise<boolean> => {
     if (!row.update) return false;
@@ -24,7 +25,7 @@ export function NodeTaints({ row }: { row: NodeRow }) {
       await call("PUT", pathOf(row.update), body);
       return true;
     } catch (refused) {
-      setFailure(failureOf(refused, (field) => (field === "desiredNodeTaints" ? keyId : null)));
+      setFailure(failureOf(refused, (field) => (field.startsWith("desiredNodeTaints") ? keyId : null)));
       return false;
     } finally {
       setBusy(false);

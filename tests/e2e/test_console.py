@@ -349,7 +349,7 @@ def test_a_clusters_page_shows_its_conditions_and_nodes_and_gives_a_kubeconfig(
         assert axe_violations(page) == [], f"cluster page, {theme}"
 
 
-def test_a_node_is_cordoned_drained_and_its_cluster_deleted_from_its_page(
+def test_a_node_is_cordoned_drained_tainted_and_its_cluster_deleted_from_its_page(
     stack: Environment, api: Api, page: Page, add_downstream: Any
 ) -> None:
     plane = add_downstream("console-page", nodes=1)
@@ -381,6 +381,28 @@ def test_a_node_is_cordoned_drained_and_its_cluster_deleted_from_its_page(
     expect(node.get_by_role("cell").nth(2)).to_have_text(message)
     node.get_by_role("button", name=f"Uncordon {name}").click()
     expect(node).to_contain_text("active", timeout=LIVE_WAIT_MS)
+
+    # Taints: a malformed key refused at its input with nothing changed, then one added and
+    # removed, each shown from the node's event.
+    node_url = f"/v3/clusters/{cluster_id}/nodes/{node_id}"
+    key = node.get_by_label(f"Taint key for {name}")
+    key.fill("bad key!")
+    node.get_by_role("button", name=f"Add taint to {name}").click()
+    expect(key).to_have_attribute("aria-invalid", "true")
+    expect(node.locator(f"#{key.get_attribute('aria-describedby')}")).to_contain_text(
+        "desiredNodeTaints[0].key"
+    )
+    assert not api.get(node_url).body["desiredNodeTaints"]
+    key.fill("dedicated")
+    node.get_by_label(f"Taint value for {name}").fill("gpu")
+    node.get_by_label(f"Taint effect for {name}").select_option("NoExecute")
+    node.get_by_role("button", name=f"Add taint to {name}").click()
+    expect(node).to_contain_text("dedicated=gpu:NoExecute", timeout=LIVE_WAIT_MS)
+    taints = [{"key": "dedicated", "value": "gpu", "effect": "NoExecute"}]
+    assert api.get(node_url).body["desiredNodeTaints"] == taints
+    node.get_by_role("button", name=f"Remove taint dedicated=gpu:NoExecute from {name}").click()
+    expect(node).not_to_contain_text("dedicated=gpu", timeout=LIVE_WAIT_MS)
+    assert api.get(node_url).body["desiredNodeTaints"] == []
 
     page.get_by_role("button", name="Delete", exact=True).click()
     dialog = page.get_by_role("dialog", name="Delete cluster console-page?")
