@@ -395,12 +395,14 @@ def test_a_node_is_cordoned_drained_tainted_and_its_cluster_deleted_from_its_pag
     assert not api.get(node_url).body["desiredNodeTaints"]
     key.fill("dedicated")
     node.get_by_label(f"Taint value for {name}").fill("gpu")
-    node.get_by_label(f"Taint effect for {name}").select_option("NoExecute")
+    node.get_by_label(f"Taint effect for {name}").select_option("PreferNoSchedule")
     node.get_by_role("button", name=f"Add taint to {name}").click()
-    expect(node).to_contain_text("dedicated=gpu:NoExecute", timeout=LIVE_WAIT_MS)
-    taints = [{"key": "dedicated", "value": "gpu", "effect": "NoExecute"}]
+    expect(node).to_contain_text("dedicated=gpu:PreferNoSchedule", timeout=LIVE_WAIT_MS)
+    taints = [{"key": "dedicated", "value": "gpu", "effect": "PreferNoSchedule"}]
     assert api.get(node_url).body["desiredNodeTaints"] == taints
-    node.get_by_role("button", name=f"Remove taint dedicated=gpu:NoExecute from {name}").click()
+    node.get_by_role(
+        "button", name=f"Remove taint dedicated=gpu:PreferNoSchedule from {name}"
+    ).click()
     expect(node).not_to_contain_text("dedicated=gpu", timeout=LIVE_WAIT_MS)
     assert api.get(node_url).body["desiredNodeTaints"] == []
 
