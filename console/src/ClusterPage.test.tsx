@@ -23,6 +23,7 @@ const node = (offered: boolean) => ({
   id: "c-a:m-1",
   name: "worker-a",
   worker: true,
+  desiredNodeTaints: [{ key: "spot", effect: "NoExecute" }],
   links: offered ? { self: NODE, update: NODE, remove: NODE } : { self: NODE },
   actions: offered
     ? { cordon: `${NODE}?action=cordon`, uncordon: `${NODE}?action=uncordon`, drain: `${NODE}?action=drain` }
@@ -54,7 +55,7 @@ afterEach(() => {
 });
 
 describe("a cluster's page", () => {
-  it("gives the owner Delete, Cordon, Drain and scaling", async () => {
+  it("gives the owner Delete, taint editing, Cordon, Drain and scaling", async () => {
     const buttons = await shown(
       <>
         <ClusterActions cluster={owners} name="demo" />
@@ -65,6 +66,8 @@ describe("a cluster's page", () => {
     expect(buttons).toEqual([
       "Download kubeconfig",
       "Delete",
+      "Remove taint spot:NoExecute from worker-a",
+      "Add taint to worker-a",
       "Cordon worker-a",
       "Drain worker-a",
       "Scale w- down",
@@ -82,5 +85,6 @@ describe("a cluster's page", () => {
     );
     expect(buttons).toEqual(["Download kubeconfig"]);
     expect(root?.querySelector('[data-node="c-a:m-1"]')?.textContent).toContain("worker-a");
+    expect(root?.querySelector('[data-node="c-a:m-1"]')?.textContent).toContain("spot:NoExecute");
   });
 });

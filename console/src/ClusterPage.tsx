@@ -6,6 +6,7 @@ import { DeleteDialog } from "./DeleteDialog";
 import { EtcdBackups, offersBackups } from "./EtcdBackups";
 import { download, generateKubeconfig, kubeconfigFileName } from "./kubeconfig";
 import { LiveBadge, useAction, useLive } from "./live";
+import { NodeTaints } from "./NodeTaints";
 import {
   MAX_QUANTITY,
   nodeRows,
@@ -255,6 +256,7 @@ export function Nodes({ loaded }: { loaded: Loaded<V3Node> }) {
               <th scope="col">Roles</th>
               <th scope="col">Drain</th>
               <th scope="col">Problems</th>
+              <th scope="col">Taints</th>
               <th scope="col">
                 <span class="visually-hidden">Actions</span>
               </th>
@@ -279,6 +281,9 @@ export function Nodes({ loaded }: { loaded: Loaded<V3Node> }) {
                         {`${c.type}: ${c.status}${c.reason ? ` (${c.reason})` : ""}`}
                       </span>
                     ))}
+                  </td>
+                  <td>
+                    <NodeTaints row={row} />
                   </td>
                   <td class="actions">
                     {row.actions.cordon !== undefined && (

@@ -3,7 +3,16 @@ import type { TargetedSubmitEvent } from "preact";
 
 import { ApiError, call } from "./api";
 import { messageOf } from "./resources";
-import { EMPTY_FORM, INPUTS, workloadBody, workloadErrorInput, type V3Namespace, type WorkloadForm } from "./workloads";
+import {
+  EMPTY_FORM,
+  INPUTS,
+  envInput,
+  workloadBody,
+  workloadErrorInput,
+  type EnvRow,
+  type V3Namespace,
+  type WorkloadForm,
+} from "./workloads";
 
 interface Props {
   createUrl: string;
@@ -12,16 +21,23 @@ interface Props {
   onCancel: () => void;
 }
 
-const LABELS: Record<keyof WorkloadForm, string> = {
+type Input = keyof typeof INPUTS;
+
+const LABELS: Record<Input, string> = {
   name: "Name",
   namespaceId: "Namespace",
   image: "Image",
   scale: "Scale",
   ports: "Ports (8080, 53/UDP)",
+  cpuRequest: "CPU request (250m)",
+  cpuLimit: "CPU limit (1)",
+  memoryRequest: "Memory request (64Mi)",
+  memoryLimit: "Memory limit (128Mi)",
 };
 
-/** A deployment of one container: name, namespace, image, scale and ports. The API judges
- * every value and its refusal shows at the input its `fieldName` names. */
+/** A deployment of one container: name, namespace, image, scale, ports, environment variables
+ * and CPU and memory requests and limits. The API judges every value and its refusal shows at
+ * the input its `fieldName` names. */
 export function CreateWorkload({ createUrl, namespaces, onCreated, onCancel }: Props) {
   const [form, setForm] = useState<WorkloadForm>(EMPTY_FORM);
   const [busy, setBusy] = useState(false);
@@ -43,8 +59,7 @@ export function CreateWorkload({ createUrl, namespaces, onCreated, onCancel }: P
     }
   };
 
-  const described = (field: keyof WorkloadForm) => {
-    const id = INPUTS[field];
+  const describedId = (id: string) => {
     const wrong = failure?.input === id;
     return {
       id,
@@ -58,7 +73,9 @@ export function CreateWorkload({ createUrl, namespaces, onCreated, onCancel }: P
     };
   };
 
-  const text = (field: Exclude<keyof WorkloadForm, "namespaceId">, inputMode?: "numeric") => {
+  const described = (field: Input) => describedId(INPUTS[field]);
+
+  const text = (field: Exclude<Input, "namespaceId">, inputMode?: "numeric") => {
     const { id, attributes, error } = described(field);
     return (
       <div class="field">
@@ -70,6 +87,28 @@ export function CreateWorkload({ createUrl, namespaces, onCreated, onCancel }: P
           {...attributes}
           onInput={(e) => {
             setForm({ ...form, [field]: e.currentTarget.value });
+          }}
+        />
+        {error}
+      </div>
+    );
+  };
+
+  const setRow = (row: number, part: keyof EnvRow, value: string) => {
+    setForm({ ...form, env: form.env.map((r, i) => (i === row ? { ...r, [part]: value } : r)) });
+  };
+
+  const envCell = (row: number, part: keyof EnvRow) => {
+    const { id, attributes, error } = describedId(envInput(row, part));
+    return (
+      <div class="field">
+        <label for={id}>{part === "name" ? `Variable ${String(row + 1)} name` : `Variable ${String(row + 1)} value`}</label>
+        <input
+          id={id}
+          value={form.env[row]?.[part] ?? ""}
+          {...attributes}
+          onInput={(e) => {
+            setRow(row, part, e.currentTarget.value);
           }}
         />
         {error}
@@ -114,6 +153,42 @@ export function CreateWorkload({ createUrl, namespaces, onCreated, onCancel }: P
       {text("image")}
       {text("scale", "numeric")}
       {text("ports")}
+      <fieldset>
+        <legend>Environment variables</legend>
+        {form.env.map((_, row) => (
+          <div class="env-row" key={row}>
+            {envCell(row, "name")}
+            {envCell(row, "value")}
+            <button
+              type="button"
+              class="ghost"
+              aria-label={`Remove variable ${String(row + 1)}`}
+              onClick={() => {
+                setForm({ ...form, env: form.env.filter((__, i) => i !== row) });
+                setFailure(null);
+              }}
+            >
+              Remove
+            </button>
+          </div>
+        ))}
+        <button
+          type="button"
+          class="ghost"
+          onClick={() => {
+            setForm({ ...form, env: [...form.env, { name: "", value: "" }] });
+          }}
+        >
+          Add variable
+        </button>
+      </fieldset>
+      <fieldset>
+        <legend>Resources (Kubernetes quantities; empty for none)</legend>
+        {text("cpuRequest")}
+        {text("cpuLimit")}
+        {text("memoryRequest")}
+        {text("memoryLimit")}
+      </fieldset>
       <div class="buttons">
         <button type="button" class="ghost" onClick={onCancel}>
           Cancel

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { draining, nodeRows, toNodeRow, toPoolRow, type V3Node } from "./nodes";
+import { addedTaint, draining, nodeRows, removedTaint, taintText, toNodeRow, toPoolRow, type V3Node } from "./nodes";
 import { byId } from "./resources";
 
 const ready = { type: "Ready", status: "True" };
@@ -51,6 +51,25 @@ describe("nodes", () => {
     expect(rows[0]?.actions.cordon).toContain("action=cordon");
     expect(rows[1]?.problems.map((c) => c.type)).toEqual(["Ready"]);
     expect(rows[1]?.actions).toEqual({});
+  });
+
+  it("shows a node's taints and offers editing them only with its update link", () => {
+    const taints = [{ key: "dedicated", value: "gpu", effect: "NoSchedule" }, { key: "spot", effect: "NoExecute" }];
+    const row = toNodeRow({ id: "c-a:m-1", desiredNodeTaints: taints, links: { update: "https://corral/v3/clusters/c-a/nodes/m-1" } });
+    expect(row.taints.map(taintText)).toEqual(["dedicated=gpu:NoSchedule", "spot:NoExecute"]);
+    expect(row.update).toBe("https://corral/v3/clusters/c-a/nodes/m-1");
+    expect(toNodeRow({ id: "c-a:m-2", desiredNodeTaints: null })).toMatchObject({ taints: [], update: null });
+  });
+
+  it("builds the update that adds or removes one taint, keeping the others", () => {
+    const taints = [{ key: "dedicated", value: "gpu", effect: "NoSchedule" }];
+    expect(addedTaint(taints, { key: " spot ", value: " ", effect: "NoExecute" })).toEqual({
+      desiredNodeTaints: [...taints, { key: "spot", effect: "NoExecute" }],
+    });
+    expect(addedTaint([], { key: "a", value: "b", effect: "PreferNoSchedule" }).desiredNodeTaints).toEqual([
+      { key: "a", value: "b", effect: "PreferNoSchedule" },
+    ]);
+    expect(removedTaint(taints, 0)).toEqual({ desiredNodeTaints: [] });
   });
 
   it("shows a pool's counts and whether it may be scaled", () => {

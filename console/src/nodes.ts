@@ -4,8 +4,18 @@
 import { healthy, type Condition } from "./clusters";
 import type { Resource } from "./resources";
 
+export const TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"] as const;
+
+/** A taint as the node's `desiredNodeTaints` holds it (docs/api.md, "Nodes"). */
+export interface V3Taint {
+  key: string;
+  value?: string;
+  effect: string;
+}
+
 export interface V3Node extends Resource {
   name?: string;
+  desiredNodeTaints?: V3Taint[] | null;
   displayName?: string;
   clusterId?: string;
   nodePoolId?: string;
@@ -54,6 +64,26 @@ export interface NodeRow {
   pool: string;
   // The node's action links (`cordon`, `uncordon`, `drain`) as the API gives them.
   actions: Record<string, string>;
+  // The taints corral manages on it, and its update link (absent for who may not change it).
+  taints: V3Taint[];
+  update: string | null;
+}
+
+/** `key=value:Effect`, as kubectl writes a taint. */
+export function taintText(taint: V3Taint): string {
+  return `${taint.key}${taint.value ? `=${taint.value}` : ""}:${taint.effect}`;
+}
+
+/** The update body that adds a taint as typed (the API judges key, value and effect). */
+export function addedTaint(taints: V3Taint[], added: V3Taint): { desiredNodeTaints: V3Taint[] } {
+  const taint: V3Taint = { key: added.key.trim(), effect: added.effect };
+  if (added.value?.trim()) taint.value = added.value.trim();
+  return { desiredNodeTaints: [...taints, taint] };
+}
+
+/** The update body without the taint at `index`: `[]` when it was the last, which removes them. */
+export function removedTaint(taints: V3Taint[], index: number): { desiredNodeTaints: V3Taint[] } {
+  return { desiredNodeTaints: taints.filter((_, i) => i !== index) };
 }
 
 export function rolesOf(node: V3Node): string[] {
@@ -94,6 +124,8 @@ export function toNodeRow(node: V3Node): NodeRow {
     problems: conditions.filter((c) => c.type !== DRAINED && !healthy(c)),
     pool: node.nodePoolId ?? "",
     actions: node.actions ?? {},
+    taints: node.desiredNodeTaints ?? [],
+    update: node.links?.update ?? null,
   };
 }
 

@@ -5,6 +5,7 @@ import {
   INPUTS,
   clusterOf,
   endpointUrls,
+  envInput,
   parsePorts,
   pauseToggle,
   podsByWorkload,
@@ -18,7 +19,7 @@ import {
 
 describe("workloadBody", () => {
   it("makes a deployment of one container named after the workload", () => {
-    const body = workloadBody({ name: " web ", namespaceId: "shop", image: "nginx:1.27", scale: "3", ports: "8080, 53/udp" });
+    const body = workloadBody({ ...EMPTY_FORM, name: " web ", namespaceId: "shop", image: "nginx:1.27", scale: "3", ports: "8080, 53/udp" });
     expect(body).toEqual({
       type: "workload",
       workloadType: "deployment",
@@ -39,7 +40,22 @@ describe("workloadBody", () => {
     expect((body.containers as { ports: unknown[] }[])[0]?.ports).toEqual([{ containerPort: "http", protocol: "TCP" }]);
   });
 
-  it("leaves ports out when none were typed", () => {
+  it("sends every environment row, in order, and the quantities typed", () => {
+    const body = workloadBody({
+      ...EMPTY_FORM,
+      name: "web",
+      env: [{ name: " MODE ", value: " prod " }, { name: "", value: "" }],
+      cpuRequest: "250m",
+      memoryRequest: " 64Mi ",
+      memoryLimit: "lots",
+    });
+    expect((body.containers as Record<string, unknown>[])[0]).toMatchObject({
+      env: [{ name: "MODE", value: " prod " }, { name: "", value: "" }],
+      resources: { requests: { cpu: "250m", memory: "64Mi" }, limits: { memory: "lots" } },
+    });
+  });
+
+  it("leaves ports, env and resources out when none were typed", () => {
     expect(parsePorts("  ")).toEqual([]);
     const containers = workloadBody({ ...EMPTY_FORM, name: "a", image: "b" }).containers as object[];
     expect(containers[0]).toEqual({ name: "a", image: "b" });
@@ -55,12 +71,21 @@ describe("workloadErrorInput", () => {
     expect(workloadErrorInput("containers")).toBe(INPUTS.image);
     expect(workloadErrorInput("containers[0].ports[1].containerPort")).toBe(INPUTS.ports);
     expect(workloadErrorInput("containers[0].name")).toBe(INPUTS.name);
+    expect(workloadErrorInput("containers[0].env[1].name")).toBe(envInput(1, "name"));
+    expect(workloadErrorInput("containers[0].env[0].value")).toBe(envInput(0, "value"));
+    expect(workloadErrorInput("containers[0].env[2]")).toBe(envInput(2, "name"));
+    expect(workloadErrorInput("containers[0].resources.limits.memory")).toBe(INPUTS.memoryLimit);
+    expect(workloadErrorInput("containers[0].resources.requests.memory")).toBe(INPUTS.memoryRequest);
+    expect(workloadErrorInput("containers[0].resources.limits.cpu")).toBe(INPUTS.cpuLimit);
+    expect(workloadErrorInput("containers[0].resources.limits")).toBe(INPUTS.cpuLimit);
+    expect(workloadErrorInput("containers[0].resources")).toBe(INPUTS.cpuRequest);
   });
 
   it("has no input for a field the form does not fill", () => {
     expect(workloadErrorInput("")).toBeNull();
     expect(workloadErrorInput("requestsCpu")).toBeNull();
     expect(workloadErrorInput("volumes[0]")).toBeNull();
+    expect(workloadErrorInput("containers[0].env")).toBeNull();
   });
 });
 

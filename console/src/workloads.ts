@@ -51,16 +51,38 @@ export interface V3Namespace extends Resource {
 // Only these two kinds have a `scale` (a DaemonSet runs one pod per node, a Job to the end).
 export const SCALABLE = new Set(["deployment", "statefulSet"]);
 
-/** What the create form holds, as typed. */
+/** One environment variable's row of the form, as typed. */
+export interface EnvRow {
+  name: string;
+  value: string;
+}
+
+/** What the create form holds, as typed: one text per input, and the environment's rows. */
 export interface WorkloadForm {
   name: string;
   namespaceId: string;
   image: string;
   scale: string;
   ports: string;
+  cpuRequest: string;
+  cpuLimit: string;
+  memoryRequest: string;
+  memoryLimit: string;
+  env: EnvRow[];
 }
 
-export const EMPTY_FORM: WorkloadForm = { name: "", namespaceId: "", image: "", scale: "1", ports: "" };
+export const EMPTY_FORM: WorkloadForm = {
+  name: "",
+  namespaceId: "",
+  image: "",
+  scale: "1",
+  ports: "",
+  cpuRequest: "",
+  cpuLimit: "",
+  memoryRequest: "",
+  memoryLimit: "",
+  env: [],
+};
 
 // The inputs of the form, by the body field they fill.
 export const INPUTS = {
@@ -69,7 +91,36 @@ export const INPUTS = {
   image: "workload-image",
   scale: "workload-scale",
   ports: "workload-ports",
+  cpuRequest: "workload-cpu-request",
+  cpuLimit: "workload-cpu-limit",
+  memoryRequest: "workload-memory-request",
+  memoryLimit: "workload-memory-limit",
 } as const;
+
+// The resource inputs, by the part and resource of `containers[0].resources` they fill.
+const RESOURCES = [
+  ["requests", "cpu", "cpuRequest"],
+  ["limits", "cpu", "cpuLimit"],
+  ["requests", "memory", "memoryRequest"],
+  ["limits", "memory", "memoryLimit"],
+] as const;
+
+/** The id of an environment row's input: `workload-env-0-name`. */
+export function envInput(row: number, part: keyof EnvRow): string {
+  return `workload-env-${String(row)}-${part}`;
+}
+
+/** `containers[0].resources` from the four quantity inputs, each as typed (the API judges the
+ * grammar and that no request exceeds its limit); null when all are empty. */
+export function resourcesBody(form: WorkloadForm): Record<string, Record<string, string>> | null {
+  const resources: Record<string, Record<string, string>> = {};
+  for (const [part, resource, field] of RESOURCES) {
+    const amount = form[field].trim();
+    if (!amount) continue;
+    resources[part] = { ...resources[part], [resource]: amount };
+  }
+  return Object.keys(resources).length ? resources : null;
+}
 
 /** A whole number as a number; anything else as typed, so the API names what is wrong with it
  * rather than the page guessing. */
@@ -96,6 +147,10 @@ export function workloadBody(form: WorkloadForm): Record<string, unknown> {
   const container: Record<string, unknown> = { name, image: form.image.trim() };
   const ports = parsePorts(form.ports);
   if (ports.length) container.ports = ports;
+  // Every row goes, an empty one too, so the API's `env[i]` is the form's row i.
+  if (form.env.length) container.env = form.env.map((row) => ({ name: row.name.trim(), value: row.value }));
+  const resources = resourcesBody(form);
+  if (resources) container.resources = resources;
   return {
     type: "workload",
     workloadType: "deployment",
@@ -115,6 +170,17 @@ export function workloadErrorInput(fieldName: string): string | null {
   // The container's name is the workload's, so a refusal of it is the name's.
   if (container[1] === "name") return INPUTS.name;
   if (container[1] === "ports") return INPUTS.ports;
+  if (container[1] === "env") {
+    const row = /^containers(?:\[0\])?\.env\[(\d+)\](?:\.(\w+))?/.exec(fieldName);
+    // The list as a whole, or a source the form cannot give (`valueFrom`), has no input of its own.
+    if (!row) return null;
+    return envInput(Number(row[1]), row[2] === "value" ? "value" : "name");
+  }
+  if (container[1] === "resources") {
+    const amount = /\.resources\.(requests|limits)(?:\.(cpu|memory))?/.exec(fieldName);
+    const match = RESOURCES.find(([part, resource]) => part === amount?.[1] && resource === (amount[2] ?? "cpu"));
+    return INPUTS[match?.[2] ?? "cpuRequest"];
+  }
   return INPUTS.image;
 }
 

@@ -349,7 +349,7 @@ def test_a_clusters_page_shows_its_conditions_and_nodes_and_gives_a_kubeconfig(
         assert axe_violations(page) == [], f"cluster page, {theme}"
 
 
-def test_a_node_is_cordoned_drained_and_its_cluster_deleted_from_its_page(
+def test_a_node_is_cordoned_drained_tainted_and_its_cluster_deleted_from_its_page(
     stack: Environment, api: Api, page: Page, add_downstream: Any
 ) -> None:
     plane = add_downstream("console-page", nodes=1)
@@ -381,6 +381,30 @@ def test_a_node_is_cordoned_drained_and_its_cluster_deleted_from_its_page(
     expect(node.get_by_role("cell").nth(2)).to_have_text(message)
     node.get_by_role("button", name=f"Uncordon {name}").click()
     expect(node).to_contain_text("active", timeout=LIVE_WAIT_MS)
+
+    # Taints: a malformed key refused at its input with nothing changed, then one added and
+    # removed, each shown from the node's event.
+    node_url = f"/v3/clusters/{cluster_id}/nodes/{node_id}"
+    key = node.get_by_label(f"Taint key for {name}")
+    key.fill("bad key!")
+    node.get_by_role("button", name=f"Add taint to {name}").click()
+    expect(key).to_have_attribute("aria-invalid", "true")
+    expect(node.locator(f"#{key.get_attribute('aria-describedby')}")).to_contain_text(
+        "desiredNodeTaints[0].key"
+    )
+    assert not api.get(node_url).body["desiredNodeTaints"]
+    key.fill("dedicated")
+    node.get_by_label(f"Taint value for {name}").fill("gpu")
+    node.get_by_label(f"Taint effect for {name}").select_option("PreferNoSchedule")
+    node.get_by_role("button", name=f"Add taint to {name}").click()
+    expect(node).to_contain_text("dedicated=gpu:PreferNoSchedule", timeout=LIVE_WAIT_MS)
+    taints = [{"key": "dedicated", "value": "gpu", "effect": "PreferNoSchedule"}]
+    assert api.get(node_url).body["desiredNodeTaints"] == taints
+    node.get_by_role(
+        "button", name=f"Remove taint dedicated=gpu:PreferNoSchedule from {name}"
+    ).click()
+    expect(node).not_to_contain_text("dedicated=gpu", timeout=LIVE_WAIT_MS)
+    assert api.get(node_url).body["desiredNodeTaints"] == []
 
     page.get_by_role("button", name="Delete", exact=True).click()
     dialog = page.get_by_role("dialog", name="Delete cluster console-page?")
@@ -723,6 +747,45 @@ def test_a_workload_is_created_scaled_redeployed_and_deleted_from_its_page(
         expect(shown).to_have_count(0, timeout=LIVE_WAIT_MS)
         assert api.get(f"{workloads_url}/{workload_id}").status == 404
         assert page.evaluate("window.loadedOnce") is True
+    finally:
+        assert api.delete(f"/v3/clusters/{cluster_id}").status in (200, 204, 404)
+
+
+def test_a_workload_is_created_with_env_and_resources_from_the_form(
+    stack: Environment, api: Api, page: Page, add_downstream: Any
+) -> None:
+    namespace = f"env-{secrets.token_hex(3)}"
+    cluster_id = imported_with_exec(api, add_downstream, "console-env", namespace)
+    try:
+        project_id = project_with_namespace(api, cluster_id, "console-env", namespace)
+        workloads_url = f"/v3/projects/{project_id}/workloads"
+        sign_in(page, stack.api_url, "admin", stack.admin_password)
+        visit(page, f"#/projects/{project_id}/workloads")
+        page.get_by_role("button", name="Create workload").click()
+        form = page.get_by_role("form", name="Create a workload")
+        form.get_by_label("Name", exact=True).fill("env")
+        form.get_by_label("Namespace").select_option(namespace)
+        form.get_by_label("Image").fill("busybox:1")
+        form.get_by_role("button", name="Add variable").click()
+        form.get_by_label("Variable 1 name").fill("GREETING")
+        form.get_by_label("Variable 1 value").fill("hello there")
+
+        # A quantity outside Kubernetes' grammar: the API's message at its input, nothing made.
+        form.get_by_label("Memory limit (128Mi)").fill("lots")
+        form.get_by_role("button", name="Create").click()
+        error = field_error(page, "Memory limit (128Mi)")
+        expect(error).to_contain_text("containers[0].resources.limits.memory")
+        expect(form.get_by_label("Memory limit (128Mi)")).to_be_focused()
+        assert api.get(workloads_url).body["data"] == []
+
+        form.get_by_label("Memory limit (128Mi)").fill("64Mi")
+        form.get_by_role("button", name="Create").click()
+        expect(form).to_have_count(0)
+        workload_id = f"deployment:{namespace}:env"
+        expect(workload_row(page, workload_id)).to_contain_text("busybox:1")
+        container = api.get(f"{workloads_url}/{workload_id}").body["containers"][0]
+        assert container["env"] == [{"name": "GREETING", "value": "hello there"}]
+        assert container["resources"]["limits"] == {"memory": "64Mi"}
     finally:
         assert api.delete(f"/v3/clusters/{cluster_id}").status in (200, 204, 404)
 
