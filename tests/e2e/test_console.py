@@ -23,7 +23,15 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 from kubernetes import client as k8s
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, expect, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    Error,
+    Page,
+    Playwright,
+    expect,
+    sync_playwright,
+)
 
 from corral.devenv.agents import agent_environment, run_registration
 from corral.devenv.environment import Environment
@@ -74,8 +82,20 @@ def page(context: BrowserContext, request: pytest.FixtureRequest) -> Iterator[Pa
     opened.screenshot(path=SCREENSHOTS / f"{request.node.name}.png", full_page=True)
 
 
+def goto(page: Page, url: str) -> None:
+    """`page.goto`, once more when Chromium dropped the navigation because the host's network
+    changed: the real-node modules running beside these tests add and remove interfaces, and
+    Chromium aborts what is in flight at each change, as a user would see and reload."""
+    try:
+        page.goto(url)
+    except Error as exc:
+        if "ERR_NETWORK_CHANGED" not in exc.message:
+            raise
+        page.goto(url)
+
+
 def sign_in(page: Page, url: str, username: str, password: str) -> None:
-    page.goto(url)
+    goto(page, url)
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in").click()
@@ -109,7 +129,7 @@ def test_sign_in_shows_the_imported_cluster(stack: Environment, api: Api, page: 
 
 
 def test_a_wrong_password_shows_the_apis_message(stack: Environment, page: Page) -> None:
-    page.goto(stack.api_url)
+    goto(page, stack.api_url)
     page.get_by_label("Username").fill("admin")
     page.get_by_label("Password").fill("not-the-password")
     page.get_by_role("button", name="Sign in").click()
@@ -203,7 +223,7 @@ def test_axe_finds_nothing_serious_in_either_theme(
     stack: Environment, page: Page, theme: str
 ) -> None:
     page.emulate_media(color_scheme=theme)
-    page.goto(stack.api_url)
+    goto(page, stack.api_url)
     expect(page.get_by_label("Username")).to_be_visible()
     assert page.evaluate("document.documentElement.dataset.theme") == theme
     assert axe_violations(page) == [], "sign-in page"
@@ -214,7 +234,7 @@ def test_axe_finds_nothing_serious_in_either_theme(
 
 def test_keyboard_alone_signs_in_and_switches_the_theme(stack: Environment, page: Page) -> None:
     page.emulate_media(color_scheme="light")
-    page.goto(stack.api_url)
+    goto(page, stack.api_url)
     expect(page.get_by_label("Username")).to_be_visible()
     page.keyboard.press("Tab")
     expect(page.get_by_label("Username")).to_be_focused()
@@ -249,7 +269,7 @@ def test_first_render_interactive_list_and_cold_bytes(stack: Environment, page: 
         ".observe(document, {childList: true, subtree: true});"
     )
     started = time.monotonic()
-    page.goto(stack.api_url)
+    goto(page, stack.api_url)
     expect(page.get_by_label("Username")).to_be_visible()
     first_render = time.monotonic() - started
     paint = page.evaluate(

@@ -161,14 +161,14 @@ def test_a_keycloak_user_signs_in_acts_as_themselves_and_signs_out(
     try:
         for theme in ("light", "dark"):
             page.emulate_media(color_scheme=theme)
-            page.goto(stack.api_url)
+            console.goto(page, stack.api_url)
             expect(page.get_by_role("link", name="Sign in with OpenID Connect")).to_be_visible()
             assert axe_violations(page) == [], f"sign-in page with a provider, {theme}"
         page.screenshot(path=SCREENSHOTS / "signin-providers.png", full_page=True)
         page.emulate_media(color_scheme="light")
 
         # A link to the cluster's page, opened signed out: signed in, the browser is back on it.
-        page.goto(f"{stack.api_url}/#/clusters/{cluster_id}")
+        console.goto(page, f"{stack.api_url}/#/clusters/{cluster_id}")
         page.get_by_role("link", name="Sign in with OpenID Connect").click()
         # Keycloak's own login form, as a user sees it.
         expect(page).to_have_url(re.compile(re.escape(keycloak.issuer(REALM)) + "/"))
