@@ -1,11 +1,13 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { TargetedSubmitEvent } from "preact";
 
 import { providerOf, userBody, userErrorInput, type UserForm, type V3User } from "./access";
 import { ApiError, call, listing, pathOf } from "./api";
 import { DeleteDialog } from "./DeleteDialog";
+import { FormFailure, useSubmit } from "./FieldError";
+import { FormButtons } from "./FormButtons";
 import { useAction } from "./live";
 import { messageOf } from "./resources";
+import { TextField } from "./TextField";
 
 /** Users: local ones created with a username and password, anyone enabled or disabled and
  * deleted where the API offers it (`links.update`, `links.remove`). Not live: users are not
@@ -143,63 +145,25 @@ function nameOf(user: V3User): string {
 
 function CreateUser({ onCreated, onCancel }: { onCreated: () => void; onCancel: () => void }) {
   const [form, setForm] = useState<UserForm>({ username: "", password: "", name: "" });
-  const [busy, setBusy] = useState(false);
-  const [failure, setFailure] = useState<{ input: string | null; message: string } | null>(null);
+  const { busy, failure, submit } = useSubmit(async () => {
+    await call("POST", "/v3/users", userBody(form));
+    onCreated();
+  }, userErrorInput);
 
-  const submit = async (event: TargetedSubmitEvent<HTMLFormElement>) => {
-    event.preventDefault();
-    setBusy(true);
-    setFailure(null);
-    try {
-      await call("POST", "/v3/users", userBody(form));
-      onCreated();
-    } catch (refused) {
-      const input = refused instanceof ApiError ? userErrorInput(refused.fieldName) : null;
-      setFailure({ input, message: messageOf(refused) });
-      if (input) document.getElementById(input)?.focus();
-    } finally {
-      setBusy(false);
-    }
-  };
-
-  const input = (key: keyof UserForm, label: string, type = "text") => {
-    const id = `user-${key}`;
-    const wrong = failure?.input === id;
-    return (
-      <div class="field">
-        <label for={id}>{label}</label>
-        <input id={id} type={type} value={form[key]} aria-invalid={wrong}
-          autoComplete={type === "password" ? "new-password" : "off"}
-          aria-describedby={wrong ? `${id}-error` : undefined}
-          onInput={(e) => { setForm({ ...form, [key]: e.currentTarget.value }); }} />
-        {wrong && (
-          <span class="error field-error" id={`${id}-error`}>
-            {failure.message}
-          </span>
-        )}
-      </div>
-    );
-  };
+  const input = (key: keyof UserForm, label: string, type: "text" | "password" = "text") => (
+    <TextField id={`user-${key}`} label={label} type={type} value={form[key]} failure={failure}
+      autoComplete={type === "password" ? "new-password" : "off"}
+      onInput={(value) => { setForm({ ...form, [key]: value }); }} />
+  );
 
   return (
     <form class="panel" aria-labelledby="create-user-title" onSubmit={(event) => void submit(event)} noValidate>
       <h2 id="create-user-title">Create a local user</h2>
-      {failure && (
-        <p class={failure.input ? "visually-hidden" : "error"} role="alert">
-          {failure.message}
-        </p>
-      )}
+      <FormFailure failure={failure} />
       {input("username", "Username")}
       {input("password", "Password (at least 12 characters)", "password")}
       {input("name", "Display name")}
-      <div class="buttons">
-        <button type="button" class="ghost" onClick={onCancel}>
-          Cancel
-        </button>
-        <button type="submit" disabled={busy}>
-          {busy ? "Creating…" : "Create"}
-        </button>
-      </div>
+      <FormButtons onCancel={onCancel} busy={busy} submit="Create" pending="Creating…" />
     </form>
   );
 }
