@@ -1,10 +1,10 @@
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 
 import { call, listing, pathOf } from "./api";
 import { DeleteDialog } from "./DeleteDialog";
 import { FormFailure, useSubmit } from "./FieldError";
 import { FormButtons } from "./FormButtons";
-import { messageOf } from "./resources";
+import { useRead } from "./live";
 import { EMPTY_ENTRY, SECRET_INPUTS, secretBody, secretErrorInput, type Entry, type V3Secret } from "./secrets";
 import { TextField } from "./TextField";
 
@@ -19,25 +19,16 @@ interface Listed {
 export function Secrets({ projectId }: { projectId: string }) {
   const project = encodeURIComponent(projectId);
   const [listed, setListed] = useState<Listed | null>(null);
-  const [error, setError] = useState("");
   const [creating, setCreating] = useState(false);
   const [deleting, setDeleting] = useState<V3Secret | null>(null);
 
-  const load = async () => {
-    try {
-      const found = await listing<V3Secret>(`/v3/projects/${project}/secrets`);
-      const createUrl = found.createTypes.secret;
-      setListed({
-        secrets: found.data.sort((a, b) => a.name.localeCompare(b.name)),
-        createUrl: createUrl ? pathOf(createUrl) : null,
-      });
-      setError("");
-    } catch (failure) {
-      setError(messageOf(failure));
-    }
-  };
-  useEffect(() => {
-    void load();
+  const { error, load } = useRead(async () => {
+    const found = await listing<V3Secret>(`/v3/projects/${project}/secrets`);
+    const createUrl = found.createTypes.secret;
+    setListed({
+      secrets: found.data.sort((a, b) => a.name.localeCompare(b.name)),
+      createUrl: createUrl ? pathOf(createUrl) : null,
+    });
   }, [projectId]);
 
   return (

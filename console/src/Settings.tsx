@@ -1,32 +1,22 @@
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 
 import type { V3Setting } from "./access";
-import { ApiError, call, listing, pathOf } from "./api";
+import { call, listing, pathOf } from "./api";
 import { FieldError, FormFailure, invalid, useSubmit } from "./FieldError";
 import { FormButtons } from "./FormButtons";
-import { messageOf } from "./resources";
+import { useRead } from "./live";
 
 /** corral's settings, readable by everyone; a value is edited where the API offers
  * `links.update` (administrators), and its refusal shown at the value. Not live: settings are
  * not among the subscription's families. */
 export function Settings() {
   const [settings, setSettings] = useState<V3Setting[] | null>(null);
-  const [error, setError] = useState("");
   const [editing, setEditing] = useState<string | null>(null);
 
-  const load = async () => {
-    try {
-      const listed = await listing<V3Setting>("/v3/settings");
-      setSettings(listed.data.sort((a, b) => a.id.localeCompare(b.id)));
-      setError("");
-    } catch (failure) {
-      if (failure instanceof ApiError && failure.sessionEnded) return;
-      setError(messageOf(failure));
-    }
-  };
-  useEffect(() => {
-    void load();
-  }, []);
+  const { error, load } = useRead(async () => {
+    const listed = await listing<V3Setting>("/v3/settings");
+    setSettings(listed.data.sort((a, b) => a.id.localeCompare(b.id)));
+  });
 
   return (
     <>

@@ -11,11 +11,12 @@ import {
   type TokenForm,
   type V3Token,
 } from "./access";
-import { ApiError, all, call, listing, pathOf } from "./api";
+import { all, call, listing, pathOf } from "./api";
 import type { V3Cluster } from "./clusters";
 import { DeleteDialog } from "./DeleteDialog";
 import { FieldError, FieldRefusal, FormFailure, invalid, useSubmit } from "./FieldError";
 import { FormButtons } from "./FormButtons";
+import { useRead } from "./live";
 import { messageOf } from "./resources";
 import { TextField } from "./TextField";
 
@@ -25,25 +26,15 @@ import { TextField } from "./TextField";
 export function Tokens() {
   const [tokens, setTokens] = useState<V3Token[] | null>(null);
   const [mayCreate, setMayCreate] = useState(false);
-  const [error, setError] = useState("");
   const [creating, setCreating] = useState(false);
   const [made, setMade] = useState<V3Token | null>(null);
   const [deleting, setDeleting] = useState<V3Token | null>(null);
 
-  const load = async () => {
-    try {
-      const listed = await listing<V3Token>("/v3/tokens");
-      setTokens(listed.data.sort((a, b) => (b.created ?? "").localeCompare(a.created ?? "")));
-      setMayCreate(listed.createTypes.token !== undefined);
-      setError("");
-    } catch (failure) {
-      if (failure instanceof ApiError && failure.sessionEnded) return;
-      setError(messageOf(failure));
-    }
-  };
-  useEffect(() => {
-    void load();
-  }, []);
+  const { error, load } = useRead(async () => {
+    const listed = await listing<V3Token>("/v3/tokens");
+    setTokens(listed.data.sort((a, b) => (b.created ?? "").localeCompare(a.created ?? "")));
+    setMayCreate(listed.createTypes.token !== undefined);
+  });
 
   const now = Date.now();
   return (

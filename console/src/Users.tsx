@@ -1,12 +1,11 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useRef, useState } from "preact/hooks";
 
 import { providerOf, userBody, userErrorInput, type UserForm, type V3User } from "./access";
-import { ApiError, call, listing, pathOf } from "./api";
+import { call, listing, pathOf } from "./api";
 import { DeleteDialog } from "./DeleteDialog";
 import { FormFailure, useSubmit } from "./FieldError";
 import { FormButtons } from "./FormButtons";
-import { useAction } from "./live";
-import { messageOf } from "./resources";
+import { useAction, useRead } from "./live";
 import { TextField } from "./TextField";
 
 /** Users: local ones created with a username and password, anyone enabled or disabled and
@@ -15,7 +14,6 @@ import { TextField } from "./TextField";
 export function Users() {
   const [users, setUsers] = useState<V3User[] | null>(null);
   const [mayCreate, setMayCreate] = useState(false);
-  const [error, setError] = useState("");
   const [creating, setCreating] = useState(false);
   const [deleting, setDeleting] = useState<V3User | null>(null);
   const toggle = useAction();
@@ -23,23 +21,14 @@ export function Users() {
   // (its finalizer), which is not the page's business once the DELETE is answered.
   const deleted = useRef(new Set<string>());
 
-  const load = async () => {
-    try {
-      const listed = await listing<V3User>("/v3/users");
-      const ids = new Set(listed.data.map((u) => u.id));
-      for (const id of deleted.current) if (!ids.has(id)) deleted.current.delete(id);
-      const shown = listed.data.filter((u) => !deleted.current.has(u.id));
-      setUsers(shown.sort((a, b) => nameOf(a).localeCompare(nameOf(b))));
-      setMayCreate(listed.createTypes.user !== undefined);
-      setError("");
-    } catch (failure) {
-      if (failure instanceof ApiError && failure.sessionEnded) return;
-      setError(messageOf(failure));
-    }
-  };
-  useEffect(() => {
-    void load();
-  }, []);
+  const { error, load } = useRead(async () => {
+    const listed = await listing<V3User>("/v3/users");
+    const ids = new Set(listed.data.map((u) => u.id));
+    for (const id of deleted.current) if (!ids.has(id)) deleted.current.delete(id);
+    const shown = listed.data.filter((u) => !deleted.current.has(u.id));
+    setUsers(shown.sort((a, b) => nameOf(a).localeCompare(nameOf(b))));
+    setMayCreate(listed.createTypes.user !== undefined);
+  });
 
   const setEnabled = async (user: V3User) => {
     const link = user.links?.update;
