@@ -16,6 +16,7 @@ import type { V3Cluster } from "./clusters";
 import { DeleteDialog } from "./DeleteDialog";
 import { FieldError, FieldRefusal, FormFailure, invalid, useSubmit } from "./FieldError";
 import { FormButtons } from "./FormButtons";
+import { ListToolbar } from "./ListToolbar";
 import { useRead } from "./live";
 import { messageOf } from "./resources";
 import { TextField } from "./TextField";
@@ -39,15 +40,8 @@ export function Tokens() {
   const now = Date.now();
   return (
     <>
-      <div class="toolbar">
-        <span class="count">Tokens are not live: the list is read again after each change.</span>
-        <span class="spacer-flex" />
-        {mayCreate && !creating && (
-          <button type="button" onClick={() => { setCreating(true); }}>
-            Create token
-          </button>
-        )}
-      </div>
+      <ListToolbar note="Tokens are not live: the list is read again after each change."
+        create={mayCreate && !creating ? "Create token" : null} onCreate={() => { setCreating(true); }} />
       {error && (
         <p class="error" role="alert">
           {error}

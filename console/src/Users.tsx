@@ -5,6 +5,7 @@ import { call, listing, pathOf } from "./api";
 import { DeleteDialog } from "./DeleteDialog";
 import { FormFailure, useSubmit } from "./FieldError";
 import { FormButtons } from "./FormButtons";
+import { ListToolbar } from "./ListToolbar";
 import { useAction, useRead } from "./live";
 import { TextField } from "./TextField";
 
@@ -38,15 +39,8 @@ export function Users() {
 
   return (
     <>
-      <div class="toolbar">
-        <span class="count">Users are not live: the list is read again after each change.</span>
-        <span class="spacer-flex" />
-        {mayCreate && !creating && (
-          <button type="button" onClick={() => { setCreating(true); }}>
-            Create user
-          </button>
-        )}
-      </div>
+      <ListToolbar note="Users are not live: the list is read again after each change."
+        create={mayCreate && !creating ? "Create user" : null} onCreate={() => { setCreating(true); }} />
       {(error || toggle.error) && (
         <p class="error" role="alert">
           {error || toggle.error}
