@@ -1,4 +1,5 @@
 import { useRef, useState } from "preact/hooks";
+import type { ComponentChildren } from "preact";
 
 import { ApiError, all, call, pathOf } from "./api";
 import { healthy, type Condition, type V3Cluster } from "./clusters";
@@ -227,6 +228,36 @@ function Conditions({ conditions }: { conditions: (Condition & { lastUpdateTime?
   );
 }
 
+interface SectionProps<T> {
+  id: string;
+  title: string;
+  loaded: Loaded<T>;
+  actionError: string; // the refusal of what a row's button asked
+  children: (items: ReadonlyMap<string, T>) => ComponentChildren;
+}
+
+/** A section of the page showing one of its live collections, once read: until then
+ * Loading…, or the API's refusal to list it. */
+function CollectionSection<T>({ id, title, loaded, actionError, children }: SectionProps<T>) {
+  return (
+    <section aria-labelledby={id}>
+      <h2 id={id}>{title}</h2>
+      {actionError && (
+        <p class="error" role="alert">
+          {actionError}
+        </p>
+      )}
+      {loaded.error ? (
+        <p class="error">{loaded.error}</p>
+      ) : loaded.items === null ? (
+        <p role="status">Loading…</p>
+      ) : (
+        children(loaded.items)
+      )}
+    </section>
+  );
+}
+
 export function Nodes({ loaded }: { loaded: Loaded<V3Node> }) {
   const action = useAction();
   const act = (row: NodeRow, name: "cordon" | "uncordon" | "drain") => {
@@ -234,18 +265,8 @@ export function Nodes({ loaded }: { loaded: Loaded<V3Node> }) {
     if (link) void action.run(`${name} ${row.id}`, () => call("POST", pathOf(link), {}));
   };
   return (
-    <section aria-labelledby="nodes-title">
-      <h2 id="nodes-title">Nodes</h2>
-      {action.error && (
-        <p class="error" role="alert">
-          {action.error}
-        </p>
-      )}
-      {loaded.error ? (
-        <p class="error">{loaded.error}</p>
-      ) : loaded.items === null ? (
-        <p role="status">Loading…</p>
-      ) : loaded.items.size === 0 ? (
+    <CollectionSection id="nodes-title" title="Nodes" loaded={loaded} actionError={action.error}>
+      {(items) => items.size === 0 ? (
         <p class="empty">No nodes.</p>
       ) : (
         <table class="grid" data-testid="nodes">
@@ -263,7 +284,7 @@ export function Nodes({ loaded }: { loaded: Loaded<V3Node> }) {
             </tr>
           </thead>
           <tbody>
-            {nodeRows(loaded.items).map((row) => {
+            {nodeRows(items).map((row) => {
               const busy = action.pending?.endsWith(` ${row.id}`) ?? false;
               return (
                 <tr key={row.id} data-node={row.id}>
@@ -319,7 +340,7 @@ export function Nodes({ loaded }: { loaded: Loaded<V3Node> }) {
           </tbody>
         </table>
       )}
-    </section>
+    </CollectionSection>
   );
 }
 
@@ -331,18 +352,8 @@ export function Pools({ loaded }: { loaded: Loaded<V3NodePool> }) {
   };
   if (loaded.items !== null && loaded.items.size === 0) return null;
   return (
-    <section aria-labelledby="pools-title">
-      <h2 id="pools-title">Node pools</h2>
-      {action.error && (
-        <p class="error" role="alert">
-          {action.error}
-        </p>
-      )}
-      {loaded.error ? (
-        <p class="error">{loaded.error}</p>
-      ) : loaded.items === null ? (
-        <p role="status">Loading…</p>
-      ) : (
+    <CollectionSection id="pools-title" title="Node pools" loaded={loaded} actionError={action.error}>
+      {(items) => (
         <table class="grid" data-testid="pools">
           <thead>
             <tr>
@@ -354,7 +365,7 @@ export function Pools({ loaded }: { loaded: Loaded<V3NodePool> }) {
             </tr>
           </thead>
           <tbody>
-            {poolRows(loaded.items).map((row) => (
+            {poolRows(items).map((row) => (
               <tr key={row.id} data-pool={row.id}>
                 <th scope="row">{row.name}</th>
                 <td>
@@ -396,6 +407,6 @@ export function Pools({ loaded }: { loaded: Loaded<V3NodePool> }) {
           </tbody>
         </table>
       )}
-    </section>
+    </CollectionSection>
   );
 }

@@ -1,6 +1,7 @@
 import { useEffect, useRef } from "preact/hooks";
 import type { ComponentChildren } from "preact";
 
+import { FormButtons } from "./FormButtons";
 import { useAction } from "./live";
 
 interface Props {
@@ -9,12 +10,13 @@ interface Props {
   pending: string; // while the API answers: "Restoring…"
   run: () => Promise<unknown>;
   onClose: () => void;
+  ready?: boolean; // false while what confirms it is not given yet (a name to type)
   children?: ComponentChildren;
 }
 
 /** A modal that says what an action does and runs it only when confirmed; the API's refusal
  * is shown in it, and it closes once the API has taken the action. */
-export function ConfirmDialog({ title, confirm, pending, run, onClose, children }: Props) {
+export function ConfirmDialog({ title, confirm, pending, run, onClose, ready = true, children }: Props) {
   const dialog = useRef<HTMLDialogElement>(null);
   const action = useAction();
 
@@ -22,6 +24,8 @@ export function ConfirmDialog({ title, confirm, pending, run, onClose, children 
     dialog.current?.showModal();
   }, []);
 
+  // Every way out (Cancel, Escape, done) closes the native dialog, whose close event tells
+  // the opener: only then is the page outside it focusable again.
   const close = () => {
     dialog.current?.close();
   };
@@ -38,14 +42,8 @@ export function ConfirmDialog({ title, confirm, pending, run, onClose, children 
         <p class="error" role="alert">
           {action.error}
         </p>
-        <div class="buttons">
-          <button type="button" class="ghost" onClick={close}>
-            Cancel
-          </button>
-          <button type="submit" class="danger" disabled={action.pending !== null}>
-            {action.pending ? pending : confirm}
-          </button>
-        </div>
+        <FormButtons onCancel={close} busy={action.pending !== null} submit={confirm} pending={pending}
+          danger disabled={!ready} />
       </form>
     </dialog>
   );

@@ -1,5 +1,4 @@
 import { useEffect, useState } from "preact/hooks";
-import type { TargetedSubmitEvent } from "preact";
 
 import { ApiError, call, pathOf, type Collection } from "./api";
 import type { V3Cluster } from "./clusters";
@@ -11,10 +10,11 @@ import {
   registerErrorInput,
 } from "./clustercreate";
 import { CreatedCluster } from "./CreatedCluster";
-import { FieldError, FormFailure, failureOf, invalid, type Failure } from "./FieldError";
+import { FieldError, FormFailure, invalid, useSubmit } from "./FieldError";
 import { ProvisionCluster } from "./ProvisionCluster";
 import { messageOf } from "./resources";
 import { hrefOf } from "./route";
+import { TextField } from "./TextField";
 
 type Way = "import" | "register" | "provision";
 const WAYS: { way: Way; label: string }[] = [
@@ -125,61 +125,13 @@ interface FormProps {
   onMade: (made: Made) => void;
 }
 
-function useSubmit(
-  send: () => Promise<Made>,
-  inputOf: (fieldName: string) => string | null,
-  onMade: (made: Made) => void,
-) {
-  const [busy, setBusy] = useState(false);
-  const [failure, setFailure] = useState<Failure | null>(null);
-  const submit = async (event: TargetedSubmitEvent<HTMLFormElement>) => {
-    event.preventDefault();
-    setBusy(true);
-    setFailure(null);
-    try {
-      onMade(await send());
-    } catch (refused) {
-      setFailure(failureOf(refused, inputOf));
-      setBusy(false);
-    }
-  };
-  return { busy, failure, submit };
-}
-
-function NameField({ id, value, onInput, failure }: {
-  id: string;
-  value: string;
-  onInput: (value: string) => void;
-  failure: Failure | null;
-}) {
-  return (
-    <div class="field">
-      <label for={id}>Name</label>
-      <input
-        id={id}
-        value={value}
-        autoComplete="off"
-        {...invalid(id, failure)}
-        onInput={(e) => {
-          onInput(e.currentTarget.value);
-        }}
-      />
-      <FieldError id={id} failure={failure} />
-    </div>
-  );
-}
-
 function ImportForm({ url, onMade }: FormProps) {
   const [name, setName] = useState("");
   const [kubeconfig, setKubeconfig] = useState("");
-  const { busy, failure, submit } = useSubmit(
-    async () => {
-      const made = await call<V3Cluster>("POST", url, importBody(name, kubeconfig));
-      return { clusterId: made.id, register: false };
-    },
-    importErrorInput,
-    onMade,
-  );
+  const { busy, failure, submit } = useSubmit(async () => {
+    const made = await call<V3Cluster>("POST", url, importBody(name, kubeconfig));
+    onMade({ clusterId: made.id, register: false });
+  }, importErrorInput);
   const id = INPUT.kubeconfig;
   return (
     <form class="panel" aria-labelledby="import-title" onSubmit={(event) => void submit(event)} noValidate>
@@ -189,7 +141,7 @@ function ImportForm({ url, onMade }: FormProps) {
         kubeconfig itself is neither kept nor shown again.
       </p>
       <FormFailure failure={failure} />
-      <NameField id={INPUT.importName} value={name} onInput={setName} failure={failure} />
+      <TextField id={INPUT.importName} label="Name" autoComplete="off" value={name} onInput={setName} failure={failure} />
       <div class="field">
         <label for={id}>Kubeconfig</label>
         <textarea
@@ -219,14 +171,10 @@ function ImportForm({ url, onMade }: FormProps) {
 
 function RegisterForm({ url, onMade }: FormProps) {
   const [name, setName] = useState("");
-  const { busy, failure, submit } = useSubmit(
-    async () => {
-      const made = await call<V3Cluster>("POST", url, registerBody(name));
-      return { clusterId: made.id, register: true };
-    },
-    registerErrorInput,
-    onMade,
-  );
+  const { busy, failure, submit } = useSubmit(async () => {
+    const made = await call<V3Cluster>("POST", url, registerBody(name));
+    onMade({ clusterId: made.id, register: true });
+  }, registerErrorInput);
   return (
     <form class="panel" aria-labelledby="register-title" onSubmit={(event) => void submit(event)} noValidate>
       <h2 id="register-title">Register a cluster corral cannot reach</h2>
@@ -235,7 +183,7 @@ function RegisterForm({ url, onMade }: FormProps) {
         to corral, and the cluster turns active once it has.
       </p>
       <FormFailure failure={failure} />
-      <NameField id={INPUT.registerName} value={name} onInput={setName} failure={failure} />
+      <TextField id={INPUT.registerName} label="Name" autoComplete="off" value={name} onInput={setName} failure={failure} />
       <div class="buttons">
         <a class="button ghost" href={hrefOf({ page: "clusters" })}>
           Cancel

@@ -1,8 +1,9 @@
 import { useState } from "preact/hooks";
-import type { TargetedSubmitEvent } from "preact";
 
-import { ApiError, call } from "./api";
-import { messageOf } from "./resources";
+import { call } from "./api";
+import { FieldError, FormFailure, invalid, useSubmit } from "./FieldError";
+import { FormButtons } from "./FormButtons";
+import { TextField } from "./TextField";
 import {
   EMPTY_FORM,
   INPUTS,
@@ -40,103 +41,37 @@ const LABELS: Record<Input, string> = {
  * the input its `fieldName` names. */
 export function CreateWorkload({ createUrl, namespaces, onCreated, onCancel }: Props) {
   const [form, setForm] = useState<WorkloadForm>(EMPTY_FORM);
-  const [busy, setBusy] = useState(false);
-  const [failure, setFailure] = useState<{ input: string | null; message: string } | null>(null);
+  const { busy, failure, setFailure, submit } = useSubmit(async () => {
+    await call("POST", createUrl, workloadBody(form));
+    onCreated();
+  }, workloadErrorInput);
 
-  const submit = async (event: TargetedSubmitEvent<HTMLFormElement>) => {
-    event.preventDefault();
-    setBusy(true);
-    setFailure(null);
-    try {
-      await call("POST", createUrl, workloadBody(form));
-      onCreated();
-    } catch (refused) {
-      const input = refused instanceof ApiError ? workloadErrorInput(refused.fieldName) : null;
-      setFailure({ input, message: messageOf(refused) });
-      if (input) document.getElementById(input)?.focus();
-    } finally {
-      setBusy(false);
-    }
-  };
-
-  const describedId = (id: string) => {
-    const wrong = failure?.input === id;
-    return {
-      id,
-      wrong,
-      attributes: { "aria-invalid": wrong, "aria-describedby": wrong ? `${id}-error` : undefined },
-      error: wrong && (
-        <span class="error field-error" id={`${id}-error`}>
-          {failure.message}
-        </span>
-      ),
-    };
-  };
-
-  const described = (field: Input) => describedId(INPUTS[field]);
-
-  const text = (field: Exclude<Input, "namespaceId">, inputMode?: "numeric") => {
-    const { id, attributes, error } = described(field);
-    return (
-      <div class="field">
-        <label for={id}>{LABELS[field]}</label>
-        <input
-          id={id}
-          value={form[field]}
-          inputMode={inputMode}
-          {...attributes}
-          onInput={(e) => {
-            setForm({ ...form, [field]: e.currentTarget.value });
-          }}
-        />
-        {error}
-      </div>
-    );
-  };
+  const text = (field: Exclude<Input, "namespaceId">, inputMode?: "numeric") => (
+    <TextField id={INPUTS[field]} label={LABELS[field]} value={form[field]} inputMode={inputMode} failure={failure}
+      onInput={(value) => { setForm({ ...form, [field]: value }); }} />
+  );
 
   const setRow = (row: number, part: keyof EnvRow, value: string) => {
     setForm({ ...form, env: form.env.map((r, i) => (i === row ? { ...r, [part]: value } : r)) });
   };
 
-  const envCell = (row: number, part: keyof EnvRow) => {
-    const { id, attributes, error } = describedId(envInput(row, part));
-    return (
-      <div class="field">
-        <label for={id}>{part === "name" ? `Variable ${String(row + 1)} name` : `Variable ${String(row + 1)} value`}</label>
-        <input
-          id={id}
-          value={form.env[row]?.[part] ?? ""}
-          {...attributes}
-          onInput={(e) => {
-            setRow(row, part, e.currentTarget.value);
-          }}
-        />
-        {error}
-      </div>
-    );
-  };
+  const envCell = (row: number, part: keyof EnvRow) => (
+    <TextField id={envInput(row, part)} label={`Variable ${String(row + 1)} ${part}`} value={form.env[row]?.[part] ?? ""}
+      failure={failure} onInput={(value) => { setRow(row, part, value); }} />
+  );
 
-  const namespace = described("namespaceId");
+  const namespace = INPUTS.namespaceId;
   return (
     <form class="panel" aria-labelledby="create-workload-title" onSubmit={(event) => void submit(event)} noValidate>
       <h2 id="create-workload-title">Create a workload</h2>
-      {failure && failure.input === null && (
-        <p class="error" role="alert">
-          {failure.message}
-        </p>
-      )}
-      {failure?.input && (
-        <p class="visually-hidden" role="alert">
-          {failure.message}
-        </p>
-      )}
+      <FormFailure failure={failure} />
       {text("name")}
       <div class="field">
-        <label for={namespace.id}>{LABELS.namespaceId}</label>
+        <label for={namespace}>{LABELS.namespaceId}</label>
         <select
-          id={namespace.id}
+          id={namespace}
           value={form.namespaceId}
-          {...namespace.attributes}
+          {...invalid(namespace, failure)}
           onChange={(e) => {
             setForm({ ...form, namespaceId: e.currentTarget.value });
           }}
@@ -148,7 +83,7 @@ export function CreateWorkload({ createUrl, namespaces, onCreated, onCancel }: P
             </option>
           ))}
         </select>
-        {namespace.error}
+        <FieldError id={namespace} failure={failure} />
       </div>
       {text("image")}
       {text("scale", "numeric")}
@@ -189,14 +124,7 @@ export function CreateWorkload({ createUrl, namespaces, onCreated, onCancel }: P
         {text("memoryRequest")}
         {text("memoryLimit")}
       </fieldset>
-      <div class="buttons">
-        <button type="button" class="ghost" onClick={onCancel}>
-          Cancel
-        </button>
-        <button type="submit" disabled={busy}>
-          {busy ? "Creating…" : "Create"}
-        </button>
-      </div>
+      <FormButtons onCancel={onCancel} busy={busy} submit="Create" pending="Creating…" />
     </form>
   );
 }

@@ -1,5 +1,8 @@
 // A form's refusal by the API: at the input its `fieldName` names, else above the form.
 
+import type { TargetedSubmitEvent } from "preact";
+import { useState } from "preact/hooks";
+
 import { ApiError } from "./api";
 import { messageOf } from "./resources";
 
@@ -8,12 +11,51 @@ export interface Failure {
   message: string;
 }
 
+/** Where the API's `fieldName` (and, for a few, its message) puts a refusal: an input's id. */
+export type InputOf = (fieldName: string, message: string) => string | null;
+
+/** A refusal by the page itself, before anything is sent (a lifetime that is no duration):
+ * shown at `input` as the API's are. */
+export class FieldRefusal extends Error {
+  readonly input: string;
+
+  constructor(input: string, message: string) {
+    super(message);
+    this.name = "FieldRefusal";
+    this.input = input;
+  }
+}
+
 /** The failure of a submit: the input `inputOf` finds for the API's `fieldName`, focused so
  * a keyboard user is taken to it. */
-export function failureOf(refused: unknown, inputOf: (fieldName: string) => string | null): Failure {
-  const input = refused instanceof ApiError ? inputOf(refused.fieldName) : null;
+export function failureOf(refused: unknown, inputOf: InputOf): Failure {
+  const input =
+    refused instanceof FieldRefusal
+      ? refused.input
+      : refused instanceof ApiError
+        ? inputOf(refused.fieldName, refused.message)
+        : null;
   if (input) document.getElementById(input)?.focus();
   return { input, message: messageOf(refused) };
+}
+
+/** A form's submit: `busy` while `send` runs, and what refused it as a Failure after. */
+export function useSubmit(send: () => Promise<unknown>, inputOf: InputOf) {
+  const [busy, setBusy] = useState(false);
+  const [failure, setFailure] = useState<Failure | null>(null);
+  const submit = async (event: TargetedSubmitEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    setBusy(true);
+    setFailure(null);
+    try {
+      await send();
+    } catch (refused) {
+      setFailure(failureOf(refused, inputOf));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, failure, setFailure, submit };
 }
 
 /** What an input carries when the failure is its own: marked invalid, described by it. */

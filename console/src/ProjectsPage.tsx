@@ -1,9 +1,11 @@
 import { useState } from "preact/hooks";
-import { Fragment, type TargetedSubmitEvent } from "preact";
+import { Fragment } from "preact";
 
 import { ApiError, all, call, pathOf } from "./api";
 import type { V3Cluster } from "./clusters";
 import { DeleteDialog } from "./DeleteDialog";
+import { FormFailure, useSubmit } from "./FieldError";
+import { FormButtons } from "./FormButtons";
 import { LiveBadge, useLive } from "./live";
 import { Members } from "./Members";
 import {
@@ -24,6 +26,7 @@ import {
 } from "./projects";
 import { applyResourceEvent, byId, messageOf, type ResourceEvent } from "./resources";
 import { hrefOf } from "./route";
+import { TextField } from "./TextField";
 
 export function ProjectsPage({ clusterId }: { clusterId: string }) {
   const [projects, setProjects] = useState<ReadonlyMap<string, V3Project> | null>(null);
@@ -179,66 +182,22 @@ interface CreateProps {
 
 function CreateProject({ clusterId, onCreated, onCancel }: CreateProps) {
   const [form, setForm] = useState<ProjectForm>({});
-  const [busy, setBusy] = useState(false);
-  // The API's refusal: at the input its fieldName names, else above the form.
-  const [failure, setFailure] = useState<{ input: string | null; message: string } | null>(null);
+  const { busy, failure, submit } = useSubmit(async () => {
+    onCreated(await call<V3Project>("POST", "/v3/projects", projectBody(clusterId, form)));
+  }, errorInput);
 
-  const submit = async (event: TargetedSubmitEvent<HTMLFormElement>) => {
-    event.preventDefault();
-    setBusy(true);
-    setFailure(null);
-    try {
-      onCreated(await call<V3Project>("POST", "/v3/projects", projectBody(clusterId, form)));
-    } catch (refused) {
-      const input = refused instanceof ApiError ? errorInput(refused.fieldName, refused.message) : null;
-      setFailure({ input, message: messageOf(refused) });
-      if (input) document.getElementById(input)?.focus();
-    } finally {
-      setBusy(false);
-    }
-  };
-
-  // In the quota grid the row and column say what an input is: its label is for
-  // assistive technology only.
   const input = (field: string, label: string, inGrid = false) => {
     const id = fieldId(field);
-    const wrong = failure?.input === id;
     return (
-      <div class="field">
-        <label for={id} class={inGrid ? "visually-hidden" : undefined}>
-          {label}
-        </label>
-        <input
-          id={id}
-          value={form[id] ?? ""}
-          aria-invalid={wrong}
-          aria-describedby={wrong ? `${id}-error` : undefined}
-          onInput={(e) => {
-            setForm({ ...form, [id]: e.currentTarget.value });
-          }}
-        />
-        {wrong && (
-          <span class="error field-error" id={`${id}-error`}>
-            {failure.message}
-          </span>
-        )}
-      </div>
+      <TextField id={id} label={label} labelHidden={inGrid} value={form[id] ?? ""} failure={failure}
+        onInput={(value) => { setForm({ ...form, [id]: value }); }} />
     );
   };
 
   return (
     <form class="panel" aria-labelledby="create-title" onSubmit={(event) => void submit(event)} noValidate>
       <h2 id="create-title">Create a project</h2>
-      {failure && failure.input === null && (
-        <p class="error" role="alert">
-          {failure.message}
-        </p>
-      )}
-      {failure?.input && (
-        <p class="visually-hidden" role="alert">
-          {failure.message}
-        </p>
-      )}
+      <FormFailure failure={failure} />
       {input(NAME_FIELD, "Name")}
       {input(DESCRIPTION_FIELD, "Description")}
       <fieldset>
@@ -273,14 +232,7 @@ function CreateProject({ clusterId, onCreated, onCancel }: CreateProps) {
           ))}
         </div>
       </fieldset>
-      <div class="buttons">
-        <button type="button" class="ghost" onClick={onCancel}>
-          Cancel
-        </button>
-        <button type="submit" disabled={busy}>
-          {busy ? "Creating…" : "Create"}
-        </button>
-      </div>
+      <FormButtons onCancel={onCancel} busy={busy} submit="Create" pending="Creating…" />
     </form>
   );
 }

@@ -1,5 +1,4 @@
 import { useEffect, useState } from "preact/hooks";
-import type { TargetedSubmitEvent } from "preact";
 
 import { ApiError, all, call } from "./api";
 import {
@@ -18,9 +17,10 @@ import {
   type ProvisionForm,
 } from "./clustercreate";
 import type { Made } from "./CreateCluster";
-import { FieldError, FormFailure, failureOf, invalid, type Failure } from "./FieldError";
+import { FieldError, FormFailure, invalid, useSubmit, type Failure } from "./FieldError";
 import { messageOf, type Resource } from "./resources";
 import { hrefOf } from "./route";
+import { TextField } from "./TextField";
 
 const CATALOG = "/v3/settings/kubernetes-version-catalog";
 
@@ -40,8 +40,12 @@ export function ProvisionCluster({ url, onMade }: { url: string; onMade: (made: 
   const [templates, setTemplates] = useState<Template[]>([]);
   const [loadError, setLoadError] = useState("");
   const [form, setForm] = useState<ProvisionForm>({ name: "", flavour: "rke2", version: "", pools: [newPool(0)] });
-  const [busy, setBusy] = useState(false);
-  const [failure, setFailure] = useState<Failure | null>(null);
+  const { busy, failure, submit } = useSubmit(async () => {
+    const made = await call<V1Cluster>("POST", url, provisionBody(form));
+    const clusterId = made.status?.clusterName ?? "";
+    if (!clusterId) throw new Error("The answer named no cluster.");
+    onMade({ clusterId, register: false });
+  }, provisionErrorInput);
 
   useEffect(() => {
     Promise.all([call<{ value?: string }>("GET", CATALOG), all<Template>("/v3/nodetemplates")]).then(
@@ -65,21 +69,6 @@ export function ProvisionCluster({ url, onMade }: { url: string; onMade: (made: 
     setForm({ ...form, pools: form.pools.map((p, i) => (i === index ? { ...p, ...change } : p)) });
   };
 
-  const submit = async (event: TargetedSubmitEvent<HTMLFormElement>) => {
-    event.preventDefault();
-    setBusy(true);
-    setFailure(null);
-    try {
-      const made = await call<V1Cluster>("POST", url, provisionBody(form));
-      const clusterId = made.status?.clusterName ?? "";
-      if (!clusterId) throw new Error("The answer named no cluster.");
-      onMade({ clusterId, register: false });
-    } catch (refused) {
-      setFailure(failureOf(refused, provisionErrorInput));
-      setBusy(false);
-    }
-  };
-
   if (loadError) {
     return (
       <p class="error" role="alert">
@@ -96,19 +85,8 @@ export function ProvisionCluster({ url, onMade }: { url: string; onMade: (made: 
         below, each made from a node template.
       </p>
       <FormFailure failure={failure} />
-      <div class="field">
-        <label for={INPUT.provisionName}>Name</label>
-        <input
-          id={INPUT.provisionName}
-          value={form.name}
-          autoComplete="off"
-          {...invalid(INPUT.provisionName, failure)}
-          onInput={(e) => {
-            setForm({ ...form, name: e.currentTarget.value });
-          }}
-        />
-        <FieldError id={INPUT.provisionName} failure={failure} />
-      </div>
+      <TextField id={INPUT.provisionName} label="Name" autoComplete="off" value={form.name} failure={failure}
+        onInput={(name) => { setForm({ ...form, name }); }} />
       <div class="field">
         <label for={INPUT.flavour}>Distribution</label>
         <select
@@ -210,19 +188,8 @@ function PoolFields({ index, pool, templates, failure, onChange, onRemove }: Poo
     <fieldset class="pool" data-pool-form={index}>
       <legend>{title}</legend>
       <div class="pool-grid">
-        <div class="field">
-          <label for={ids.name}>Pool name</label>
-          <input
-            id={ids.name}
-            value={pool.name}
-            autoComplete="off"
-            {...invalid(ids.name, failure)}
-            onInput={(e) => {
-              onChange({ name: e.currentTarget.value });
-            }}
-          />
-          <FieldError id={ids.name} failure={failure} />
-        </div>
+        <TextField id={ids.name} label="Pool name" autoComplete="off" value={pool.name} failure={failure}
+          onInput={(name) => { onChange({ name }); }} />
         <div class="field">
           <label for={ids.template}>Node template</label>
           <select
@@ -242,19 +209,8 @@ function PoolFields({ index, pool, templates, failure, onChange, onRemove }: Poo
           </select>
           <FieldError id={ids.template} failure={failure} />
         </div>
-        <div class="field">
-          <label for={ids.quantity}>Machines</label>
-          <input
-            id={ids.quantity}
-            value={pool.quantity}
-            inputMode="numeric"
-            {...invalid(ids.quantity, failure)}
-            onInput={(e) => {
-              onChange({ quantity: e.currentTarget.value });
-            }}
-          />
-          <FieldError id={ids.quantity} failure={failure} />
-        </div>
+        <TextField id={ids.quantity} label="Machines" inputMode="numeric" value={pool.quantity} failure={failure}
+          onInput={(quantity) => { onChange({ quantity }); }} />
       </div>
       <fieldset class="roles" id={ids.roles} tabIndex={-1} {...invalid(ids.roles, failure)}>
         <legend>Roles</legend>

@@ -1,10 +1,12 @@
-import type { TargetedSubmitEvent } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 
-import { ApiError, call, listing, pathOf } from "./api";
+import { call, listing, pathOf } from "./api";
 import { DeleteDialog } from "./DeleteDialog";
-import { messageOf } from "./resources";
+import { FormFailure, useSubmit } from "./FieldError";
+import { FormButtons } from "./FormButtons";
+import { useRead } from "./live";
 import { EMPTY_ENTRY, SECRET_INPUTS, secretBody, secretErrorInput, type Entry, type V3Secret } from "./secrets";
+import { TextField } from "./TextField";
 
 interface Listed {
   secrets: V3Secret[];
@@ -17,25 +19,16 @@ interface Listed {
 export function Secrets({ projectId }: { projectId: string }) {
   const project = encodeURIComponent(projectId);
   const [listed, setListed] = useState<Listed | null>(null);
-  const [error, setError] = useState("");
   const [creating, setCreating] = useState(false);
   const [deleting, setDeleting] = useState<V3Secret | null>(null);
 
-  const load = async () => {
-    try {
-      const found = await listing<V3Secret>(`/v3/projects/${project}/secrets`);
-      const createUrl = found.createTypes.secret;
-      setListed({
-        secrets: found.data.sort((a, b) => a.name.localeCompare(b.name)),
-        createUrl: createUrl ? pathOf(createUrl) : null,
-      });
-      setError("");
-    } catch (failure) {
-      setError(messageOf(failure));
-    }
-  };
-  useEffect(() => {
-    void load();
+  const { error, load } = useRead(async () => {
+    const found = await listing<V3Secret>(`/v3/projects/${project}/secrets`);
+    const createUrl = found.createTypes.secret;
+    setListed({
+      secrets: found.data.sort((a, b) => a.name.localeCompare(b.name)),
+      createUrl: createUrl ? pathOf(createUrl) : null,
+    });
   }, [projectId]);
 
   return (
@@ -129,89 +122,36 @@ export function Secrets({ projectId }: { projectId: string }) {
 function CreateSecret({ createUrl, onDone }: { createUrl: string; onDone: (made: boolean) => void }) {
   const [name, setName] = useState("");
   const [entries, setEntries] = useState<Entry[]>([EMPTY_ENTRY]);
-  const [busy, setBusy] = useState(false);
-  const [refusal, setRefusal] = useState<{ input: string | null; message: string } | null>(null);
+  const { busy, failure, setFailure, submit } = useSubmit(async () => {
+    await call("POST", createUrl, secretBody(name, entries));
+    // The API has the values now: the form that held them goes, and nothing shows them again.
+    onDone(true);
+  }, secretErrorInput);
 
   const edit = (index: number, change: Partial<Entry>) => {
     setEntries(entries.map((entry, i) => (i === index ? { ...entry, ...change } : entry)));
-    setRefusal(null);
+    setFailure(null);
   };
-  const submit = async (event: TargetedSubmitEvent<HTMLFormElement>) => {
-    event.preventDefault();
-    setBusy(true);
-    setRefusal(null);
-    try {
-      await call("POST", createUrl, secretBody(name, entries));
-      // The API has the values now: the form that held them goes, and nothing shows them again.
-      onDone(true);
-    } catch (refused) {
-      const input = refused instanceof ApiError ? secretErrorInput(refused.fieldName) : null;
-      setRefusal({ input, message: messageOf(refused) });
-      if (input) document.getElementById(input)?.focus();
-    } finally {
-      setBusy(false);
-    }
-  };
-  const fieldError = (input: string) =>
-    refusal?.input === input ? (
-      <span class="error field-error" id={`${input}-error`}>
-        {refusal.message}
-      </span>
-    ) : null;
 
   return (
     <form class="panel" aria-label="Create a secret" onSubmit={(event) => void submit(event)}>
-      {refusal && refusal.input === null && (
-        <p class="error" role="alert">
-          {refusal.message}
-        </p>
-      )}
-      <div class="field">
-        <label for={SECRET_INPUTS.name}>Secret name</label>
-        <input
-          id={SECRET_INPUTS.name}
-          autoComplete="off"
-          value={name}
-          aria-invalid={refusal?.input === SECRET_INPUTS.name}
-          aria-describedby={refusal?.input === SECRET_INPUTS.name ? `${SECRET_INPUTS.name}-error` : undefined}
-          onInput={(e) => {
-            setName(e.currentTarget.value);
-            setRefusal(null);
-          }}
-        />
-        {fieldError(SECRET_INPUTS.name)}
-      </div>
+      <FormFailure failure={failure} />
+      <TextField id={SECRET_INPUTS.name} label="Secret name" autoComplete="off" value={name} failure={failure}
+        onInput={(value) => {
+          setName(value);
+          setFailure(null);
+        }} />
       {entries.map((entry, i) => (
+        // The first key's id is where a refusal of the data goes (SECRET_INPUTS.data).
         <div class="field-row" key={i}>
-          <div class="field">
-            <label for={`secret-key-${String(i)}`}>{`Key ${String(i + 1)}`}</label>
-            <input
-              id={`secret-key-${String(i)}`}
-              autoComplete="off"
-              value={entry.key}
-              aria-invalid={i === 0 && refusal?.input === SECRET_INPUTS.data}
-              aria-describedby={i === 0 && refusal?.input === SECRET_INPUTS.data ? `${SECRET_INPUTS.data}-error` : undefined}
-              onInput={(e) => {
-                edit(i, { key: e.currentTarget.value });
-              }}
-            />
-            {i === 0 && fieldError(SECRET_INPUTS.data)}
-          </div>
-          <div class="field">
-            <label for={`secret-value-${String(i)}`}>{`Value ${String(i + 1)}`}</label>
-            <input
-              id={`secret-value-${String(i)}`}
-              type="password"
-              autoComplete="new-password"
-              value={entry.value}
-              onInput={(e) => {
-                edit(i, { value: e.currentTarget.value });
-              }}
-            />
-          </div>
+          <TextField id={`secret-key-${String(i)}`} label={`Key ${String(i + 1)}`} autoComplete="off" value={entry.key}
+            failure={failure} onInput={(key) => { edit(i, { key }); }} />
+          <TextField id={`secret-value-${String(i)}`} label={`Value ${String(i + 1)}`} type="password"
+            autoComplete="new-password" value={entry.value} failure={failure}
+            onInput={(value) => { edit(i, { value }); }} />
         </div>
       ))}
-      <div class="buttons">
+      <FormButtons onCancel={() => { onDone(false); }} busy={busy} submit="Create secret" pending="Creating…">
         <button
           type="button"
           class="ghost"
@@ -221,19 +161,7 @@ function CreateSecret({ createUrl, onDone }: { createUrl: string; onDone: (made:
         >
           Add a key
         </button>
-        <button
-          type="button"
-          class="ghost"
-          onClick={() => {
-            onDone(false);
-          }}
-        >
-          Cancel
-        </button>
-        <button type="submit" disabled={busy}>
-          {busy ? "Creating…" : "Create secret"}
-        </button>
-      </div>
+      </FormButtons>
     </form>
   );
 }

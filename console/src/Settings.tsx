@@ -1,31 +1,22 @@
-import { useEffect, useState } from "preact/hooks";
-import type { TargetedSubmitEvent } from "preact";
+import { useState } from "preact/hooks";
 
 import type { V3Setting } from "./access";
-import { ApiError, call, listing, pathOf } from "./api";
-import { messageOf } from "./resources";
+import { call, listing, pathOf } from "./api";
+import { FieldError, FormFailure, invalid, useSubmit } from "./FieldError";
+import { FormButtons } from "./FormButtons";
+import { useRead } from "./live";
 
 /** corral's settings, readable by everyone; a value is edited where the API offers
  * `links.update` (administrators), and its refusal shown at the value. Not live: settings are
  * not among the subscription's families. */
 export function Settings() {
   const [settings, setSettings] = useState<V3Setting[] | null>(null);
-  const [error, setError] = useState("");
   const [editing, setEditing] = useState<string | null>(null);
 
-  const load = async () => {
-    try {
-      const listed = await listing<V3Setting>("/v3/settings");
-      setSettings(listed.data.sort((a, b) => a.id.localeCompare(b.id)));
-      setError("");
-    } catch (failure) {
-      if (failure instanceof ApiError && failure.sessionEnded) return;
-      setError(messageOf(failure));
-    }
-  };
-  useEffect(() => {
-    void load();
-  }, []);
+  const { error, load } = useRead(async () => {
+    const listed = await listing<V3Setting>("/v3/settings");
+    setSettings(listed.data.sort((a, b) => a.id.localeCompare(b.id)));
+  });
 
   return (
     <>
@@ -102,50 +93,26 @@ function Value({ text }: { text: string }) {
 
 function EditValue({ setting, onDone }: { setting: V3Setting; onDone: (saved: boolean) => void }) {
   const [value, setValue] = useState(setting.value ?? "");
-  const [busy, setBusy] = useState(false);
-  const [failure, setFailure] = useState("");
   const id = `setting-${setting.id}`;
-
-  const submit = async (event: TargetedSubmitEvent<HTMLFormElement>) => {
-    event.preventDefault();
-    setBusy(true);
-    setFailure("");
-    try {
-      await call("PUT", pathOf(setting.links?.update ?? ""), { value });
-      onDone(true);
-    } catch (refused) {
-      setFailure(messageOf(refused));
-      document.getElementById(id)?.focus();
-    } finally {
-      setBusy(false);
-    }
-  };
+  // The value is the one input: what the API refuses is refused there.
+  const { busy, failure, submit } = useSubmit(async () => {
+    await call("PUT", pathOf(setting.links?.update ?? ""), { value });
+    onDone(true);
+  }, () => id);
 
   return (
     <form class="edit-value" aria-label={`Edit ${setting.id}`} onSubmit={(event) => void submit(event)} noValidate>
+      <FormFailure failure={failure} />
       <label for={id} class="visually-hidden">{`Value of ${setting.id}`}</label>
       {(setting.value ?? "").length > FOLD_OVER ? (
-        <textarea id={id} rows={12} value={value} aria-invalid={failure !== ""}
-          aria-describedby={failure ? `${id}-error` : undefined}
+        <textarea id={id} rows={12} value={value} {...invalid(id, failure)}
           onInput={(e) => { setValue(e.currentTarget.value); }} />
       ) : (
-        <input id={id} value={value} aria-invalid={failure !== ""}
-          aria-describedby={failure ? `${id}-error` : undefined}
+        <input id={id} value={value} {...invalid(id, failure)}
           onInput={(e) => { setValue(e.currentTarget.value); }} />
       )}
-      {failure && (
-        <span class="error field-error" id={`${id}-error`} role="alert">
-          {failure}
-        </span>
-      )}
-      <div class="buttons">
-        <button type="button" class="ghost" onClick={() => { onDone(false); }}>
-          Cancel
-        </button>
-        <button type="submit" disabled={busy}>
-          {busy ? "Saving…" : "Save"}
-        </button>
-      </div>
+      <FieldError id={id} failure={failure} />
+      <FormButtons onCancel={() => { onDone(false); }} busy={busy} submit="Save" pending="Saving…" />
     </form>
   );
 }

@@ -1,5 +1,4 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { TargetedSubmitEvent } from "preact";
 
 import {
   LIFETIME_HINT,
@@ -12,10 +11,15 @@ import {
   type TokenForm,
   type V3Token,
 } from "./access";
-import { ApiError, all, call, listing, pathOf } from "./api";
+import { all, call, listing, pathOf } from "./api";
 import type { V3Cluster } from "./clusters";
 import { DeleteDialog } from "./DeleteDialog";
+import { FieldError, FieldRefusal, FormFailure, invalid, useSubmit } from "./FieldError";
+import { FormButtons } from "./FormButtons";
+import { ListToolbar } from "./ListToolbar";
+import { useRead } from "./live";
 import { messageOf } from "./resources";
+import { TextField } from "./TextField";
 
 /** The caller's tokens (the API lists no one else's): made with a lifetime and, if wanted, one
  * cluster as their scope; the key shown once, in a dialog; deleted after a confirmation.
@@ -23,38 +27,21 @@ import { messageOf } from "./resources";
 export function Tokens() {
   const [tokens, setTokens] = useState<V3Token[] | null>(null);
   const [mayCreate, setMayCreate] = useState(false);
-  const [error, setError] = useState("");
   const [creating, setCreating] = useState(false);
   const [made, setMade] = useState<V3Token | null>(null);
   const [deleting, setDeleting] = useState<V3Token | null>(null);
 
-  const load = async () => {
-    try {
-      const listed = await listing<V3Token>("/v3/tokens");
-      setTokens(listed.data.sort((a, b) => (b.created ?? "").localeCompare(a.created ?? "")));
-      setMayCreate(listed.createTypes.token !== undefined);
-      setError("");
-    } catch (failure) {
-      if (failure instanceof ApiError && failure.sessionEnded) return;
-      setError(messageOf(failure));
-    }
-  };
-  useEffect(() => {
-    void load();
-  }, []);
+  const { error, load } = useRead(async () => {
+    const listed = await listing<V3Token>("/v3/tokens");
+    setTokens(listed.data.sort((a, b) => (b.created ?? "").localeCompare(a.created ?? "")));
+    setMayCreate(listed.createTypes.token !== undefined);
+  });
 
   const now = Date.now();
   return (
     <>
-      <div class="toolbar">
-        <span class="count">Tokens are not live: the list is read again after each change.</span>
-        <span class="spacer-flex" />
-        {mayCreate && !creating && (
-          <button type="button" onClick={() => { setCreating(true); }}>
-            Create token
-          </button>
-        )}
-      </div>
+      <ListToolbar note="Tokens are not live: the list is read again after each change."
+        create={mayCreate && !creating ? "Create token" : null} onCreate={() => { setCreating(true); }} />
       {error && (
         <p class="error" role="alert">
           {error}
@@ -140,9 +127,11 @@ export function Tokens() {
 function CreateToken({ onCreated, onCancel }: { onCreated: (token: V3Token) => void; onCancel: () => void }) {
   const [form, setForm] = useState<TokenForm>({ description: "", lifetime: "", clusterId: "" });
   const [clusters, setClusters] = useState<V3Cluster[]>([]);
-  const [busy, setBusy] = useState(false);
-  // A refusal at the input it names, else above the form.
-  const [failure, setFailure] = useState<{ input: string | null; message: string } | null>(null);
+  const { busy, failure, setFailure, submit } = useSubmit(async () => {
+    const ttl = parseLifetime(form.lifetime);
+    if (ttl === undefined) throw new FieldRefusal("token-lifetime", LIFETIME_HINT);
+    onCreated(await call<V3Token>("POST", "/v3/tokens", tokenBody(form, ttl)));
+  }, tokenErrorInput);
 
   useEffect(() => {
     all<V3Cluster>("/v3/clusters").then(setClusters, (failed: unknown) => {
@@ -150,61 +139,17 @@ function CreateToken({ onCreated, onCancel }: { onCreated: (token: V3Token) => v
     });
   }, []);
 
-  const submit = async (event: TargetedSubmitEvent<HTMLFormElement>) => {
-    event.preventDefault();
-    const ttl = parseLifetime(form.lifetime);
-    if (ttl === undefined) {
-      setFailure({ input: "token-lifetime", message: LIFETIME_HINT });
-      document.getElementById("token-lifetime")?.focus();
-      return;
-    }
-    setBusy(true);
-    setFailure(null);
-    try {
-      onCreated(await call<V3Token>("POST", "/v3/tokens", tokenBody(form, ttl)));
-    } catch (refused) {
-      const input = refused instanceof ApiError ? tokenErrorInput(refused.fieldName) : null;
-      setFailure({ input, message: messageOf(refused) });
-      if (input) document.getElementById(input)?.focus();
-    } finally {
-      setBusy(false);
-    }
-  };
-
-  const wrong = (id: string) => failure?.input === id;
-  const errorAt = (id: string) =>
-    wrong(id) && (
-      <span class="error field-error" id={`${id}-error`}>
-        {failure?.message}
-      </span>
-    );
   return (
     <form class="panel" aria-labelledby="create-token-title" onSubmit={(event) => void submit(event)} noValidate>
       <h2 id="create-token-title">Create a token</h2>
-      {failure && (
-        <p class={failure.input ? "visually-hidden" : "error"} role="alert">
-          {failure.message}
-        </p>
-      )}
-      <div class="field">
-        <label for="token-description">Description</label>
-        <input id="token-description" value={form.description} aria-invalid={wrong("token-description")}
-          aria-describedby={wrong("token-description") ? "token-description-error" : undefined}
-          onInput={(e) => { setForm({ ...form, description: e.currentTarget.value }); }} />
-        {errorAt("token-description")}
-      </div>
-      <div class="field">
-        <label for="token-lifetime">Lifetime</label>
-        <input id="token-lifetime" placeholder="8h" value={form.lifetime} aria-invalid={wrong("token-lifetime")}
-          aria-describedby={wrong("token-lifetime") ? "token-lifetime-error" : "token-lifetime-hint"}
-          onInput={(e) => { setForm({ ...form, lifetime: e.currentTarget.value }); }} />
-        <small class="muted" id="token-lifetime-hint">{LIFETIME_HINT}</small>
-        {errorAt("token-lifetime")}
-      </div>
+      <FormFailure failure={failure} />
+      <TextField id="token-description" label="Description" value={form.description} failure={failure}
+        onInput={(description) => { setForm({ ...form, description }); }} />
+      <TextField id="token-lifetime" label="Lifetime" placeholder="8h" hint={LIFETIME_HINT} value={form.lifetime}
+        failure={failure} onInput={(lifetime) => { setForm({ ...form, lifetime }); }} />
       <div class="field">
         <label for="token-cluster">Cluster scope</label>
-        <select id="token-cluster" value={form.clusterId} aria-invalid={wrong("token-cluster")}
-          aria-describedby={wrong("token-cluster") ? "token-cluster-error" : undefined}
+        <select id="token-cluster" value={form.clusterId} {...invalid("token-cluster", failure)}
           onChange={(e) => { setForm({ ...form, clusterId: e.currentTarget.value }); }}>
           <option value="">None: the token acts as you everywhere</option>
           {clusters.map((c) => (
@@ -213,16 +158,9 @@ function CreateToken({ onCreated, onCancel }: { onCreated: (token: V3Token) => v
             </option>
           ))}
         </select>
-        {errorAt("token-cluster")}
+        <FieldError id="token-cluster" failure={failure} />
       </div>
-      <div class="buttons">
-        <button type="button" class="ghost" onClick={onCancel}>
-          Cancel
-        </button>
-        <button type="submit" disabled={busy}>
-          {busy ? "Creating…" : "Create"}
-        </button>
-      </div>
+      <FormButtons onCancel={onCancel} busy={busy} submit="Create" pending="Creating…" />
     </form>
   );
 }

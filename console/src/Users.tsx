@@ -1,11 +1,13 @@
-import { useEffect, useRef, useState } from "preact/hooks";
-import type { TargetedSubmitEvent } from "preact";
+import { useRef, useState } from "preact/hooks";
 
 import { providerOf, userBody, userErrorInput, type UserForm, type V3User } from "./access";
-import { ApiError, call, listing, pathOf } from "./api";
+import { call, listing, pathOf } from "./api";
 import { DeleteDialog } from "./DeleteDialog";
-import { useAction } from "./live";
-import { messageOf } from "./resources";
+import { FormFailure, useSubmit } from "./FieldError";
+import { FormButtons } from "./FormButtons";
+import { ListToolbar } from "./ListToolbar";
+import { useAction, useRead } from "./live";
+import { TextField } from "./TextField";
 
 /** Users: local ones created with a username and password, anyone enabled or disabled and
  * deleted where the API offers it (`links.update`, `links.remove`). Not live: users are not
@@ -13,7 +15,6 @@ import { messageOf } from "./resources";
 export function Users() {
   const [users, setUsers] = useState<V3User[] | null>(null);
   const [mayCreate, setMayCreate] = useState(false);
-  const [error, setError] = useState("");
   const [creating, setCreating] = useState(false);
   const [deleting, setDeleting] = useState<V3User | null>(null);
   const toggle = useAction();
@@ -21,23 +22,14 @@ export function Users() {
   // (its finalizer), which is not the page's business once the DELETE is answered.
   const deleted = useRef(new Set<string>());
 
-  const load = async () => {
-    try {
-      const listed = await listing<V3User>("/v3/users");
-      const ids = new Set(listed.data.map((u) => u.id));
-      for (const id of deleted.current) if (!ids.has(id)) deleted.current.delete(id);
-      const shown = listed.data.filter((u) => !deleted.current.has(u.id));
-      setUsers(shown.sort((a, b) => nameOf(a).localeCompare(nameOf(b))));
-      setMayCreate(listed.createTypes.user !== undefined);
-      setError("");
-    } catch (failure) {
-      if (failure instanceof ApiError && failure.sessionEnded) return;
-      setError(messageOf(failure));
-    }
-  };
-  useEffect(() => {
-    void load();
-  }, []);
+  const { error, load } = useRead(async () => {
+    const listed = await listing<V3User>("/v3/users");
+    const ids = new Set(listed.data.map((u) => u.id));
+    for (const id of deleted.current) if (!ids.has(id)) deleted.current.delete(id);
+    const shown = listed.data.filter((u) => !deleted.current.has(u.id));
+    setUsers(shown.sort((a, b) => nameOf(a).localeCompare(nameOf(b))));
+    setMayCreate(listed.createTypes.user !== undefined);
+  });
 
   const setEnabled = async (user: V3User) => {
     const link = user.links?.update;
@@ -47,15 +39,8 @@ export function Users() {
 
   return (
     <>
-      <div class="toolbar">
-        <span class="count">Users are not live: the list is read again after each change.</span>
-        <span class="spacer-flex" />
-        {mayCreate && !creating && (
-          <button type="button" onClick={() => { setCreating(true); }}>
-            Create user
-          </button>
-        )}
-      </div>
+      <ListToolbar note="Users are not live: the list is read again after each change."
+        create={mayCreate && !creating ? "Create user" : null} onCreate={() => { setCreating(true); }} />
       {(error || toggle.error) && (
         <p class="error" role="alert">
           {error || toggle.error}
@@ -143,63 +128,25 @@ function nameOf(user: V3User): string {
 
 function CreateUser({ onCreated, onCancel }: { onCreated: () => void; onCancel: () => void }) {
   const [form, setForm] = useState<UserForm>({ username: "", password: "", name: "" });
-  const [busy, setBusy] = useState(false);
-  const [failure, setFailure] = useState<{ input: string | null; message: string } | null>(null);
+  const { busy, failure, submit } = useSubmit(async () => {
+    await call("POST", "/v3/users", userBody(form));
+    onCreated();
+  }, userErrorInput);
 
-  const submit = async (event: TargetedSubmitEvent<HTMLFormElement>) => {
-    event.preventDefault();
-    setBusy(true);
-    setFailure(null);
-    try {
-      await call("POST", "/v3/users", userBody(form));
-      onCreated();
-    } catch (refused) {
-      const input = refused instanceof ApiError ? userErrorInput(refused.fieldName) : null;
-      setFailure({ input, message: messageOf(refused) });
-      if (input) document.getElementById(input)?.focus();
-    } finally {
-      setBusy(false);
-    }
-  };
-
-  const input = (key: keyof UserForm, label: string, type = "text") => {
-    const id = `user-${key}`;
-    const wrong = failure?.input === id;
-    return (
-      <div class="field">
-        <label for={id}>{label}</label>
-        <input id={id} type={type} value={form[key]} aria-invalid={wrong}
-          autoComplete={type === "password" ? "new-password" : "off"}
-          aria-describedby={wrong ? `${id}-error` : undefined}
-          onInput={(e) => { setForm({ ...form, [key]: e.currentTarget.value }); }} />
-        {wrong && (
-          <span class="error field-error" id={`${id}-error`}>
-            {failure.message}
-          </span>
-        )}
-      </div>
-    );
-  };
+  const input = (key: keyof UserForm, label: string, type: "text" | "password" = "text") => (
+    <TextField id={`user-${key}`} label={label} type={type} value={form[key]} failure={failure}
+      autoComplete={type === "password" ? "new-password" : "off"}
+      onInput={(value) => { setForm({ ...form, [key]: value }); }} />
+  );
 
   return (
     <form class="panel" aria-labelledby="create-user-title" onSubmit={(event) => void submit(event)} noValidate>
       <h2 id="create-user-title">Create a local user</h2>
-      {failure && (
-        <p class={failure.input ? "visually-hidden" : "error"} role="alert">
-          {failure.message}
-        </p>
-      )}
+      <FormFailure failure={failure} />
       {input("username", "Username")}
       {input("password", "Password (at least 12 characters)", "password")}
       {input("name", "Display name")}
-      <div class="buttons">
-        <button type="button" class="ghost" onClick={onCancel}>
-          Cancel
-        </button>
-        <button type="submit" disabled={busy}>
-          {busy ? "Creating…" : "Create"}
-        </button>
-      </div>
+      <FormButtons onCancel={onCancel} busy={busy} submit="Create" pending="Creating…" />
     </form>
   );
 }

@@ -4,7 +4,8 @@
 
 import { useEffect, useRef, useState } from "preact/hooks";
 
-import type { ResourceEvent } from "./resources";
+import { ApiError } from "./api";
+import { messageOf, type ResourceEvent } from "./resources";
 import { whoAmI } from "./session";
 import { subscribe, type Link } from "./subscribe";
 
@@ -74,6 +75,27 @@ export function useAction(): {
     }
   };
   return { pending, error, run, clear: () => { setError(""); } };
+}
+
+/** Reads `read` when the page opens (and when `deps` change) and again each time `load` is
+ * called: after each change, for what the subscription does not carry. A failed read is kept
+ * as `error` until one succeeds; an ended session is not shown (the app returns to the
+ * sign-in page). */
+export function useRead(read: () => Promise<void>, deps: unknown[] = []): { error: string; load: () => Promise<void> } {
+  const [error, setError] = useState("");
+  const load = async () => {
+    try {
+      await read();
+      setError("");
+    } catch (failure) {
+      if (failure instanceof ApiError && failure.sessionEnded) return;
+      setError(messageOf(failure));
+    }
+  };
+  useEffect(() => {
+    void load();
+  }, deps);
+  return { error, load };
 }
 
 /** Reads `load` now and then again `everyMs` after each read ends, while the page is in
