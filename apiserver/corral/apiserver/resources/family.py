@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeAlias, TypeVar
+from typing import Any, Generic, NamedTuple, TypeAlias, TypeVar
 
 from multidict import MultiMapping
 
@@ -34,11 +34,11 @@ Maybe: TypeAlias = V | Awaitable[V]
 State = tuple[str, str, str]
 
 
-@dataclass(frozen=True)
-class Ask:
+class Ask(NamedTuple):
     """One request as a family sees it: who asks, with what the application holds, where
     links start, the path's parameters (a nested family's parent), the query, and whether
-    it writes."""
+    it writes. A named tuple, as each request makes one: a frozen dataclass took four times
+    as long to make."""
 
     deps: Deps
     who: Caller
