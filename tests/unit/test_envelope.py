@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import datetime
 import json
+import types
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -19,6 +21,7 @@ from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import DEPS
 from corral.apiserver.http import envelope
 from corral.apiserver.http.objects import name_of, shown_status
+from corral.apiserver.http.renderings import Renderings
 from corral.apiserver.http.schemas import Field, Schema
 from corral.apiserver.resources.family import Ask
 from corral.apiserver.resources.scoped import scoped_id
@@ -424,3 +427,43 @@ def test_a_node_links_and_acts_under_its_cluster_by_its_name() -> None:
     assert rendered["links"] == {"self": url, "update": url, "remove": url,
                                  "cluster": f"{BASE}/v3/clusters/c-1"}  # fmt: skip
     assert rendered["actions"] == {a: f"{url}?action={a}" for a in ("cordon", "uncordon", "drain")}
+
+
+def test_a_tokens_encoded_answer_is_its_rendering_whatever_was_encoded_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kept encodings (`Family.encoded`) answer what rendering afresh would: after a new
+    version of the token, for another token asking, and once it has expired."""
+    deps = holding(web.Application(), external_url=BASE, renderings=Renderings())[DEPS]
+    admin = Caller(Principal("u-1", admin_ask().who.principal.token, False, True),
+                   Access("u-1", True, {}, {}))  # fmt: skip
+
+    def shown(version: str, description: str) -> tokens.Shown:
+        obj = {"metadata": {"name": "token-a", "resourceVersion": version,
+                            "creationTimestamp": "2026-11-28T10:00:00Z"},
+               "spec": {"userId": "u-1", "ttlMillis": 3_600_000,
+                        "description": description}}  # fmt: skip
+        return tokens.Shown(TokenRecord.from_object(obj))
+
+    def answer(token: tokens.Shown, who: Caller) -> dict[str, Any]:
+        asked = Ask(deps, who, BASE, {}, MultiDict())
+        encoded = json.loads(tokens.FAMILY.encoded(asked, token))
+        assert encoded == tokens.FAMILY.render(asked, token)
+        return encoded  # type: ignore[no-any-return]
+
+    first = shown("1", "first")
+    monkeypatch.setattr(tokens, "datetime", clock_at(datetime.datetime(2026, 11, 28, 10, 30)))
+    assert answer(first, admin) | {"current": False, "expired": False} == answer(first, admin)
+    assert answer(shown("2", "second"), admin)["description"] == "second"
+    itself = Caller(Principal("u-1", first.record, False, True), admin.access)
+    assert answer(first, itself)["current"] is True
+    assert answer(first, admin)["current"] is False
+    monkeypatch.setattr(tokens, "datetime", clock_at(datetime.datetime(2026, 11, 28, 11, 0)))
+    assert answer(first, admin)["expired"] is True
+
+
+def clock_at(now: datetime.datetime) -> types.SimpleNamespace:
+    """The `datetime` module as a route reads the time from it, stopped at `now` (UTC)."""
+    stopped = now.replace(tzinfo=datetime.UTC)
+    return types.SimpleNamespace(UTC=datetime.UTC, datetime=types.SimpleNamespace(
+        now=lambda tz=None: stopped))  # fmt: skip

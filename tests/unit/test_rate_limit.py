@@ -117,11 +117,21 @@ async def test_concurrent_requests_wait_for_one_reservation() -> None:
 async def test_headers_count_down_and_reset_with_the_minute() -> None:
     limiter = RateLimiter(MemoryLedger())
     first = await limiter.hit("u-1", 5, T0 + 15.5)
-    assert first.headers() == {
+    assert first.headers == {
         "X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "4", "X-RateLimit-Reset": "45",
     }  # fmt: skip
     remaining = [(await limiter.hit("u-1", 5, T0 + 16)).remaining for _ in range(5)]
     assert remaining == [3, 2, 1, 0, 0]
+
+
+async def test_unlimited_the_reset_counts_down_each_second_to_the_minute() -> None:
+    limiter = RateLimiter(MemoryLedger())
+    resets = [(await limiter.hit("u-1", 0, T0 + t)).headers["X-RateLimit-Reset"]
+              for t in (15.0, 15.2, 15.99, 16.0, 59.5, 60.0, 60.7)]  # fmt: skip
+    assert resets == ["45", "45", "45", "44", "1", "60", "60"]
+    assert (await limiter.hit("u-2", -1, T0 + 15.5)).headers == {
+        "X-RateLimit-Limit": "0", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "45",
+    }  # fmt: skip
 
 
 async def test_a_replica_whose_clock_lags_counts_in_the_records_window() -> None:

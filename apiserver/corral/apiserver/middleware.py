@@ -48,4 +48,4 @@ async def rate_limit_headers(request: web.Request, response: web.StreamResponse)
     answered it: the handler, an error of any kind, a stream or an upgrade."""
     decision = request.get(RATE_LIMIT)
     if decision is not None:
-        response.headers.update(decision.headers())
+        response.headers.update(decision.headers)

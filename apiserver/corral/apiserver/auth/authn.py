@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import datetime
 import hmac
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from aiohttp import web
 
@@ -64,8 +64,10 @@ ADMIN_GROUPS = ("system:masters", "system:authenticated")
 USER_GROUPS = ("system:authenticated",)
 
 
-@dataclass(frozen=True)
-class Principal:
+class Principal(NamedTuple):
+    """Who authenticated, made per request: a named tuple, quicker to make than a frozen
+    dataclass."""
+
     user_id: str
     token: TokenRecord
     via_cookie: bool

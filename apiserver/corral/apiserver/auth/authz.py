@@ -13,7 +13,7 @@ not leak; 403 is for what they can see but not change.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from corral.apiserver.auth.access import Access
 from corral.apiserver.auth.authn import Principal
@@ -21,9 +21,9 @@ from corral.core import errors
 from corral.core.kube.impersonation import Impersonation
 
 
-@dataclass(frozen=True)
-class Caller:
-    """Who calls and what they may reach: what every service is given instead of the request."""
+class Caller(NamedTuple):
+    """Who calls and what they may reach: what every service is given instead of the request
+    (a named tuple: one is made per request)."""
 
     principal: Principal
     access: Access

@@ -33,6 +33,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,10 @@ class Decision:
     remaining: int
     reset_seconds: int
 
+    @cached_property
     def headers(self) -> dict[str, str]:
+        """Shared by every answer the decision serves (an unlimited one serves a second's):
+        copied into each, never changed."""
         return {
             "X-RateLimit-Limit": str(self.limit),
             "X-RateLimit-Remaining": str(self.remaining),
@@ -123,13 +127,14 @@ class RateLimiter:
         self._locks: dict[str, asyncio.Lock] = {}
         self._outage_logged = -math.inf
         self._limit: int | None = None  # the limit this replica last settled for
+        self._unlimited: tuple[int, Decision] | None = None  # the second's, when unlimited
 
     async def hit(self, user: str, limit: int, now: float) -> Decision:
         """Count one request of `user` at wall-clock time `now`; a limit of 0 or less means
         unlimited (and costs nothing)."""
-        window = window_of(now)
         if limit <= 0:
-            return Decision(True, 0, 0, reset_seconds(window, now))
+            return self._unlimited_at(now)
+        window = window_of(now)
         state = self._current(user, window, limit)
         if state.left <= 0 and not state.exhausted:
             # One reservation at a time per user: requests that arrive meanwhile wait for it
@@ -145,6 +150,15 @@ class RateLimiter:
         state.served += 1
         remaining = max(0, limit - state.used) + state.left
         return Decision(True, limit, remaining, reset_seconds(state.window, now))
+
+    def _unlimited_at(self, now: float) -> Decision:
+        """Unlimited, every request of one second of the clock gets the same decision: its
+        reset is `reset_seconds` of that whole second. So it is made once a second."""
+        second = math.floor(now)
+        if self._unlimited is None or self._unlimited[0] != second:
+            decision = Decision(True, 0, 0, reset_seconds(window_of(now), now))
+            self._unlimited = (second, decision)
+        return self._unlimited[1]
 
     def _current(self, user: str, window: int, limit: int) -> _Window:
         state = self._windows.get(user)

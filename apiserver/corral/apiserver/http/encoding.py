@@ -12,11 +12,22 @@ import orjson
 from aiohttp import web
 
 
+def encode(body: Any) -> bytes:
+    return orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS)
+
+
 def json_response(
     body: Any, *, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> web.Response:
+    return encoded_response(encode(body), status=status, headers=headers)
+
+
+def encoded_response(
+    body: bytes, *, status: int = 200, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    """An answer whose JSON is encoded already (`Family.encoded`)."""
     return web.Response(
-        body=orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS),
+        body=body,
         status=status,
         headers=headers,
         content_type="application/json",

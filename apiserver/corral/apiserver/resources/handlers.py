@@ -13,7 +13,7 @@ from aiohttp import web
 
 from corral.apiserver.deps import caller, deps
 from corral.apiserver.http.body import read_json
-from corral.apiserver.http.encoding import json_response
+from corral.apiserver.http.encoding import encoded_response, json_response
 from corral.apiserver.resources.family import Ask, Family
 from corral.core import errors
 
@@ -63,10 +63,9 @@ def _add(
         @table.get(item)
         async def get_one(request: web.Request) -> web.Response:
             asked, obj = await found(family, request)
-            body = family.render(asked, obj)
-            if family.include is not None:
-                body |= await family.include(asked, obj)
-            return json_response(body)
+            if family.include is None:
+                return encoded_response(family.encoded(asked, obj))
+            return json_response(family.render(asked, obj) | await family.include(asked, obj))
 
     if family.create is not None:
         create = family.create

@@ -10,7 +10,6 @@ the project a changed object is in, and so whether the caller has a role there.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -84,7 +83,7 @@ class InProject(Generic[T]):
             return None
         pid, obj = found
         # Its links are those of its project's collection, as a GET there renders them.
-        within = dataclasses.replace(ask, path={"project": pid})
+        within = ask._replace(path={"project": pid})
         return _event(change, self.resource_type, self.family.render(within, obj))
 
 

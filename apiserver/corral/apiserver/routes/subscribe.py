@@ -17,7 +17,6 @@ client subscribes again and reads its lists afresh, as a slow Kubernetes watcher
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import datetime
 import json
 import time
@@ -97,7 +96,7 @@ async def _deliver(
                                message=b"too far behind: subscribe again")  # fmt: skip
             return
         try:
-            ask = dataclasses.replace(ask, who=session.caller())
+            ask = ask._replace(who=session.caller())
         except ApiError:
             await socket.close(code=WSCloseCode.POLICY_VIOLATION, message=b"session ended")
             return
@@ -139,9 +138,5 @@ class _Session:
             self._seen, self._checked = seen, time.monotonic()
         stores = self._held.stores
         is_admin = stores.is_admin(self._who.user_id)
-        who = (
-            self._who
-            if is_admin == self._who.is_admin
-            else (dataclasses.replace(self._who, is_admin=is_admin))
-        )
+        who = self._who if is_admin == self._who.is_admin else self._who._replace(is_admin=is_admin)
         return Caller(who, self._held.access.get(who.user_id, is_admin, stores))
