@@ -8,9 +8,10 @@ the calls into its services. Actions and sub-resources stay routes of the family
 
 from __future__ import annotations
 
+import datetime
 import inspect
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from multidict import MultiMapping
@@ -38,8 +39,8 @@ State = tuple[str, str, str]
 @dataclass(frozen=True)
 class Ask:
     """One request as a family sees it: who asks, with what the application holds, where
-    links start, the path's parameters (a nested family's parent), the query, and whether
-    it writes."""
+    links start, the path's parameters (a nested family's parent), the query, whether it
+    writes, and when it is answered."""
 
     deps: Deps
     who: Caller
@@ -49,6 +50,9 @@ class Ask:
     # Whether the request changes something: a family whose parent is checked for writing
     # before the resource is looked for (403 before 404) asks.
     writing: bool = False
+    # One instant for every resource of an answer (whether each token of a page has expired):
+    # the time is read once per request, not once per resource.
+    now: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
 
 
 def _by_name(obj: Obj) -> str:
