@@ -291,9 +291,18 @@ def test_a_filter_and_a_sort_on_a_known_field_read_the_rows_views_made_once() ->
     assert [row[0] for row in by_color] == ["t0", "t2", "t4", "t3", "t1", "t5"]
     assert rows.view(None, "color", descending=True) is by_color
     assert [row[0] for row in rows.view(("color", "blue"), "id", descending=True)] == ["t5", "t1"]
+    asked: list[tuple[Any, ...]] = []
+    kept_view = rows.view
+
+    def view(where: tuple[str, str] | None, sort: str, descending: bool) -> Any:
+        asked.append((where, sort, descending))
+        return kept_view(where, sort, descending)
+
+    rows.view = view  # type: ignore[method-assign]
     query = MultiDict([("color", "red"), ("sort", "color"), ("limit", "2"), ("marker", "t2")])
     page = envelope.collection(BASE, SCHEMA, listing, ident, fields, render, query,
                                "/v3/things", True)  # fmt: skip
+    assert asked == [(("color", "red"), "color", False)]
     assert [item["id"] for item in page["data"]] == ["t2", "t4"]
     assert page["pagination"]["total"] == 3
     assert page["filters"]["color"] == [{"modifier": "eq", "value": "red"}]
