@@ -45,14 +45,8 @@ class Rows(Generic[R]):
         self._groups: dict[str, dict[str, list[Row[R]]]] = {}
         self._views: OrderedDict[ViewKey, list[Row[R]]] = OrderedDict()
 
-    def __len__(self) -> int:
-        return len(self._rows)
-
     def __iter__(self) -> Iterator[Row[R]]:
         return iter(self._rows)
-
-    def __getitem__(self, index: int) -> Row[R]:
-        return self._rows[index]
 
     @property
     def in_id_order(self) -> Sequence[Row[R]]:
