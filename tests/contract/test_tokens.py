@@ -168,3 +168,31 @@ async def test_logout_is_for_sessions_and_actions_are_known(user: Person) -> Non
 async def test_a_method_the_family_has_not_is_405(user: Person) -> None:
     answer = await user.api.put("/v3/tokens/token-x", {})
     error(answer, 405, "MethodNotAllowed")
+
+
+async def test_a_users_kept_token_list_follows_their_tokens_not_others(
+    make_user: Callable[..., Awaitable[Person]], crs: k8s.CustomObjectsApi
+) -> None:
+    """A user's list is kept while none of their tokens moves: a token of theirs created,
+    changed or deleted shows in the next list, and another user's new token does not."""
+    person, other = await make_user(), await make_user()
+
+    async def listed() -> dict[str, str]:
+        answer = await person.api.get("/v3/tokens")
+        assert answer.status == 200, answer.body
+        return {t["id"]: t["description"] for t in answer.body["data"]}
+
+    before = await listed()
+    made = (await person.api.post("/v3/tokens", {"description": "new"})).body["id"]
+    assert await listed() == {**before, made: "new"}
+    theirs = (await other.api.post("/v3/tokens", {"description": "theirs"})).body["id"]
+    assert theirs not in await listed()
+    crs.patch_cluster_custom_object(GROUP, VERSION, "tokens", made,
+                                    {"spec": {"description": "changed"}})  # fmt: skip
+
+    async def changed() -> bool:
+        return (await listed()).get(made) == "changed"
+
+    await eventually("the list to show the token's new description", changed)
+    assert (await person.api.delete(f"/v3/tokens/{made}")).status == 204
+    assert await listed() == before

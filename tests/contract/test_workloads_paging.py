@@ -209,3 +209,52 @@ async def test_a_filter_on_state_sees_a_workload_change_state(
     await eventually("the state filter to list the deployment paused", listed_paused)
     still = await admin.api.get(f"{base}?workloadType=deployment&state_ne=paused")
     assert chosen["id"] not in [item["id"] for item in still.body["data"]]
+
+
+async def test_a_filtered_and_sorted_page_follows_workloads_and_namespaces(
+    admin: Person, kube: AsyncClient
+) -> None:
+    """A page filtered by namespace and sorted by name reads views the listing's rows keep:
+    a workload created, changed or deleted, and a namespace moved to another project, show in
+    the next page of each project as in a fresh listing."""
+    api = admin.api
+    home, other = [
+        (await api.post("/v3/projects", {"name": f"views-{n}", "clusterId": "local"})).body["id"]
+        for n in range(2)
+    ]
+    space = f"views-{secrets.token_hex(3)}"
+    made = await api.post("/v3/clusters/local/namespaces", {"name": space, "projectId": home})
+    assert made.status == 201, made.body
+    for obj in objects(space):
+        await kube.create(obj)
+    query = f"namespaceId={space}&sort=name&order=desc&limit=4"
+
+    async def names(project: str) -> list[str]:
+        page = await api.get(f"/v3/projects/{project}/workloads?{query}")
+        assert page.status == 200, page.body
+        return [item["name"] for item in page.body["data"]]
+
+    async def shows(project: str, expected: list[str]) -> bool:
+        return await names(project) == expected
+
+    await eventually("the namespace's workloads", lambda: shows(home, ["w4", "w3", "w2", "w2"]))
+    extra = objects(space)[0]
+    extra.metadata.name = "w9"
+    extra.spec.selector.matchLabels = extra.spec.template.metadata.labels = {"app": "w9"}
+    await kube.create(extra)
+    await eventually("a created workload", lambda: shows(home, ["w9", "w4", "w3", "w2"]))
+    await kube.patch(Deployment, "w9", {"spec": {"paused": True}}, namespace=space)
+
+    async def paused_first() -> bool:
+        page = await api.get(f"/v3/projects/{home}/workloads?{query}")
+        return bool(page.body["data"][0]["paused"])
+
+    await eventually("a changed workload as it is now", paused_first)
+    await kube.delete(Deployment, "w9", namespace=space)
+    await eventually("a deleted workload gone", lambda: shows(home, ["w4", "w3", "w2", "w2"]))
+    assert await names(other) == []
+    moved = await api.put(f"/v3/clusters/local/namespaces/{space}", {"projectId": other})
+    assert moved.status == 200, moved.body
+    await eventually("the moved namespace's workloads in the other project",
+                     lambda: shows(other, ["w4", "w3", "w2", "w2"]))  # fmt: skip
+    await eventually("and no longer in its first", lambda: shows(home, []))

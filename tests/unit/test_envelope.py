@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import types
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -22,6 +21,7 @@ from corral.apiserver.deps import DEPS
 from corral.apiserver.http import envelope
 from corral.apiserver.http.objects import name_of, shown_status
 from corral.apiserver.http.renderings import Renderings
+from corral.apiserver.http.rows import Rows
 from corral.apiserver.http.schemas import Field, Schema
 from corral.apiserver.resources.family import Ask
 from corral.apiserver.resources.scoped import scoped_id
@@ -157,8 +157,7 @@ def listing_of(
         return thing.get("size")
 
     rows = [(ident(o), {"color": o.get("color")}, o) for o in objects]
-    return envelope.Listing(sorted(rows, key=lambda row: row[0]), frozenset({"color"}), make,
-                            {"size": size})  # fmt: skip
+    return envelope.Listing(Rows(rows), frozenset({"color"}), make, {"size": size})
 
 
 def test_a_listing_makes_only_the_page_when_the_query_reads_only_what_it_knows() -> None:
@@ -261,6 +260,54 @@ def test_paging_before_rendering_gives_the_body_of_rendering_everything(
     assert (lazy["pagination"]["total"], lazy["pagination"]["limit"]) == (total, limit)
     if "next" in lazy["pagination"]:
         assert marker_of(lazy["pagination"]["next"]) not in [item["id"] for item in page]
+
+
+@settings(max_examples=200, deadline=None)
+@given(things, st.lists(queries, min_size=2, max_size=8))
+def test_a_listing_kept_across_queries_answers_each_as_a_fresh_one(
+    objects: list[Thing], asked: list[list[tuple[str, str]]]
+) -> None:
+    """The views its rows keep (a filter on one color, a sort by color) are made by one
+    query and read by the next: each answer is the one of a listing made for it alone."""
+    kept = listing_of(objects)
+    for pairs in asked:
+        query = MultiDict(pairs)
+        answer = envelope.collection(BASE, SCHEMA, kept, ident, fields, render, query,
+                                     "/v3/things", True)  # fmt: skip
+        fresh = envelope.collection(BASE, SCHEMA, listing_of(objects), ident, fields, render,
+                                    query, "/v3/things", True)  # fmt: skip
+        assert answer == fresh
+
+
+def test_a_filter_and_a_sort_on_a_known_field_read_the_rows_views_made_once() -> None:
+    """`color=red&sort=color` groups the rows by color once and sorts the red ones once: a
+    second page reads both as kept, in the order a sort of every row gives."""
+    things = [{"id": f"t{i}", "color": c, "size": i}
+              for i, c in enumerate(["red", "blue", "red", "green", "red", "blue"])]  # fmt: skip
+    listing = listing_of(things)
+    rows = listing.rows
+    assert [row[0] for row in rows.where("color", "red")] == ["t0", "t2", "t4"]
+    assert rows.where("color", "red") is rows.where("color", "red")
+    assert rows.where("color", "purple") == ()
+    by_color = rows.view(None, "color", descending=True)
+    assert [row[0] for row in by_color] == ["t0", "t2", "t4", "t3", "t1", "t5"]
+    assert rows.view(None, "color", descending=True) is by_color
+    assert [row[0] for row in rows.view(("color", "blue"), "id", descending=True)] == ["t5", "t1"]
+    asked: list[tuple[Any, ...]] = []
+    kept_view = rows.view
+
+    def view(where: tuple[str, str] | None, sort: str, descending: bool) -> Any:
+        asked.append((where, sort, descending))
+        return kept_view(where, sort, descending)
+
+    rows.view = view  # type: ignore[method-assign]
+    query = MultiDict([("color", "red"), ("sort", "color"), ("limit", "2"), ("marker", "t2")])
+    page = envelope.collection(BASE, SCHEMA, listing, ident, fields, render, query,
+                               "/v3/things", True)  # fmt: skip
+    assert asked == [(("color", "red"), "color", False)]
+    assert [item["id"] for item in page["data"]] == ["t2", "t4"]
+    assert page["pagination"]["total"] == 3
+    assert page["filters"]["color"] == [{"modifier": "eq", "value": "red"}]
 
 
 def reference(
@@ -398,7 +445,7 @@ def admin_ask() -> Ask:
     token = TokenRecord.from_object({"metadata": {"name": "t", **STAMP}, "spec": {"userId": "u-1"}})
     who = Caller(Principal("u-1", token, False, True), Access("u-1", True, {}, {}))
     deps = holding(web.Application(), external_url=BASE)[DEPS]
-    return Ask(deps, who, BASE, {}, MultiDict())
+    return Ask(deps, who, BASE, {}, MultiDict(), datetime.datetime.now(datetime.UTC))
 
 
 def test_conditions_show_sorted_by_type_whatever_order_they_were_stored_in() -> None:
@@ -429,14 +476,13 @@ def test_a_node_links_and_acts_under_its_cluster_by_its_name() -> None:
     assert rendered["actions"] == {a: f"{url}?action={a}" for a in ("cordon", "uncordon", "drain")}
 
 
-def test_a_tokens_encoded_answer_is_its_rendering_whatever_was_encoded_before(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_tokens_encoded_answer_is_its_rendering_whatever_was_encoded_before() -> None:
     """Kept encodings (`Family.encoded`) answer what rendering afresh would: after a new
     version of the token, for another token asking, and once it has expired."""
     deps = holding(web.Application(), external_url=BASE, renderings=Renderings())[DEPS]
     admin = Caller(Principal("u-1", admin_ask().who.principal.token, False, True),
                    Access("u-1", True, {}, {}))  # fmt: skip
+    half_an_hour = datetime.datetime(2026, 11, 28, 10, 30, tzinfo=datetime.UTC)
 
     def shown(version: str, description: str) -> tokens.Shown:
         obj = {"metadata": {"name": "token-a", "resourceVersion": version,
@@ -445,25 +491,19 @@ def test_a_tokens_encoded_answer_is_its_rendering_whatever_was_encoded_before(
                         "description": description}}  # fmt: skip
         return tokens.Shown(TokenRecord.from_object(obj))
 
-    def answer(token: tokens.Shown, who: Caller) -> dict[str, Any]:
-        asked = Ask(deps, who, BASE, {}, MultiDict())
+    def answer(token: tokens.Shown, who: Caller, now: datetime.datetime) -> dict[str, Any]:
+        asked = Ask(deps, who, BASE, {}, MultiDict(), now)
         encoded = json.loads(tokens.FAMILY.encoded(asked, token))
         assert encoded == tokens.FAMILY.render(asked, token)
         return encoded  # type: ignore[no-any-return]
 
     first = shown("1", "first")
-    monkeypatch.setattr(tokens, "datetime", clock_at(datetime.datetime(2026, 11, 28, 10, 30)))
-    assert answer(first, admin) | {"current": False, "expired": False} == answer(first, admin)
-    assert answer(shown("2", "second"), admin)["description"] == "second"
+    assert answer(first, admin, half_an_hour) | {"current": False, "expired": False} == answer(
+        first, admin, half_an_hour
+    )
+    assert answer(shown("2", "second"), admin, half_an_hour)["description"] == "second"
     itself = Caller(Principal("u-1", first.record, False, True), admin.access)
-    assert answer(first, itself)["current"] is True
-    assert answer(first, admin)["current"] is False
-    monkeypatch.setattr(tokens, "datetime", clock_at(datetime.datetime(2026, 11, 28, 11, 0)))
-    assert answer(first, admin)["expired"] is True
-
-
-def clock_at(now: datetime.datetime) -> types.SimpleNamespace:
-    """The `datetime` module as a route reads the time from it, stopped at `now` (UTC)."""
-    stopped = now.replace(tzinfo=datetime.UTC)
-    return types.SimpleNamespace(UTC=datetime.UTC, datetime=types.SimpleNamespace(
-        now=lambda tz=None: stopped))  # fmt: skip
+    assert answer(first, itself, half_an_hour)["current"] is True
+    assert answer(first, admin, half_an_hour)["current"] is False
+    an_hour = datetime.datetime(2026, 11, 28, 11, 0, tzinfo=datetime.UTC)
+    assert answer(first, admin, an_hour)["expired"] is True

@@ -4,6 +4,7 @@ where, bodies given whole; and the one shape of the role-binding families."""
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -41,7 +42,8 @@ def ask(query: dict[str, str] | None = None) -> Ask:
     token = TokenRecord.from_object({"metadata": meta, "spec": {"userId": "u-1"}})
     who = Caller(Principal("u-1", token, False, True), Access("u-1", True, {}, {}))
     deps = holding(web.Application(), external_url=BASE)[DEPS]
-    return Ask(deps, who, BASE, {"tree": "oak"}, MultiDict(query or {}))
+    now = datetime.datetime.now(datetime.UTC)
+    return Ask(deps, who, BASE, {"tree": "oak"}, MultiDict(query or {}), now)
 
 
 async def listed(ask: Ask) -> list[dict[str, Any]]:

@@ -73,6 +73,31 @@ def test_own_writes_go_in_unless_something_newer_is_there() -> None:
     assert len(informer) == 0
 
 
+async def test_a_value_is_touched_when_one_of_its_objects_comes_changes_moves_or_goes() -> None:
+    """`touched` moves for a project whose namespace came, changed, moved away or went, not
+    for another project's; a project nothing is in reads -1, and a value's versions only
+    grow, so a reader's stamp taken before never matches one after."""
+    client = Client()
+    informer = Informer(client, Namespace, {"project": by_project}, versioned=("project",))  # type: ignore[arg-type]
+    assert informer.touched("project", "c:p") == -1
+    informer.put(namespace("a", "1", "c:p"))
+    first = informer.touched("project", "c:p")
+    assert first >= 0
+    informer.put(namespace("b", "1", "c:q"))
+    assert informer.touched("project", "c:p") == first
+    informer.put(namespace("a", "2", "c:p"))
+    changed = informer.touched("project", "c:p")
+    assert changed > first
+    informer.put(namespace("a", "3", "c:q"))  # moved to another project
+    assert informer.touched("project", "c:p") == -1
+    moved = informer.touched("project", "c:q")
+    assert moved > changed
+    client.items = [namespace("a", "3", "c:q"), namespace("c", "1", "c:p")]
+    await informer.relist()  # b went, c came
+    assert informer.touched("project", "c:q") > moved
+    assert informer.touched("project", "c:p") > moved
+
+
 class Watching(Client):
     """A client whose watch brings these events, then stays open."""
 

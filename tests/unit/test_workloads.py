@@ -7,10 +7,15 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from lightkube.resources.core_v1 import Pod, Service
+from lightkube.resources.networking_v1 import Ingress
 
+from corral.apiserver.routes.workloads import rendering_key
 from corral.apiserver.services import trialpods
-from corral.apiserver.services.workloads import check_passed_through
+from corral.apiserver.services.workloads import Neighbours, Scope, Workload, check_passed_through
 from corral.core.errors import Invalid
+from corral.core.kube.impersonation import Impersonation
+from corral.core.kube.informer import Informer
 from corral.core.workloads import endpoints, render, spec, state, usage
 from corral.core.workloads.kinds import KINDS, SELECTOR_LABEL, WorkloadId, selector_label
 
@@ -513,3 +518,24 @@ def test_a_key_kubernetes_would_drop_is_refused_naming_its_path(
     with pytest.raises(Invalid) as raised:
         check_passed_through(body)
     assert (raised.value.field, raised.value.code or "InvalidFormat") == (field, code)
+
+
+def test_a_workload_is_rendered_again_when_it_or_what_surrounds_it_changes() -> None:
+    """A kept rendering is found by a key that moves with the object's version, the project,
+    and the versions of the cluster's Services, Ingresses and pods (its public endpoints)."""
+    near = Neighbours(Informer(None, Service), Informer(None, Ingress), Informer(None, Pod))  # type: ignore[arg-type]
+    where = Scope("c-1:p-1", "c-1", "project-owner", Impersonation("u-1"))
+    obj = {"metadata": {"name": "web", "namespace": "ns", "resourceVersion": "7"}}
+
+    def key(obj: dict[str, Any], where: Scope = where) -> object:
+        return rendering_key(None, Workload(where, DEPLOYMENT, obj, near))  # type: ignore[arg-type]
+
+    first = key(obj)
+    assert key(obj) == first
+    assert key({"metadata": {**obj["metadata"], "resourceVersion": "8"}}) != first
+    assert key(obj, Scope("c-1:p-2", "c-1", "project-owner", Impersonation("u-1"))) != first
+    assert key({"metadata": {**obj["metadata"], "name": "db"}}) != first
+    for cache in (near.services, near.ingresses, near.pods):
+        before = key(obj)
+        cache.put({"metadata": {"name": "x", "namespace": "ns", "resourceVersion": "1"}})
+        assert key(obj) != before

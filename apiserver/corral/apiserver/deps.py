@@ -21,8 +21,8 @@ from corral.apiserver.auth.authz import Caller
 from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.auth.throttle import LoginThrottle
 from corral.apiserver.auth.verified import VerifiedTokens
-from corral.apiserver.http.envelope import Row
 from corral.apiserver.http.renderings import Renderings
+from corral.apiserver.http.rows import Rows
 from corral.apiserver.http.schemas import Registry
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.state.derived import Derived
@@ -64,7 +64,7 @@ class Deps:
     verified: VerifiedTokens  # tokens whose key was verified, by version
     renderings: Renderings  # resources rendered once per version (`Family.rendering_key`)
     # Each project's workloads in id order (`services.workloads.visible`), by project id.
-    workload_rows: Derived[str, list[Row[tuple[Kind, str]]]]
+    workload_rows: Derived[str, Rows[tuple[Kind, str]]]
     limiter: RateLimiter
     throttle: LoginThrottle
     readiness: Readiness

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 from multidict import MultiMapping
 
+from corral.apiserver.http.rows import Row, Rows, row_id, text
 from corral.apiserver.http.schemas import Schema
 
 DEFAULT_LIMIT = 1000
@@ -24,21 +25,21 @@ MODIFIERS = ("ne", "in", "notin")
 
 T = TypeVar("T")
 R = TypeVar("R")
-# An object of a collection: its id, its filterable fields (when the query needs them), and
-# itself or what it is made from (`Listing`).
-Row = tuple[str, Mapping[str, Any], R]
+# A filter of a query: the field, its modifier (`eq`, `ne`, `in`, `notin`) and its values.
+Condition = tuple[str, str, list[str]]
 
 
 @dataclass(frozen=True)
 class Listing(Generic[T, R]):
     """A collection whose objects are made only when a page shows them, so that a page of a
     long listing costs the page: its rows are in id order, each with the fields `known`
-    without making the object, and what `make` makes the object from. `computed` gives
-    other fields from what a row holds, cheaply and only when a query filters or sorts by
-    them (a field that changes with the object, which rows outlive). A filter or a sort on
-    any other field makes every object."""
+    without making the object, and what `make` makes the object from. An `eq` filter and a
+    sort on a known field read the views the rows keep (`Rows`). `computed` gives other
+    fields from what a row holds, cheaply and only when a query filters or sorts by them (a
+    field that changes with the object, which rows outlive). A filter or a sort on any
+    other field makes every object."""
 
-    rows: Sequence[Row[R]]
+    rows: Rows[R]
     known: frozenset[str]
     make: Callable[[R], T]
     computed: Mapping[str, Callable[[R], Any]] = field(default_factory=dict)
@@ -114,9 +115,12 @@ def collection(
     asked = {name for name, _, _ in conditions} | {sort_field}
     rows: Sequence[Row[Any]]
     show: Callable[[Any], T]
+    checks = conditions  # what each row is checked against
+    in_order = False  # whether the rows are in the order asked already
     listing = objects if isinstance(objects, Listing) else None
     if listing is not None and asked <= listing.known | listing.computed.keys() | {"id", "type"}:
-        rows, show = listing.rows, listing.make
+        rows, checks, in_order = _viewed(listing, conditions, sort_field, descending)
+        show = listing.make
         if computing := {name: listing.computed[name] for name in asked & listing.computed.keys()}:
             rows = [
                 (item_id, {**shown, **{name: value(source) for name, value in computing.items()}},
@@ -129,13 +133,13 @@ def collection(
         wanted = bool(conditions) or sort_field != "id"
         made = [(ident(obj), fields(obj) if wanted else {}, obj) for obj in objects]
         # Ties of another sort field in id order: the same order page after page.
-        made.sort(key=_ident)
+        made.sort(key=row_id)
         rows, show = made, _itself
-    matching = [row for row in rows if _matches(row, conditions, schema)] if conditions else rows
-    if sort_field != "id":
+    matching = [row for row in rows if _matches(row, checks, schema)] if checks else rows
+    if not in_order and sort_field != "id":
         matching = sorted(matching, key=lambda row: _value(row, sort_field, schema),
                           reverse=descending)  # fmt: skip
-    elif descending:
+    elif not in_order and descending:
         matching = matching[::-1]
 
     limit = _limit(query.get("limit"))
@@ -192,30 +196,43 @@ def collection(
     }
 
 
+def _viewed(
+    listing: Listing[Any, Any], conditions: list[Condition], sort_field: str, descending: bool
+) -> tuple[Sequence[Row[Any]], list[Condition], bool]:
+    """A listing's rows narrowed by the query's first `eq` filter on a field every row knows,
+    and in the order asked when it sorts by such a field (or `id`), from the views the rows
+    keep; the conditions left to check; whether the rows are in the order asked. Filtering
+    keeps rows in their order, and equal sort values stay in id order either way, so the
+    page is the one filtering then sorting every row would give."""
+    # `type` is the schema's, shown on every resource, not a row's; an `id` filter is of one.
+    viewable = listing.known - {"id", "type"}
+    where = next(((name, values[0]) for name, modifier, values in conditions
+                  if modifier == "eq" and name in viewable), None)  # fmt: skip
+    left = [c for c in conditions if where is None or (c[0], c[1]) != (where[0], "eq")]
+    if sort_field == "id" or sort_field in viewable:
+        return listing.rows.view(where, sort_field, descending), left, True
+    rows = listing.rows.in_id_order if where is None else listing.rows.where(*where)
+    return rows, left, False
+
+
 def _position(rows: Sequence[Row[Any]], marker: str | None, by_id: bool) -> int:
     """Where the page the marker names starts: at the row of that id (found by halving when
     the rows are in id order), or at the first row for a marker of no row."""
     if not marker:
         return 0
     if by_id:
-        at = bisect_left(rows, marker, key=_ident)
+        at = bisect_left(rows, marker, key=row_id)
         return at if at < len(rows) and rows[at][0] == marker else 0
     return next((i for i, (item_id, _, _) in enumerate(rows) if item_id == marker), 0)
-
-
-def _ident(row: Row[Any]) -> str:
-    return row[0]
 
 
 def _itself(obj: T) -> T:
     return obj
 
 
-def _conditions(
-    query: MultiMapping[str], filterable: list[str]
-) -> list[tuple[str, str, list[str]]]:
+def _conditions(query: MultiMapping[str], filterable: list[str]) -> list[Condition]:
     """(field, modifier, values) for each filter in the query; unknown keys are ignored."""
-    found: list[tuple[str, str, list[str]]] = []
+    found: list[Condition] = []
     for key in dict.fromkeys(query.keys()):
         name, modifier = key, "eq"
         head, _, tail = key.rpartition("_")
@@ -226,7 +243,7 @@ def _conditions(
     return found
 
 
-def _matches(row: Row[Any], conditions: list[tuple[str, str, list[str]]], schema: Schema) -> bool:
+def _matches(row: Row[Any], conditions: list[Condition], schema: Schema) -> bool:
     for name, modifier, values in conditions:
         value = _value(row, name, schema)
         if modifier == "eq" and value != values[0]:
@@ -246,14 +263,7 @@ def _value(row: Row[Any], name: str, schema: Schema) -> str:
     item_id, fields, _ = row
     if name == "id":
         return item_id
-    return schema.id if name == "type" else _text(fields.get(name))
-
-
-def _text(value: Any) -> str:
-    """Values compare as text, with booleans spelled as JSON spells them."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "" if value is None else str(value)
+    return schema.id if name == "type" else text(fields.get(name))
 
 
 def _limit(text: str | None) -> int:

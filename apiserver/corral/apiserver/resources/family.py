@@ -8,6 +8,7 @@ the calls into its services. Actions and sub-resources stay routes of the family
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeAlias, TypeVar
@@ -36,15 +37,18 @@ State = tuple[str, str, str]
 
 class Ask(NamedTuple):
     """One request as a family sees it: who asks, with what the application holds, where
-    links start, the path's parameters (a nested family's parent), the query, and whether
-    it writes. A named tuple, as each request makes one: a frozen dataclass took four times
-    as long to make."""
+    links start, the path's parameters (a nested family's parent), the query, when it is
+    answered, and whether it writes. A named tuple, as each request makes one: a frozen
+    dataclass took four times as long to make."""
 
     deps: Deps
     who: Caller
     base: str
     path: Mapping[str, str]
     query: MultiMapping[str]
+    # One instant for every resource of an answer (whether each token of a page has expired):
+    # the time is read once per request, not once per resource.
+    now: datetime.datetime
     # Whether the request changes something: a family whose parent is checked for writing
     # before the resource is looked for (403 before 404) asks.
     writing: bool = False

@@ -6,6 +6,7 @@ family, and answers with its rendering (201 for a creation, 204 for a removal).
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -23,7 +24,10 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 def ask(request: web.Request) -> Ask:
     held = deps(request)
     writing = request.method not in ("GET", "HEAD")
-    return Ask(held, caller(request), held.external_url, request.match_info, request.query, writing)
+    now = datetime.datetime.now(datetime.UTC)
+    return Ask(
+        held, caller(request), held.external_url, request.match_info, request.query, now, writing
+    )
 
 
 async def found(family: Family[Any], request: web.Request) -> tuple[Ask, Any]:

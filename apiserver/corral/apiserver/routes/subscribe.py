@@ -96,7 +96,7 @@ async def _deliver(
                                message=b"too far behind: subscribe again")  # fmt: skip
             return
         try:
-            ask = ask._replace(who=session.caller())
+            ask = ask._replace(who=session.caller(), now=datetime.datetime.now(datetime.UTC))
         except ApiError:
             await socket.close(code=WSCloseCode.POLICY_VIOLATION, message=b"session ended")
             return

@@ -79,8 +79,7 @@ def fields(record: TokenRecord, current: str, now: datetime.datetime) -> dict[st
 
 
 def shown_fields(ask: Ask, shown: Shown) -> dict[str, Any]:
-    now = datetime.datetime.now(datetime.UTC)
-    return fields(shown.record, ask.who.principal.token.name, now)
+    return fields(shown.record, ask.who.principal.token.name, ask.now)
 
 
 def rendering_key(ask: Ask, shown: Shown) -> tuple[str, str] | None:
@@ -92,9 +91,11 @@ def rendering_key(ask: Ask, shown: Shown) -> tuple[str, str] | None:
 
 def varying(ask: Ask, shown: Shown) -> dict[str, Any]:
     """What of a token's rendering depends on the request: which token asks, and the time."""
-    now = datetime.datetime.now(datetime.UTC)
     record = shown.record
-    return {"current": record.name == ask.who.principal.token.name, "expired": record.expired(now)}
+    return {
+        "current": record.name == ask.who.principal.token.name,
+        "expired": record.expired(ask.now),
+    }
 
 
 def find(ask: Ask, name: str) -> Shown | None:

@@ -7,6 +7,7 @@ read them; anyone else gets 404. The mapping of fields is `corral.core.workloads
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 from aiohttp import web
@@ -122,6 +123,18 @@ def links(ask: Ask, found: Workload) -> dict[str, str]:
     return {"revisions": f"{url(ask, found)}/revisions", "project": project_url(ask)}
 
 
+def rendering_key(ask: Ask, found: Workload) -> Hashable:
+    """A workload renders the same for one version of its object in one project while its
+    cluster's Services, Ingresses and pods (its public endpoints) stand: a page of 50 of a
+    project's workloads is looked up, not rendered, until one of them changes. The caches
+    themselves are in the key (as `Derived` stamps hold them): a cluster connected again
+    starts new ones, whose versions count from nothing again."""
+    near, meta = found.near, found.obj["metadata"]
+    return (found.where.project_id, found.kind.type, meta["namespace"], meta["name"],
+            meta.get("resourceVersion"), near.services, near.services.version, near.ingresses,
+            near.ingresses.version, near.pods, near.pods.version)  # fmt: skip
+
+
 FAMILY = Family[Workload](
     schema=SCHEMA,
     listed=lambda ask: workloads.visible(ask.deps, ask.who, ask.path["project"]),
@@ -131,6 +144,7 @@ FAMILY = Family[Workload](
     detail=detail,
     url=url,
     links=links,
+    rendering_key=rendering_key,
     # Read-only members see a workload as it is: nothing to change, no action to take.
     actions=lambda ask, found: found.actions,
     create_url=lambda ask: f"{project_url(ask)}/workloads",

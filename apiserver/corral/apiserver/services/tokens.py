@@ -49,11 +49,7 @@ class Issued:
 
 def listed(deps: Deps, who: Caller) -> list[TokenRecord]:
     """The caller's tokens but system tokens, which no user manages through the API."""
-    return [
-        record
-        for obj in deps.stores.tokens.by_index("user", who.user_id)
-        if not (record := deps.stores.token_record(obj)).is_system
-    ]
+    return [record for record in deps.stores.user_tokens(who.user_id) if not record.is_system]
 
 
 def own(deps: Deps, who: Caller, name: str) -> TokenRecord | None:

@@ -29,7 +29,8 @@ from lightkube.types import CascadeType
 from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import text as body_text
-from corral.apiserver.http.envelope import Listing, Row
+from corral.apiserver.http.envelope import Listing
+from corral.apiserver.http.rows import Row, Rows
 from corral.apiserver.services import trialpods
 from corral.apiserver.services.visibility import seen_project, visible_project
 from corral.apiserver.state import downstream
@@ -358,15 +359,14 @@ async def cache_of(deps: Deps, where: Scope, kind: Kind) -> Informer:
     )
 
 
-async def _rows(
-    deps: Deps, where: Scope, caches: dict[Kind, Informer]
-) -> list[Row[tuple[Kind, str]]]:
+async def _rows(deps: Deps, where: Scope, caches: dict[Kind, Informer]) -> Rows[tuple[Kind, str]]:
     """The project's workloads of every kind in id order, with the fields their ids give:
-    sorted again only after a namespace of the cluster changed (its project may have) or a
-    workload came or went, not when one changed (its id and those fields cannot)."""
+    sorted again, and their views made again, only after a namespace of the cluster changed
+    (its project may have) or a workload came or went, not when one changed (its id and
+    those fields cannot)."""
     spaces = await downstream.downstream_namespaces(deps.connections, where.cluster)
 
-    def derive() -> list[Row[tuple[Kind, str]]]:
+    def derive() -> Rows[tuple[Kind, str]]:
         members = {ns["metadata"]["name"] for ns in spaces.by_index("project", where.project_id)}
         rows: list[Row[tuple[Kind, str]]] = []
         for kind, cache in caches.items():
@@ -375,8 +375,7 @@ async def _rows(
                     shown = render.id_fields(WorkloadId.of(kind, obj))
                     shown["projectId"] = where.project_id
                     rows.append((shown["id"], shown, (kind, key_of(obj))))
-        rows.sort(key=lambda row: row[0])
-        return rows
+        return Rows(rows)
 
     stamp = (spaces, spaces.version, *((c, c.members) for c in caches.values()))
     return deps.workload_rows.get(where.project_id, stamp, derive)

@@ -13,6 +13,7 @@ from lightkube import AsyncClient, operators
 from lightkube.resources.core_v1 import Secret
 
 from corral.apiserver.state.changes import Changes
+from corral.apiserver.state.derived import Derived
 from corral.core import settings
 from corral.core.api import drivers, names
 from corral.core.api.names import INDEX_TOKEN_KEY, LABEL_TOKEN_USER
@@ -127,6 +128,8 @@ class Stores:
     agent_credentials: Informer
     # Token records by the name and resourceVersion they were parsed from (`token_record`).
     _records: OrderedDict[tuple[str, str], TokenRecord] = field(default_factory=OrderedDict)
+    # Each user's token records in name order, kept while none of their tokens moves.
+    _user_tokens: Derived[str, list[TokenRecord]] = field(default_factory=Derived)
     # What the caches below publish to `GET /v3/subscribe`.
     changes: Changes = field(default_factory=Changes)
 
@@ -141,6 +144,7 @@ class Stores:
                 {"user": _token_user, INDEX_TOKEN_KEY: _token_key},
                 keep=_token_kept,
                 share_strings=True,
+                versioned=("user",),
             ),
             users=Informer(client, kinds.User, {"username": _username, "principal": _principals}),
             bindings=Informer(client, kinds.GlobalRoleBinding, {"user": _binding_user}),
@@ -271,6 +275,20 @@ class Stores:
                 self._records.popitem(last=False)
         self._records.move_to_end(key)
         return record
+
+    def user_tokens(self, user_id: str) -> list[TokenRecord]:
+        """The records of the user's tokens in name order, made again only after one of their
+        tokens came, changed or went (another user's moving leaves them kept): a user's
+        token list reads them, not each of their tokens. Shared: the caller copies before
+        changing it."""
+        tokens = self.tokens
+        stamp = (tokens, tokens.touched("user", user_id))
+
+        def derive() -> list[TokenRecord]:
+            found = (self.token_record(obj) for obj in tokens.by_index("user", user_id))
+            return sorted(found, key=lambda record: record.name)
+
+        return self._user_tokens.get(user_id, stamp, derive)
 
     def token_version(self, name: str) -> str | None:
         """The resourceVersion of token `name` as cached; None when there is no such token."""

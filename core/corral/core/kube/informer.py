@@ -58,11 +58,13 @@ class Informer:
         retry_delay: float = RETRY_DELAY,
         keep: Callable[[Obj], Obj] | None = None,
         share_strings: bool = False,
+        versioned: Iterable[str] = (),
     ) -> None:
         """`keep(obj)` is what is kept of each object (all of it without): readers that need a
         few fields of large objects keep just those. `share_strings` keeps one copy of each
         key and short value across all objects (`shared`): for informers of many alike
-        objects (a cluster's nodes) held for long, where it halves their memory."""
+        objects (a cluster's nodes) held for long, where it halves their memory. For each
+        index named in `versioned`, `touched` tells when a value's objects last moved."""
         self._client = client
         self._resource = resource
         self._scope: dict[str, Any] = {"labels": labels}
@@ -71,6 +73,9 @@ class Informer:
         self._index_fns = indexes or {}
         self._objects: dict[str, Obj] = {}
         self._indexes: dict[str, dict[str, set[str]]] = {n: {} for n in self._index_fns}
+        # Index → value → the version at which an object of that value last came, changed or
+        # went; a value goes with its last object, so this holds what the index holds.
+        self._touched: dict[str, dict[str, int]] = {n: {} for n in versioned}
         self._on_change = on_change
         self._retry_delay = retry_delay
         self._keep = keep
@@ -99,6 +104,13 @@ class Informer:
 
     def __len__(self) -> int:
         return len(self._objects)
+
+    def touched(self, index: str, value: str) -> int:
+        """The version at which an object of `value` in `index` (one named in `versioned`)
+        last came, changed or went; -1 while none has that value. Versions only grow, so a
+        reader that derives from one value's objects (a user's tokens) keeps what it derived
+        across changes to every other value's."""
+        return self._touched[index].get(value, -1)
 
     async def changed(self, since: int) -> int:
         """The version once the contents have moved past version `since` (at once if they
@@ -228,8 +240,11 @@ class Informer:
         self._move()
         self._objects[key] = obj
         for index, fn in self._index_fns.items():
+            touched = self._touched.get(index)
             for value in fn(obj):
                 self._indexes[index].setdefault(value, set()).add(key)
+                if touched is not None:
+                    touched[value] = self.version
 
     def _drop(self, key: str) -> None:
         if self._remove(key):
@@ -242,12 +257,17 @@ class Informer:
             return False
         self._move()
         for index, fn in self._index_fns.items():
+            touched = self._touched.get(index)
             for value in fn(old):
                 members = self._indexes[index].get(value)
                 if members is not None:
                     members.discard(key)
+                    if touched is not None:
+                        touched[value] = self.version
                     if not members:
                         del self._indexes[index][value]
+                        if touched is not None:
+                            del touched[value]
         return True
 
 
