@@ -181,7 +181,9 @@ async def request_token(user: Credential, seconds: int) -> str:
 
 async def _request_token(client: AsyncClient, seconds: int) -> str:
     """A token from the TokenRequest API, for the apiserver's own audience (none given)."""
-    request = ServiceAccount.Token(spec=TokenRequestSpec(audiences=[], expirationSeconds=seconds))
+    request = ServiceAccount.Token(
+        metadata=ObjectMeta(), spec=TokenRequestSpec(audiences=[], expirationSeconds=seconds)
+    )
     answer = await client.create(request, AGENT_NAME, namespace=AGENT_NAMESPACE)
     token = (answer.status.token if answer.status else None) or ""
     if not VISIBLE.fullmatch(token):
