@@ -49,6 +49,7 @@ from lightkube.resources.core_v1 import (
     PersistentVolumeClaim,
     Pod,
     Secret,
+    ServiceAccount,
 )
 
 from corral.core import pki, settings
@@ -433,7 +434,7 @@ def test_an_rke2_cluster_is_provisioned_autoscales_its_pool_workers_and_goes_who
     # corral's token is the TokenRequest API's, which the apiserver issued at once: it expires
     # in a year, and no legacy token Secret (the controller manager's to fill) was made for it.
     stored = management.get(Secret, names.credential_secret_name(cluster_id),
-                            names.SYSTEM_NAMESPACE)  # fmt: skip
+                            namespace=names.SYSTEM_NAMESPACE)  # fmt: skip
     token = base64.b64decode(stored.data["token"]).decode()
     expiry = agent_token.expires(token)
     assert expiry is not None
@@ -448,6 +449,10 @@ def test_an_rke2_cluster_is_provisioned_autoscales_its_pool_workers_and_goes_who
     assert anonymous(status["apiEndpoint"], "/readyz", ca) == 200
     assert anonymous(status["apiEndpoint"], "/version", ca) == 401
     downstream.create(Namespace(metadata=ObjectMeta(name="psa")))
+    # Ready no longer waits for the controller manager, which makes each namespace's `default`
+    # service account (docs/provisioning.md): a pod is refused without it.
+    wait_for("the service account psa/default",
+             lambda: not absent(downstream, ServiceAccount, "default", "psa"), 60)  # fmt: skip
     with pytest.raises(ApiError) as refused:
         downstream.create(privileged_pod("psa"))
     assert refused.value.status.code == 403 and "baseline" in (refused.value.status.message or "")
