@@ -2,7 +2,11 @@
 (median of CLUSTERS, one after another, each with the timeline of where its time went), what
 each control plane uses once up (memory working set and CPU, from the kubelet's summary), and so
 how many fit on this machine; how long DELETE takes; then AT_ONCE clusters created together and
-how long until all are Ready."""
+how long until all are Ready, with each one's timeline and, for those not Ready in time, what
+holds them (their conditions, provisioning step and pods).
+
+`BENCH_PROVISIONING=together` runs only the clusters created together (`one` only those one
+after another)."""
 
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from tests.bench.common import get_json, send_json, stack
 
 CLUSTERS = 3
 AT_ONCE = 10
+PARTS = ("one", "together")
 READY_TIMEOUT = 300.0
 # What one control plane takes while it starts, above its idle working set: fewer clusters are
 # created at once when the machine has not that much to spare.
@@ -77,17 +82,47 @@ def create(env: Environment, name: str) -> str:
 
 
 def show_timeline(
-    env: Environment, cluster: str, posted: float, answered: float, seen: float
+    env: Environment, cluster: str, posted: float, answered: float, seen: float | None
 ) -> None:
-    """Where the cluster's time went, from its POST to Ready (wall clock)."""
+    """Where the cluster's time went, from its POST to Ready (wall clock); `seen` None: not
+    Ready."""
     kube = k8s_config.new_client_from_config(str(env.management_kubeconfig))
     api, apps = k8s.CoreV1Api(kube), k8s.AppsV1Api(kube)
     milestones = [(answered, "POST answered")]
     milestones += timeline.operator_lines(env.corral[0].log_path, cluster)
     milestones += timeline.kube_milestones(api, apps, cluster)
     milestones += timeline.cluster_milestones(get_json(env, f"{env.api_url}/v3/clusters/{cluster}"))
-    milestones.append((seen, "Ready seen by the client"))
+    if seen is not None:
+        milestones.append((seen, "Ready seen by the client"))
     print(timeline.render(posted, milestones), flush=True)
+
+
+def show_holding(env: Environment, cluster: str) -> None:
+    """What holds a cluster that is not Ready: its conditions and provisioning step, and what
+    each of its control plane's pods is doing."""
+    body = get_json(env, f"{env.api_url}/v3/clusters/{cluster}")
+    status = body.get("status") or {}
+    for condition in status.get("conditions") or []:
+        if condition.get("status") != "True":
+            said = f"{condition.get('reason', '')}: {condition.get('message', '')}"
+            print(f"  condition {condition['type']} {condition.get('status')} {said}"[:300])
+    provisioning = status.get("provisioning") or {}
+    print(f"  provisioning: {provisioning.get('step')} {provisioning.get('message', '')}"[:300])
+    api = k8s.CoreV1Api(k8s_config.new_client_from_config(str(env.management_kubeconfig)))
+    for pod in api.list_namespaced_pod(cluster).items:
+        print(f"  {timeline.pod_state(pod)}"[:400])
+    print(flush=True)
+
+
+def show_node(env: Environment) -> None:
+    """The real node's pods against its capacity: a node that takes no more pods holds every
+    cluster whose pods land on it."""
+    api = k8s.CoreV1Api(k8s_config.new_client_from_config(str(env.management_kubeconfig)))
+    for node in env.real_nodes:
+        capacity = api.read_node(node.name).status.allocatable.get("pods")
+        pods = api.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node.name}").items
+        running = [p for p in pods if p.status.phase not in ("Succeeded", "Failed")]
+        print(f"node {node.name}: {len(running)} pods of {capacity} allocatable", flush=True)
 
 
 def delete(env: Environment, clusters: list[str]) -> float:
@@ -102,16 +137,23 @@ def delete(env: Environment, clusters: list[str]) -> float:
 
 def at_once(env: Environment) -> None:
     """AT_ONCE clusters created together (as many as memory allows): each one's POST to Ready
-    and how long until all are Ready."""
+    and how long until all are Ready; then each one's timeline, and what holds those that are
+    not."""
     count = min(AT_ONCE, int((mem_available() - RESERVE_GIB) / STARTING_GIB))
-    began = time.monotonic()
-    clusters = [create(env, f"together-{index}") for index in range(count)]
-    posted = time.monotonic() - began
-    pending, seconds = set(clusters), []
+    began, clusters = time.monotonic(), []
+    posted: dict[str, tuple[float, float]] = {}  # the POST sent and answered (wall clock)
+    for index in range(count):
+        sent = time.time()
+        cluster = create(env, f"together-{index}")
+        posted[cluster] = (sent, time.time())
+        clusters.append(cluster)
+    posting = time.monotonic() - began
+    pending, seconds, seen = set(clusters), [], {}
     while pending and time.monotonic() - began < READY_TIMEOUT:
         for cluster in [c for c in clusters if c in pending and ready(env, c)]:
             pending.discard(cluster)
             seconds.append(time.monotonic() - began)
+            seen[cluster] = time.time()
         time.sleep(0.2)
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     if pending:
@@ -119,44 +161,63 @@ def at_once(env: Environment) -> None:
               f"{READY_TIMEOUT:.0f} s; load average {load}", flush=True)  # fmt: skip
     else:
         print(
-            f"{count} clusters created at once (POSTs took {posted:.1f} s): all Ready after "
+            f"{count} clusters created at once (POSTs took {posting:.1f} s): all Ready after "
             f"{max(seconds):.1f} s (first {min(seconds):.1f} s, median "
             f"{statistics.median(seconds):.1f} s); load average {load}",
             flush=True,
         )
+    show_node(env)
+    for index, cluster in enumerate(clusters):
+        sent, answered = posted[cluster]
+        state = "Ready" if cluster in seen else "NOT Ready"
+        print(f"together-{index} ({cluster}), {state}:", flush=True)
+        show_timeline(env, cluster, sent, answered, seen.get(cluster))
+        if cluster in pending:
+            show_holding(env, cluster)
     print(f"DELETE of {count} clusters: all gone after {delete(env, clusters):.1f} s")
 
 
+def one_at_a_time(env: Environment) -> None:
+    before = mem_available()
+    clusters, seconds = [], []
+    for index in range(CLUSTERS):
+        began, posted = time.monotonic(), time.time()
+        cluster = create(env, f"bench-{index}")
+        answered = time.time()
+        wait_for(f"{cluster} Ready", lambda c=cluster: ready(env, c), READY_TIMEOUT)
+        seen = time.time()
+        seconds.append(time.monotonic() - began)
+        clusters.append(cluster)
+        print(f"cluster {index + 1}: POST to Ready {seconds[-1]:.1f} s; load average "
+              f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+        show_timeline(env, cluster, posted, answered, seen)
+    # A quiet minute, so that start-up work is over before usage is read.
+    time.sleep(60)
+    after = mem_available()
+    per_cluster = usage(env, clusters)
+    memory = statistics.median(m for m, _ in per_cluster.values())
+    cpu = statistics.median(c for _, c in per_cluster.values())
+    delta = (before - after) / CLUSTERS
+    fit = int((before - RESERVE_GIB) / delta) if delta > 0 else 0
+    print(
+        f"POST to Ready: median {statistics.median(seconds):.1f} s of {CLUSTERS} "
+        f"(min {min(seconds):.1f}, max {max(seconds):.1f})\n"
+        f"per control plane, idle: working set {memory:.0f} MiB, CPU {cpu:.0f} millicores "
+        f"(kubelet summary, median of {CLUSTERS})\n"
+        f"MemAvailable {before:.1f} -> {after:.1f} GiB: {delta:.2f} GiB per cluster; "
+        f"keeping {RESERVE_GIB:.0f} GiB free, about {fit} fit on this machine by memory"
+    )
+    print(f"DELETE of {CLUSTERS} clusters: all gone after {delete(env, clusters):.1f} s")
+
+
 def main() -> None:
+    parts = os.environ.get("BENCH_PROVISIONING", ",".join(PARTS)).split(",")
+    if unknown := set(parts) - set(PARTS):
+        raise SystemExit(f"BENCH_PROVISIONING: no part {', '.join(sorted(unknown))} "
+                         f"({', '.join(PARTS)})")  # fmt: skip
     with stack(0, real_nodes=1, hosted_control_planes=True) as env:
-        before = mem_available()
-        clusters, seconds = [], []
-        for index in range(CLUSTERS):
-            began, posted = time.monotonic(), time.time()
-            cluster = create(env, f"bench-{index}")
-            answered = time.time()
-            wait_for(f"{cluster} Ready", lambda c=cluster: ready(env, c), READY_TIMEOUT)
-            seen = time.time()
-            seconds.append(time.monotonic() - began)
-            clusters.append(cluster)
-            print(f"cluster {index + 1}: POST to Ready {seconds[-1]:.1f} s; load average "
-                  f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
-            show_timeline(env, cluster, posted, answered, seen)
-        # A quiet minute, so that start-up work is over before usage is read.
-        time.sleep(60)
-        after = mem_available()
-        per_cluster = usage(env, clusters)
-        memory = statistics.median(m for m, _ in per_cluster.values())
-        cpu = statistics.median(c for _, c in per_cluster.values())
-        delta = (before - after) / CLUSTERS
-        fit = int((before - RESERVE_GIB) / delta) if delta > 0 else 0
-        print(
-            f"POST to Ready: median {statistics.median(seconds):.1f} s of {CLUSTERS} "
-            f"(min {min(seconds):.1f}, max {max(seconds):.1f})\n"
-            f"per control plane, idle: working set {memory:.0f} MiB, CPU {cpu:.0f} millicores "
-            f"(kubelet summary, median of {CLUSTERS})\n"
-            f"MemAvailable {before:.1f} -> {after:.1f} GiB: {delta:.2f} GiB per cluster; "
-            f"keeping {RESERVE_GIB:.0f} GiB free, about {fit} fit on this machine by memory"
-        )
-        print(f"DELETE of {CLUSTERS} clusters: all gone after {delete(env, clusters):.1f} s")
-        at_once(env)
+        print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+        if "one" in parts:
+            one_at_a_time(env)
+        if "together" in parts:
+            at_once(env)

@@ -85,6 +85,31 @@ def pod_milestones(pod: Any) -> Iterator[Milestone]:
             yield started, f"pod {name} container {status.name} started{restarts}"
 
 
+def pod_state(pod: Any) -> str:
+    """What a pod is doing now: its phase, the conditions not yet True, and each container's
+    state (the apiserver is a sidecar, among the init containers)."""
+    status = pod.status
+    said = [f"pod {pod.metadata.name} {status.phase} on {pod.spec.node_name or 'no node'}"]
+    for condition in status.conditions or []:
+        if condition.status != "True":
+            said.append(f"{condition.type} {condition.status} {condition.reason or ''} "
+                        f"{condition.message or ''}".strip())  # fmt: skip
+    containers = [*(status.init_container_statuses or []), *(status.container_statuses or [])]
+    for container in containers:
+        state = container.state
+        if state.running is not None:
+            now = "ready" if container.ready else "running, not ready"
+        elif state.waiting is not None:
+            now = f"waiting {state.waiting.reason} {state.waiting.message or ''}".strip()
+        else:
+            now = f"terminated {state.terminated.reason} (exit {state.terminated.exit_code})"
+        last = container.last_state.terminated if container.last_state else None
+        if last is not None:
+            now += f"; last exit {last.exit_code} {last.reason or ''} {last.message or ''}"[:160]
+        said.append(f"{container.name}: {now} (restarts {container.restart_count})")
+    return "; ".join(said)
+
+
 def cluster_milestones(body: dict[str, Any]) -> Iterator[Milestone]:
     """The Cluster's conditions as they stand, by when each last changed."""
     for condition in (body.get("status") or {}).get("conditions") or []:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime
 import hashlib
 import json
 import secrets
@@ -48,14 +49,16 @@ from lightkube.resources.core_v1 import (
     PersistentVolumeClaim,
     Pod,
     Secret,
+    ServiceAccount,
 )
 
 from corral.core import pki, settings
 from corral.core.api import names
+from corral.core.clusters.importing import AGENT_NAMESPACE
 from corral.core.kube import claims, kinds
 from corral.core.kube.claims import ANNOTATION_IDENTITY
 from corral.core.kube.client import as_dict
-from corral.core.provisioning import catalog
+from corral.core.provisioning import agent_token, catalog
 from corral.devenv import hosted as hosting
 from corral.devenv import network
 from corral.devenv.controlplane import free_port
@@ -428,12 +431,28 @@ def test_an_rke2_cluster_is_provisioned_autoscales_its_pool_workers_and_goes_who
     downstream = kubeconfig_through_corral(hosted_api, cluster_id, hosted.ca_path, tmp_path / "kc")
     assert {"default", "kube-system"} <= {n.metadata.name for n in downstream.list(Namespace)}
 
+    # corral's token is the TokenRequest API's, which the apiserver issued at once: it expires
+    # in a year, and no legacy token Secret (the controller manager's to fill) was made for it.
+    stored = management.get(Secret, names.credential_secret_name(cluster_id),
+                            namespace=names.SYSTEM_NAMESPACE)  # fmt: skip
+    token = base64.b64decode(stored.data["token"]).decode()
+    expiry = agent_token.expires(token)
+    assert expiry is not None
+    left = expiry - datetime.datetime.now(datetime.UTC)
+    assert agent_token.LIFETIME - datetime.timedelta(hours=1) < left <= agent_token.LIFETIME
+    assert not [s for s in downstream.list(Secret, namespace=AGENT_NAMESPACE)
+                if s.type == "kubernetes.io/service-account-token"]  # fmt: skip
+
     # The rke2 flavour: anonymous requests reach the health endpoints only, and PodSecurity
     # baseline is enforced on a namespace that says nothing.
     ca = ssl.create_default_context(cadata=base64.b64decode(status["caCert"]).decode())
     assert anonymous(status["apiEndpoint"], "/readyz", ca) == 200
     assert anonymous(status["apiEndpoint"], "/version", ca) == 401
     downstream.create(Namespace(metadata=ObjectMeta(name="psa")))
+    # Ready no longer waits for the controller manager, which makes each namespace's `default`
+    # service account (docs/provisioning.md): a pod is refused without it.
+    wait_for("the service account psa/default",
+             lambda: not absent(downstream, ServiceAccount, "default", "psa"), 60)  # fmt: skip
     with pytest.raises(ApiError) as refused:
         downstream.create(privileged_pod("psa"))
     assert refused.value.status.code == 403 and "baseline" in (refused.value.status.message or "")

@@ -137,6 +137,25 @@ def test_only_rke2_hardens_the_apiserver(flavour: str) -> None:
         assert "authentication-config" not in apiserver and "profiling" not in apiserver
 
 
+def millicores(quantity: str) -> int:
+    return int(quantity.removesuffix("m")) if quantity.endswith("m") else int(quantity) * 1000
+
+
+def test_ten_control_planes_ask_less_cpu_of_their_node_than_two_cores_have() -> None:
+    """Requests near what a control plane uses at rest: ten of them leave half of a 2-core
+    node unasked for, where requests sized for a start's burst kept it to eight."""
+    pods = [
+        manifests.etcd(plan())["spec"]["template"],
+        manifests.control_plane(plan())["spec"]["template"],
+    ]
+    asked = sum(
+        millicores(c["resources"]["requests"]["cpu"])
+        for pod in pods
+        for c in [*pod["spec"].get("initContainers", []), *pod["spec"]["containers"]]
+    )
+    assert 10 * asked <= 1000
+
+
 def test_each_workload_rolls_on_its_own_certificate_generation_and_nothing_else() -> None:
     first, again = manifests.control_plane(plan()), manifests.control_plane(plan())
     assert first == again

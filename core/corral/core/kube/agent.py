@@ -1,7 +1,13 @@
 """Setting corral up in a cluster being imported, with the user's credential: what makes the
 cluster known, whether it answers as Kubernetes does, and corral's own service account, bound
 to `cluster-admin`, whose token becomes corral's credential (`corral.core.clusters.importing`
-has the rules: what a kubeconfig may hold, and the errors)."""
+has the rules: what a kubeconfig may hold, and the errors).
+
+An imported cluster's token is the legacy token Secret, which never expires and which the
+cluster's kube-controller-manager fills in. A hosted control plane's is asked of the
+TokenRequest API, which the apiserver answers itself: its controller manager starts seconds
+after its apiserver, and the provisioner renews the token before it expires
+(`corral.core.provisioning.agent_token`)."""
 
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from typing import Any
 
 import aiohttp
 from lightkube import ApiError, AsyncClient
+from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.models.rbac_v1 import RoleRef, Subject
 from lightkube.resources.core_v1 import Namespace, Secret, ServiceAccount
@@ -112,23 +119,25 @@ class Imported:
     version: dict[str, Any]
 
 
-async def install_agent(user: Credential) -> Imported:
-    """Create corral's service account, binding and token in the cluster with the user's
-    credential (checked by `identify` first), wait for the token, and check that it works."""
+async def install_agent(user: Credential, token_seconds: int | None = None) -> Imported:
+    """Create corral's service account and binding in the cluster with the user's credential
+    (checked by `identify` first), then its token, and check that it works. The token is the
+    legacy token Secret's, awaited from the controller manager; with `token_seconds`, one of
+    that lifetime from the TokenRequest API instead."""
     client = client_for(user)
-    try:
-        for obj in (
-            Namespace(metadata=ObjectMeta(name=AGENT_NAMESPACE)),
-            ServiceAccount(metadata=ObjectMeta(name=AGENT_NAME, namespace=AGENT_NAMESPACE)),
-            ClusterRoleBinding(
-                metadata=ObjectMeta(name=AGENT_NAME),
-                roleRef=RoleRef(
-                    apiGroup="rbac.authorization.k8s.io", kind="ClusterRole", name="cluster-admin"
-                ),
-                subjects=[
-                    Subject(kind="ServiceAccount", name=AGENT_NAME, namespace=AGENT_NAMESPACE)
-                ],
+    objects: list[Any] = [
+        Namespace(metadata=ObjectMeta(name=AGENT_NAMESPACE)),
+        ServiceAccount(metadata=ObjectMeta(name=AGENT_NAME, namespace=AGENT_NAMESPACE)),
+        ClusterRoleBinding(
+            metadata=ObjectMeta(name=AGENT_NAME),
+            roleRef=RoleRef(
+                apiGroup="rbac.authorization.k8s.io", kind="ClusterRole", name="cluster-admin"
             ),
+            subjects=[Subject(kind="ServiceAccount", name=AGENT_NAME, namespace=AGENT_NAMESPACE)],
+        ),
+    ]
+    if token_seconds is None:
+        objects.append(
             Secret(
                 metadata=ObjectMeta(
                     name=AGENT_TOKEN_SECRET,
@@ -136,10 +145,15 @@ async def install_agent(user: Credential) -> Imported:
                     annotations={"kubernetes.io/service-account.name": AGENT_NAME},
                 ),
                 type="kubernetes.io/service-account-token",
-            ),
-        ):
+            )
+        )
+    try:
+        for obj in objects:
             await client.apply(obj, force=True)
-        token, ca = await _await_token(client)
+        if token_seconds is None:
+            token, ca = await _await_token(client)
+        else:
+            token, ca = await _request_token(client, token_seconds), None
     except ApiError as exc:
         raise ImportFailed(
             f"the kubeconfig's user may not set up corral in the cluster: {exc.status.message}",
@@ -153,6 +167,28 @@ async def install_agent(user: Credential) -> Imported:
         await client.close()
     agent = Credential(server=user.server, ca_cert=user.ca_cert or ca, token=token)
     return Imported(agent, await version(agent))
+
+
+async def request_token(user: Credential, seconds: int) -> str:
+    """A new token of corral's service account, valid for `seconds`, asked with `user`'s
+    credential."""
+    client = client_for(user)
+    try:
+        return await _request_token(client, seconds)
+    finally:
+        await client.close()
+
+
+async def _request_token(client: AsyncClient, seconds: int) -> str:
+    """A token from the TokenRequest API, for the apiserver's own audience (none given)."""
+    request = ServiceAccount.Token(
+        metadata=ObjectMeta(), spec=TokenRequestSpec(audiences=[], expirationSeconds=seconds)
+    )
+    answer = await client.create(request, AGENT_NAME, namespace=AGENT_NAMESPACE)
+    token = (answer.status.token if answer.status else None) or ""
+    if not VISIBLE.fullmatch(token):
+        raise ValueError("the service account token is not a bearer token")
+    return token
 
 
 async def _await_token(client: AsyncClient) -> tuple[str, bytes | None]:

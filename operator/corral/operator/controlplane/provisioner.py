@@ -9,7 +9,8 @@ finished by the next:
 3. what runs (the plan), made to match;
 4. until etcd and the control plane are Ready, what is awaited and why it is stuck;
 5. corral's own credential, installed with the control plane's bootstrap administrator and
-   stored as an import stores it, with a claim on the cluster's identity;
+   stored as an import stores it, with a claim on the cluster's identity; its token comes from
+   the TokenRequest API and is renewed here before it expires;
 6. the pod network its machines need (controlplane/network.py).
 
 The provisioner writes only `status.provisioning` (field manager `corral-provisioning`); the
@@ -31,13 +32,14 @@ from dataclasses import dataclass
 from lightkube import ApiError
 
 from corral.core.api import names
+from corral.core.clusters.credential import Credential
 from corral.core.clusters.observe import MAX_MESSAGE
 from corral.core.errors import CorralError, Invalid
 from corral.core.kube import agent, claims, cluster_secrets, kinds, registration_tokens
 from corral.core.kube.client import as_dict, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.kube.status import StatusWriter
-from corral.core.provisioning import catalog, manifests, rotation, upgrade
+from corral.core.provisioning import agent_token, catalog, manifests, rotation, upgrade
 from corral.core.provisioning import restore as rs
 from corral.operator.controlplane import inputs, probe, restore
 from corral.operator.controlplane import rotation as rotating
@@ -54,6 +56,7 @@ FIELD_MANAGER = "corral-provisioning"
 # cluster's health is the agent's, every 5 s).
 BUSY_INTERVAL = 2.0
 IDLE_INTERVAL = 30.0
+TOKEN_SECONDS = int(agent_token.LIFETIME.total_seconds())
 
 
 @dataclass(frozen=True)
@@ -266,8 +269,11 @@ class Provisioner:
                      source)  # fmt: skip
         if not seen.ready:
             return Progress("WaitingForControlPlane", seen.message, restore=kept)
-        if self.state.connections.credential(self.cluster) is None:
+        credential = self.state.connections.credential(self.cluster)
+        if credential is None:
             await self._get_in(body)
+        elif agent_token.renewal_due(credential.token, self.state.clock()):
+            await self._renew_token(body, credential)
         await self.network.ensure(spec, release)
         return Progress(
             "Provisioned", ready=True, endpoint=addresses.server, version=version, restore=kept
@@ -293,14 +299,25 @@ class Provisioner:
         credential stored as an import stores it."""
         admin = await self.runtime.bootstrap_credential(self.cluster)
         identity = await agent.identify(admin)
-        installed = await agent.install_agent(admin)
+        installed = await agent.install_agent(admin, TOKEN_SECONDS)
         holder = await claims.backfill(self.state.kube, identity, body)
         if holder is not None:
             raise CorralError(f"the new control plane's identity is claimed by {holder}")
-        secret = cluster_secrets.credential_secret(body, installed.credential)
+        await self._store(body, installed.credential)
+        log.info("cluster %s: corral's credential is stored", self.cluster)
+
+    async def _renew_token(self, body: Obj, credential: Credential) -> None:
+        """A new token before corral's expires, asked with the bootstrap administrator, which
+        still gets one when the operator was away until after it expired."""
+        admin = await self.runtime.bootstrap_credential(self.cluster)
+        token = await agent.request_token(admin, TOKEN_SECONDS)
+        await self._store(body, dataclasses.replace(credential, token=token))
+        log.info("cluster %s: corral's token is renewed", self.cluster)
+
+    async def _store(self, body: Obj, credential: Credential) -> None:
+        secret = cluster_secrets.credential_secret(body, credential)
         stored = await self.state.kube.apply(secret, field_manager=FIELD_MANAGER, force=True)
         self.state.connections.credentials.put(as_dict(stored))
-        log.info("cluster %s: corral's credential is stored", self.cluster)
 
     async def _write(self, body: Obj, progress: Progress) -> None:
         self.last = progress
