@@ -1038,6 +1038,49 @@ def test_a_projects_namespaces_secrets_and_events_from_its_page(
         assert api.delete(f"/v3/projects/{project_id}").status in (200, 204, 404)
 
 
+def test_a_namespace_is_deleted_from_its_projects_page_where_its_links_allow(
+    stack: Environment, api: Api, page: Page, make_user: Any
+) -> None:
+    cluster_id = stack.cluster_ids[0]
+    namespace = f"gone-{secrets.token_hex(3)}"
+    project_id = project_with_namespace(api, cluster_id, "console-ns-delete", namespace)
+    reader = make_user()
+    grant = {"projectId": project_id, "userId": reader.id, "roleTemplateId": "read-only"}
+    granted = api.post("/v3/projectroletemplatebindings", grant)
+    assert granted.status == 201, granted.body
+    try:
+        # A reader sees the namespace and no Delete: the API gives them no remove link.
+        sign_in(page, stack.api_url, reader.username, reader.password)
+        visit(page, f"#/projects/{project_id}")
+        listed = page.get_by_test_id("namespaces").locator(f'[data-namespace="{namespace}"]')
+        expect(listed).to_be_visible(timeout=LIVE_WAIT_MS)
+        expect(listed.get_by_role("button")).to_have_count(0)
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_label("Username")).to_be_visible()
+
+        sign_in(page, stack.api_url, "admin", stack.admin_password)
+        visit(page, f"#/projects/{project_id}")
+        listed.get_by_role("button", name=f"Delete namespace {namespace}").click()
+        dialog = page.get_by_role("dialog", name=f"Delete namespace {namespace}?")
+        confirm = dialog.get_by_role("button", name="Delete namespace")
+        expect(confirm).to_be_disabled()  # until the namespace's name is typed
+        for theme in ("light", "dark"):
+            in_theme(page, theme)
+            assert axe_violations(page) == [], f"a namespace's delete dialog, {theme}"
+        in_theme(page, "light")
+        dialog.get_by_label("Name of the namespace").fill(namespace)
+        confirm.click()
+        # Gone from the page on the API's answer, without a reload; the cluster deletes it.
+        expect(dialog).to_have_count(0)
+        expect(listed).to_have_count(0)
+        expect(page.get_by_test_id("namespaces").get_by_role("alert")).to_have_count(0)
+        after = api.get(f"/v3/clusters/{cluster_id}/namespaces/{namespace}")
+        assert after.status == 404 or after.body["state"] == "removing", after.body
+    finally:
+        api.delete(f"/v3/clusters/{cluster_id}/namespaces/{namespace}")
+        assert api.delete(f"/v3/projects/{project_id}").status in (200, 204, 404)
+
+
 def cluster_names(api: Api) -> set[str]:
     return {c["name"] for c in api.get("/v3/clusters").body["data"]}
 
