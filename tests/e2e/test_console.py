@@ -1113,14 +1113,17 @@ def test_a_namespace_is_deleted_from_its_projects_page_where_its_links_allow(
 
         sign_in(page, stack.api_url, "admin", stack.admin_password)
         visit(page, f"#/projects/{project_id}")
-        listed.get_by_role("button", name=f"Delete namespace {namespace}").click()
         dialog = page.get_by_role("dialog", name=f"Delete namespace {namespace}?")
         confirm = dialog.get_by_role("button", name="Delete namespace")
-        expect(confirm).to_be_disabled()  # until the namespace's name is typed
-        for theme in ("light", "dark"):
+        # The modal holds the page (the theme's toggle too): switched with the dialog closed.
+        for theme in ("dark", "light"):
             in_theme(page, theme)
+            listed.get_by_role("button", name=f"Delete namespace {namespace}").click()
+            expect(confirm).to_be_disabled()  # until the namespace's name is typed
             assert axe_violations(page) == [], f"a namespace's delete dialog, {theme}"
-        in_theme(page, "light")
+            if theme == "dark":
+                dialog.get_by_role("button", name="Cancel").click()
+                expect(dialog).to_have_count(0)
         dialog.get_by_label("Name of the namespace").fill(namespace)
         confirm.click()
         # Gone from the page on the API's answer, without a reload; the cluster deletes it.
