@@ -242,7 +242,7 @@ def test_a_sign_in_declined_at_keycloak_returns_to_the_sign_in_page_saying_so(
         expect(page.locator("#signin-error")).to_have_text(
             "The sign-in was cancelled at the provider, or the provider denied it."
         )
-        assert page.url == f"{stack.api_url}/#/clusters/{cluster_id}", page.url
+        expect(page).to_have_url(f"{stack.api_url}/#/clusters/{cluster_id}")
         assert "R_SESS" not in {c["name"] for c in context.cookies()}
         expect(page.get_by_role("link", name="Sign in with OpenID Connect")).to_be_visible()
         for theme in ("light", "dark"):
