@@ -2,8 +2,9 @@ import type { TargetedSubmitEvent } from "preact";
 import { useEffect, useState } from "preact/hooks";
 
 import { all, call, listing, pathOf } from "./api";
+import { DeleteDialog } from "./DeleteDialog";
 import { useAction } from "./live";
-import { moveTargets, namespaceBody, namespacesOf } from "./namespaces";
+import { moveTargets, namespaceBody, namespacesOf, withoutNamespace } from "./namespaces";
 import type { V3Project } from "./projects";
 import { messageOf } from "./resources";
 import type { V3Namespace } from "./workloads";
@@ -15,9 +16,9 @@ interface Listed {
 }
 
 /** A project's namespaces: listed, one created in the project (the collection's createTypes
- * says whether the caller may), and one moved to another project of the cluster (its update
- * link says whether they may). Read again after each change: namespaces are not among the
- * subscription's families. */
+ * says whether the caller may), one moved to another project of the cluster (its update
+ * link says whether they may), and one deleted once its name is typed (its remove link).
+ * Read again after a create or move: namespaces are not among the subscription's families. */
 export function Namespaces({ projectId }: { projectId: string }) {
   const cluster = encodeURIComponent(projectId.split(":")[0] ?? "");
   const [listed, setListed] = useState<Listed | null>(null);
@@ -25,6 +26,7 @@ export function Namespaces({ projectId }: { projectId: string }) {
   const [name, setName] = useState("");
   const create = useAction();
   const move = useAction();
+  const [deleting, setDeleting] = useState<V3Namespace | null>(null);
 
   const load = async () => {
     try {
@@ -81,6 +83,9 @@ export function Namespaces({ projectId }: { projectId: string }) {
               <th scope="col">Namespace</th>
               <th scope="col">State</th>
               <th scope="col">Move to project</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -108,10 +113,39 @@ export function Namespaces({ projectId }: { projectId: string }) {
                   )}
                   {move.pending === n.id && <span role="status">Moving…</span>}
                 </td>
+                <td class="actions">
+                  {n.links?.remove !== undefined && (
+                    <button
+                      type="button"
+                      class="ghost"
+                      aria-label={`Delete namespace ${n.name}`}
+                      onClick={() => {
+                        setDeleting(n);
+                      }}
+                    >
+                      Delete
+                    </button>
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>
         </table>
+      )}
+      {deleting?.links?.remove !== undefined && (
+        <DeleteDialog
+          what="namespace"
+          name={deleting.name}
+          remove={async () => {
+            await call("DELETE", pathOf(deleting.links?.remove ?? ""));
+            // Gone on the API's answer: the cluster finishes the deletion after it (the
+            // namespace's objects go first), and a read now would still list it, removing.
+            setListed((current) => current && { ...current, namespaces: withoutNamespace(current.namespaces, deleting.id) });
+          }}
+          onClose={() => {
+            setDeleting(null);
+          }}
+        />
       )}
       {listed?.createUrl && (
         <form class="grant" aria-label="Create a namespace" onSubmit={(event) => void submit(event)}>

@@ -2,7 +2,14 @@ import { useEffect, useState } from "preact/hooks";
 import type { TargetedSubmitEvent } from "preact";
 
 import { ApiError } from "./api";
-import { loginHref, providerName, redirectProviders, returnPath, type AuthProvider } from "./providers";
+import {
+  loginHref,
+  providerName,
+  redirectProviders,
+  returnPath,
+  signInRefusal,
+  type AuthProvider,
+} from "./providers";
 import { signInProviders, signIn } from "./session";
 
 interface Props {
@@ -15,12 +22,17 @@ export function SignIn({ notice, onSignedIn }: Props) {
   const [username, setUsername] = useState("");
   const [password, setPassword] = useState("");
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState("");
+  // Why a provider's sign-in just failed, when the API sent the browser back here with it.
+  const [error, setError] = useState(() => signInRefusal(window.location.search));
   const [providers, setProviders] = useState<AuthProvider[]>([]);
   // The page asked for (a link followed while signed out): where a provider's sign-in returns.
   const [hash, setHash] = useState(window.location.hash);
 
   useEffect(() => {
+    // Shown once: dropped from the address so a reload or a copied link does not repeat it.
+    if (signInRefusal(window.location.search)) {
+      window.history.replaceState(null, "", window.location.pathname + window.location.hash);
+    }
     // Without the list the local form still works: a failure here only hides the buttons.
     signInProviders().then(
       (listed) => {

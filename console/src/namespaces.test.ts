@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { moveTargets, namespaceBody, namespacesOf } from "./namespaces";
+import { moveTargets, namespaceBody, namespacesOf, withoutNamespace } from "./namespaces";
 import type { V3Project } from "./projects";
 import type { V3Namespace } from "./workloads";
 
@@ -28,5 +28,14 @@ describe("namespaces", () => {
       { id: "c-a:p-c", name: "billing" },
     ];
     expect(moveTargets(projects, "c-a:p-b").map((p) => p.id)).toEqual(["c-a:p-c", "c-a:p-d"]);
+  });
+
+  it("drops a namespace the API has answered the deletion of, and only that one", () => {
+    const spaces: V3Namespace[] = [
+      { id: "web", name: "web", projectId: "c-a:p-b" },
+      { id: "db", name: "db", projectId: "c-a:p-b" },
+    ];
+    expect(withoutNamespace(spaces, "web").map((n) => n.id)).toEqual(["db"]);
+    expect(withoutNamespace(spaces, "gone")).toEqual(spaces);
   });
 });

@@ -15,6 +15,11 @@ export function namespacesOf(namespaces: V3Namespace[], projectId: string): V3Na
   return namespaces.filter((n) => n.projectId === projectId).sort((a, b) => a.name.localeCompare(b.name));
 }
 
+/** The list once the API has answered a namespace's deletion: without it. */
+export function withoutNamespace(namespaces: V3Namespace[], id: string): V3Namespace[] {
+  return namespaces.filter((n) => n.id !== id);
+}
+
 /** The projects a namespace of `projectId` may move to: the others of its cluster, by name. */
 export function moveTargets(projects: V3Project[], projectId: string): V3Project[] {
   const cluster = projectId.split(":")[0];

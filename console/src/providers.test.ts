@@ -8,6 +8,8 @@ import {
   oidcInput,
   redirectProviders,
   returnPath,
+  SIGN_IN_REFUSALS,
+  signInRefusal,
 } from "./providers";
 
 const BASE = "https://corral.example:8443";
@@ -83,5 +85,20 @@ describe("an OpenID Connect provider's form", () => {
     expect(oidcErrorInput("oidc", "groupsClaim")).toBe("oidc-groupsClaim");
     expect(oidcErrorInput("oidc", "hostname")).toBeNull();
     expect(oidcErrorInput("oidc", "")).toBeNull();
+  });
+
+  it("tells why a provider's sign-in did not complete by the API's word alone", () => {
+    expect(signInRefusal("")).toBe("");
+    expect(signInRefusal("?other=1")).toBe("");
+    expect(signInRefusal("?signInError=cancelled")).toBe(SIGN_IN_REFUSALS.cancelled);
+    expect(signInRefusal("?signInError=state")).toMatch(/took too long/);
+    expect(signInRefusal("?signInError=user")).toMatch(/does not let this user/);
+    // Every word the API sends has its own sentence (core/corral/core/auth/loginstate.py).
+    const words = ["cancelled", "provider", "state", "code", "disabled", "user", "unavailable", "throttled", "failed"];
+    expect(Object.keys(SIGN_IN_REFUSALS).sort()).toEqual([...words].sort());
+    // Anything else, markup included, is the general failure and never shown as sent.
+    for (const odd of ["?signInError=%3Cb%3Ehi%3C%2Fb%3E", "?signInError=", "?signInError=constructor", "?signInError=__proto__"]) {
+      expect(signInRefusal(odd)).toBe(SIGN_IN_REFUSALS.failed);
+    }
   });
 });

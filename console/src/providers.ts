@@ -64,6 +64,29 @@ export function loginHref(provider: AuthProvider, returnTo: string): string {
   return url.toString();
 }
 
+// Why a provider's sign-in did not complete, by the word the API's callback sends the browser
+// back with (`/?signInError=<word>`, docs/api.md, "Sign-in through OpenID Connect"). Only
+// these words are shown, each as its own sentence: nothing of the address is put in the page.
+export const SIGN_IN_REFUSALS: Record<string, string> = {
+  cancelled: "The sign-in was cancelled at the provider, or the provider denied it.",
+  provider: "The provider refused the sign-in.",
+  state: "The sign-in took too long or was not started in this browser. Try again.",
+  code: "The provider's answer could not be verified. Try again.",
+  disabled: "That sign-in provider is not enabled.",
+  user: "corral does not let this user sign in: they are disabled or not allowed.",
+  unavailable: "The sign-in provider cannot be reached. Try again shortly.",
+  throttled: "Too many failed sign-ins. Wait a minute and try again.",
+  failed: "The sign-in did not complete. Try again.",
+};
+
+/** The message for the refusal a location's query names, or "" when it names none; a word
+ * the console does not know reads as the general failure. */
+export function signInRefusal(search: string): string {
+  const reason = new URLSearchParams(search).get("signInError");
+  if (reason === null) return "";
+  return Object.hasOwn(SIGN_IN_REFUSALS, reason) ? (SIGN_IN_REFUSALS[reason] ?? "") : (SIGN_IN_REFUSALS.failed ?? "");
+}
+
 export function providerName(id: string): string {
   return PROVIDER_NAMES[id] ?? id;
 }

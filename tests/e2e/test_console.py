@@ -232,6 +232,59 @@ def test_axe_finds_nothing_serious_in_either_theme(
     assert axe_violations(page) == [], "clusters page"
 
 
+# Every page of the console (console/src/route.ts's routes and the sign-in page) and the tests
+# that run axe-core on it in both themes; tests/unit/test_console_axe_pages.py checks that a
+# route added to route.ts is added here and that each test named runs axe-core.
+AXE_PAGES = {
+    "sign-in": ["test_axe_finds_nothing_serious_in_either_theme",
+                "test_axe_finds_nothing_serious_on_the_pages_the_others_leave"],
+    "clusters": ["test_axe_finds_nothing_serious_in_either_theme"],
+    "create-cluster": ["test_axe_finds_nothing_serious_on_the_pages_the_others_leave"],
+    "cluster": ["test_a_clusters_page_shows_its_conditions_and_nodes_and_gives_a_kubeconfig"],
+    "projects": ["test_a_project_is_created_with_quotas_and_the_apis_field_errors_shown"],
+    "project": ["test_a_projects_namespaces_secrets_and_events_from_its_page",
+                "test_a_namespace_is_deleted_from_its_projects_page_where_its_links_allow"],
+    "workloads": ["test_a_workload_is_created_scaled_redeployed_and_deleted_from_its_page"],
+    "pod": ["test_a_pods_log_is_followed_and_a_command_runs_in_its_terminal"],
+    "access": ["test_axe_finds_nothing_serious_on_the_access_pages"],
+    "providers": ["test_axe_finds_nothing_serious_on_the_pages_the_others_leave"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_axe_finds_nothing_serious_on_the_pages_the_others_leave(
+    stack: Environment, page: Page, theme: str
+) -> None:
+    """What the other tests reach in one theme only or not at all: the sign-in page with the
+    API's refusal, the create-cluster tabs and provision form with a second pool, and the
+    sign-in providers page with a provider's form open."""
+    page.emulate_media(color_scheme=theme)
+    goto(page, stack.api_url)
+    page.get_by_label("Username").fill("admin")
+    page.get_by_label("Password").fill("not-the-password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_have_text("authentication failed")
+    assert page.evaluate("document.documentElement.dataset.theme") == theme
+    assert axe_violations(page) == [], f"sign-in page with a refusal, {theme}"
+
+    sign_in(page, stack.api_url, "admin", stack.admin_password)
+    open_create_cluster(page)
+    for tab in ("Import", "Register", "Provision"):
+        page.get_by_role("tab", name=tab).click()
+        expect(page.get_by_role("tab", name=tab)).to_have_attribute("aria-selected", "true")
+        if tab == "Provision":
+            page.get_by_role("button", name="Add a pool").click()
+        assert axe_violations(page) == [], f"create cluster, {tab}, {theme}"
+    page.screenshot(path=SCREENSHOTS / f"create-cluster-provision-{theme}.png")
+
+    visit(page, "#/access/providers")
+    expect(page.locator('tr[data-provider="oidc"]')).to_be_visible()
+    page.get_by_role("button", name="Edit OpenID Connect").click()
+    expect(page.get_by_role("form", name="OpenID Connect settings")).to_be_visible()
+    assert axe_violations(page) == [], f"sign-in providers with a form, {theme}"
+    page.screenshot(path=SCREENSHOTS / f"providers-{theme}.png")
+
+
 def test_keyboard_alone_signs_in_and_switches_the_theme(stack: Environment, page: Page) -> None:
     page.emulate_media(color_scheme="light")
     goto(page, stack.api_url)
@@ -1033,6 +1086,52 @@ def test_a_projects_namespaces_secrets_and_events_from_its_page(
         expect(listed).to_have_count(0, timeout=LIVE_WAIT_MS)
         moved = api.get(f"/v3/clusters/{cluster_id}/namespaces/{namespace}").body
         assert moved["projectId"] == default["id"]
+    finally:
+        api.delete(f"/v3/clusters/{cluster_id}/namespaces/{namespace}")
+        assert api.delete(f"/v3/projects/{project_id}").status in (200, 204, 404)
+
+
+def test_a_namespace_is_deleted_from_its_projects_page_where_its_links_allow(
+    stack: Environment, api: Api, page: Page, make_user: Any
+) -> None:
+    cluster_id = stack.cluster_ids[0]
+    namespace = f"gone-{secrets.token_hex(3)}"
+    project_id = project_with_namespace(api, cluster_id, "console-ns-delete", namespace)
+    reader = make_user()
+    grant = {"projectId": project_id, "userId": reader.id, "roleTemplateId": "read-only"}
+    granted = api.post("/v3/projectroletemplatebindings", grant)
+    assert granted.status == 201, granted.body
+    try:
+        # A reader sees the namespace and no Delete: the API gives them no remove link.
+        sign_in(page, stack.api_url, reader.username, reader.password)
+        visit(page, f"#/projects/{project_id}")
+        listed = page.get_by_test_id("namespaces").locator(f'[data-namespace="{namespace}"]')
+        expect(listed).to_be_visible(timeout=LIVE_WAIT_MS)
+        expect(listed.get_by_role("button")).to_have_count(0)
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_label("Username")).to_be_visible()
+
+        sign_in(page, stack.api_url, "admin", stack.admin_password)
+        visit(page, f"#/projects/{project_id}")
+        dialog = page.get_by_role("dialog", name=f"Delete namespace {namespace}?")
+        confirm = dialog.get_by_role("button", name="Delete namespace")
+        # The modal holds the page (the theme's toggle too): switched with the dialog closed.
+        for theme in ("dark", "light"):
+            in_theme(page, theme)
+            listed.get_by_role("button", name=f"Delete namespace {namespace}").click()
+            expect(confirm).to_be_disabled()  # until the namespace's name is typed
+            assert axe_violations(page) == [], f"a namespace's delete dialog, {theme}"
+            if theme == "dark":
+                dialog.get_by_role("button", name="Cancel").click()
+                expect(dialog).to_have_count(0)
+        dialog.get_by_label("Name of the namespace").fill(namespace)
+        confirm.click()
+        # Gone from the page on the API's answer, without a reload; the cluster deletes it.
+        expect(dialog).to_have_count(0)
+        expect(listed).to_have_count(0)
+        expect(page.get_by_test_id("namespaces").get_by_role("alert")).to_have_count(0)
+        after = api.get(f"/v3/clusters/{cluster_id}/namespaces/{namespace}")
+        assert after.status == 404 or after.body["state"] == "removing", after.body
     finally:
         api.delete(f"/v3/clusters/{cluster_id}/namespaces/{namespace}")
         assert api.delete(f"/v3/projects/{project_id}").status in (200, 204, 404)

@@ -218,3 +218,42 @@ def test_a_keycloak_user_signs_in_acts_as_themselves_and_signs_out(
             assert api.delete(f"/v3/projects/{project_id}").status in (200, 204)
         unbound = api.delete(f"/v3/clusterroletemplatebindings/{binding.body['id']}")
         assert unbound.status in (200, 204), unbound.body
+
+
+def test_a_sign_in_declined_at_keycloak_returns_to_the_sign_in_page_saying_so(
+    stack: Environment, page: Page, context: BrowserContext, keycloak: Keycloak, oidc: None
+) -> None:
+    # Keycloak asks the user to consent to corral reading their profile; declining ("No")
+    # answers corral's callback with `error=access_denied`, as a cancelled sign-in does.
+    client = keycloak.admin("GET", f"/{REALM}/clients?clientId={CLIENT_ID}")[0]
+    keycloak.admin("PUT", f"/{REALM}/clients/{client['id']}", {**client, "consentRequired": True})
+    try:
+        cluster_id = stack.cluster_ids[0]
+        console.goto(page, f"{stack.api_url}/#/clusters/{cluster_id}")
+        page.get_by_role("link", name="Sign in with OpenID Connect").click()
+        expect(page).to_have_url(re.compile(re.escape(keycloak.issuer(REALM)) + "/"))
+        page.locator("#username").fill("alice")
+        page.locator("#password").fill(PASSWORDS["alice"])
+        page.locator("#kc-login").click()
+        page.get_by_role("button", name="No").click()
+
+        # Back on corral's sign-in page with why, not an error body; the page asked for is
+        # kept for the next try, the reason dropped from the address, and no session made.
+        expect(page.locator("#signin-error")).to_have_text(
+            "The sign-in was cancelled at the provider, or the provider denied it."
+        )
+        expect(page).to_have_url(f"{stack.api_url}/#/clusters/{cluster_id}")
+        assert "R_SESS" not in {c["name"] for c in context.cookies()}
+        expect(page.get_by_role("link", name="Sign in with OpenID Connect")).to_be_visible()
+        for theme in ("light", "dark"):
+            page.emulate_media(color_scheme=theme)
+            page.reload()  # the system's theme is read as the page loads; the message goes
+            expect(page.get_by_label("Username")).to_be_visible()
+            assert page.evaluate("document.documentElement.dataset.theme") == theme
+            expect(page.locator("#signin-error")).to_have_text("")
+            console.goto(page, f"{stack.api_url}/?signInError=state#/clusters/{cluster_id}")
+            expect(page.locator("#signin-error")).to_contain_text("took too long")
+            assert axe_violations(page) == [], f"sign-in page with a refusal, {theme}"
+        page.screenshot(path=SCREENSHOTS / "signin-refused.png")
+    finally:
+        keycloak.admin("PUT", f"/{REALM}/clients/{client['id']}", client)

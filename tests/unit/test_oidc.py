@@ -7,9 +7,11 @@ from __future__ import annotations
 import base64
 import json
 import time
+from dataclasses import asdict
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 from joserfc import jwt
 from joserfc.jwk import ECKey, OctKey, RSAKey
 
@@ -140,6 +142,31 @@ def test_the_longest_return_path_fits_the_sealed_state() -> None:
     sealed = loginstate.seal(key, state)
     assert len(sealed) <= loginstate.MAX_SEALED
     assert loginstate.unseal(key, sealed) == state
+
+
+def test_where_a_sign_in_began_is_read_at_any_age_but_only_under_its_key() -> None:
+    key = loginstate.new_key()
+    sealed = loginstate.seal(key, LoginState("s", "n", "v" * 48, "cookie", "/#/clusters/c-x"))
+    assert loginstate.return_to_of(key, sealed) == "/#/clusters/c-x"
+    long_ago = json.dumps(asdict(LoginState("s", "n", "v", "cookie", "/#/a"))).encode()
+    late = Fernet(key).encrypt_at_time(long_ago, int(time.time()) - 7200).decode()
+    assert loginstate.unseal(key, late) is None  # expired: no sign-in finishes with it
+    assert loginstate.return_to_of(key, late) == "/#/a"
+    assert loginstate.return_to_of(loginstate.new_key(), sealed) == ""
+    forged = Fernet(key).encrypt(b'{"return_to": "//evil.example"}').decode()
+    for junk in ("", "not-a-token", sealed[:-4] + "AAAA", forged):
+        assert loginstate.return_to_of(key, junk) == ""
+
+
+@pytest.mark.parametrize(
+    ("return_to", "page"),
+    [("/#/clusters/c-x", "/?signInError=state#/clusters/c-x"), ("/", "/?signInError=state"),
+     ("/console#x", "/?signInError=state"), ("/#", "/?signInError=state")],
+)  # fmt: skip
+def test_a_refusal_goes_to_the_sign_in_page_keeping_only_a_console_page(
+    return_to: str, page: str
+) -> None:
+    assert loginstate.sign_in_page(return_to, "state") == page
 
 
 @pytest.mark.parametrize("path", ["/", "/#/clusters", "/#/access/providers?x=1", "/console"])

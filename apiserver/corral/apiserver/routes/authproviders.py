@@ -16,6 +16,11 @@ OpenID Connect providers (`oidc` at `/v3-public/oidcProviders/oidc`, `keycloakoi
    a cookie sign-in begun with `returnTo` answers 303 to that path of corral instead, so a
    browser (the console) lands back on its page signed in.
 
+A sign-in begun with `returnTo` that does not complete (the user cancels at the provider, a
+bad or expired state, a provider not enabled, a user corral refuses) sends the browser back to
+the console's sign-in page with a fixed word for why (`/?signInError=<reason>#<page>`,
+`loginstate.REFUSAL_REASONS`) instead of the error body, which every other client still gets.
+
 The redirect URI to register with the provider is `<CORRAL_EXTERNAL_URL>` plus the callback
 path: never derived from the request's Host.
 """
@@ -123,22 +128,37 @@ def _sign_in_routes(provider: str, public: str, begin: Begin, finish: Finish) ->
             raise errors.invalid("returnTo", "returnTo must be a path on corral (at most 256 "
                                  "characters) and needs responseType cookie")  # fmt: skip
         held = deps(request)
-        url, login = await begin(held, held.external_url + callback, response_type)
+        try:
+            url, login = await begin(held, held.external_url + callback, response_type)
+        except (ApiError, errors.CorralError) as exc:
+            if return_to:
+                return _back_to_sign_in(return_to, _reason(exc), public)
+            raise
         login = dataclasses.replace(login, return_to=return_to)
         key = await held.login_state_key.get(held.kube)
         response = web.Response(status=302, headers={"Location": url})
         response.set_cookie(STATE_COOKIE, loginstate.seal(key, login), path=public,
-                            max_age=loginstate.MAX_AGE_SECONDS, httponly=True,
+                            max_age=loginstate.COOKIE_MAX_AGE_SECONDS, httponly=True,
                             secure=request.secure, samesite="Lax")  # fmt: skip
         return response
 
     @routes.get(pattern + "/callback")
     async def back(request: web.Request) -> web.Response:
+        try:
+            return await finish_sign_in(request)
+        except (ApiError, errors.CorralError) as exc:
+            # A sign-in the console began goes back to its page with the reason; any other
+            # client gets the error body as before.
+            if return_to := await _began_at(request, deps(request)):
+                return _back_to_sign_in(return_to, _reason(exc), public)
+            raise
+
+    async def finish_sign_in(request: web.Request) -> web.Response:
         held = deps(request)
         login = await _checked_state(request, held, provider)
         code = request.query.get("code", "")
         if not code or len(code) > MAX_CODE:
-            raise _refused(provider, "the provider sent no authorization code")
+            raise _refused(provider, "the provider sent no authorization code", "provider")
         # Each code is sent on to the provider: refused ones are counted as failed logins
         # are, per sign-in and per address, so a replayed state cannot make corral hammer it.
         throttle, address, attempt = (
@@ -152,7 +172,7 @@ def _sign_in_routes(provider: str, public: str, begin: Begin, finish: Finish) ->
             identity = await finish(held, code, login, held.external_url + callback)
         except (GrantRefused, id_tokens.InvalidIdToken, CodeRefused, TokenRefused) as exc:
             throttle.refused(attempt, address, time.monotonic())
-            raise _refused(provider, str(exc)) from None
+            raise _refused(provider, str(exc), "code") from None
         except (ProviderError, GithubError) as exc:
             throttle.release(attempt, address)
             raise _unavailable(provider, exc) from None
@@ -173,6 +193,45 @@ def _sign_in_routes(provider: str, public: str, begin: Begin, finish: Finish) ->
         return response
 
 
+async def _began_at(request: web.Request, held: Deps) -> str:
+    """The console page a refused sign-in began on, read from this browser's state cookie
+    (authentic, of any age: an expired attempt is owed an answer too); "" for none."""
+    sealed = request.cookies.get(STATE_COOKIE, "")
+    if not sealed:
+        return ""
+    keys = held.login_state_key
+    return loginstate.return_to_of(await keys.get(held.kube), sealed) or loginstate.return_to_of(
+        await keys.get(held.kube, reread=True), sealed
+    )
+
+
+def _back_to_sign_in(return_to: str, reason: str, public: str) -> web.Response:
+    """303 to the console's sign-in page with why the sign-in did not complete; the attempt's
+    state is spent."""
+    response = web.Response(
+        status=303, headers={"Location": loginstate.sign_in_page(return_to, reason)}
+    )
+    response.del_cookie(STATE_COOKIE, path=public)
+    return response
+
+
+def _reason(exc: ApiError | errors.CorralError) -> str:
+    """The word the console's sign-in page shows a refusal by (loginstate.REFUSAL_REASONS)."""
+    match exc:
+        case SignInRefused():
+            return exc.reason
+        case errors.NotFound():
+            return "disabled"  # the provider is not enabled: 404, as for one that does not exist
+        case errors.Forbidden() | errors.Conflict():
+            return "user"
+        case ApiError(status=429):
+            return "throttled"
+        case ApiError(status=503) | errors.Unavailable():
+            return "unavailable"
+        case _:
+            return "failed"
+
+
 async def _checked_state(request: web.Request, held: Deps, provider: str) -> LoginState:
     """The sign-in this browser began, when the callback's `state` is its own; 401 for a
     missing, expired or foreign state and for a provider's `error`."""
@@ -182,10 +241,13 @@ async def _checked_state(request: web.Request, held: Deps, provider: str) -> Log
         login = loginstate.unseal(await keys.get(held.kube, reread=True), sealed)
     state = request.query.get("state", "")
     if login is None or not state or state != login.state:
-        raise _refused(provider, "the sign-in's state is missing, expired or not this browser's")
+        raise _refused(
+            provider, "the sign-in's state is missing, expired or not this browser's", "state"
+        )
     if error := request.query.get("error"):
         shown = error if _ERROR_CODE.fullmatch(error) else "unreadable error"
-        raise _refused(provider, f"the provider refused the sign-in: {shown}")
+        reason = "cancelled" if error == "access_denied" else "provider"
+        raise _refused(provider, f"the provider refused the sign-in: {shown}", reason)
     return login
 
 
@@ -222,9 +284,18 @@ for _provider in principals.OIDC_PROVIDERS:
 _sign_in_routes(principals.GITHUB, github_config.PUBLIC_PATH, _github_begin, _github_finish)
 
 
-def _refused(provider: str, reason: str) -> ApiError:
-    log.warning("%s sign-in refused: %s", provider, reason)
-    return ApiError(401, "Unauthorized", f"authentication failed: {reason}")
+class SignInRefused(ApiError):
+    """401 for a sign-in the provider or its state refused; `reason` is the word of
+    loginstate.REFUSAL_REASONS a console's browser is sent back with."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(401, "Unauthorized", message)
+        self.reason = reason
+
+
+def _refused(provider: str, why: str, reason: str) -> SignInRefused:
+    log.warning("%s sign-in refused: %s", provider, why)
+    return SignInRefused(f"authentication failed: {why}", reason)
 
 
 def _unavailable(provider: str, exc: Exception) -> ApiError:

@@ -18,6 +18,9 @@ from dataclasses import asdict, dataclass
 from cryptography.fernet import Fernet, InvalidToken
 
 MAX_AGE_SECONDS = 600
+# The cookie outlives the attempt: a browser that comes back late still says where its
+# sign-in began, so the console can be told the attempt expired (see `return_to_of`).
+COOKIE_MAX_AGE_SECONDS = 3600
 # A sealed state is a few hundred bytes; anything much longer was not made here.
 MAX_SEALED = 2048
 RESPONSE_TYPES = ("cookie", "json")
@@ -35,6 +38,21 @@ class LoginState:
     response_type: str = "cookie"
     # A path on corral the callback redirects to (303) once the session is set; "" for none.
     return_to: str = ""
+
+
+# Why a console's sign-in did not complete, as its sign-in page is told (`?signInError=`): a
+# fixed word, never anything the provider sent.
+REFUSAL_REASONS = frozenset({
+    "cancelled",  # the provider answered access_denied: the user declined or cancelled
+    "provider",  # the provider answered another error, or no code
+    "state",  # the state is missing, expired, tampered with or another browser's
+    "code",  # the provider's code or ID token did not hold up
+    "disabled",  # the provider is not enabled
+    "user",  # corral refuses the user (disabled, being deleted, kept out by the access mode)
+    "unavailable",  # the provider cannot be reached
+    "throttled",  # too many refused codes
+    "failed",  # anything else
+})  # fmt: skip
 
 
 def valid_return_to(value: str) -> bool:
@@ -64,3 +82,25 @@ def unseal(key: bytes, sealed: str, now: int | None = None) -> LoginState | None
         return LoginState(**fields)
     except (InvalidToken, ValueError, TypeError):
         return None
+
+
+def return_to_of(key: bytes, sealed: str) -> str:
+    """Where a sign-in sealed under `key` was to return, at any age: an attempt that expired
+    still began in that browser, which is owed an answer its page can show. "" otherwise."""
+    if not sealed or len(sealed) > MAX_SEALED or not sealed.isascii():
+        return ""
+    try:
+        fields = json.loads(Fernet(key).decrypt(sealed))
+        return_to = fields.get("return_to", "") if isinstance(fields, dict) else ""
+    except (InvalidToken, ValueError):
+        return ""
+    return return_to if isinstance(return_to, str) and valid_return_to(return_to) else ""
+
+
+def sign_in_page(return_to: str, reason: str) -> str:
+    """The console's sign-in page telling why a sign-in begun at `return_to` did not complete:
+    `/` with the reason, and the console page it began on (its fragment), so signing in
+    afterwards still lands there."""
+    _, hashed, fragment = return_to.partition("#")
+    page = f"#{fragment}" if hashed and fragment.startswith("/") else ""
+    return f"/?signInError={reason}{page}"
