@@ -43,9 +43,8 @@ CACHE = Path.home() / ".cache" / "corral" / "keycloak"
 HOME = CACHE / f"keycloak-{VERSION}"
 BUILT = HOME / ".corral-built"
 # 10-21 s on an idle machine; 158 s measured on 2 cores with several e2e runs beside it
-# (2026-11-28, load average 14), where 120 s failed twice; 433 s at load average 20
-# (2026-11-29), where 300 s failed. Waiting returns once it answers.
-START_TIMEOUT = 720.0
+# (2026-11-28, load average 14), where 120 s failed twice. Waiting returns once it answers.
+START_TIMEOUT = 300.0
 MIN_JAVA = 21
 
 
