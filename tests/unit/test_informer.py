@@ -152,6 +152,35 @@ async def test_a_cut_copy_taken_in_silence_still_moves_its_version() -> None:
     assert informer.get("a") == without_annotations(namespace("a", "2"))
 
 
+async def test_a_write_answered_before_a_deletion_the_watch_brought_stays_gone() -> None:
+    """A DELETE's answer (the object with its finalizers still on, version 5) handled after the
+    watch's DELETED (version 6) leaves the object gone; the same name made again (version 7)
+    is taken. The same holds after this process's own `forget` and after a listing."""
+    client = Watching([("ADDED", namespace("a", "5")), ("DELETED", namespace("a", "6"))])
+    informer = Informer(client, Namespace)  # type: ignore[arg-type]
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(client.drained.wait(), 5)
+    finally:
+        task.cancel()
+    informer.put(namespace("a", "5"))
+    assert informer.get("a") is None
+    informer.put(namespace("a", "7"))
+    assert informer.get("a") == namespace("a", "7")
+
+    informer.forget("a")
+    informer.put(namespace("a", "7"))
+    assert informer.get("a") is None
+
+    client.items = [namespace("b", "8")]
+    informer.put(namespace("c", "8"))
+    await informer.relist()  # at version 100: c is not there
+    informer.put(namespace("c", "8"))
+    assert informer.get("c") is None
+    informer.put(namespace("c", "101"))
+    assert informer.get("c") == namespace("c", "101")
+
+
 def test_alike_objects_share_their_strings_and_stay_equal() -> None:
     informer = Informer(None, Namespace, share_strings=True)  # type: ignore[arg-type]
     first, second = namespace("a", "1", "c:p"), namespace("b", "1", "c:p")

@@ -6,10 +6,12 @@ failure (410 Gone included) it lists again and replaces its contents, so deletio
 while away are not kept. Objects are kept by `name`, or `namespace/name` for namespaced ones,
 and found through named indexes. Writes made by this process are put in at once (`put`,
 `forget`), so it reads its own writes without waiting for the watch; the newer
-resourceVersion wins. `on_change(event, obj)` runs after each change a listing or an event
-brings (`ADDED`, `MODIFIED`, `DELETED`), not after this process's own `put` or `forget`. An
-informer that keeps a cut copy (`keep`) calls it only when the copy changed: an update of
-fields it does not keep (a node's heartbeat, a pod's container statuses) wakes no one.
+resourceVersion wins, and a write or live read answered before a deletion the watch has
+already brought does not bring the object back. `on_change(event, obj)` runs after each
+change a listing or an event brings (`ADDED`, `MODIFIED`, `DELETED`), not after this
+process's own `put` or `forget`. An informer that keeps a cut copy (`keep`) calls it only
+when the copy changed: an update of fields it does not keep (a node's heartbeat, a pod's
+container statuses) wakes no one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections import OrderedDict
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from typing import Any
 
@@ -35,6 +38,8 @@ WATCH_TIMEOUT = 300
 # Objects per page of a listing (client-go's default): a listing of many large objects never
 # sits in memory whole, only a page of it before each object is cut to what is kept.
 LIST_CHUNK = 500
+# Deletions remembered, the most recent: enough for the writes in flight when they happened.
+MAX_GONE = 4096
 
 
 def key_of(obj: Obj) -> str:
@@ -72,6 +77,10 @@ class Informer:
             self._scope["namespace"] = namespace
         self._index_fns = indexes or {}
         self._objects: dict[str, Obj] = {}
+        # Key → the resourceVersion at which it was last seen gone. An own write answered
+        # before that deletion (a DELETE's answer, a live read) can land after the watch brought
+        # it; without this it would put back an object that no longer exists.
+        self._gone: OrderedDict[str, str] = OrderedDict()
         self._indexes: dict[str, dict[str, set[str]]] = {n: {} for n in self._index_fns}
         # Index → value → the version at which an object of that value last came, changed or
         # went; a value goes with its last object, so this holds what the index holds.
@@ -145,11 +154,19 @@ class Informer:
     def put(self, obj: Obj) -> None:
         """Record an object this process just wrote, unless the watch already has a newer one."""
         obj = self._kept(obj)
-        current = self._objects.get(key_of(obj))
-        if current is None or not _newer(current, obj):
+        key = key_of(obj)
+        current = self._objects.get(key)
+        if current is not None:
+            if not _newer(current, obj):
+                self._store(obj)
+        elif key not in self._gone or not _stale(_version_of(obj), self._gone[key]):
             self._store(obj)
 
     def forget(self, key: str) -> None:
+        """Drop an object this process just deleted."""
+        current = self._objects.get(key)
+        if current is not None:
+            self._went(key, _version_of(current))
         self._drop(key)
 
     # -- feeding --------------------------------------------------------------------------
@@ -178,6 +195,7 @@ class Informer:
             ):
                 data = self._kept(as_dict(obj))
                 if event == "DELETED":
+                    self._went(key_of(data), _version_of(data))
                     self._drop(key_of(data))
                 elif self._refresh(data):
                     continue
@@ -194,6 +212,7 @@ class Informer:
         self._resource_version = listing.resourceVersion
         for key in set(self._objects) - set(fresh):
             gone = self._objects[key]
+            self._went(key, self._resource_version or "")
             self._drop(key)
             self._changed("DELETED", gone)
         for key, obj in fresh.items():
@@ -223,6 +242,12 @@ class Informer:
         kept = obj if self._keep is None else self._keep(obj)
         return shared(kept) if self._share_strings else kept
 
+    def _went(self, key: str, version: str) -> None:
+        self._gone[key] = version
+        self._gone.move_to_end(key)
+        while len(self._gone) > MAX_GONE:
+            self._gone.popitem(last=False)
+
     def _changed(self, event: str, obj: Obj) -> None:
         if self._on_change is not None:
             self._on_change(event, obj)
@@ -235,6 +260,7 @@ class Informer:
 
     def _store(self, obj: Obj) -> None:
         key = key_of(obj)
+        self._gone.pop(key, None)
         if not self._remove(key):
             self.members += 1
         self._move()
@@ -304,3 +330,9 @@ def _newer(current: Obj, candidate: Obj) -> bool:
     are etcd revisions in practice; when either is not a number, the candidate wins."""
     a, b = _version_of(current), _version_of(candidate)
     return a.isdigit() and b.isdigit() and int(a) > int(b)
+
+
+def _stale(candidate: str, gone: str) -> bool:
+    """Whether an object at resourceVersion `candidate` is from before a deletion seen at
+    `gone`; when either is not a number, the candidate wins."""
+    return candidate.isdigit() and gone.isdigit() and int(candidate) <= int(gone)
