@@ -22,6 +22,7 @@ from xdist.scheduler import LoadScopeScheduling, Scheduling
 from corral.core.kube.claims import ANNOTATION_IDENTITY
 from corral.devenv.controlplane import ControlPlane
 from corral.devenv.environment import Environment, Options
+from corral.devenv.keycloak import Keycloak
 from corral.devenv.waiting import wait_for
 
 from ..conftest import DEVKUBE_BIN, ROOT, build_devkube
@@ -104,6 +105,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory, devkube: Path) -> Iterator[E
         # own test, which lowers it for its users alone.
         set_setting(env, "api-rate-limit-per-minute", "100000")
         yield env
+
+
+@pytest.fixture(scope="module")
+def keycloak(stack: Environment, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keycloak]:
+    """A real OpenID Connect provider on loopback, for a module's sign-in tests: started once
+    per module (it takes a while), after the stack, and stopped when the module ends."""
+    provider = Keycloak(tmp_path_factory.mktemp("keycloak")).start()
+    try:
+        yield provider
+    finally:
+        provider.stop()
 
 
 def set_setting(env: Environment, name: str, value: str) -> None:

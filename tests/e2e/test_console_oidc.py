@@ -51,15 +51,6 @@ KC_REALM, KC_CALLBACK = "corral-kc", "/v3-public/keycloakOIDCProviders/keycloako
 
 
 @pytest.fixture(scope="module")
-def keycloak(stack: Environment, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keycloak]:
-    provider = Keycloak(tmp_path_factory.mktemp("keycloak")).start()
-    try:
-        yield provider
-    finally:
-        provider.stop()
-
-
-@pytest.fixture(scope="module")
 def oidc(api: Api, stack: Environment, keycloak: Keycloak) -> Iterator[None]:
     client_secret = secrets.token_urlsafe(24)
     keycloak.configure(REALM, CLIENT_ID, client_secret, stack.api_url + CALLBACK, PASSWORDS,

@@ -43,15 +43,6 @@ KC_CALLBACK = "/v3-public/keycloakOIDCProviders/keycloakoidc/callback"
 
 
 @pytest.fixture(scope="module")
-def keycloak(stack: Environment, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keycloak]:
-    provider = Keycloak(tmp_path_factory.mktemp("keycloak")).start()
-    try:
-        yield provider
-    finally:
-        provider.stop()
-
-
-@pytest.fixture(scope="module")
 def oidc(api: Api, stack: Environment, keycloak: Keycloak) -> Iterator[str]:
     """corral configured for a realm of its own; the client secret, for tests that need it."""
     client_secret = secrets.token_urlsafe(24)
