@@ -8,6 +8,7 @@ from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 
 from corral.apiserver.app import ROUTE_MODULES, SCHEMA_LIST
 from corral.apiserver.config import ApiServerConfig, ConfigError
+from corral.apiserver.http import urls
 from corral.apiserver.http.schemas import Registry
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.routes import health, root
@@ -128,8 +129,7 @@ async def test_every_collection_the_root_links_to_is_routed() -> None:
     """Types that live under another (nodes, namespaces, events) must not be linked as if
     `/v3/<plural>` existed."""
     app = web.Application()
-    for module in ROUTE_MODULES:
-        app.add_routes(module.routes)
+    urls.add_routes(app.router, (module.routes for module in ROUTE_MODULES))
     registry = Registry()
     registry.add(*SCHEMA_LIST)
     for schema in registry.collections():

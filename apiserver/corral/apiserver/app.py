@@ -25,7 +25,7 @@ from corral.apiserver.auth.throttle import LoginThrottle
 from corral.apiserver.auth.verified import VerifiedTokens
 from corral.apiserver.config import DEFAULT_AGENT_IMAGE
 from corral.apiserver.deps import DEPS, Deps
-from corral.apiserver.http import errors, serving
+from corral.apiserver.http import errors, serving, urls
 from corral.apiserver.http.renderings import Renderings
 from corral.apiserver.http.schemas import Registry
 from corral.apiserver.middleware import auth_middleware, rate_limit_headers
@@ -166,8 +166,7 @@ def create_app(
         projectroletemplatebindings.SUBSCRIBABLE, clusterroletemplatebindings.SUBSCRIBABLE,
         workloads.SUBSCRIBABLE, pods.SUBSCRIBABLE)  # fmt: skip
     app[SUBSCRIBABLE] = {s.resource_type: s for s in offered}
-    for module in ROUTE_MODULES:
-        app.add_routes(module.routes)
+    urls.add_routes(app.router, (module.routes for module in ROUTE_MODULES))
     app.cleanup_ctx.append(_background)
     app.on_shutdown.append(_end_tunnels)
     return app
