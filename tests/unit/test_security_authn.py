@@ -77,6 +77,9 @@ class Stores:
     def groups(self, user_id: str) -> tuple[str, ...]:
         return ()
 
+    def standing_stamp(self) -> object:
+        return ()  # nothing above ever changes
+
 
 async def ok(request: web.Request) -> web.Response:
     return web.json_response({"type": "ok"})

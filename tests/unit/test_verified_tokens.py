@@ -18,6 +18,7 @@ from corral.apiserver.auth.activity import ActivityTracker
 from corral.apiserver.auth.verified import VerifiedTokens
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.state.stores import Stores as RealStores
+from corral.core.api import names
 from corral.core.auth import hashing
 from corral.core.auth.tokens import TokenRecord
 
@@ -32,7 +33,10 @@ class Stores:
         self.tokens: dict[str, dict[str, Any]] = {}
         self.users = {"u-1": True}
         self.providers = {"local": True, "oidc": True}
+        self.admins: set[str] = set()
+        self.idle_minutes = 0.0
         self.versions = 0
+        self.judged = 0  # how many times a holder's standing was judged in full
 
     def add_token(self, name: str, key: str, **spec: Any) -> None:
         self.versions += 1
@@ -54,19 +58,26 @@ class Stores:
         return TokenRecord.from_object(obj)
 
     def user_active(self, user_id: str) -> bool | None:
+        self.judged += 1
         return self.users.get(user_id)
 
     def number(self, name: str) -> float:
-        return 0
+        return self.idle_minutes if name == "auth-user-session-idle-ttl-minutes" else 0
 
     def is_admin(self, user_id: str) -> bool:
-        return False
+        return user_id in self.admins
 
     def provider_enabled(self, provider: str) -> bool:
         return self.providers.get(provider, False)
 
     def groups(self, user_id: str) -> tuple[str, ...]:
         return ()
+
+    def standing_stamp(self) -> object:
+        """Moves whenever a user, a binding, a provider or a setting changes, as the caches'
+        versions do."""
+        return (tuple(self.users.items()), tuple(self.providers.items()),
+                frozenset(self.admins), self.idle_minutes)  # fmt: skip
 
 
 @pytest.fixture
@@ -92,13 +103,21 @@ def hashed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 def status(stores: Stores, known: VerifiedTokens, value: str,
            now: datetime.datetime = NOW) -> int:  # fmt: skip
+    return caller(stores, known, value, now)[0]
+
+
+def caller(
+    stores: Stores, known: VerifiedTokens, value: str, now: datetime.datetime = NOW
+) -> tuple[int, authn.Principal | None]:
+    """The status of a request with `value` (each from a replica that saw no earlier use of
+    it), and whom it authenticated."""
     request = make_mocked_request("GET", "/v3/users", headers={"Authorization": f"Bearer {value}"})
     activity = ActivityTracker(lambda token, seen: asyncio.sleep(0))
     try:
-        authn.authenticate(request, stores, activity, known, now)  # type: ignore[arg-type]
+        who = authn.authenticate(request, stores, activity, known, now)  # type: ignore[arg-type]
     except ApiError as error:
-        return error.status
-    return 200
+        return error.status, None
+    return 200, who
 
 
 def test_a_verified_key_is_not_hashed_again(stores: Stores, hashed: list[str]) -> None:
@@ -170,6 +189,41 @@ def test_a_remembered_token_still_expires(stores: Stores) -> None:
     assert status(stores, known, f"token-t:{KEY}", NOW) == 410
 
 
+def test_a_holder_is_judged_once_while_nothing_it_rests_on_moves(stores: Stores) -> None:
+    known = VerifiedTokens()
+    assert [status(stores, known, f"token-a:{KEY}") for _ in range(3)] == [200] * 3
+    assert stores.judged == 1
+
+
+def test_a_user_made_administrator_is_one_at_the_next_request(stores: Stores) -> None:
+    known = VerifiedTokens()
+    assert caller(stores, known, f"token-a:{KEY}")[1].is_admin is False  # type: ignore[union-attr]
+    stores.admins.add("u-1")
+    assert caller(stores, known, f"token-a:{KEY}")[1].is_admin is True  # type: ignore[union-attr]
+
+
+def test_a_remembered_session_still_goes_idle(stores: Stores) -> None:
+    stores.add_token("token-s", KEY, ttlMillis=0)
+    stores.tokens["token-s"]["metadata"]["labels"][names.LABEL_TOKEN_KIND] = names.KIND_SESSION
+    stores.idle_minutes = 90  # made at 11:00, unused since: idle after 12:30
+    known = VerifiedTokens()
+    assert status(stores, known, f"token-s:{KEY}", NOW) == 200
+    assert status(stores, known, f"token-s:{KEY}", NOW + datetime.timedelta(minutes=30)) == 200
+    assert status(stores, known, f"token-s:{KEY}", NOW + datetime.timedelta(minutes=31)) == 410
+
+
+def test_a_shorter_idle_timeout_ends_a_remembered_session_at_the_next_request(
+    stores: Stores,
+) -> None:
+    stores.add_token("token-s", KEY, ttlMillis=0)
+    stores.tokens["token-s"]["metadata"]["labels"][names.LABEL_TOKEN_KIND] = names.KIND_SESSION
+    stores.idle_minutes = 90
+    known = VerifiedTokens()
+    assert status(stores, known, f"token-s:{KEY}") == 200
+    stores.idle_minutes = 30  # unused since 11:00: an hour idle
+    assert status(stores, known, f"token-s:{KEY}") == 410
+
+
 def test_the_cache_is_bounded_and_drops_the_least_recently_used() -> None:
     known = VerifiedTokens(size=2)
     records = [record(f"token-{n}") for n in "abc"]
@@ -232,3 +286,31 @@ def test_the_token_cache_keeps_no_managed_fields_and_one_copy_of_repeated_string
     assert "managedFields" not in a["metadata"]
     assert a["spec"] == held.tokens["token-a"]["spec"]
     assert a["spec"]["userId"] is b["spec"]["userId"]
+
+
+@pytest.mark.parametrize(
+    ("cache", "obj"),
+    [
+        ("users", {"metadata": {"name": "u-1"}, "spec": {"enabled": False}}),
+        ("bindings", {"metadata": {"name": "grb-1"}, "spec": {"globalRoleName": "admin"}}),
+        ("user_attributes", {"metadata": {"name": "u-1"}, "groupPrincipals": {}}),
+        ("settings", {"metadata": {"name": "auth-user-session-idle-ttl-minutes"}, "value": "5"}),
+        ("authconfigs", {"metadata": {"name": "oidc"}, "spec": {"enabled": False}}),
+    ],
+)
+def test_the_standing_stamp_moves_with_every_cache_a_standing_reads(
+    cache: str, obj: dict[str, Any]
+) -> None:
+    stores = RealStores.create(None)  # type: ignore[arg-type]  # nothing here talks to Kubernetes
+    before = stores.standing_stamp()
+    getattr(stores, cache).put(obj)
+    assert stores.standing_stamp() != before
+
+
+def test_a_number_setting_is_read_again_once_the_settings_move() -> None:
+    stores = RealStores.create(None)  # type: ignore[arg-type]  # nothing here talks to Kubernetes
+    name = "auth-user-session-idle-ttl-minutes"
+    stores.settings.put({"metadata": {"name": name}, "value": "5"})
+    assert stores.number(name) == 5
+    stores.settings.put({"metadata": {"name": name}, "value": "7"})
+    assert stores.number(name) == 7

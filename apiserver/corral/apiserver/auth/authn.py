@@ -11,12 +11,13 @@ from __future__ import annotations
 import base64
 import datetime
 import hmac
+from collections.abc import Hashable
 from typing import NamedTuple
 
 from aiohttp import web
 
 from corral.apiserver.auth.activity import ActivityTracker
-from corral.apiserver.auth.verified import VerifiedTokens
+from corral.apiserver.auth.verified import Standing, VerifiedTokens
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.state.stores import Stores
 from corral.core.auth.tokens import (
@@ -25,6 +26,7 @@ from corral.core.auth.tokens import (
     AuthFailure,
     Policy,
     TokenRecord,
+    good_until,
     split,
     standing,
     verified,
@@ -159,19 +161,44 @@ def identify(
     try:
         name, key = split(value)
         record = verified_record(name, key, stores, known)
-        user_active = stores.user_active(record.user_id)
-        last = activity.last_seen(name, record.last_activity)
-        policy = Policy(idle_minutes=stores.number("auth-user-session-idle-ttl-minutes"))
-        token = standing(record, user_active, last, policy, now)
     except AuthFailure as failure:
-        raise ApiError(failure.status, _FAILURE_CODES[failure.status], failure.message) from None
-    if not stores.provider_enabled(token.auth_provider):
+        raise _refused(failure) from None
+    stamp = stores.standing_stamp()
+    judged = known.standing(name)
+    if judged is None or not judged.holds(stamp, now):
+        judged = judge(record, stores, activity, stamp, now)
+        known.judged(name, judged)
+    cluster = record.cluster_name
+    if cluster and proxied_cluster(request) != cluster:
+        raise ApiError(401, "Unauthorized", f"token is valid only for cluster {cluster}")
+    return Principal(record.user_id, record, via_cookie, judged.is_admin, judged.groups)
+
+
+def judge(
+    record: TokenRecord,
+    stores: Stores,
+    activity: ActivityTracker,
+    stamp: Hashable,
+    now: datetime.datetime,
+) -> Standing:
+    """Whether the holder of a verified token may call now and as whom, and until when that
+    holds while `stamp` (what `Stores.standing_stamp` says of the caches it reads) stands."""
+    last = activity.last_seen(record.name, record.last_activity)
+    policy = Policy(idle_minutes=stores.number("auth-user-session-idle-ttl-minutes"))
+    try:
+        standing(record, stores.user_active(record.user_id), last, policy, now)
+    except AuthFailure as failure:
+        raise _refused(failure) from None
+    if not stores.provider_enabled(record.auth_provider):
         # Disabling a provider ends what its sign-ins gave, derived tokens included.
         raise ApiError(401, "Unauthorized", "must authenticate, provider disabled")
-    if token.cluster_name and proxied_cluster(request) != token.cluster_name:
-        raise ApiError(401, "Unauthorized", f"token is valid only for cluster {token.cluster_name}")
-    user = token.user_id
-    return Principal(user, token, via_cookie, stores.is_admin(user), stores.groups(user))
+    user = record.user_id
+    until = good_until(record, last, policy)
+    return Standing(stamp, until, stores.is_admin(user), stores.groups(user))
+
+
+def _refused(failure: AuthFailure) -> ApiError:
+    return ApiError(failure.status, _FAILURE_CODES[failure.status], failure.message)
 
 
 def check_csrf(request: web.Request, who: Principal) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Hashable
 from dataclasses import dataclass, field
 
 from lightkube import AsyncClient, operators
@@ -130,6 +130,8 @@ class Stores:
     _records: OrderedDict[tuple[str, str], TokenRecord] = field(default_factory=OrderedDict)
     # Each user's token records in name order, kept while none of their tokens moves.
     _user_tokens: Derived[str, list[TokenRecord]] = field(default_factory=Derived)
+    # Number settings as parsed, kept while the settings do not move.
+    _numbers: Derived[str, float] = field(default_factory=Derived)
     # What the caches below publish to `GET /v3/subscribe`.
     changes: Changes = field(default_factory=Changes)
 
@@ -296,8 +298,25 @@ class Stores:
         return found["metadata"].get("resourceVersion") if found else None
 
     def number(self, name: str) -> float:
-        # A bad value stored by hand must not lock everyone out; the default applies.
-        return settings.number(name, self.settings.get(name))
+        """A number setting's value in force, read once per version of the settings (every
+        request reads two). A bad value stored by hand must not lock everyone out: the
+        default applies."""
+        found = self.settings
+        return self._numbers.get(
+            name, (found, found.version), lambda: settings.number(name, found.get(name))
+        )
+
+    def standing_stamp(self) -> Hashable:
+        """What a token holder's standing rests on besides the token and the clock: the
+        versions of the users, their global bindings and attributes, the settings and the
+        providers. A judgement made under one stamp holds while it is current."""
+        return (
+            self.users.version,
+            self.bindings.version,
+            self.user_attributes.version,
+            self.settings.version,
+            self.authconfigs.version,
+        )
 
     def enabled(self, name: str) -> bool:
         """A true/false setting's value in force (a bad stored one reads as its default)."""

@@ -159,6 +159,19 @@ def verified(record: TokenRecord | None, key: str) -> TokenRecord:
     return record
 
 
+def good_until(
+    record: TokenRecord, last_activity: datetime.datetime | None, policy: Policy
+) -> datetime.datetime | None:
+    """The first instant at which `standing` may answer otherwise on the clock alone: the
+    token's expiry, or for a session the moment it goes idle unless used again after
+    `last_activity`; None when neither can come."""
+    ends = [record.expires_at()]
+    if record.is_session and policy.idle_minutes > 0:
+        last = last_activity or record.created
+        ends.append(last + datetime.timedelta(minutes=policy.idle_minutes))
+    return min((end for end in ends if end is not None), default=None)
+
+
 def standing(
     record: TokenRecord,
     user_active: bool | None,
@@ -167,7 +180,8 @@ def standing(
     now: datetime.datetime,
 ) -> TokenRecord:
     """The second half of `check`, for a token whose key is verified: what the clock, the
-    settings and its user say of it now. Nothing here may be remembered between requests."""
+    settings and its user say of it now. A caller that remembers the answer must judge again
+    at `good_until` and whenever the user or the settings change."""
     if record.expired(now):
         raise AuthFailure(410, MSG_EXPIRED)
     if record.is_session and ttl.is_idle(last_activity or record.created, policy.idle_minutes, now):
