@@ -84,8 +84,32 @@ def rss_mib(process: Process) -> float:
 
 def cpu_seconds(process: Process) -> float:
     """User and system time the process has used so far."""
-    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return _cpu_of(process.pid)
+
+
+def tree_cpu_seconds(process: Process) -> float:
+    """User and system time the process and its children (a supervisor's workers) have used
+    so far."""
+    children = [pid for pid in _pids() if _stat(pid)[1:2] == [str(process.pid)]]
+    return sum(_cpu_of(pid) for pid in [process.pid, *children])
+
+
+def _pids() -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command (state first), or none for a process
+    gone meanwhile."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return []
+
+
+def _cpu_of(pid: int) -> float:
+    fields = _stat(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") if fields else 0.0
 
 
 def get_json(env: Environment, url: str) -> dict[str, Any]:
