@@ -76,3 +76,10 @@ def test_every_route_is_listed_once() -> None:
             "/healthz")],
         ("DELETE", "/v3/{type}/{id}"),
     ])  # fmt: skip
+
+
+def test_a_typed_route_whose_variable_may_span_segments_is_refused() -> None:
+    table = web.RouteTableDef()
+    table.get(urls.v3("clusters", "/{id}/{rest:.*}"))(_answer)
+    with pytest.raises(ValueError, match="may span segments"):
+        urls.add_routes(web.Application().router, [table])

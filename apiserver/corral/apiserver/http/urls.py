@@ -4,7 +4,8 @@ Every /v3 type is matched in any case (`globalRoleBindings` as well as `globalro
 so its routes are patterns, and aiohttp's router keeps every pattern under `/v3` in one list
 that it tries in turn: the last types registered took over a hundred microseconds to find,
 more than the rest of a cached GET. `TypeIndex` holds those routes by their type's name in
-lower case, and the router tries only the few of the type the path names.
+lower case and their number of segments, and the router tries only the one or two a path can
+match.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from aiohttp.web_urldispatcher import AbstractResource, AbstractRoute, DynamicRe
 PREFIX = "/v3/"
 # A pattern whose first segment after /v3/ is one of `v3`'s type alternatives.
 _TYPED = re.compile(r"^/v3/\{\w+:\(\?i:([\w|]+)\)\}")
+# A variable of a pattern: `{name}`, or `{name:<regex>}`.
+_VARIABLE = re.compile(r"\{\w+(?::([^{}]*))?\}")
+# The regexes a typed pattern's variables may have: none of them matches a `/`, so a pattern
+# matches paths of exactly as many segments as it has.
+_ONE_SEGMENT = re.compile(r"\(\?i:[\w|]+\)")
 
 
 def v3(plural: str, rest: str = "") -> str:
@@ -43,11 +49,11 @@ def add_routes(router: web.UrlDispatcher, tables: Iterable[web.RouteTableDef]) -
 
 
 class TypeIndex(AbstractResource):
-    """The /v3 routes of every type, found by the path's first segment."""
+    """The /v3 routes of every type, found by the path's first segment and its length."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._by_type: dict[str, list[DynamicResource]] = {}
+        self._by_type: dict[tuple[str, int], list[DynamicResource]] = {}
         self._by_path: dict[str, DynamicResource] = {}
 
     def add(self, types: list[str], route: web.RouteDef) -> None:
@@ -56,9 +62,13 @@ class TypeIndex(AbstractResource):
         answers HEAD as well unless it says not to, as `add_get` does."""
         resource = self._by_path.get(route.path)
         if resource is None:
+            for variable in _VARIABLE.finditer(route.path):
+                if variable[1] is not None and not _ONE_SEGMENT.fullmatch(variable[1]):
+                    raise ValueError(f"{route.path}: a variable that may span segments")
             resource = self._by_path[route.path] = DynamicResource(route.path)
+            segments = route.path.count("/") - 1
             for name in types:
-                self._by_type.setdefault(name.lower(), []).append(resource)
+                self._by_type.setdefault((name.lower(), segments), []).append(resource)
         options = dict(route.kwargs)
         if route.method == hdrs.METH_GET and options.pop("allow_head", True):
             resource.add_route(hdrs.METH_HEAD, route.handler, **options)
@@ -68,9 +78,10 @@ class TypeIndex(AbstractResource):
         path = request.rel_url.path_safe
         if not path.startswith(PREFIX):
             return None, set()
+        segments = path.count("/") - 1
         name = path[len(PREFIX) :].partition("/")[0].lower()
         allowed: set[str] = set()
-        for resource in self._by_type.get(name, ()):
+        for resource in self._by_type.get((name, segments), ()):
             match, methods = await resource.resolve(request)
             if match is not None:
                 return match, methods
