@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import asyncio
 import datetime
 
+from corral.apiserver.auth import activity
 from corral.apiserver.auth.activity import ActivityTracker
 from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.auth.throttle import FORGET_AFTER, USER_FREE_FAILURES, LoginThrottle
@@ -105,3 +107,45 @@ def test_login_throttle_forgets_old_records_when_pruned() -> None:
     assert len(throttle) == 2  # "other" and its address are not old enough yet
     throttle.prune(now=1001.0 + FORGET_AFTER)
     assert len(throttle) == 0
+
+
+async def test_a_tick_looks_only_at_tokens_used_since_their_last_write() -> None:
+    writes: list[str] = []
+
+    async def write(token: str, seen: datetime.datetime) -> None:
+        writes.append(token)
+
+    tracker = ActivityTracker(write)
+    for n in range(1000):
+        tracker.touch(f"t-{n}", NOW)
+    await tracker.flush(NOW, idle_minutes=0)
+    assert len(writes) == 1000
+    tracker.touch("t-7", NOW + datetime.timedelta(seconds=5))
+    later = NOW + datetime.timedelta(minutes=2)
+    assert tracker.due(later, idle_minutes=0) == [("t-7", NOW + datetime.timedelta(seconds=5))]
+
+
+async def test_a_use_while_its_write_is_on_the_way_is_written_later() -> None:
+    writes: list[datetime.datetime] = []
+
+    async def write(token: str, seen: datetime.datetime) -> None:
+        writes.append(seen)
+        tracker.touch(token, seen + datetime.timedelta(seconds=1))  # a request meanwhile
+
+    tracker = ActivityTracker(write)
+    tracker.touch("t", NOW)
+    await tracker.flush(NOW, idle_minutes=0)
+    await tracker.flush(NOW + datetime.timedelta(minutes=1), idle_minutes=0)
+    assert writes == [NOW, NOW + datetime.timedelta(seconds=1)]
+
+
+async def test_a_token_whose_use_is_written_is_forgotten_an_hour_on() -> None:
+    tracker = ActivityTracker(lambda token, seen: asyncio.sleep(0))
+    tracker.touch("written", NOW)
+    await tracker.flush(NOW, idle_minutes=0)
+    tracker.touch("unwritten", NOW)
+    tracker.prune(NOW + activity.FORGET_AFTER)
+    assert tracker.last_seen("written", None) == NOW
+    tracker.prune(NOW + activity.FORGET_AFTER + datetime.timedelta(seconds=1))
+    assert tracker.last_seen("written", None) is None
+    assert tracker.last_seen("unwritten", None) == NOW  # its use is not written down yet

@@ -208,6 +208,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
             await asyncio.sleep(60)
             held.limiter.prune(time.time())
             held.throttle.prune(time.monotonic())
+            held.activity.prune(datetime.datetime.now(datetime.UTC))
 
     async def settle_rate_limits() -> None:
         # Requests reserved under a limit that has just changed go back to the shared records
