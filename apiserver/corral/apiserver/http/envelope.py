@@ -88,7 +88,7 @@ def collection(
     objects: Iterable[T],
     ident: Callable[[T], str],
     fields: Callable[[T], Mapping[str, Any]],
-    render: Callable[[T], dict[str, Any]],
+    render: Callable[[T], Any],
     query: MultiMapping[str],
     path: str,
     can_create: bool,
@@ -101,9 +101,9 @@ def collection(
     page's objects). Objects whose sort field is equal stay in id order.
 
     `ident` gives an object's `id` and `fields` its filterable values, exactly as `render`
-    shows them. Without `sort` and `order` in the query, items sort by `default_sort`,
-    descending when `newest_first`. `create_url` is where to create one, when not at
-    `/v3/<plural>`."""
+    shows them (a resource's dict, or its JSON as `encoding.fragment` carries it). Without
+    `sort` and `order` in the query, items sort by `default_sort`, descending when
+    `newest_first`. `create_url` is where to create one, when not at `/v3/<plural>`."""
     self_url = f"{base}{path}"
     filterable = schema.filters()
     conditions = _conditions(query, filterable)

@@ -13,6 +13,7 @@ the new version.
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -98,7 +99,7 @@ class Workload:
     obj: Obj
     near: Neighbours
 
-    @property
+    @functools.cached_property
     def id(self) -> str:
         return str(WorkloadId.of(self.kind, self.obj))
 
