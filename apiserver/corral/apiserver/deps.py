@@ -65,6 +65,8 @@ class Deps:
     renderings: Renderings  # resources rendered once per version (`Family.rendering_key`)
     # Each project's workloads in id order (`services.workloads.visible`), by project id.
     workload_rows: Derived[str, Rows[tuple[Kind, str]]]
+    # The same rows knowing each workload's state too, by project id.
+    workload_states: Derived[str, Rows[tuple[Kind, str]]]
     limiter: RateLimiter
     throttle: LoginThrottle
     readiness: Readiness

@@ -111,8 +111,10 @@ class Workload:
         return ("redeploy",) if self.kind.rolls_out else ()
 
 
-# What a listing of a project's workloads filters and sorts by without making any `Workload`.
+# What a listing of a project's workloads filters and sorts by without making any `Workload`:
+# what their ids give, and, from rows made again when one of the project's changed, `state`.
 KNOWN = render.ID_FIELDS | {"projectId"}
+STATED = KNOWN | {"state"}
 
 
 async def visible(deps: Deps, who: Caller, pid: str) -> Listing[Workload, tuple[Kind, str]]:
@@ -121,6 +123,7 @@ async def visible(deps: Deps, who: Caller, pid: str) -> Listing[Workload, tuple[
     where = scope(deps, who, pid)
     near = await neighbours(deps, where)
     caches = {kind: await cache_of(deps, where, kind) for kind in KINDS.values()}
+    spaces = await downstream.downstream_namespaces(deps.connections, where.cluster)
     rows = await _rows(deps, where, caches)
 
     def obj_of(held: tuple[Kind, str]) -> Obj:
@@ -133,10 +136,10 @@ async def visible(deps: Deps, who: Caller, pid: str) -> Listing[Workload, tuple[
     def make(held: tuple[Kind, str]) -> Workload:
         return Workload(where, held[0], obj_of(held), near)
 
-    def current_state(held: tuple[Kind, str]) -> str:
-        return state.state(held[0], obj_of(held))
+    def stated() -> Rows[tuple[Kind, str]]:
+        return _stated(deps, where, spaces, caches, rows, obj_of)
 
-    return Listing(rows, KNOWN, make, {"state": current_state})
+    return Listing(rows, KNOWN, make, stated, STATED)
 
 
 async def find(deps: Deps, who: Caller, pid: str, text: str) -> Workload | None:
@@ -380,6 +383,29 @@ async def _rows(deps: Deps, where: Scope, caches: dict[Kind, Informer]) -> Rows[
 
     stamp = (spaces, spaces.version, *((c, c.members) for c in caches.values()))
     return deps.workload_rows.get(where.project_id, stamp, derive)
+
+
+def _stated(
+    deps: Deps,
+    where: Scope,
+    spaces: Informer,
+    caches: dict[Kind, Informer],
+    rows: Rows[tuple[Kind, str]],
+    obj_of: Callable[[tuple[Kind, str]], Obj],
+) -> Rows[tuple[Kind, str]]:
+    """The project's rows knowing each workload's `state` too: made again only after a
+    workload of one of the project's own namespaces came, changed or went (or the rows were
+    made again), so a filter or sort by state reads views of them as one by name does."""
+    members = sorted(ns["metadata"]["name"] for ns in spaces.by_index("project", where.project_id))
+
+    def derive() -> Rows[tuple[Kind, str]]:
+        return Rows(
+            (item_id, {**shown, "state": state.state(held[0], obj_of(held))}, held)
+            for item_id, shown, held in rows
+        )
+
+    moved = tuple((c, tuple(c.touched("namespace", ns) for ns in members)) for c in caches.values())
+    return deps.workload_states.get(where.project_id, (rows, *moved), derive)
 
 
 async def target_namespace(deps: Deps, where: Scope, value: Any) -> str:

@@ -95,13 +95,16 @@ PODS_CACHE = "pods"
 async def downstream_workloads(
     connections: Connections, cluster: str, kind: Kind, changes: Changes
 ) -> Informer:
-    """The cluster's objects of one workload kind (indexed by `namespace`)."""
+    """The cluster's objects of one workload kind (indexed by `namespace`, which tells when
+    each namespace's last moved: what a project's workloads show is derived again only after
+    one of its own namespaces' did)."""
     return await _by_namespace(
         connections,
         cluster,
         workloads_cache(kind),
         workloads.RESOURCES[kind.type],
         changes=changes,
+        versioned=True,
     )
 
 
