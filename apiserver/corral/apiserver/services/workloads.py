@@ -31,7 +31,7 @@ from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import text as body_text
 from corral.apiserver.http.envelope import Listing
-from corral.apiserver.http.rows import Row, Rows
+from corral.apiserver.http.rows import Fuller, Row, Rows, fuller
 from corral.apiserver.services import trialpods
 from corral.apiserver.services.visibility import seen_project, visible_project
 from corral.apiserver.state import downstream
@@ -396,16 +396,16 @@ def _stated(
     """The project's rows knowing each workload's `state` too: made again only after a
     workload of one of the project's own namespaces came, changed or went (or the rows were
     made again), so a filter or sort by state reads views of them as one by name does."""
-    members = sorted(ns["metadata"]["name"] for ns in spaces.by_index("project", where.project_id))
-
-    def derive() -> Rows[tuple[Kind, str]]:
-        return Rows(
-            (item_id, {**shown, "state": state.state(held[0], obj_of(held))}, held)
-            for item_id, shown, held in rows
-        )
-
+    pid = where.project_id
+    members = sorted(ns["metadata"]["name"] for ns in spaces.by_index("project", pid))
     moved = tuple((c, tuple(c.touched("namespace", ns) for ns in members)) for c in caches.values())
-    return deps.workload_states.get(where.project_id, (rows, *moved), derive)
+    kept = deps.workload_states
+
+    def derive() -> Fuller[tuple[Kind, str]]:
+        return fuller(rows, obj_of, lambda held, obj: {"state": state.state(held[0], obj)},
+                      kept.last(pid))  # fmt: skip
+
+    return kept.get(pid, (rows, *moved), derive).rows
 
 
 async def target_namespace(deps: Deps, where: Scope, value: Any) -> str:
