@@ -5,7 +5,8 @@ The application is served in-process (as in the contract tier) against a managem
 etcd and kube-apiserver alone; 10,000 Deployments of no replicas are written into `local`
 through kube-apiserver, spread over ten namespaces of one project. Each case's pages are asked
 one at a time through aiohttp's test client; its figures are the process's CPU time per page
-(client included: a constant fraction of a millisecond) and the wall time. A profile of the
+(client included: a constant fraction of a millisecond), the wall time, and the collector's
+full collections and longest pause during the case. A profile of the
 first-time pages (`BENCH_PAGES_PROFILE=<file>`) is written for `python -m pstats`.
 `BENCH_PAGES_WORKLOADS` sets how many workloads (10,000)."""
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import cProfile
+import gc
 import os
 import random
 import secrets
@@ -112,6 +114,30 @@ async def write_workloads(
     return str(project), [f"deployment:{spaces[i % NAMESPACES]}:w{i:05d}" for i in range(WORKLOADS)]
 
 
+class Collections:
+    """The garbage collector's pauses while counting: how many of the oldest generation's
+    collections (which walk every object not frozen), and the longest of any generation."""
+
+    def __init__(self) -> None:
+        self.full = 0
+        self.longest = 0.0
+        self._began = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+            return
+        self.longest = max(self.longest, time.perf_counter() - self._began)
+        self.full += info["generation"] == 2
+
+    def __enter__(self) -> Collections:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+
 async def timed(
     client: TestClient[Any, Any], auth: dict[str, str], urls: Callable[[], str], rounds: int
 ) -> tuple[list[float], list[float]]:
@@ -178,20 +204,24 @@ async def measure(env: Environment, tls: ssl.SSLContext) -> None:
             ("?limit=50&state_ne=active&sort=state",
              lambda: f"{base}?limit=50&state_ne=active&sort=state", 30),
         ]  # fmt: skip
-        print(f"{'case':<46} {'rounds':>6} {'cpu p50':>8} {'cpu p99':>8} {'wall p50':>9} "
-              f"{'wall p99':>9}  (ms)")  # fmt: skip
+        print(
+            f"{'case':<46} {'rounds':>6} {'cpu p50':>8} {'cpu p99':>8} {'wall p50':>9} "
+            f"{'wall p99':>9} {'gen-2':>5} {'gc max':>8}  (ms; gen-2: full collections)"
+        )
         profile = os.environ.get("BENCH_PAGES_PROFILE")
         for label, urls, rounds in cases:
             profiler = cProfile.Profile() if profile and urls is first_time else None
             if profiler is not None:
                 profiler.enable()
-            cpu, wall = await timed(client, auth, urls, rounds)
+            with Collections() as collections:
+                cpu, wall = await timed(client, auth, urls, rounds)
             if profiler is not None:
                 profiler.disable()
                 profiler.dump_stats(profile)
             print(f"{label:<46} {rounds:>6} {statistics.median(cpu) * 1000:>8.2f} "
                   f"{p99(cpu) * 1000:>8.2f} {statistics.median(wall) * 1000:>9.2f} "
-                  f"{p99(wall) * 1000:>9.2f}", flush=True)  # fmt: skip
+                  f"{p99(wall) * 1000:>9.2f} {collections.full:>5} "
+                  f"{collections.longest * 1000:>8.1f}", flush=True)  # fmt: skip
         print(f"RSS of this process (the API server and the client): "
               f"{rss_mib_self():.0f} MiB, load {os.getloadavg()[0]:.1f}")  # fmt: skip
     await kube.close()
