@@ -258,3 +258,53 @@ async def test_a_filtered_and_sorted_page_follows_workloads_and_namespaces(
     await eventually("the moved namespace's workloads in the other project",
                      lambda: shows(other, ["w4", "w3", "w2", "w2"]))  # fmt: skip
     await eventually("and no longer in its first", lambda: shows(home, []))
+
+
+async def test_a_page_filtered_by_state_follows_workloads_and_namespaces(
+    admin: Person, kube: AsyncClient
+) -> None:
+    """A filter on state reads rows that know each workload's state, made again when a
+    workload of the project comes, changes or goes: the next page follows each, and a
+    namespace moved to another project takes its workloads' states with it."""
+    api = admin.api
+    home, other = [
+        (await api.post("/v3/projects", {"name": f"states-{n}", "clusterId": "local"})).body["id"]
+        for n in range(2)
+    ]
+    space = f"states-{secrets.token_hex(3)}"
+    made = await api.post("/v3/clusters/local/namespaces", {"name": space, "projectId": home})
+    assert made.status == 201, made.body
+    for obj in objects(space):
+        await kube.create(obj)
+
+    async def paused(project: str) -> list[str]:
+        page = await api.get(f"/v3/projects/{project}/workloads?state=paused&sort=name")
+        assert page.status == 200, page.body
+        assert all(item["state"] == "paused" for item in page.body["data"])
+        return [item["name"] for item in page.body["data"]]
+
+    async def shows(project: str, expected: list[str]) -> bool:
+        return await paused(project) == expected
+
+    # The suspended cron jobs are paused; nothing runs the others' controllers here.
+    await eventually("the paused cron jobs", lambda: shows(home, ["c0", "c1"]))
+    extra = objects(space)[0]
+    extra.metadata.name = "w9"
+    extra.spec.paused = True
+    extra.spec.selector.matchLabels = extra.spec.template.metadata.labels = {"app": "w9"}
+    await kube.create(extra)
+    await eventually("a workload created paused", lambda: shows(home, ["c0", "c1", "w9"]))
+    await kube.patch(Deployment, "w0", {"spec": {"paused": True}}, namespace=space)
+    await eventually("a workload paused", lambda: shows(home, ["c0", "c1", "w0", "w9"]))
+    await kube.patch(Deployment, "w9", {"spec": {"paused": False}}, namespace=space)
+    await eventually("a workload resumed", lambda: shows(home, ["c0", "c1", "w0"]))
+    not_paused = await api.get(f"/v3/projects/{home}/workloads?state_ne=paused&sort=state")
+    listed = [item["id"] for item in not_paused.body["data"]]
+    assert f"deployment:{space}:w9" in listed and f"deployment:{space}:w0" not in listed
+    await kube.delete(Deployment, "w0", namespace=space)
+    await eventually("a paused workload deleted", lambda: shows(home, ["c0", "c1"]))
+    moved = await api.put(f"/v3/clusters/local/namespaces/{space}", {"projectId": other})
+    assert moved.status == 200, moved.body
+    await eventually("the moved namespace's paused workloads in the other project",
+                     lambda: shows(other, ["c0", "c1"]))  # fmt: skip
+    await eventually("and no longer in its first", lambda: shows(home, []))

@@ -143,8 +143,9 @@ def test_only_the_page_is_rendered() -> None:
 def listing_of(
     objects: list[Thing], made: list[str] | None = None, computed: list[str] | None = None
 ) -> envelope.Listing[Thing, Thing]:
-    """The objects as a listing whose rows know their color and that computes their size from
-    what a row holds; `made` records what it makes, `computed` whose size it computed."""
+    """The objects as a listing whose rows know their color, and whose fuller rows know their
+    size too, made from the objects as they are when a query asks; `made` records what it
+    makes, `computed` whose size it read."""
 
     def make(thing: Thing) -> Thing:
         if made is not None:
@@ -157,7 +158,12 @@ def listing_of(
         return thing.get("size")
 
     rows = [(ident(o), {"color": o.get("color")}, o) for o in objects]
-    return envelope.Listing(Rows(rows), frozenset({"color"}), make, {"size": size})
+
+    def fuller() -> Rows[Thing]:
+        return Rows((item_id, {**shown, "size": size(o)}, o) for item_id, shown, o in rows)
+
+    return envelope.Listing(Rows(rows), frozenset({"color"}), make, fuller,
+                            frozenset({"color", "size"}))  # fmt: skip
 
 
 def test_a_listing_makes_only_the_page_when_the_query_reads_only_what_it_knows() -> None:
@@ -174,7 +180,7 @@ def test_a_listing_makes_only_the_page_when_the_query_reads_only_what_it_knows()
     assert sorted(made) == sorted(ident(o) for o in items())  # each made once, for its fields
 
 
-def test_a_listing_computes_a_field_only_for_a_query_on_it_and_from_what_rows_hold_now() -> None:
+def test_a_listing_reads_its_fuller_rows_only_for_a_query_on_what_only_they_know() -> None:
     things, made, computed = items(), [], []
     listing = listing_of(things, made, computed)
     red = MultiDict([("color", "red"), ("limit", "1")])

@@ -522,8 +522,11 @@ def test_a_key_kubernetes_would_drop_is_refused_naming_its_path(
 
 def test_a_workload_is_rendered_again_when_it_or_what_surrounds_it_changes() -> None:
     """A kept rendering is found by a key that moves with the object's version, the project,
-    and the versions of the cluster's Services, Ingresses and pods (its public endpoints)."""
-    near = Neighbours(Informer(None, Service), Informer(None, Ingress), Informer(None, Pod))  # type: ignore[arg-type]
+    and when its namespace's Services, Ingresses and pods (its public endpoints) last moved;
+    those of another namespace leave it."""
+    by_namespace = {"namespace": lambda obj: [obj["metadata"]["namespace"]]}
+    near = Neighbours(*(Informer(None, resource, by_namespace, versioned=("namespace",))  # type: ignore[arg-type]
+                        for resource in (Service, Ingress, Pod)))  # fmt: skip
     where = Scope("c-1:p-1", "c-1", "project-owner", Impersonation("u-1"))
     obj = {"metadata": {"name": "web", "namespace": "ns", "resourceVersion": "7"}}
 
@@ -537,5 +540,7 @@ def test_a_workload_is_rendered_again_when_it_or_what_surrounds_it_changes() -> 
     assert key({"metadata": {**obj["metadata"], "name": "db"}}) != first
     for cache in (near.services, near.ingresses, near.pods):
         before = key(obj)
+        cache.put({"metadata": {"name": "x", "namespace": "elsewhere", "resourceVersion": "1"}})
+        assert key(obj) == before, cache.name
         cache.put({"metadata": {"name": "x", "namespace": "ns", "resourceVersion": "1"}})
-        assert key(obj) != before
+        assert key(obj) != before, cache.name

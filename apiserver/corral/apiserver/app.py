@@ -156,6 +156,7 @@ def create_app(
         activity=ActivityTracker(_activity_writer(kube)),
         verified=VerifiedTokens(),
         workload_rows=Derived(),
+        workload_states=Derived(),
         renderings=Renderings(),
         limiter=RateLimiter(KubeLedger(kube, stores.user_uid)),
         throttle=LoginThrottle(throttle),

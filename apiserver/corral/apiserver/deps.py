@@ -22,7 +22,7 @@ from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.auth.throttle import LoginThrottle
 from corral.apiserver.auth.verified import VerifiedTokens
 from corral.apiserver.http.renderings import Renderings
-from corral.apiserver.http.rows import Rows
+from corral.apiserver.http.rows import Fuller, Rows
 from corral.apiserver.http.schemas import Registry
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.state.derived import Derived
@@ -65,6 +65,8 @@ class Deps:
     renderings: Renderings  # resources rendered once per version (`Family.rendering_key`)
     # Each project's workloads in id order (`services.workloads.visible`), by project id.
     workload_rows: Derived[str, Rows[tuple[Kind, str]]]
+    # The same rows knowing each workload's state too, by project id.
+    workload_states: Derived[str, Fuller[tuple[Kind, str]]]
     limiter: RateLimiter
     throttle: LoginThrottle
     readiness: Readiness

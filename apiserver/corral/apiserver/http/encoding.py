@@ -16,6 +16,12 @@ def encode(body: Any) -> bytes:
     return orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS)
 
 
+def fragment(encoded: bytes) -> Any:
+    """JSON encoded already, to be written as it is inside a body `encode` encodes (a page's
+    kept encodings of its resources)."""
+    return orjson.Fragment(encoded)
+
+
 def json_response(
     body: Any, *, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> web.Response:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlencode
 
@@ -34,15 +34,17 @@ class Listing(Generic[T, R]):
     """A collection whose objects are made only when a page shows them, so that a page of a
     long listing costs the page: its rows are in id order, each with the fields `known`
     without making the object, and what `make` makes the object from. An `eq` filter and a
-    sort on a known field read the views the rows keep (`Rows`). `computed` gives other
-    fields from what a row holds, cheaply and only when a query filters or sorts by them (a
-    field that changes with the object, which rows outlive). A filter or a sort on any
-    other field makes every object."""
+    sort on a known field read the views the rows keep (`Rows`). `fuller` gives the same
+    rows knowing the fields `fuller_known` too (fields that change with the object, which
+    the rows outlive: whoever keeps them makes them again when one did), asked only when a
+    query filters or sorts by one of those. A filter or a sort on any other field makes
+    every object."""
 
     rows: Rows[R]
     known: frozenset[str]
     make: Callable[[R], T]
-    computed: Mapping[str, Callable[[R], Any]] = field(default_factory=dict)
+    fuller: Callable[[], Rows[R]] | None = None
+    fuller_known: frozenset[str] = frozenset()
 
     def __iter__(self) -> Iterator[T]:
         return (self.make(source) for _, _, source in self.rows)
@@ -88,7 +90,7 @@ def collection(
     objects: Iterable[T],
     ident: Callable[[T], str],
     fields: Callable[[T], Mapping[str, Any]],
-    render: Callable[[T], dict[str, Any]],
+    render: Callable[[T], Any],
     query: MultiMapping[str],
     path: str,
     can_create: bool,
@@ -101,9 +103,9 @@ def collection(
     page's objects). Objects whose sort field is equal stay in id order.
 
     `ident` gives an object's `id` and `fields` its filterable values, exactly as `render`
-    shows them. Without `sort` and `order` in the query, items sort by `default_sort`,
-    descending when `newest_first`. `create_url` is where to create one, when not at
-    `/v3/<plural>`."""
+    shows them (a resource's dict, or its JSON as `encoding.fragment` carries it). Without
+    `sort` and `order` in the query, items sort by `default_sort`, descending when
+    `newest_first`. `create_url` is where to create one, when not at `/v3/<plural>`."""
     self_url = f"{base}{path}"
     filterable = schema.filters()
     conditions = _conditions(query, filterable)
@@ -118,15 +120,18 @@ def collection(
     checks = conditions  # what each row is checked against
     in_order = False  # whether the rows are in the order asked already
     listing = objects if isinstance(objects, Listing) else None
-    if listing is not None and asked <= listing.known | listing.computed.keys() | {"id", "type"}:
-        rows, checks, in_order = _viewed(listing, conditions, sort_field, descending)
+    by_rows: tuple[Rows[Any], frozenset[str]] | None = None
+    if listing is not None and asked <= listing.known | {"id", "type"}:
+        by_rows = listing.rows, listing.known
+    elif (
+        listing is not None
+        and listing.fuller is not None
+        and asked <= listing.fuller_known | {"id", "type"}
+    ):
+        by_rows = listing.fuller(), listing.fuller_known
+    if listing is not None and by_rows is not None:
+        rows, checks, in_order = _viewed(*by_rows, conditions, sort_field, descending)
         show = listing.make
-        if computing := {name: listing.computed[name] for name in asked & listing.computed.keys()}:
-            rows = [
-                (item_id, {**shown, **{name: value(source) for name, value in computing.items()}},
-                 source)
-                for item_id, shown, source in rows
-            ]  # fmt: skip
     else:
         # An object's fields cost several times its id: most pages are neither filtered nor
         # sorted by anything else, and read none.
@@ -197,21 +202,25 @@ def collection(
 
 
 def _viewed(
-    listing: Listing[Any, Any], conditions: list[Condition], sort_field: str, descending: bool
+    listed: Rows[Any],
+    known: frozenset[str],
+    conditions: list[Condition],
+    sort_field: str,
+    descending: bool,
 ) -> tuple[Sequence[Row[Any]], list[Condition], bool]:
-    """A listing's rows narrowed by the query's first `eq` filter on a field every row knows,
-    and in the order asked when it sorts by such a field (or `id`), from the views the rows
-    keep; the conditions left to check; whether the rows are in the order asked. Filtering
-    keeps rows in their order, and equal sort values stay in id order either way, so the
-    page is the one filtering then sorting every row would give."""
+    """A listing's rows (which know the fields `known`) narrowed by the query's first `eq`
+    filter on one of those, and in the order asked when it sorts by one (or `id`), from the
+    views the rows keep; the conditions left to check; whether the rows are in the order
+    asked. Filtering keeps rows in their order, and equal sort values stay in id order either
+    way, so the page is the one filtering then sorting every row would give."""
     # `type` is the schema's, shown on every resource, not a row's; an `id` filter is of one.
-    viewable = listing.known - {"id", "type"}
+    viewable = known - {"id", "type"}
     where = next(((name, values[0]) for name, modifier, values in conditions
                   if modifier == "eq" and name in viewable), None)  # fmt: skip
     left = [c for c in conditions if where is None or (c[0], c[1]) != (where[0], "eq")]
     if sort_field == "id" or sort_field in viewable:
-        return listing.rows.view(where, sort_field, descending), left, True
-    rows = listing.rows.in_id_order if where is None else listing.rows.where(*where)
+        return listed.view(where, sort_field, descending), left, True
+    rows = listed.in_id_order if where is None else listed.where(*where)
     return rows, left, False
 
 

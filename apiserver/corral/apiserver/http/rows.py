@@ -11,7 +11,8 @@ page, not a pass over, or a sort of, every row.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 R = TypeVar("R")
@@ -81,3 +82,32 @@ class Rows(Generic[R]):
                 self._views.popitem(last=False)
         self._views.move_to_end(key)
         return found
+
+
+@dataclass(frozen=True)
+class Fuller(Generic[R]):
+    """Rows knowing fields read from their objects too (a workload's state, which changes with
+    its object); and, by id, each row with the object its fields were read from."""
+
+    rows: Rows[R]
+    seen: dict[str, tuple[Any, Row[R]]]
+
+
+def fuller(
+    rows: Rows[R],
+    obj_of: Callable[[R], Any],
+    read: Callable[[R, Any], Mapping[str, Any]],
+    previous: Fuller[R] | None,
+) -> Fuller[R]:
+    """`rows` knowing what `read` reads from each object too, read again only for an object
+    that is not the one `previous` read it from (caches replace an object when it changes):
+    made again after one of 10,000 changed, this reads one."""
+    before = previous.seen if previous is not None else {}
+    seen: dict[str, tuple[Any, Row[R]]] = {}
+    for item_id, shown, source in rows:
+        obj = obj_of(source)
+        found = before.get(item_id)
+        if found is None or found[0] is not obj:
+            found = (obj, (item_id, {**shown, **read(source, obj)}, source))
+        seen[item_id] = found
+    return Fuller(Rows(row for _, row in seen.values()), seen)

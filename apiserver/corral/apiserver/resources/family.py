@@ -33,6 +33,8 @@ Maybe: TypeAlias = V | Awaitable[V]
 # A resource's state as Rancher's clients read it: state, transitioning (yes, no, error) and
 # transitioningMessage.
 State = tuple[str, str, str]
+# The methods and actions a caller is offered, by what `Family.offers_alike` gives.
+Offers = dict[Hashable, tuple[list[str], list[str]]]
 
 
 class Ask(NamedTuple):
@@ -126,6 +128,10 @@ class Family(Generic[T]):
     # a boolean or two). None renders it every time: an answer that shows a secret.
     rendering_key: Callable[[Ask, T], Hashable | None] | None = None
     varying: Callable[[Ask, T], dict[str, Any]] | None = None
+    # What the caller is offered of a resource (its methods and actions) is the same for the
+    # resources of one request with the same value of this (a workload's kind): a page asks
+    # the checks once per value, not once per resource. None asks them of each.
+    offers_alike: Callable[[T], Hashable] | None = None
 
     @property
     def collection_route(self) -> str:
@@ -190,30 +196,51 @@ class Family(Generic[T]):
         check = self.before_create
         return check is None or allows(check, ask)
 
-    def render(self, ask: Ask, obj: T) -> dict[str, Any]:
-        """The resource as an answer shows it: a new dict the caller may change."""
-        methods, actions = self.offered_methods(ask, obj), self.offered_actions(ask, obj)
+    def render(self, ask: Ask, obj: T, alike: Offers | None = None) -> dict[str, Any]:
+        """The resource as an answer shows it: a new dict the caller may change. `alike`
+        holds what the caller is offered of resources alike (`offers_alike`), for a page."""
+        methods, actions = self._offered(ask, obj, alike)
         key = self._kept_key(ask, obj, methods, actions)
         if key is None:
             return self._render(ask, obj, methods, actions)
-        kept = ask.deps.renderings.get(key, lambda: self._render(ask, obj, methods, actions))
+        kept = ask.deps.renderings.get(
+            self.schema.id, key, lambda: self._render(ask, obj, methods, actions)
+        )
         return {**kept, **self._varying(ask, obj)}
 
-    def encoded(self, ask: Ask, obj: T) -> bytes:
+    def encoded(self, ask: Ask, obj: T, alike: Offers | None = None) -> bytes:
         """`render`'s answer as JSON. A resource with a rendering key is encoded once per key
         and values of `varying` (its object's version, which token asks, whether it has
-        expired), not once per request."""
-        methods, actions = self.offered_methods(ask, obj), self.offered_actions(ask, obj)
+        expired), not once per request. Only what varies keeps the rendering itself too:
+        laying each new value over it costs less than rendering again."""
+        methods, actions = self._offered(ask, obj, alike)
         key = self._kept_key(ask, obj, methods, actions)
         if key is None:
             return encoding.encode(self._render(ask, obj, methods, actions))
+        if self.varying is None:
+            return ask.deps.renderings.get(
+                self.schema.id,
+                (key, ()),
+                lambda: encoding.encode(self._render(ask, obj, methods, actions)),
+            )
         varying = self._varying(ask, obj)
 
         def encode() -> bytes:
-            kept = ask.deps.renderings.get(key, lambda: self._render(ask, obj, methods, actions))
+            kept = ask.deps.renderings.get(
+                self.schema.id, key, lambda: self._render(ask, obj, methods, actions)
+            )
             return encoding.encode({**kept, **varying})
 
-        return ask.deps.renderings.get((key, tuple(varying.items())), encode)
+        return ask.deps.renderings.get(self.schema.id, (key, tuple(varying.items())), encode)
+
+    def _offered(self, ask: Ask, obj: T, alike: Offers | None) -> tuple[list[str], list[str]]:
+        if alike is None or self.offers_alike is None:
+            return self.offered_methods(ask, obj), self.offered_actions(ask, obj)
+        which = self.offers_alike(obj)
+        found = alike.get(which)
+        if found is None:
+            found = alike[which] = (self.offered_methods(ask, obj), self.offered_actions(ask, obj))
+        return found
 
     def _kept_key(
         self, ask: Ask, obj: T, methods: list[str], actions: list[str]
@@ -223,7 +250,7 @@ class Family(Generic[T]):
         key = self.rendering_key(ask, obj) if self.rendering_key is not None else None
         if key is None:
             return None
-        return (self.schema.id, ask.base, key, tuple(methods), tuple(actions))
+        return (ask.base, key, tuple(methods), tuple(actions))
 
     def _varying(self, ask: Ask, obj: T) -> dict[str, Any]:
         return self.varying(ask, obj) if self.varying is not None else {}
@@ -243,14 +270,22 @@ class Family(Generic[T]):
         )
 
     async def page(self, ask: Ask, path: str) -> dict[str, Any]:
-        """The collection for this caller: filtered, sorted and paged by the query."""
+        """The collection for this caller: filtered, sorted and paged by the query. A family
+        with a rendering key shows each resource as its kept encoding (`encoded`), so a page
+        looked up again encodes only its envelope."""
+        alike: Offers = {}
+        shown: Callable[[T], Any] = (
+            (lambda obj: encoding.fragment(self.encoded(ask, obj, alike)))
+            if self.rendering_key is not None
+            else (lambda obj: self.render(ask, obj, alike))
+        )
         return envelope.collection(
             ask.base,
             self.schema,
             await settled(self.listed(ask)),
             self.ident,
             lambda obj: self.all_fields(ask, obj),
-            lambda obj: self.render(ask, obj),
+            shown,
             ask.query,
             path,
             can_create=self.creatable(ask),

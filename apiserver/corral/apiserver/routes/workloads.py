@@ -125,14 +125,17 @@ def links(ask: Ask, found: Workload) -> dict[str, str]:
 
 def rendering_key(ask: Ask, found: Workload) -> Hashable:
     """A workload renders the same for one version of its object in one project while its
-    cluster's Services, Ingresses and pods (its public endpoints) stand: a page of 50 of a
-    project's workloads is looked up, not rendered, until one of them changes. The caches
-    themselves are in the key (as `Derived` stamps hold them): a cluster connected again
-    starts new ones, whose versions count from nothing again."""
+    namespace's Services, Ingresses and pods (its public endpoints) stand: a page of 50 of a
+    project's workloads is looked up, not rendered, until one of them changes, and pods
+    coming and going in another namespace leave it kept. The caches themselves are in the key
+    (as `Derived` stamps hold them): a cluster connected again starts new ones, whose
+    versions count from nothing again."""
     near, meta = found.near, found.obj["metadata"]
-    return (found.where.project_id, found.kind.type, meta["namespace"], meta["name"],
-            meta.get("resourceVersion"), near.services, near.services.version, near.ingresses,
-            near.ingresses.version, near.pods, near.pods.version)  # fmt: skip
+    namespace = meta["namespace"]
+    return (found.where.project_id, found.kind.type, namespace, meta["name"],
+            meta.get("resourceVersion"),
+            *((cache, cache.touched("namespace", namespace))
+              for cache in (near.services, near.ingresses, near.pods)))  # fmt: skip
 
 
 FAMILY = Family[Workload](
@@ -145,6 +148,9 @@ FAMILY = Family[Workload](
     url=url,
     links=links,
     rendering_key=rendering_key,
+    # Whether the caller may change a workload, and which actions apply, are its project's
+    # role's and its kind's: a page of 50 asks them once per kind.
+    offers_alike=lambda found: found.kind.type,
     # Read-only members see a workload as it is: nothing to change, no action to take.
     actions=lambda ask, found: found.actions,
     create_url=lambda ask: f"{project_url(ask)}/workloads",

@@ -13,6 +13,7 @@ the new version.
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from corral.apiserver.auth.authz import Caller
 from corral.apiserver.deps import Deps
 from corral.apiserver.http.body import text as body_text
 from corral.apiserver.http.envelope import Listing
-from corral.apiserver.http.rows import Row, Rows
+from corral.apiserver.http.rows import Fuller, Row, Rows, fuller
 from corral.apiserver.services import trialpods
 from corral.apiserver.services.visibility import seen_project, visible_project
 from corral.apiserver.state import downstream
@@ -98,7 +99,7 @@ class Workload:
     obj: Obj
     near: Neighbours
 
-    @property
+    @functools.cached_property
     def id(self) -> str:
         return str(WorkloadId.of(self.kind, self.obj))
 
@@ -110,8 +111,10 @@ class Workload:
         return ("redeploy",) if self.kind.rolls_out else ()
 
 
-# What a listing of a project's workloads filters and sorts by without making any `Workload`.
+# What a listing of a project's workloads filters and sorts by without making any `Workload`:
+# what their ids give, and, from rows made again when one of the project's changed, `state`.
 KNOWN = render.ID_FIELDS | {"projectId"}
+STATED = KNOWN | {"state"}
 
 
 async def visible(deps: Deps, who: Caller, pid: str) -> Listing[Workload, tuple[Kind, str]]:
@@ -120,6 +123,7 @@ async def visible(deps: Deps, who: Caller, pid: str) -> Listing[Workload, tuple[
     where = scope(deps, who, pid)
     near = await neighbours(deps, where)
     caches = {kind: await cache_of(deps, where, kind) for kind in KINDS.values()}
+    spaces = await downstream.downstream_namespaces(deps.connections, where.cluster)
     rows = await _rows(deps, where, caches)
 
     def obj_of(held: tuple[Kind, str]) -> Obj:
@@ -132,10 +136,10 @@ async def visible(deps: Deps, who: Caller, pid: str) -> Listing[Workload, tuple[
     def make(held: tuple[Kind, str]) -> Workload:
         return Workload(where, held[0], obj_of(held), near)
 
-    def current_state(held: tuple[Kind, str]) -> str:
-        return state.state(held[0], obj_of(held))
+    def stated() -> Rows[tuple[Kind, str]]:
+        return _stated(deps, where, spaces, caches, rows, obj_of)
 
-    return Listing(rows, KNOWN, make, {"state": current_state})
+    return Listing(rows, KNOWN, make, stated, STATED)
 
 
 async def find(deps: Deps, who: Caller, pid: str, text: str) -> Workload | None:
@@ -379,6 +383,29 @@ async def _rows(deps: Deps, where: Scope, caches: dict[Kind, Informer]) -> Rows[
 
     stamp = (spaces, spaces.version, *((c, c.members) for c in caches.values()))
     return deps.workload_rows.get(where.project_id, stamp, derive)
+
+
+def _stated(
+    deps: Deps,
+    where: Scope,
+    spaces: Informer,
+    caches: dict[Kind, Informer],
+    rows: Rows[tuple[Kind, str]],
+    obj_of: Callable[[tuple[Kind, str]], Obj],
+) -> Rows[tuple[Kind, str]]:
+    """The project's rows knowing each workload's `state` too: made again only after a
+    workload of one of the project's own namespaces came, changed or went (or the rows were
+    made again), so a filter or sort by state reads views of them as one by name does."""
+    pid = where.project_id
+    members = sorted(ns["metadata"]["name"] for ns in spaces.by_index("project", pid))
+    moved = tuple((c, tuple(c.touched("namespace", ns) for ns in members)) for c in caches.values())
+    kept = deps.workload_states
+
+    def derive() -> Fuller[tuple[Kind, str]]:
+        return fuller(rows, obj_of, lambda held, obj: {"state": state.state(held[0], obj)},
+                      kept.last(pid))  # fmt: skip
+
+    return kept.get(pid, (rows, *moved), derive).rows
 
 
 async def target_namespace(deps: Deps, where: Scope, value: Any) -> str:

@@ -20,6 +20,12 @@ class Derived(Generic[K, V]):
         self._size = size
         self._kept: OrderedDict[K, tuple[Hashable, V]] = OrderedDict()
 
+    def last(self, key: K) -> V | None:
+        """The value last derived for `key`, whatever it was derived under: for a `derive`
+        that reuses what has not changed since."""
+        found = self._kept.get(key)
+        return None if found is None else found[1]
+
     def get(self, key: K, stamp: Hashable, derive: Callable[[], V]) -> V:
         """The value of `key`, derived again when its `stamp` is not the one it was derived
         under: the caches it reads and their versions (caches compare by identity, so a

@@ -63,7 +63,9 @@ async def _by_namespace(
     resource: Any,
     keep: Callable[[Obj], Obj] | None = None,
     changes: Changes | None = None,
+    versioned: bool = False,
 ) -> Informer:
+    """`versioned`: the informer tells when each namespace's objects last moved (`touched`)."""
     hook = changes.hook(name, cluster) if changes is not None else None
 
     def made(client: AsyncClient) -> Informer:
@@ -75,7 +77,7 @@ async def _by_namespace(
 
         informer = Informer(
             client, resource, {"namespace": _namespace}, namespace="*", keep=keep,
-            on_change=published,
+            on_change=published, versioned=("namespace",) if versioned else (),
         )  # fmt: skip
         return informer
 
@@ -93,24 +95,30 @@ PODS_CACHE = "pods"
 async def downstream_workloads(
     connections: Connections, cluster: str, kind: Kind, changes: Changes
 ) -> Informer:
-    """The cluster's objects of one workload kind (indexed by `namespace`)."""
+    """The cluster's objects of one workload kind (indexed by `namespace`, which tells when
+    each namespace's last moved: what a project's workloads show is derived again only after
+    one of its own namespaces' did)."""
     return await _by_namespace(
         connections,
         cluster,
         workloads_cache(kind),
         workloads.RESOURCES[kind.type],
         changes=changes,
+        versioned=True,
     )
 
 
 async def downstream_pods(connections: Connections, cluster: str, changes: Changes) -> Informer:
-    """The cluster's pods (indexed by `namespace`), each cut to what `/v3` shows of it."""
-    return await _by_namespace(connections, cluster, PODS_CACHE, Pod, pods.trimmed, changes=changes)
+    """The cluster's pods (indexed by `namespace`, which tells when each namespace's last
+    moved), each cut to what `/v3` shows of it."""
+    return await _by_namespace(
+        connections, cluster, PODS_CACHE, Pod, pods.trimmed, changes=changes, versioned=True
+    )
 
 
 async def downstream_services(connections: Connections, cluster: str) -> Informer:
-    return await _by_namespace(connections, cluster, "services", Service)
+    return await _by_namespace(connections, cluster, "services", Service, versioned=True)
 
 
 async def downstream_ingresses(connections: Connections, cluster: str) -> Informer:
-    return await _by_namespace(connections, cluster, "ingresses", Ingress)
+    return await _by_namespace(connections, cluster, "ingresses", Ingress, versioned=True)

@@ -160,6 +160,9 @@ class Connections:
         if informer is None:
             informer = connection.informers[name] = factory(connection.client)
             connection.tasks.append(asyncio.create_task(informer.run()))
+        if informer.synced.is_set():
+            # Most calls: a timeout armed and disarmed for nothing cost more than the rest.
+            return informer
         try:
             # Not wait_for, which loses a cancellation that comes as the listing ends (Python
             # 3.11): the agent waiting here must stop when it is cancelled.
