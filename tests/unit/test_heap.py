@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import weakref
 from collections.abc import Iterator
@@ -62,3 +64,25 @@ def test_an_acyclic_frozen_object_is_freed_when_its_last_reference_goes() -> Non
     heap.settle()
     kept.clear()
     assert watched() is None
+
+
+async def test_while_kept_settled_a_full_collection_walks_nothing_a_settle_still_collects() -> None:
+    keeping = asyncio.create_task(heap.keep_settled(period=3600))
+    await asyncio.sleep(0)  # the callback is in place
+    try:
+        came = [{"workload": [n]} for n in range(10_000)]
+        frozen = gc.get_freeze_count()
+        gc.collect()  # as an automatic full collection would start
+        assert gc.get_freeze_count() >= frozen + len(came)
+        assert not any(o is came for o in gc.get_objects())
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        watched = weakref.ref(a)
+        del a, b
+        heap.settle(thaw=False)  # a settle's own collection is not frozen away
+        assert watched() is None
+    finally:
+        keeping.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await keeping
+    assert heap._freeze_before_full not in gc.callbacks
