@@ -3,9 +3,9 @@
 second, and the real nodes' pod cgroups' own count (cpuacct.usage), which also holds what
 processes that exited between two samples used.
 
-A process is put in a component once, when first seen: inside a real node's pod cgroups by its
-command name (the control-plane image links each component under its own name), otherwise by
-the environment's process it descends from (corral's operator and API server, the management
+A process inside a real node's pod cgroups counts for its command name (the control-plane image
+links each component under its own name); any other for the environment's process it descends
+from (corral's operator and API server, the management
 cluster, a real node's kubelet and containerd); anything else is other work on the machine."""
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from corral.devenv.environment import Environment
-from corral.devenv.host import pids_in_cgroup
 
 TICKS = os.sysconf("SC_CLK_TCK")
-PERIOD = 0.5
+PERIOD = 1.0
 CGROUPS = Path("/sys/fs/cgroup/cpuacct")
 # The kernel's command name is cut at 15 characters.
 HOSTED = {
@@ -30,6 +29,7 @@ HOSTED = {
     "kube-controller": "kube-controller-manager",
     "kube-scheduler": "kube-scheduler",
     "kwok": "kwok",
+    "corral-kwok": "kwok",
 }
 
 
@@ -98,7 +98,7 @@ class CpuMeter:
             self._sample(first=False)
 
     def _sample(self, first: bool) -> None:
-        pods = set().union(*(pids_in_cgroup(c) for c in self._cgroups))
+        pods = self._pods()
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
                 continue
@@ -107,15 +107,17 @@ class CpuMeter:
             if found is None:
                 continue
             comm, _, seconds = found
-            if pid not in self._component:
+            # A container's process is first seen as the runtime's and then execs its command:
+            # its name is read again at every sample.
+            if pid not in self._component or pid in pods:
                 self._component[pid] = self._classify(pid, comm, pid in pods)
-                if first:
-                    self._first[pid] = seconds
+            if first:
+                self._first[pid] = seconds
             self._last[pid] = seconds
 
     def _classify(self, pid: int, comm: str, in_pods: bool) -> str:
         if in_pods:
-            return f"hosted {HOSTED.get(comm, 'pause')}"
+            return f"hosted {HOSTED.get(comm, comm)}"
         if comm.startswith("containerd-shim"):
             # Shims leave containerd for the machine's init; only the real nodes run them.
             return "real node: container shims"
@@ -128,6 +130,15 @@ class CpuMeter:
                 break
             seen = found[1]
         return "other work on the machine"
+
+    def _pods(self) -> set[int]:
+        """The processes in the real nodes' pod cgroups (one hierarchy holds them all)."""
+        pids: set[int] = set()
+        for cgroup in self._cgroups:
+            for procs in (CGROUPS / cgroup.lstrip("/")).rglob("cgroup.procs"):
+                with contextlib.suppress(OSError):
+                    pids.update(int(p) for p in procs.read_text().split())
+        return pids
 
     def _pods_usage(self) -> float:
         total = 0.0

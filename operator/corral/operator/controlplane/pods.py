@@ -163,17 +163,30 @@ class PodRuntime:
         return rotation.rolled(statefulset, pki_generation, image)
 
     async def ensure(self, plan: manifests.Plan) -> None:
-        for obj in (
-            manifests.configuration(plan),
-            manifests.etcd(plan),
-            manifests.control_plane(plan),
-        ):
-            await self._apply(obj)
+        await self._apply(manifests.configuration(plan))
+        await self._apply(manifests.etcd(plan))
+        if await self._control_plane_due(plan.cluster):
+            await self._apply(manifests.control_plane(plan))
+
+    async def _control_plane_due(self, cluster: str) -> bool:
+        """Whether the control-plane Deployment may be applied: once it exists, always; before,
+        only once etcd is Ready. An apiserver that cannot reach its etcd exits, and the
+        kubelet backs its restarts off (10, 20, 40 s): ten control planes started together
+        on two cores lost most of a minute that way, and their restarts' CPU besides."""
+        if (cluster, "Deployment", manifests.CONTROL_PLANE) in self._applied:
+            return True
+        statefulset = await self._get(StatefulSet, "etcd", cluster)
+        if progress.etcd_ready(statefulset):
+            return True
+        return await self._get(Deployment, manifests.CONTROL_PLANE, cluster) is not None
 
     async def observe(self, cluster: str) -> progress.Seen:
         statefulset = await self._get(StatefulSet, "etcd", cluster)
         deployment = await self._get(Deployment, manifests.CONTROL_PLANE, cluster)
-        if statefulset is None or deployment is None:
+        # A workload found gone is applied again at once; the Deployment is made only after
+        # etcd is Ready (`_control_plane_due`), so its absence before counts only once applied.
+        applied = (cluster, "Deployment", manifests.CONTROL_PLANE) in self._applied
+        if statefulset is None or (deployment is None and applied):
             self._forget(cluster)
         pods = [
             as_dict(p)
