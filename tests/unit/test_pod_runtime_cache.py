@@ -2,7 +2,7 @@
 when it changed or RESYNC has passed, and reads the certificate Secrets again only after it
 wrote them. The client records the requests (the runtime's behaviour against a real control
 plane is tests/e2e/test_provisioning.py's). The control-plane Deployment waits for etcd's
-readiness before it is first made."""
+readiness, and a start slot, before it is first made."""
 
 from __future__ import annotations
 
@@ -118,15 +118,21 @@ def plan() -> manifests.Plan:
     return manifests.Plan(CLUSTER, "k3s", release, ADDRESSES, pki_generation=1)
 
 
-def test_the_control_plane_is_first_applied_once_etcd_is_ready() -> None:
+def test_the_control_plane_is_first_applied_once_etcd_is_ready_and_it_may_start() -> None:
     run, kube, _ = runtime()
     asyncio.run(run.ensure(plan()))
     assert manifests.CONTROL_PLANE not in kube.applied
     asyncio.run(run.ensure(plan()))
     assert manifests.CONTROL_PLANE not in kube.applied
     kube.objects[("StatefulSet", "etcd")].status = StatefulSetStatus(replicas=1, readyReplicas=1)
-    asyncio.run(run.ensure(plan()))
+    asked: list[bool] = []
+    asyncio.run(run.ensure(plan(), lambda: asked.append(False) or False))
+    assert asked == [False] and manifests.CONTROL_PLANE not in kube.applied
+    asyncio.run(run.ensure(plan(), lambda: True))
     assert manifests.CONTROL_PLANE in kube.applied
+    # Once made, no start slot is asked for again.
+    asyncio.run(run.ensure(plan(), lambda: asked.append(False) or False))
+    assert asked == [False]
     # Made once, it is kept as the plan says whatever etcd does (a restore scales etcd to 0).
     kube.objects[("StatefulSet", "etcd")].status = StatefulSetStatus(replicas=0)
     kube.applied.clear()

@@ -243,18 +243,27 @@ class Provisioner:
                 if not etcd_rolled:
                     # etcd first: the Deployment keeps the old release until etcd has rolled.
                     plan = dataclasses.replace(plan, previous=previous)
-        if self.state.connections.credential(self.cluster) is None:
-            wake = functools.partial(self.wakeups.add, Wake.TIMER)
-            if place := self.starts.admit(self.cluster, wake):
-                waiting = (f"waiting to start: {self.starts.limit} control planes are starting, "
-                           f"{place - 1} more before this one")  # fmt: skip
-                return Progress("WaitingForControlPlane", waiting, restore=kept)
-        await self.runtime.ensure(plan)
+        queued = 0
+
+        def admit() -> bool:
+            nonlocal queued
+            queued = self.starts.admit(
+                self.cluster, functools.partial(self.wakeups.add, Wake.TIMER)
+            )
+            return not queued
+
+        # Only a control plane corral has never been in waits for a start slot.
+        new = self.state.connections.credential(self.cluster) is None
+        await self.runtime.ensure(plan, admit if new else None)
         if record.restore is not None and record.restore.running:
             return Progress("Restoring", rs.message(record), restore=kept)
         seen = await self.runtime.observe(self.cluster)
         if seen.ready:
             self.starts.done(self.cluster)
+        if queued:
+            waiting = (f"etcd is Ready; waiting to start: {self.starts.limit} control planes are "
+                       f"starting, {queued - 1} more before this one")  # fmt: skip
+            return Progress("WaitingForControlPlane", waiting, restore=kept)
         running = source or version  # the version the control plane runs until a roll is over
         if owed is not None:
             if not (seen.ready and await self.runtime.etcd_rolled(self.cluster, generations.etcd)):

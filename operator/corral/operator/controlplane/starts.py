@@ -4,7 +4,8 @@
 A control plane's start is CPU-bound (the apiserver's post-start hooks against a new etcd, then
 the controller manager's informers), and starts that share a node's cores all finish late:
 each apiserver gets a sliver, fails its probes, and its loopback calls time out and are made
-again. A new cluster's control plane therefore waits for one of LIMIT slots, in the order the
+again. A new cluster's control plane (its apiserver and controllers: etcd starts at once, so
+it is Ready when its turn comes) therefore waits for one of LIMIT slots, in the order the
 clusters asked, and gives it back once its control plane is Ready. A start that takes longer
 than HOLD (a pod that cannot be scheduled, a container crash-looping) gives its slot up then
 and goes on without one, so no cluster can hold the others back for good.
