@@ -71,7 +71,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.ssh_machines = SSHMachines(memo.state)
     await ensure_peering_object(memo.kube, settings.peering.name)
     await bootstrap.run(memo.kube)
-    memo.starts = Starts()
+    memo.starts = Starts(config.hosted_starts)
     # On every replica, whether peering made it the leader or not: the clusters are shared.
     memo.shard_manager = ShardManager(
         memo.state,

@@ -5,8 +5,9 @@ A control plane's start is CPU-bound (the apiserver's post-start hooks against a
 the controller manager's informers), and starts that share a node's cores all finish late:
 each apiserver gets a sliver, fails its probes, and its loopback calls time out and are made
 again. A new cluster's control plane (its apiserver and controllers: etcd starts at once, so
-it is Ready when its turn comes) therefore waits for one of LIMIT slots, in the order the
-clusters asked, and gives it back once its control plane is Ready. A start that takes longer
+it is Ready when its turn comes) therefore waits for one of `limit` slots
+(CORRAL_HOSTED_CONTROL_PLANE_STARTS), in the order the clusters asked, and gives it back once
+its control plane is Ready. A start that takes longer
 than HOLD (a pod that cannot be scheduled, a container crash-looping) gives its slot up then
 and goes on without one, so no cluster can hold the others back for good.
 """
@@ -16,13 +17,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-LIMIT = 3
+from corral.operator.config import DEFAULT_HOSTED_STARTS
+
 HOLD = 60.0
 
 
 class Starts:
     def __init__(
-        self, limit: int = LIMIT, hold: float = HOLD, clock: Callable[[], float] = time.monotonic
+        self,
+        limit: int = DEFAULT_HOSTED_STARTS,
+        hold: float = HOLD,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.limit = limit
         self.hold = hold
