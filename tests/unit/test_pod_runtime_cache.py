@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from lightkube import ApiError
-from lightkube.models.apps_v1 import StatefulSetStatus
 
 from corral.core.provisioning import catalog, manifests
 from corral.core.provisioning import pki as cp
@@ -124,7 +123,8 @@ def test_the_control_plane_is_first_applied_once_etcd_is_ready_and_it_may_start(
     assert manifests.CONTROL_PLANE not in kube.applied
     asyncio.run(run.ensure(plan()))
     assert manifests.CONTROL_PLANE not in kube.applied
-    kube.objects[("StatefulSet", "etcd")].status = StatefulSetStatus(replicas=1, readyReplicas=1)
+    etcd = manifests.etcd(plan())
+    kube.objects[("StatefulSet", "etcd")] = etcd | {"status": {"replicas": 1, "readyReplicas": 1}}
     asked: list[bool] = []
     asyncio.run(run.ensure(plan(), lambda: asked.append(False) or False))
     assert asked == [False] and manifests.CONTROL_PLANE not in kube.applied
@@ -134,7 +134,7 @@ def test_the_control_plane_is_first_applied_once_etcd_is_ready_and_it_may_start(
     asyncio.run(run.ensure(plan(), lambda: asked.append(False) or False))
     assert asked == [False]
     # Made once, it is kept as the plan says whatever etcd does (a restore scales etcd to 0).
-    kube.objects[("StatefulSet", "etcd")].status = StatefulSetStatus(replicas=0)
+    kube.objects[("StatefulSet", "etcd")] = etcd | {"status": {"replicas": 0}}
     kube.applied.clear()
     changed = dataclasses.replace(plan(), pki_generation=2)
     asyncio.run(run.ensure(changed))
