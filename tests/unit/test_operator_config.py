@@ -96,7 +96,7 @@ def test_the_number_of_shards_is_bounded() -> None:
 
 
 def test_the_control_planes_started_at_once_are_bounded() -> None:
-    assert parse_starts(None) == parse_starts("") == 3
+    assert parse_starts(None) == parse_starts("") == 2
     assert parse_starts("1") == 1 and parse_starts("64") == 64
     for text in ["0", "65", "-1", "many", "2.5"]:
         with pytest.raises(ValueError, match="from 1 to 64"):

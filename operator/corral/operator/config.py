@@ -27,9 +27,9 @@ DEFAULT_DATA_DIR = "/var/lib/corral"
 IDENTITY = re.compile(r"[a-z0-9]([-a-z0-9.]{0,198}[a-z0-9])?")
 
 
-# New hosted control planes a replica starts at once (controlplane/starts.py): three measured
-# best on a 2-core node (docs/provisioning.md, "Ten at once").
-DEFAULT_HOSTED_STARTS = 3
+# New hosted control planes a replica starts at once (controlplane/starts.py): two measured
+# best on a 2-core node, one start to a core (docs/provisioning.md, "Ten at once").
+DEFAULT_HOSTED_STARTS = 2
 MAX_HOSTED_STARTS = 64
 
 
