@@ -2,8 +2,9 @@
 (median of CLUSTERS, one after another, each with the timeline of where its time went), what
 each control plane uses once up (memory working set and CPU, from the kubelet's summary), and so
 how many fit on this machine; how long DELETE takes; then AT_ONCE clusters created together and
-how long until all are Ready, with each one's timeline and, for those not Ready in time, what
-holds them (their conditions, provisioning step and pods).
+how long until all are Ready, where the CPU went meanwhile (core-seconds per component), the
+containers' restarts and the kubelet's probe failures and back-offs, each one's timeline and,
+for those not Ready in time, what holds them (their conditions, provisioning step and pods).
 
 `BENCH_PROVISIONING=together` runs only the clusters created together (`one` only those one
 after another)."""
@@ -23,6 +24,7 @@ from corral.devenv.environment import Environment
 from corral.devenv.waiting import wait_for
 from tests.bench import timeline
 from tests.bench.common import get_json, send_json, stack
+from tests.bench.cpu import CpuMeter
 
 CLUSTERS = 3
 AT_ONCE = 10
@@ -43,10 +45,20 @@ def mem_available() -> float:
     raise RuntimeError("no MemAvailable in /proc/meminfo")
 
 
-def ready(env: Environment, cluster: str) -> bool:
-    body = get_json(env, f"{env.api_url}/v3/clusters/{cluster}")
+def is_ready(body: dict[str, Any]) -> bool:
     conditions = (body.get("status") or {}).get("conditions") or []
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def ready(env: Environment, cluster: str) -> bool:
+    return is_ready(get_json(env, f"{env.api_url}/v3/clusters/{cluster}"))
+
+
+def ready_ones(env: Environment) -> set[str]:
+    """The clusters Ready now, in one request: a GET per cluster twice a second cost the
+    machine more CPU than some of the components measured."""
+    listed = get_json(env, f"{env.api_url}/v3/clusters?limit=-1")["data"]
+    return {body["id"] for body in listed if is_ready(body)}
 
 
 def gone(env: Environment, cluster: str) -> bool:
@@ -125,6 +137,26 @@ def show_node(env: Environment) -> None:
         print(f"node {node.name}: {len(running)} pods of {capacity} allocatable", flush=True)
 
 
+def troubles(env: Environment, clusters: list[str]) -> str:
+    """What the kubelet did to the clusters' containers: restarts by container, and its
+    probe failures, back-offs and kills (the namespaces' events, counted)."""
+    api = k8s.CoreV1Api(k8s_config.new_client_from_config(str(env.management_kubeconfig)))
+    restarts: dict[str, int] = {}
+    events: dict[str, int] = {}
+    for cluster in clusters:
+        for pod in api.list_namespaced_pod(cluster).items:
+            statuses = [*(pod.status.init_container_statuses or []),
+                        *(pod.status.container_statuses or [])]  # fmt: skip
+            for status in statuses:
+                restarts[status.name] = restarts.get(status.name, 0) + status.restart_count
+        for event in api.list_namespaced_event(cluster).items:
+            if event.reason in ("Unhealthy", "BackOff", "Killing"):
+                events[event.reason] = events.get(event.reason, 0) + (event.count or 1)
+    said = ", ".join(f"{name} {count}" for name, count in sorted(restarts.items()) if count)
+    kubelet = ", ".join(f"{reason} {count}" for reason, count in sorted(events.items()))
+    return f"container restarts: {said or 'none'}; kubelet events: {kubelet or 'none'}"
+
+
 def delete(env: Environment, clusters: list[str]) -> float:
     """Seconds until all of `clusters` are gone."""
     began = time.monotonic()
@@ -140,6 +172,8 @@ def at_once(env: Environment) -> None:
     and how long until all are Ready; then each one's timeline, and what holds those that are
     not."""
     count = min(AT_ONCE, int((mem_available() - RESERVE_GIB) / STARTING_GIB))
+    meter = CpuMeter(env)
+    meter.start()
     began, clusters = time.monotonic(), []
     posted: dict[str, tuple[float, float]] = {}  # the POST sent and answered (wall clock)
     for index in range(count):
@@ -150,11 +184,12 @@ def at_once(env: Environment) -> None:
     posting = time.monotonic() - began
     pending, seconds, seen = set(clusters), [], {}
     while pending and time.monotonic() - began < READY_TIMEOUT:
-        for cluster in [c for c in clusters if c in pending and ready(env, c)]:
+        for cluster in pending & ready_ones(env):
             pending.discard(cluster)
             seconds.append(time.monotonic() - began)
             seen[cluster] = time.time()
-        time.sleep(0.2)
+        time.sleep(0.25)
+    spent = meter.stop()
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     if pending:
         print(f"{count} clusters created at once: {len(seconds)} Ready after "
@@ -166,6 +201,8 @@ def at_once(env: Environment) -> None:
             f"{statistics.median(seconds):.1f} s); load average {load}",
             flush=True,
         )
+    print(spent, flush=True)
+    print(troubles(env, clusters), flush=True)
     show_node(env)
     for index, cluster in enumerate(clusters):
         sent, answered = posted[cluster]
@@ -180,6 +217,8 @@ def at_once(env: Environment) -> None:
 def one_at_a_time(env: Environment) -> None:
     before = mem_available()
     clusters, seconds = [], []
+    meter = CpuMeter(env)
+    meter.start()
     for index in range(CLUSTERS):
         began, posted = time.monotonic(), time.time()
         cluster = create(env, f"bench-{index}")
@@ -191,6 +230,8 @@ def one_at_a_time(env: Environment) -> None:
         print(f"cluster {index + 1}: POST to Ready {seconds[-1]:.1f} s; load average "
               f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
         show_timeline(env, cluster, posted, answered, seen)
+    print(f"the {CLUSTERS} starts, one after another:\n{meter.stop()}", flush=True)
+    print(troubles(env, clusters), flush=True)
     # A quiet minute, so that start-up work is over before usage is read.
     time.sleep(60)
     after = mem_available()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from corral.operator.controlplane.provisioner import Provisioner
+from corral.operator.controlplane.starts import Starts
 from corral.operator.downstream.agent import Agent
 from corral.operator.drivers.cache import Cache
 from corral.operator.drivers.registry import Drivers
@@ -66,13 +67,15 @@ def test_a_provisioner_runs_only_where_corral_runs_the_control_plane(
     driver: str | None, loops: list[type]
 ) -> None:
     drivers = Drivers(None, Cache(Path("/nonexistent")))  # type: ignore[arg-type]
-    runtime = ClusterRuntime.assemble("c-x", driver, state(), drivers, None)
+    runtime = ClusterRuntime.assemble("c-x", driver, state(), drivers, None, Starts())
     assert [type(loop) for loop in runtime.loops] == loops
 
 
 def test_a_provisioner_s_change_wakes_the_agent() -> None:
     drivers = Drivers(None, Cache(Path("/nonexistent")))  # type: ignore[arg-type]
-    agent, _, provisioner = ClusterRuntime.assemble("c-m-x", "rke2", state(), drivers, None).loops
+    agent, _, provisioner = ClusterRuntime.assemble(
+        "c-m-x", "rke2", state(), drivers, None, Starts()
+    ).loops
     assert isinstance(agent, Agent) and isinstance(provisioner, Provisioner)
     provisioner.on_change()
     assert Wake.TIMER in agent.wakeups.take()
@@ -86,7 +89,7 @@ async def test_a_provisioner_s_change_is_shown_while_the_agent_s_pass_waits(
     drivers = Drivers(None, Cache(Path("/nonexistent")))  # type: ignore[arg-type]
     agent_state = state()
     agent, _, provisioner = ClusterRuntime.assemble("c-m-x", "rke2", agent_state, drivers,
-                                                    None).loops  # fmt: skip
+                                                    None, Starts()).loops  # fmt: skip
     assert isinstance(agent, Agent)
     agent_state.clusters.put({"metadata": {"name": "c-m-x", "resourceVersion": "1"}})
     for informer in agent_state.informers():

@@ -13,6 +13,7 @@ from corral.operator.config import (
     parse_identity,
     parse_priority,
     parse_shards,
+    parse_starts,
 )
 
 
@@ -92,3 +93,11 @@ def test_the_number_of_shards_is_bounded() -> None:
     for text in ["0", "1025", "-1", "many", "2.5"]:
         with pytest.raises(ValueError, match="from 1 to 1024"):
             parse_shards(text)
+
+
+def test_the_control_planes_started_at_once_are_bounded() -> None:
+    assert parse_starts(None) == parse_starts("") == 2
+    assert parse_starts("1") == 1 and parse_starts("64") == 64
+    for text in ["0", "65", "-1", "many", "2.5"]:
+        with pytest.raises(ValueError, match="from 1 to 64"):
+            parse_starts(text)

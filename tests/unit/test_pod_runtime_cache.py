@@ -1,17 +1,19 @@
 """What a pass at rest costs the management cluster: the pod runtime applies an object again only
 when it changed or RESYNC has passed, and reads the certificate Secrets again only after it
 wrote them. The client records the requests (the runtime's behaviour against a real control
-plane is tests/e2e/test_provisioning.py's)."""
+plane is tests/e2e/test_provisioning.py's). The control-plane Deployment waits for etcd's
+readiness, and a start slot, before it is first made."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
 from lightkube import ApiError
 
-from corral.core.provisioning import manifests
+from corral.core.provisioning import catalog, manifests
 from corral.core.provisioning import pki as cp
 from corral.operator.controlplane import pods
 
@@ -106,3 +108,34 @@ def test_a_workload_found_gone_is_applied_again_at_once() -> None:
     asyncio.run(run.observe(CLUSTER))  # neither the StatefulSet nor the Deployment is there
     asyncio.run(run._apply(service()))
     assert len(kube.applied) == 2
+
+
+def plan() -> manifests.Plan:
+    release = catalog.Release(
+        "v1.36.3", {name: catalog.Component("image:1", ()) for name in catalog.REQUIRED}
+    )
+    return manifests.Plan(CLUSTER, "k3s", release, ADDRESSES, pki_generation=1)
+
+
+def test_the_control_plane_is_first_applied_once_etcd_is_ready_and_it_may_start() -> None:
+    run, kube, _ = runtime()
+    asyncio.run(run.ensure(plan()))
+    assert manifests.CONTROL_PLANE not in kube.applied
+    asyncio.run(run.ensure(plan()))
+    assert manifests.CONTROL_PLANE not in kube.applied
+    etcd = manifests.etcd(plan())
+    kube.objects[("StatefulSet", "etcd")] = etcd | {"status": {"replicas": 1, "readyReplicas": 1}}
+    asked: list[bool] = []
+    asyncio.run(run.ensure(plan(), lambda: asked.append(False) or False))
+    assert asked == [False] and manifests.CONTROL_PLANE not in kube.applied
+    asyncio.run(run.ensure(plan(), lambda: True))
+    assert manifests.CONTROL_PLANE in kube.applied
+    # Once made, no start slot is asked for again.
+    asyncio.run(run.ensure(plan(), lambda: asked.append(False) or False))
+    assert asked == [False]
+    # Made once, it is kept as the plan says whatever etcd does (a restore scales etcd to 0).
+    kube.objects[("StatefulSet", "etcd")] = etcd | {"status": {"replicas": 0}}
+    kube.applied.clear()
+    changed = dataclasses.replace(plan(), pki_generation=2)
+    asyncio.run(run.ensure(changed))
+    assert manifests.CONTROL_PLANE in kube.applied

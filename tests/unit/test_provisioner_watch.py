@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from corral.operator.controlplane.provisioner import Progress, Provisioner
+from corral.operator.controlplane.starts import Starts
 from corral.operator.state import State
 from corral.operator.wakeups import Wake
 
@@ -41,7 +42,7 @@ class WatchingRuntime:
 
 
 def provisioner(runtime: Any) -> Provisioner:
-    return Provisioner("c-m-abc", State(None, lambda: NOW), runtime, lambda: None)  # type: ignore[arg-type]
+    return Provisioner("c-m-abc", State(None, lambda: NOW), runtime, Starts(), lambda: None)  # type: ignore[arg-type]
 
 
 async def test_a_change_of_the_workloads_wakes_the_provisioner_while_it_waits() -> None:

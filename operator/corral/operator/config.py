@@ -27,6 +27,12 @@ DEFAULT_DATA_DIR = "/var/lib/corral"
 IDENTITY = re.compile(r"[a-z0-9]([-a-z0-9.]{0,198}[a-z0-9])?")
 
 
+# New hosted control planes a replica starts at once (controlplane/starts.py): two measured
+# best on a 2-core node, one start to a core (docs/provisioning.md, "Ten at once").
+DEFAULT_HOSTED_STARTS = 2
+MAX_HOSTED_STARTS = 64
+
+
 @dataclass(frozen=True)
 class HostedGrant:
     """Under the Helm chart the operator may write Secrets, workloads and volumes only where
@@ -48,6 +54,8 @@ class OperatorConfig:
     # are cut (the same on every replica).
     identity: str
     shards: int
+    # How many new hosted control planes this replica starts at once (controlplane/starts.py).
+    hosted_starts: int = DEFAULT_HOSTED_STARTS
     hosted_grant: HostedGrant | None = None
     # The directory node drivers' file urls may name files below; None (the chart's) refuses
     # them: the operator would read, cache and run any file it can open.
@@ -71,6 +79,7 @@ class OperatorConfig:
             data_dir=Path(os.environ.get("CORRAL_OPERATOR_DATA_DIR") or DEFAULT_DATA_DIR),
             identity=parse_identity(os.environ.get("CORRAL_OPERATOR_IDENTITY")),
             shards=parse_shards(os.environ.get("CORRAL_OPERATOR_SHARDS")),
+            hosted_starts=parse_starts(os.environ.get("CORRAL_HOSTED_CONTROL_PLANE_STARTS")),
             hosted_grant=hosted_grant(),
             driver_files=driver_files(os.environ.get(source.FILE_DIR_ENV)),
             corral=corral(),
@@ -151,3 +160,19 @@ def corral() -> Corral | None:
         Path(ca).read_bytes() if ca else None,
         Path(cert).read_bytes() if cert else None,
     )
+
+
+def parse_starts(text: str | None) -> int:
+    """How many new control planes start at once, 1 to MAX_HOSTED_STARTS; the default unset."""
+    if not text:
+        return DEFAULT_HOSTED_STARTS
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_HOSTED_STARTS:
+        raise ValueError(
+            "CORRAL_HOSTED_CONTROL_PLANE_STARTS must be an integer from 1 to "
+            f"{MAX_HOSTED_STARTS}, not {text!r}"
+        )
+    return value

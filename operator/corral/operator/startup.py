@@ -17,6 +17,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from corral.core.api import names
 from corral.core.kube import client as kube
 from corral.operator.config import OperatorConfig
+from corral.operator.controlplane.starts import Starts
 from corral.operator.drivers.cache import Cache
 from corral.operator.drivers.registry import Drivers
 from corral.operator.management import bootstrap
@@ -70,13 +71,14 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.ssh_machines = SSHMachines(memo.state)
     await ensure_peering_object(memo.kube, settings.peering.name)
     await bootstrap.run(memo.kube)
+    memo.starts = Starts(config.hosted_starts)
     # On every replica, whether peering made it the leader or not: the clusters are shared.
     memo.shard_manager = ShardManager(
         memo.state,
         config.identity,
         config.shards,
         lambda cluster, driver: ClusterRuntime.assemble(
-            cluster, driver, memo.state, memo.machine_drivers, memo.hosted_grant
+            cluster, driver, memo.state, memo.machine_drivers, memo.hosted_grant, memo.starts
         ),
     )
     memo.shards_task = asyncio.create_task(memo.shard_manager.run())

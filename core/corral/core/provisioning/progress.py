@@ -52,19 +52,23 @@ def control_plane(
     pods: Sequence[Obj],
     claims: Sequence[Obj],
 ) -> Seen:
-    etcd_ready = _ready_replicas(statefulset) >= 1
+    ready_etcd = etcd_ready(statefulset)
     deployment_ready = _rolled(deployment) and not _leaving(pods)
     counts = _counts(deployment)
-    if etcd_ready and deployment_ready:
+    if ready_etcd and deployment_ready:
         return Seen(True, True, "", *counts)
     waiting = (
-        "etcd" if not etcd_ready else "kube-apiserver, kube-controller-manager, kube-scheduler"
+        "etcd" if not ready_etcd else "kube-apiserver, kube-controller-manager, kube-scheduler"
     )
     problems = [*_claim_problems(claims), *_pod_problems(pods)]
     message = f"waiting for {waiting}"
     if problems:
         message += ": " + "; ".join(problems)
-    return Seen(etcd_ready, deployment_ready, message, *counts, tuple(problems))
+    return Seen(ready_etcd, deployment_ready, message, *counts, tuple(problems))
+
+
+def etcd_ready(statefulset: Obj | None) -> bool:
+    return _ready_replicas(statefulset) >= 1
 
 
 def _counts(deployment: Obj | None) -> tuple[int, int, int]:

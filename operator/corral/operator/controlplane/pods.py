@@ -162,18 +162,32 @@ class PodRuntime:
         statefulset = await self._get(StatefulSet, "etcd", cluster)
         return rotation.rolled(statefulset, pki_generation, image)
 
-    async def ensure(self, plan: manifests.Plan) -> None:
-        for obj in (
-            manifests.configuration(plan),
-            manifests.etcd(plan),
-            manifests.control_plane(plan),
-        ):
-            await self._apply(obj)
+    async def ensure(self, plan: manifests.Plan, admit: Callable[[], bool] | None = None) -> None:
+        await self._apply(manifests.configuration(plan))
+        await self._apply(manifests.etcd(plan))
+        if await self._control_plane_due(plan.cluster, admit):
+            await self._apply(manifests.control_plane(plan))
+
+    async def _control_plane_due(self, cluster: str, admit: Callable[[], bool] | None) -> bool:
+        """Whether the control-plane Deployment may be applied: once it exists, always; before,
+        only once etcd is Ready and `admit` lets it start. An apiserver that cannot reach its
+        etcd exits, and the kubelet backs its restarts off (10, 20, 40 s): ten control planes
+        started together on two cores lost most of a minute that way, and their restarts' CPU
+        besides. etcd itself starts at once, so a control plane let start finds it Ready."""
+        if (cluster, "Deployment", manifests.CONTROL_PLANE) in self._applied:
+            return True
+        if await self._get(Deployment, manifests.CONTROL_PLANE, cluster) is not None:
+            return True
+        statefulset = await self._get(StatefulSet, "etcd", cluster)
+        return progress.etcd_ready(statefulset) and (admit is None or admit())
 
     async def observe(self, cluster: str) -> progress.Seen:
         statefulset = await self._get(StatefulSet, "etcd", cluster)
         deployment = await self._get(Deployment, manifests.CONTROL_PLANE, cluster)
-        if statefulset is None or deployment is None:
+        # A workload found gone is applied again at once; the Deployment is made only after
+        # etcd is Ready (`_control_plane_due`), so its absence before counts only once applied.
+        applied = (cluster, "Deployment", manifests.CONTROL_PLANE) in self._applied
+        if statefulset is None or (deployment is None and applied):
             self._forget(cluster)
         pods = [
             as_dict(p)

@@ -45,6 +45,7 @@ from corral.operator.controlplane import inputs, probe, restore
 from corral.operator.controlplane import rotation as rotating
 from corral.operator.controlplane.network import PodNetwork
 from corral.operator.controlplane.runtime import ControlPlaneRuntime
+from corral.operator.controlplane.starts import Starts
 from corral.operator.state import State
 from corral.operator.wakeups import Wake, Wakeups
 
@@ -92,11 +93,14 @@ class Provisioner:
         cluster: str,
         state: State,
         runtime: ControlPlaneRuntime,
+        starts: Starts,
         on_change: Callable[[], None],
     ) -> None:
         self.cluster = cluster
         self.state = state
         self.runtime = runtime
+        # Shared by the replica's provisioners: how many new control planes start at once.
+        self.starts = starts
         # Tells the cluster's agent, whose health writer shows the progress on the conditions.
         self.on_change = on_change
         self.wakeups = Wakeups()
@@ -123,6 +127,7 @@ class Provisioner:
                 watching = self._watch(watching, progress)
                 self.wakeups.after(IDLE_INTERVAL if progress.ready else BUSY_INTERVAL, Wake.TIMER)
         finally:
+            self.starts.done(self.cluster)
             if watching is not None:
                 watching.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -149,6 +154,7 @@ class Provisioner:
     async def step(self) -> Progress:
         body = self.state.clusters.get(self.cluster)
         if body is None or body["metadata"].get("deletionTimestamp"):
+            self.starts.done(self.cluster)
             return Progress("Deleting")
         try:
             progress = await self._provision(body)
@@ -237,10 +243,27 @@ class Provisioner:
                 if not etcd_rolled:
                     # etcd first: the Deployment keeps the old release until etcd has rolled.
                     plan = dataclasses.replace(plan, previous=previous)
-        await self.runtime.ensure(plan)
+        queued = 0
+
+        def admit() -> bool:
+            nonlocal queued
+            queued = self.starts.admit(
+                self.cluster, functools.partial(self.wakeups.add, Wake.TIMER)
+            )
+            return not queued
+
+        # Only a control plane corral has never been in waits for a start slot.
+        new = self.state.connections.credential(self.cluster) is None
+        await self.runtime.ensure(plan, admit if new else None)
         if record.restore is not None and record.restore.running:
             return Progress("Restoring", rs.message(record), restore=kept)
         seen = await self.runtime.observe(self.cluster)
+        if seen.ready:
+            self.starts.done(self.cluster)
+        if queued:
+            waiting = (f"etcd is Ready; waiting to start: {self.starts.limit} control planes are "
+                       f"starting, {queued - 1} more before this one")  # fmt: skip
+            return Progress("WaitingForControlPlane", waiting, restore=kept)
         running = source or version  # the version the control plane runs until a roll is over
         if owed is not None:
             if not (seen.ready and await self.runtime.etcd_rolled(self.cluster, generations.etcd)):

@@ -36,8 +36,9 @@ class ControlPlaneRuntime(Protocol):
         """etcd runs the certificates of `pki_generation` (and `image`, when given), and is
         Ready."""
 
-    async def ensure(self, plan: Plan) -> None:
-        """Make what runs match the plan."""
+    async def ensure(self, plan: Plan, admit: Callable[[], bool] | None = None) -> None:
+        """Make what runs match the plan. A control plane not yet started starts only once
+        etcd is Ready and `admit` (when given) says it may."""
 
     async def observe(self, cluster: str) -> Seen:
         """How far the control plane has come, and why it is stuck when it is."""

@@ -20,6 +20,7 @@ from corral.core.api import drivers as cluster_drivers
 from corral.operator.config import HostedGrant
 from corral.operator.controlplane.pods import PodRuntime
 from corral.operator.controlplane.provisioner import Provisioner
+from corral.operator.controlplane.starts import Starts
 from corral.operator.downstream.agent import Agent
 from corral.operator.drivers.registry import Drivers
 from corral.operator.management.projects import ProjectKeeper
@@ -54,14 +55,16 @@ class ClusterRuntime:
         state: State,
         drivers: Drivers,
         grant: HostedGrant | None,
+        starts: Starts,
     ) -> ClusterRuntime:
         """The loops of a cluster of `driver`: a provisioner only where corral runs the
-        control plane, waking the agent whenever it changed something the agent observes."""
+        control plane, waking the agent whenever it changed something the agent observes;
+        `starts` is shared by the replica's provisioners."""
         agent = Agent(cluster, state, drivers)
         loops: list[Loop] = [agent, ProjectKeeper(cluster, state)]
         if driver in cluster_drivers.HOSTED:
             runtime = PodRuntime(state.kube, grant)
-            loops.append(Provisioner(cluster, state, runtime, on_change=agent.progressed))
+            loops.append(Provisioner(cluster, state, runtime, starts, on_change=agent.progressed))
         return cls(cluster, state, tuple(loops))
 
     async def run(self, stopped: Awaitable[object]) -> None:
