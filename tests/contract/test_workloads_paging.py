@@ -211,6 +211,23 @@ async def test_a_filter_on_state_sees_a_workload_change_state(
     assert chosen["id"] not in [item["id"] for item in still.body["data"]]
 
 
+async def two_projects_and_workloads(
+    api: Api, kube: AsyncClient, prefix: str
+) -> tuple[str, str, str]:
+    """Two projects of `local`, and a namespace of the first holding `objects`' workloads:
+    the first project's id, the second's, the namespace."""
+    home, other = [
+        (await api.post("/v3/projects", {"name": f"{prefix}-{n}", "clusterId": "local"})).body["id"]
+        for n in range(2)
+    ]
+    space = f"{prefix}-{secrets.token_hex(3)}"
+    made = await api.post("/v3/clusters/local/namespaces", {"name": space, "projectId": home})
+    assert made.status == 201, made.body
+    for obj in objects(space):
+        await kube.create(obj)
+    return home, other, space
+
+
 async def test_a_filtered_and_sorted_page_follows_workloads_and_namespaces(
     admin: Person, kube: AsyncClient
 ) -> None:
@@ -218,15 +235,7 @@ async def test_a_filtered_and_sorted_page_follows_workloads_and_namespaces(
     a workload created, changed or deleted, and a namespace moved to another project, show in
     the next page of each project as in a fresh listing."""
     api = admin.api
-    home, other = [
-        (await api.post("/v3/projects", {"name": f"views-{n}", "clusterId": "local"})).body["id"]
-        for n in range(2)
-    ]
-    space = f"views-{secrets.token_hex(3)}"
-    made = await api.post("/v3/clusters/local/namespaces", {"name": space, "projectId": home})
-    assert made.status == 201, made.body
-    for obj in objects(space):
-        await kube.create(obj)
+    home, other, space = await two_projects_and_workloads(api, kube, "views")
     query = f"namespaceId={space}&sort=name&order=desc&limit=4"
 
     async def names(project: str) -> list[str]:
@@ -267,15 +276,7 @@ async def test_a_page_filtered_by_state_follows_workloads_and_namespaces(
     workload of the project comes, changes or goes: the next page follows each, and a
     namespace moved to another project takes its workloads' states with it."""
     api = admin.api
-    home, other = [
-        (await api.post("/v3/projects", {"name": f"states-{n}", "clusterId": "local"})).body["id"]
-        for n in range(2)
-    ]
-    space = f"states-{secrets.token_hex(3)}"
-    made = await api.post("/v3/clusters/local/namespaces", {"name": space, "projectId": home})
-    assert made.status == 201, made.body
-    for obj in objects(space):
-        await kube.create(obj)
+    home, other, space = await two_projects_and_workloads(api, kube, "states")
 
     async def paused(project: str) -> list[str]:
         page = await api.get(f"/v3/projects/{project}/workloads?state=paused&sort=name")
