@@ -617,6 +617,14 @@ def test_v3_read_only_users_read_logs_but_never_execute(
 ) -> None:
     reader = grant(api, real_workload["project"], "read-only")
     pod = f"/v3/projects/{real_workload['project']}/pods/{real_workload['pod']}"
-    assert "first-line" in reader.api.get(f"{pod}/logs").body
+
+    # The reader's RoleBinding downstream is the operator's to make: until it is there, the
+    # cluster refuses them, and says so.
+    def reads() -> bool:
+        answer = reader.api.get(f"{pod}/logs")
+        assert answer.status in (200, 403), answer.body
+        return answer.status == 200 and "first-line" in answer.body
+
+    wait_for("the reader's role in the namespace", reads, 60)
     refused = reader.api.post(f"{pod}?action=execute", {"command": ["true"]})
     assert refused.status == 403, refused.body

@@ -240,8 +240,10 @@ async def _refused(upstream: aiohttp.ClientResponse, what: str, obj: Obj) -> Api
         message = json.loads(text).get("message") or text
     except (ValueError, AttributeError):
         message = text
-    status = upstream.status if upstream.status in (400, 404) else 502
-    code = {400: "BadRequest", 404: "NotFound"}.get(status, "ClusterError")
+    # The cluster's RBAC judged the caller (the request impersonates them): its refusal is
+    # theirs to see as one, not a fault of the cluster.
+    status = upstream.status if upstream.status in (400, 403, 404) else 502
+    code = {400: "BadRequest", 403: "PermissionDenied", 404: "NotFound"}.get(status, "ClusterError")
     return ApiError(status, code, f"cannot {what} pod {ScopedId.of(obj)}: {message}")
 
 
