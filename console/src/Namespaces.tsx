@@ -2,6 +2,7 @@ import type { TargetedSubmitEvent } from "preact";
 import { useEffect, useState } from "preact/hooks";
 
 import { all, call, listing, pathOf } from "./api";
+import { DeleteButton } from "./DeleteButton";
 import { DeleteDialog } from "./DeleteDialog";
 import { useAction } from "./live";
 import { moveTargets, namespaceBody, namespacesOf, withoutNamespace } from "./namespaces";
@@ -114,18 +115,7 @@ export function Namespaces({ projectId }: { projectId: string }) {
                   {move.pending === n.id && <span role="status">Moving…</span>}
                 </td>
                 <td class="actions">
-                  {n.links?.remove !== undefined && (
-                    <button
-                      type="button"
-                      class="ghost"
-                      aria-label={`Delete namespace ${n.name}`}
-                      onClick={() => {
-                        setDeleting(n);
-                      }}
-                    >
-                      Delete
-                    </button>
-                  )}
+                  <DeleteButton of={n} label={`Delete namespace ${n.name}`} onDelete={() => { setDeleting(n); }} />
                 </td>
               </tr>
             ))}

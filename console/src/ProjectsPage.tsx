@@ -3,6 +3,7 @@ import { Fragment } from "preact";
 
 import { ApiError, all, call, pathOf } from "./api";
 import type { V3Cluster } from "./clusters";
+import { DeleteButton } from "./DeleteButton";
 import { DeleteDialog } from "./DeleteDialog";
 import { FormFailure, useSubmit } from "./FieldError";
 import { FormButtons } from "./FormButtons";
@@ -137,16 +138,7 @@ export function ProjectsPage({ clusterId }: { clusterId: string }) {
                   >
                     Members
                   </button>
-                  {p.links?.remove !== undefined && (
-                    <button
-                      type="button"
-                      class="ghost"
-                      aria-label={`Delete ${p.name || p.id}`}
-                      onClick={() => { setDeleting(p); }}
-                    >
-                      Delete
-                    </button>
-                  )}
+                  <DeleteButton of={p} label={`Delete ${p.name || p.id}`} onDelete={() => { setDeleting(p); }} />
                 </td>
               </tr>
             ))}

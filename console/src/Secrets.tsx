@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 
 import { call, listing, pathOf } from "./api";
+import { DeleteButton } from "./DeleteButton";
 import { DeleteDialog } from "./DeleteDialog";
 import { FormFailure, useSubmit } from "./FieldError";
 import { FormButtons } from "./FormButtons";
@@ -84,18 +85,7 @@ export function Secrets({ projectId }: { projectId: string }) {
                 <td>{s.kind ?? "Opaque"}</td>
                 <td>{(s.keys ?? []).join(", ") || "–"}</td>
                 <td class="actions">
-                  {s.links?.remove !== undefined && (
-                    <button
-                      type="button"
-                      class="ghost"
-                      aria-label={`Delete secret ${s.name}`}
-                      onClick={() => {
-                        setDeleting(s);
-                      }}
-                    >
-                      Delete
-                    </button>
-                  )}
+                  <DeleteButton of={s} label={`Delete secret ${s.name}`} onDelete={() => { setDeleting(s); }} />
                 </td>
               </tr>
             ))}

@@ -13,6 +13,7 @@ import {
 } from "./access";
 import { all, call, listing, pathOf } from "./api";
 import type { V3Cluster } from "./clusters";
+import { DeleteButton } from "./DeleteButton";
 import { DeleteDialog } from "./DeleteDialog";
 import { FieldError, FieldRefusal, FormFailure, invalid, useSubmit } from "./FieldError";
 import { FormButtons } from "./FormButtons";
@@ -91,12 +92,7 @@ export function Tokens() {
                 </td>
                 <td>{whenText(t.created)}</td>
                 <td class="actions">
-                  {t.links?.remove !== undefined && (
-                    <button type="button" class="ghost" aria-label={`Delete ${t.id}`}
-                      onClick={() => { setDeleting(t); }}>
-                      Delete
-                    </button>
-                  )}
+                  <DeleteButton of={t} label={`Delete ${t.id}`} onDelete={() => { setDeleting(t); }} />
                 </td>
               </tr>
             ))}

@@ -2,6 +2,7 @@ import { useRef, useState } from "preact/hooks";
 
 import { providerOf, userBody, userErrorInput, type UserForm, type V3User } from "./access";
 import { call, listing, pathOf } from "./api";
+import { DeleteButton } from "./DeleteButton";
 import { DeleteDialog } from "./DeleteDialog";
 import { FormFailure, useSubmit } from "./FieldError";
 import { FormButtons } from "./FormButtons";
@@ -94,12 +95,7 @@ export function Users() {
                       {toggle.pending === u.id ? "Saving…" : u.enabled === false ? "Enable" : "Disable"}
                     </button>
                   )}
-                  {u.links?.remove !== undefined && (
-                    <button type="button" class="ghost" aria-label={`Delete ${nameOf(u)}`}
-                      onClick={() => { setDeleting(u); }}>
-                      Delete
-                    </button>
-                  )}
+                  <DeleteButton of={u} label={`Delete ${nameOf(u)}`} onDelete={() => { setDeleting(u); }} />
                 </td>
               </tr>
             ))}

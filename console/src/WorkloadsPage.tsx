@@ -2,6 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 
 import { ApiError, call, listing, pathOf } from "./api";
 import { CreateWorkload } from "./CreateWorkload";
+import { DeleteButton } from "./DeleteButton";
 import { DeleteDialog } from "./DeleteDialog";
 import { LiveBadge, useAction, useLive } from "./live";
 import type { V3Project } from "./projects";
@@ -322,11 +323,7 @@ function WorkloadRow({ workload: w, pods, projectId, pending, act, onDelete, onR
             Roll back…
           </button>
         )}
-        {w.links?.remove !== undefined && (
-          <button type="button" class="ghost" aria-label={`Delete ${w.name}`} onClick={onDelete}>
-            Delete
-          </button>
-        )}
+        <DeleteButton of={w} label={`Delete ${w.name}`} onDelete={onDelete} />
         {busy && <span role="status">{PROGRESS[pending?.split(" ")[0] ?? ""] ?? "Working…"}</span>}
       </td>
     </tr>
