@@ -218,6 +218,11 @@ def test_operator_replicas_share_the_clusters_each_under_its_pod_name() -> None:
     assert env_of(shards)["CORRAL_OPERATOR_SHARDS"] == "16"
     refused = helm("template", "corral", str(CHART), "--set=operator.shards=0")
     assert refused.returncode != 0 and "shards" in refused.stderr
+    assert env["CORRAL_HOSTED_CONTROL_PLANE_STARTS"] == "2"
+    starts = named(render("operator.hostedControlPlaneStarts=8"), "Deployment", "corral-operator")
+    assert env_of(starts)["CORRAL_HOSTED_CONTROL_PLANE_STARTS"] == "8"
+    too_many = helm("template", "corral", str(CHART), "--set=operator.hostedControlPlaneStarts=65")
+    assert too_many.returncode != 0 and "hostedControlPlaneStarts" in too_many.stderr
     role = named(render(), "Role", "corral-operator")
     (leases,) = [r for r in role["rules"] if r["resources"] == ["leases"]]
     # A shard Lease is taken over, never deleted; a member Lease goes with its replica.
