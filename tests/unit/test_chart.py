@@ -289,6 +289,20 @@ def test_the_generated_certificate_names_the_service_and_reaches_the_pods() -> N
 
 
 @needs_helm
+def test_the_generated_certificate_names_the_external_urls_host() -> None:
+    def sans(url: str) -> list[str]:
+        secret = named(render(f"api.externalURL={url}"), "Secret", "corral-api-tls")
+        names: str = secret["metadata"]["annotations"]["management.svc.io/certificate-sans"]
+        return names.split(",")[4:]
+
+    assert sans("https://corral.example.com:8443") == ["corral.example.com"]
+    assert sans("https://192.0.2.7") == ["192.0.2.7"]
+    assert sans("https://[2001:db8::7]:8443/") == ["2001:db8::7"]
+    # The Service's own names are there already, once.
+    assert sans("https://corral-api.svc-system.svc") == []
+
+
+@needs_helm
 def test_the_test_pod_finds_the_service_through_the_kubelets_variables() -> None:
     docs = render()
     service = named(docs, "Service", "corral-api")

@@ -91,8 +91,18 @@ that trust the CA keep trusting the server.
 {{- if .Values.ingress.enabled -}}
 {{- $dns = append $dns .Values.ingress.host -}}
 {{- end -}}
+{{- $ips := .Values.api.tls.extraIPs -}}
+{{- /* Links, kubeconfigs and node commands name the external URL's host: clients check it. */ -}}
+{{- with .Values.api.externalURL -}}
+{{- $host := regexReplaceAll ":[0-9]+$" (urlParse .).host "" | trimPrefix "[" | trimSuffix "]" -}}
+{{- if or (regexMatch "^[0-9.]+$" $host) (contains ":" $host) -}}
+{{- $ips = append $ips $host -}}
+{{- else -}}
+{{- $dns = append $dns $host -}}
+{{- end -}}
+{{- end -}}
 {{- $dns = concat $dns .Values.api.tls.extraSANs | uniq -}}
-{{- $ips := .Values.api.tls.extraIPs | uniq -}}
+{{- $ips = $ips | uniq -}}
 {{- $sans := concat $dns $ips | join "," -}}
 {{- $days := int .Values.api.tls.validityDays -}}
 {{- $ca := dict -}}
