@@ -124,13 +124,3 @@ def answer(request: web.Request, failure: Exception) -> web.Response:
         return response(ApiError(failure.status, code, failure.reason), allow)
     log.exception("unhandled error serving %s %s", request.method, request.path)
     return response(ApiError(500, "ServerError", "internal server error"))
-
-
-@web.middleware
-async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """`answer` for an application without authentication (the API's own middleware,
-    `corral.apiserver.middleware`, answers errors itself in the same layer)."""
-    try:
-        return await handler(request)
-    except Exception as failure:  # noqa: BLE001 - every failure gets the API's error body
-        return answer(request, failure)
