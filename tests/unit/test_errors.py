@@ -9,7 +9,7 @@ from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 from lightkube import ApiError as KubeApiError
 
-from corral.apiserver.http.errors import error_middleware, from_core, from_kube
+from corral.apiserver.http.errors import Handler, answer, from_core, from_kube
 from corral.core import settings
 from corral.core.auth import passwords, ttl
 from corral.core.clusters import importing, taints
@@ -124,11 +124,20 @@ def test_validation_in_core_names_the_field_at_fault() -> None:
     assert caught.value.field == "value"
 
 
-async def test_the_middleware_renders_a_core_error() -> None:
+async def answered(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """What the API's middleware answers for what `handler` raised."""
+    try:
+        await handler(request)
+    except Exception as failure:  # noqa: BLE001 - the failure is the point
+        return answer(request, failure)
+    raise AssertionError("the handler did not fail")
+
+
+async def test_the_api_renders_a_core_error() -> None:
     async def handler(request: web.Request) -> web.StreamResponse:
         raise Conflict("user u-x already has project-owner in c-x:p-y")
 
-    response = await error_middleware(make_mocked_request("POST", "/v3/x"), handler)
+    response = await answered(make_mocked_request("POST", "/v3/x"), handler)
     assert isinstance(response, web.Response) and response.body is not None
     assert response.status == 409
     assert json.loads(response.body) == body(
@@ -140,6 +149,6 @@ async def test_a_core_error_of_no_known_kind_tells_the_client_nothing() -> None:
     async def handler(request: web.Request) -> web.StreamResponse:
         raise CorralError("secret detail")
 
-    response = await error_middleware(make_mocked_request("GET", "/v3/x"), handler)
+    response = await answered(make_mocked_request("GET", "/v3/x"), handler)
     assert isinstance(response, web.Response) and response.body is not None
     assert json.loads(response.body) == body(500, "ServerError", "internal server error")

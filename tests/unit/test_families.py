@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from corral.apiserver.auth.access import Access
 from corral.apiserver.auth.authn import PRINCIPAL, Principal
-from corral.apiserver.http.errors import error_middleware
+from corral.apiserver.http.errors import answer as answer_failure
 from corral.apiserver.http.schemas import Field, Schema
 from corral.apiserver.resources import handlers
 from corral.apiserver.resources.family import Ask, Family
@@ -75,9 +75,12 @@ async def serve() -> AsyncIterator[Any]:
         @web.middleware
         async def as_user(request: web.Request, handler: handlers.Handler) -> web.StreamResponse:
             request[PRINCIPAL] = Principal("u-1", TOKEN, False, False)
-            return await handler(request)
+            try:
+                return await handler(request)
+            except Exception as failure:  # noqa: BLE001 - as the API's middleware answers
+                return answer_failure(request, failure)
 
-        app = holding(web.Application(middlewares=[error_middleware, as_user]),
+        app = holding(web.Application(middlewares=[as_user]),
                       external_url=BASE, access=Memo())  # fmt: skip
         app.add_routes(routes)
         client = TestClient(TestServer(app))

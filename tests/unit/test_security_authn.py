@@ -22,8 +22,7 @@ from corral.apiserver.auth.activity import ActivityTracker
 from corral.apiserver.auth.authn import PROXY_PATH
 from corral.apiserver.auth.ratelimit import RateLimiter
 from corral.apiserver.auth.verified import VerifiedTokens
-from corral.apiserver.http.errors import error_middleware
-from corral.apiserver.middleware import auth_middleware
+from corral.apiserver.middleware import api_middleware
 from corral.core.auth import hashing
 from corral.core.auth.tokens import AuthFailure, TokenRecord, split
 from tests.unit.held import holding
@@ -87,7 +86,7 @@ async def ok(request: web.Request) -> web.Response:
 
 def application() -> web.Application:
     app = holding(
-        web.Application(middlewares=[error_middleware, auth_middleware]),
+        web.Application(middlewares=[api_middleware]),
         stores=Stores(),
         activity=ActivityTracker(lambda token, seen: asyncio.sleep(0)),
         verified=VerifiedTokens(),

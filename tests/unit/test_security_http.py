@@ -16,6 +16,7 @@ from corral.apiserver.http import serving
 from corral.apiserver.http.body import MAX_DEPTH, nesting, parse_object
 from corral.apiserver.http.errors import ApiError
 from corral.apiserver.http.query import label_selector
+from corral.apiserver.middleware import response_headers
 
 # Every text but the two characters no text of the API may hold (NUL, lone surrogates).
 texts = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"))
@@ -103,7 +104,7 @@ async def test_a_malformed_head_gets_the_json_error_without_its_bytes(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     app = web.Application()
-    app.on_response_prepare.append(serving.set_response_headers)
+    app.on_response_prepare.append(response_headers)
     runner = await serving.start(app, serving.listen("127.0.0.1", 0))
     try:
         host, port = runner.addresses[0][:2]

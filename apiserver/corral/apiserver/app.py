@@ -25,10 +25,10 @@ from corral.apiserver.auth.throttle import LoginThrottle
 from corral.apiserver.auth.verified import VerifiedTokens
 from corral.apiserver.config import DEFAULT_AGENT_IMAGE
 from corral.apiserver.deps import DEPS, Deps
-from corral.apiserver.http import errors, serving, urls
+from corral.apiserver.http import urls
 from corral.apiserver.http.renderings import Renderings
 from corral.apiserver.http.schemas import Registry
-from corral.apiserver.middleware import auth_middleware, rate_limit_headers
+from corral.apiserver.middleware import api_middleware, response_headers
 from corral.apiserver.readiness import Readiness
 from corral.apiserver.resources.subscriptions import SUBSCRIBABLE, Offered
 from corral.apiserver.routes import (
@@ -126,9 +126,8 @@ def create_app(
     certificate, which the tunnel relay other processes reach serves with as well; `peer`:
     how another replica's relay is checked (by default as corral's external URL is, against
     `corral_ca`)."""
-    app = web.Application(middlewares=[errors.error_middleware, auth_middleware])
-    app.on_response_prepare.append(serving.set_response_headers)
-    app.on_response_prepare.append(rate_limit_headers)
+    app = web.Application(middlewares=[api_middleware])
+    app.on_response_prepare.append(response_headers)
     schemas = Registry()
     schemas.add(*SCHEMA_LIST)
     stores = Stores.create(kube)

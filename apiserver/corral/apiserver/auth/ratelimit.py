@@ -133,7 +133,7 @@ class RateLimiter:
         """Count one request of `user` at wall-clock time `now`; a limit of 0 or less means
         unlimited (and costs nothing)."""
         if limit <= 0:
-            return self._unlimited_at(now)
+            return self.unlimited(now)
         window = window_of(now)
         state = self._current(user, window, limit)
         if state.left <= 0 and not state.exhausted:
@@ -151,8 +151,9 @@ class RateLimiter:
         remaining = max(0, limit - state.used) + state.left
         return Decision(True, limit, remaining, reset_seconds(state.window, now))
 
-    def _unlimited_at(self, now: float) -> Decision:
-        """Unlimited, every request of one second of the clock gets the same decision: its
+    def unlimited(self, now: float) -> Decision:
+        """The decision when there is no limit: `hit` with a limit of 0, without a coroutine.
+        Every request of one second of the clock gets the same decision: its
         reset is `reset_seconds` of that whole second. So it is made once a second."""
         second = math.floor(now)
         if self._unlimited is None or self._unlimited[0] != second:

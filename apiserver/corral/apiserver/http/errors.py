@@ -106,22 +106,21 @@ _HTTP_CODES = {
 }  # fmt: skip
 
 
-@web.middleware
-async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    try:
-        return await handler(request)
-    except ApiError as error:
-        return response(error)
-    except CorralError as error:
-        return response(from_core(error))
-    except KubeApiError as exc:
-        return response(from_kube(exc))
-    except web.HTTPException as exc:
-        if exc.status < 400:
-            raise
-        code = _HTTP_CODES.get(exc.status, "ServerError")
-        allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
-        return response(ApiError(exc.status, code, exc.reason), allow)
-    except Exception:
-        log.exception("unhandled error serving %s %s", request.method, request.path)
-        return response(ApiError(500, "ServerError", "internal server error"))
+def answer(request: web.Request, failure: Exception) -> web.Response:
+    """The error body for what serving `request` raised; a redirect (an HTTP exception under
+    400) is raised again, as aiohttp sends it. Called while `failure` is being handled, so an
+    unknown one is logged with its traceback."""
+    if isinstance(failure, ApiError):
+        return response(failure)
+    if isinstance(failure, CorralError):
+        return response(from_core(failure))
+    if isinstance(failure, KubeApiError):
+        return response(from_kube(failure))
+    if isinstance(failure, web.HTTPException):
+        if failure.status < 400:
+            raise failure
+        code = _HTTP_CODES.get(failure.status, "ServerError")
+        allow = {"Allow": failure.headers["Allow"]} if "Allow" in failure.headers else None
+        return response(ApiError(failure.status, code, failure.reason), allow)
+    log.exception("unhandled error serving %s %s", request.method, request.path)
+    return response(ApiError(500, "ServerError", "internal server error"))

@@ -73,7 +73,7 @@ class _Runner(web.AppRunner):
         )
 
 
-async def set_response_headers(request: web.Request, response: web.StreamResponse) -> None:
+def standard_headers(response: web.StreamResponse) -> None:
     """Every answer: no version banner, and never cached (bodies carry per-user data and, on
     login and token creation, credentials) unless its handler chose otherwise (the console's
     static files, the same for everyone)."""
