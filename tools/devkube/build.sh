@@ -31,15 +31,12 @@ if [[ ! -x $out || ! -x $node ]]; then
   ldflags+=" -X helm.sh/helm/v4/internal/version.metadata= -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
   mkdir -p "$(dirname "$out")"
   echo "devkube: building $key (a cold build takes about 5 minutes on 2 cores)" >&2
-  # Checkouts of one tree (git worktrees) share the cache and may build at once: each writes
-  # its own file and renames it into place, the same binary whichever rename lands last.
-  trap 'rm -f "$out.$$" "$node.$$"' EXIT
-  go build -ldflags "$ldflags" -o "$out.$$" .
+  go build -ldflags "$ldflags" -o "$out.tmp" .
   # What machines download as their kubelet and kube-proxy: every package is devkube's, so
   # this is a link of what was just compiled (about 20 s).
-  go build -ldflags "$ldflags" -o "$node.$$" ./node
-  mv "$out.$$" "$out"
-  mv "$node.$$" "$node"
+  go build -ldflags "$ldflags" -o "$node.tmp" ./node
+  mv "$out.tmp" "$out"
+  mv "$node.tmp" "$node"
 fi
 
 mkdir -p bin

@@ -25,8 +25,7 @@ if [[ ! -d $out ]]; then
   # go.mod and go.sum, so its dependencies are exactly the ones its release was built with.
   go mod download "$FLANNEL" "$KUBE_ROUTER" "$PLUGINS"
   work=$(mktemp -d)
-  # Checkouts sharing the cache may build at once: each builds its own folder.
-  partial="$out.$$"
+  partial="$out.tmp"
   # A failed build leaves neither its copies of the modules nor half a folder in the cache.
   trap 'chmod -R u+w "$work"; rm -rf "$work" "$partial"' EXIT
   for module in "$FLANNEL" "$KUBE_ROUTER" "$PLUGINS"; do
@@ -63,8 +62,7 @@ if [[ ! -d $out ]]; then
       -ldflags "-s -w -X $PLUGINS/pkg/utils/buildversion.BuildVersion=$plugins_version" "./$plugin")
   done
   rm -rf "$out"
-  # A folder renamed onto one that exists would land inside it: the first build's stays.
-  mv -T "$partial" "$out" 2>/dev/null || [[ -d $out ]]
+  mv "$partial" "$out"
 fi
 
 ln -sfn "$out" bin

@@ -26,10 +26,8 @@ if [[ ! -x $out ]]; then
   done
   mkdir -p "$(dirname "$out")"
   echo "devkube-v1.35: building $key (cold: about 5.5 minutes on 2 cores; tools/devkube/README.md)" >&2
-  # Checkouts sharing the cache may build at once: each renames its own file into place.
-  trap 'rm -f "$out.$$"' EXIT
-  go build -ldflags "$ldflags" -o "$out.$$" .
-  mv "$out.$$" "$out"
+  go build -ldflags "$ldflags" -o "$out.tmp" .
+  mv "$out.tmp" "$out"
 fi
 
 mkdir -p ../bin
