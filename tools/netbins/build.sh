@@ -18,6 +18,11 @@ key=$( (cat go.mod go.sum build.sh; go version) | sha256sum | cut -c1-16)
 cache="${NETBINS_CACHE:-$HOME/.cache/corral/netbins}"
 out="$cache/$key"
 
+# Several worktrees share the cache: one build at a time, and the others wait for its result.
+mkdir -p "$cache"
+exec {lock}>"$cache/.lock"
+flock "$lock"
+
 if [[ ! -d $out ]]; then
   export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-trimpath -buildvcs=false -mod=readonly"
   echo "netbins: building $key (cold: about 5 CPU-minutes; README.md)" >&2
