@@ -18,6 +18,12 @@ cache="${DEVKUBE_CACHE:-$HOME/.cache/corral/devkube}"
 out="$cache/$key/devkube"
 node="$cache/$key/devkube-node"
 
+# Checkouts of one tree (git worktrees) share the cache: one build at a time, and the others
+# wait for its result rather than compile the same binaries beside it.
+mkdir -p "$cache"
+exec {lock}>"$cache/.lock"
+flock "$lock"
+
 if [[ ! -x $out || ! -x $node ]]; then
   export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-trimpath -buildvcs=false"
   # Stamp the real versions: unstamped builds report v0.0.0-master, which breaks kubectl's

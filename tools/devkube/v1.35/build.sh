@@ -15,6 +15,12 @@ key=$( (cat go.mod go.sum ./*.go build.sh; go version) | sha256sum | cut -c1-16)
 cache="${DEVKUBE_CACHE:-$HOME/.cache/corral/devkube}"
 out="$cache/$key/devkube-v1.35"
 
+# Checkouts of one tree (git worktrees) share the cache: one build at a time, and the others
+# wait for its result rather than compile the same binaries beside it.
+mkdir -p "$cache"
+exec {lock}>"$cache/.lock"
+flock "$lock"
+
 if [[ ! -x $out ]]; then
   export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-trimpath -buildvcs=false"
   # Unstamped builds report v0.0.0-master; the version change waits for /version to report
