@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import pytest
 import yaml
 from cryptography import x509
+from cryptography.hazmat.primitives import hashes
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from lightkube import ApiError, Client, KubeConfig, operators
@@ -43,6 +44,7 @@ from lightkube.models.meta_v1 import LabelSelector, ObjectMeta
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import (
     ConfigMap,
+    Event,
     Namespace,
     Node,
     PersistentVolume,
@@ -550,7 +552,8 @@ def test_certificate_rotation_renews_serving_certificates_and_the_ca_while_corra
     assert refused.status == 422 and refused.body["fieldName"] == "services", refused.body
     assert "rotateCertificates" not in management_cluster(management, cluster_id)["spec"]
 
-    # A leaf: the serving certificate is new, the CA and the bootstrap admin's client are not.
+    # A leaf: the serving certificate is new, the CA is not: the bootstrap admin's old client
+    # certificate (renewed with kube-apiserver's) is still accepted.
     with ReadyzPoller(hosted_api, cluster_id) as poller:
         seconds, _ = rotate(hosted_api, cluster_id, {"services": "kube-apiserver"}, 1)
     print(f"\nk3s cluster {cluster_id}: kube-apiserver certificates rotated in {seconds:.1f}s; "
@@ -583,6 +586,100 @@ def test_certificate_rotation_renews_serving_certificates_and_the_ca_while_corra
     assert namespaces_as(admin, new_ca) == 401
     assert {"default", "kube-system"} <= {n.metadata.name for n in before.list(Namespace)}
     assert hosted_api.get(f"/k8s/clusters/{cluster_id}/readyz").status == 200
+
+
+def test_a_leaf_that_expired_while_the_operator_was_away_is_renewed_while_corral_keeps_working(
+    hosted: Environment, hosted_api: Api, k3s_cluster: dict[str, Any]
+) -> None:
+    management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
+    cluster_id = k3s_cluster["id"]
+    asked = management_cluster(management, cluster_id)["spec"].get("rotateCertificates") or {}
+    generation = int(asked.get("generation") or 0) + 1
+    ca = management.get(Secret, "pki-ca", namespace=cluster_id).data
+    ca_pair = pki.KeyPair(cert=base64.b64decode(ca["ca.crt"]), key=base64.b64decode(ca["ca.key"]))
+
+    with ReadyzPoller(hosted_api, cluster_id) as poller:
+        # The scheduler's client certificate, as the cluster's CA issued it, expires while the
+        # operator is down (the running scheduler keeps the one it started with).
+        (operator,) = [p for p in hosted.corral if p.name == "operator"]
+        operator.stop()
+        try:
+            kubeconfig = expired(scheduler_kubeconfig(management, cluster_id), ca_pair)
+            data = {"kubeconfig": base64.b64encode(kubeconfig).decode()}
+            management.patch(Secret, SCHEDULER, {"data": data}, namespace=cluster_id)
+        finally:
+            hosted.restart_operator("operator")
+        expiry = client_certificate(kubeconfig).not_valid_after_utc
+
+        def renewed() -> bool:
+            cluster = hosted_api.get(f"/v3/clusters/{cluster_id}").body
+            return (
+                (cluster["status"].get("provisioning") or {}).get("certificateRotationGeneration")
+                == generation
+                and condition(cluster, "Ready").get("status") == "True"
+                and condition(cluster, "Updated").get("status") == "True"
+            )
+
+        wait_for(f"the scheduler's certificate of {cluster_id} renewed", renewed, ROTATION_TIMEOUT)
+    print(f"\nk3s cluster {cluster_id}: an expired leaf renewed; {poller}")
+
+    # Asked as a user's rotation of the service that holds it, saying why.
+    stamp = expiry.isoformat(timespec="seconds").replace("+00:00", "Z")
+    assert management_cluster(management, cluster_id)["spec"]["rotateCertificates"] == {
+        "generation": generation, "caCertificates": False, "services": ["kube-scheduler"],
+        "expires": stamp,
+    }  # fmt: skip
+    fresh = client_certificate(scheduler_kubeconfig(management, cluster_id))
+    left = fresh.not_valid_after_utc - datetime.datetime.now(datetime.UTC)
+    assert left > datetime.timedelta(days=300)
+    fresh.verify_directly_issued_by(x509.load_pem_x509_certificate(ca_pair.cert))
+    # The Cluster is cluster-scoped: its events are in `default`.
+    events = management.list(Event, namespace="default",
+                             fields={"involvedObject.name": cluster_id})  # fmt: skip
+    assert [e.message for e in events if e.reason == "CertificatesRenewed"] == [
+        f"renewed the kube-scheduler certificates (expiring on {stamp}): the control plane "
+        "runs the new ones"
+    ]
+    assert hosted_api.get(f"/k8s/clusters/{cluster_id}/readyz").status == 200
+    assert poller.polls > 0
+
+
+SCHEDULER = "kubeconfig-scheduler"
+
+
+def scheduler_kubeconfig(management: Client, cluster_id: str) -> bytes:
+    return base64.b64decode(
+        management.get(Secret, SCHEDULER, namespace=cluster_id).data["kubeconfig"]
+    )
+
+
+def client_certificate(kubeconfig: bytes) -> x509.Certificate:
+    user = yaml.safe_load(kubeconfig)["users"][0]["user"]
+    return x509.load_pem_x509_certificate(base64.b64decode(user["client-certificate-data"]))
+
+
+def expired(kubeconfig: bytes, ca: pki.KeyPair) -> bytes:
+    """The kubeconfig with its client certificate issued again by `ca`, for the same user and
+    key, as one issued a year ago would look: expired a minute ago."""
+    config = yaml.safe_load(kubeconfig)
+    user = config["users"][0]["user"]
+    old = client_certificate(kubeconfig)
+    authority = x509.load_pem_x509_certificate(ca.cert)
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(old.subject)
+        .issuer_name(authority.subject)
+        .public_key(pki.load_key(base64.b64decode(user["client-key-data"])).public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=365))
+        .not_valid_after(now - datetime.timedelta(minutes=1))
+    )
+    for extension in old.extensions:
+        builder = builder.add_extension(extension.value, extension.critical)
+    cert = builder.sign(pki.load_key(ca.key), hashes.SHA256())
+    user["client-certificate-data"] = base64.b64encode(pki.cert_pem(cert)).decode()
+    return yaml.safe_dump(config).encode()
 
 
 def rotate(api: Api, cluster_id: str, body: dict[str, Any], generation: int,

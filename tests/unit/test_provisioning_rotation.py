@@ -77,7 +77,17 @@ def test_the_request_round_trips_through_the_spec() -> None:
     request = rotation.Request(3, ca=True, services=("etcd",))
     spec = {rotation.ACTION: request.spec()}
     assert rotation.Request.from_spec(spec) == request
+    assert "expires" not in request.spec()
+    renewal = rotation.Request(4, services=("etcd",), expires="2027-11-29T07:00:00Z")
+    assert rotation.Request.from_spec({rotation.ACTION: renewal.spec()}) == renewal
     assert rotation.Request.from_spec({}) is None
+
+
+def test_a_renewal_says_which_certificates_and_when_they_expire() -> None:
+    request = rotation.Request(4, services=("kube-scheduler",), expires="2027-11-29T07:00:00Z")
+    assert rotation.message(request) == (
+        "renewing the kube-scheduler certificates, which expire on 2027-11-29T07:00:00Z"
+    )
 
 
 def test_a_rotation_is_owed_until_its_generation_is_recorded() -> None:
@@ -91,13 +101,14 @@ def test_a_rotation_is_owed_until_its_generation_is_recorded() -> None:
 @pytest.mark.parametrize(
     ("request_", "secrets"),
     [
-        (rotation.Request(1, services=("kube-apiserver",)), (cp.APISERVER,)),
+        # corral's bootstrap administrator is kube-apiserver's client, renewed with it.
+        (rotation.Request(1, services=("kube-apiserver",)), (cp.APISERVER, cp.ADMIN)),
         (rotation.Request(1, services=("etcd",)), (cp.ETCD,)),
         (rotation.Request(1, services=("kubelet",)), (cp.KWOK,)),
         (rotation.Request(1, services=("kube-proxy",)), ()),
         (
             rotation.Request(1),
-            (cp.ETCD, cp.APISERVER, cp.CONTROLLER_MANAGER, cp.SCHEDULER, cp.KWOK),
+            (cp.ETCD, cp.APISERVER, cp.CONTROLLER_MANAGER, cp.SCHEDULER, cp.KWOK, cp.ADMIN),
         ),
         # A new cluster CA replaces all it signs, whatever was named; etcd's CA stays.
         (rotation.Request(1, ca=True, services=("kube-scheduler",)), (cp.CA, *CLUSTER_CA_LEAVES)),
@@ -118,7 +129,7 @@ def test_a_leaf_rotation_keeps_the_cas_and_the_service_account_key(
 ) -> None:
     request = rotation.Request(1, services=("kube-apiserver",))
     issued = rotation.reissue(request, "c-abc12", ADDRESSES, stored, rotation.secrets(request))
-    assert set(issued) == {cp.APISERVER}
+    assert set(issued) == {cp.APISERVER, cp.ADMIN}
     new, old = issued[cp.APISERVER], stored[cp.APISERVER]
     assert load(new["tls.crt"]).serial_number != load(old["tls.crt"]).serial_number
     assert signed_by(new["tls.crt"], stored[cp.CA]["ca.crt"])

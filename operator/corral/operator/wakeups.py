@@ -27,6 +27,7 @@ class Wake(enum.Enum):
     POD = "pod"  # a downstream pod, as far as the node totals and the autoscaler read it
     AUTOSCALE = "autoscale"  # pools with bounds: the autoscaler's rules also wait on time
     WORKLOAD = "workload"  # a hosted control plane's StatefulSet or Deployment changed
+    RENEWAL = "renewal"  # a hosted control plane's first leaf certificate falls due for renewal
 
 
 class Wakeups:

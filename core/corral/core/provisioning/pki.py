@@ -222,15 +222,27 @@ def admin_data(authorities: Authorities, addresses: Addresses) -> dict[str, byte
     return {"kubeconfig": kubeconfig.dump(config).encode()}
 
 
+def expiries(secrets: Mapping[str, Mapping[str, bytes]]) -> dict[str, datetime.datetime]:
+    """When the first leaf certificate of each Secret that holds one, served or embedded in a
+    kubeconfig, expires, by name."""
+    found = {}
+    for name, data in secrets.items():
+        leaves = [] if name in (CA, ETCD_CA) else _leaves(data)
+        if leaves:
+            found[name] = min(pki.not_valid_after(cert) for cert in leaves)
+    return found
+
+
+def due(expiries: Mapping[str, datetime.datetime], now: datetime.datetime) -> list[str]:
+    """The Secrets whose first leaf expires within RENEW_BEFORE of `now` (or has expired), by
+    name."""
+    return sorted(name for name, expiry in expiries.items() if expiry - now < RENEW_BEFORE)
+
+
 def renewal_due(secrets: Mapping[str, Mapping[str, bytes]], now: datetime.datetime) -> list[str]:
     """The Secrets holding a leaf certificate, served or embedded in a kubeconfig, that expires
     within RENEW_BEFORE of `now`, by name."""
-    return sorted(
-        name
-        for name, data in secrets.items()
-        if name not in (CA, ETCD_CA)
-        and any(pki.not_valid_after(cert) - now < RENEW_BEFORE for cert in _leaves(data))
-    )
+    return due(expiries(secrets), now)
 
 
 def encode(data: Mapping[str, bytes]) -> dict[str, str]:

@@ -36,10 +36,11 @@ KUBE_PROXY = "kube-proxy"
 SERVICES = (ETCD, "kube-apiserver", "kube-controller-manager", "kube-scheduler", KUBELET,
             KUBE_PROXY)  # fmt: skip
 # The Secrets holding each service's leaf certificates. kwok plays every node's kubelet, so its
-# serving certificate is the kubelet's; no kube-proxy runs on simulated nodes.
+# serving certificate is the kubelet's; no kube-proxy runs on simulated nodes. corral's
+# bootstrap administrator is a client of kube-apiserver's, renewed with it.
 SERVICE_SECRETS: dict[str, tuple[str, ...]] = {
     ETCD: (cp.ETCD,),
-    "kube-apiserver": (cp.APISERVER,),
+    "kube-apiserver": (cp.APISERVER, cp.ADMIN),
     "kube-controller-manager": (cp.CONTROLLER_MANAGER,),
     "kube-scheduler": (cp.SCHEDULER,),
     KUBELET: (cp.KWOK,),
@@ -57,19 +58,25 @@ ORDER = (cp.CA, cp.ETCD_CA, cp.ETCD, cp.APISERVER, cp.CONTROLLER_MANAGER, cp.SCH
 
 @dataclass(frozen=True)
 class Request:
-    """One rotation, keyed by its generation: `services` empty means all of them."""
+    """One rotation, keyed by its generation: `services` empty means all of them. `expires`
+    (RFC 3339) is set on a renewal, the rotation the provisioner asks for itself when a leaf
+    of these services comes within `pki.RENEW_BEFORE` of that time (`renewal`)."""
 
     generation: int
     ca: bool = False
     services: tuple[str, ...] = ()
+    expires: str = ""
 
     @property
     def named(self) -> tuple[str, ...]:
         return self.services or SERVICES
 
     def spec(self) -> dict[str, Any]:
-        return {"generation": self.generation, "caCertificates": self.ca,
+        spec = {"generation": self.generation, "caCertificates": self.ca,
                 "services": list(self.services)}  # fmt: skip
+        if self.expires:
+            spec["expires"] = self.expires
+        return spec
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> Request | None:
@@ -80,6 +87,7 @@ class Request:
             generation=int(given.get("generation") or 0),
             ca=bool(given.get("caCertificates")),
             services=tuple(given.get("services") or ()),
+            expires=str(given.get("expires") or ""),
         )
 
 
@@ -119,7 +127,11 @@ def requested(spec: Mapping[str, Any], provisioning: Mapping[str, Any] | None) -
 
 
 def message(request: Request) -> str:
-    """Rancher's answer, and that kube-proxy has nothing to rotate here."""
+    """Rancher's answer, and that kube-proxy has nothing to rotate here; for a renewal, which
+    certificates and why."""
+    if request.expires:
+        services = ", ".join(request.named)
+        return f"renewing the {services} certificates, which expire on {request.expires}"
     if request.ca:
         said = "rotating CA certificates and all components"
     elif not request.services:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime
 import hashlib
 import json
 import logging
@@ -74,6 +75,8 @@ class PodRuntime:
         self._applied: dict[tuple[str, str, str], tuple[str, float, dict[str, Any]]] = {}
         # Each cluster's certificate Secrets as last read, and when.
         self._pki: dict[str, tuple[Found, float]] = {}
+        # The leaves' expiries, by cluster, and the resourceVersions of the Secrets read.
+        self._expiries: dict[str, tuple[tuple[str, ...], dict[str, datetime.datetime]]] = {}
 
     async def address(self, cluster: str) -> cp.Addresses:
         await self._bind(cluster)
@@ -148,6 +151,17 @@ class PodRuntime:
         if all(name in found for name in SECRETS):
             self._pki[cluster] = (found, self.clock())
         return dict(found)
+
+    async def expiries(self, cluster: str) -> dict[str, datetime.datetime]:
+        found = await self._secrets(cluster)
+        versions = tuple(str(meta.get("resourceVersion")) for meta, _ in found.values())
+        known = self._expiries.get(cluster)
+        if known is None or known[0] != versions:
+            # Parsed again only when a Secret changed: a pass at rest parses nothing.
+            data = {name: decoded for name, (_, decoded) in found.items()}
+            known = (versions, cp.expiries(data))
+            self._expiries[cluster] = known
+        return dict(known[1])
 
     async def rotate_certificates(
         self, cluster: str, addresses: cp.Addresses, request: rotation.Request
@@ -297,6 +311,7 @@ class PodRuntime:
     def _forget(self, cluster: str) -> None:
         """What this runtime remembers of the cluster: read and applied again next time."""
         self._pki.pop(cluster, None)
+        self._expiries.pop(cluster, None)
         self._applied = {k: v for k, v in self._applied.items() if k[0] != cluster}
 
     async def _get(self, kind: Any, name: str, namespace: str) -> dict[str, Any] | None:

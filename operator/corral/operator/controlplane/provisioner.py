@@ -13,6 +13,10 @@ finished by the next:
    the TokenRequest API and is renewed here before it expires;
 6. the pod network its machines need (controlplane/network.py).
 
+The leaf certificates are renewed before they expire through a `rotateCertificates` the
+provisioner asks for itself (`_ask_renewal`), carried out as a user's is; a timer wakes it when
+the next leaf falls due.
+
 The provisioner writes only `status.provisioning` (field manager `corral-provisioning`); the
 cluster's conditions stay the health writer's, which reads it (`observe.cluster_conditions`).
 From step 5 on, the cluster is reached like any imported one: the agent's health, node mirror,
@@ -31,15 +35,16 @@ from dataclasses import dataclass
 
 from lightkube import ApiError
 
+from corral.core import jsonpatch
 from corral.core.api import names
 from corral.core.clusters.credential import Credential
 from corral.core.clusters.observe import MAX_MESSAGE
 from corral.core.errors import CorralError, Invalid
-from corral.core.kube import agent, claims, cluster_secrets, kinds, registration_tokens
+from corral.core.kube import agent, claims, cluster_secrets, guarded, kinds, registration_tokens
 from corral.core.kube.client import as_dict, ensure_namespace
 from corral.core.kube.informer import Obj
 from corral.core.kube.status import StatusWriter
-from corral.core.provisioning import agent_token, catalog, manifests, rotation, upgrade
+from corral.core.provisioning import agent_token, catalog, manifests, renewal, rotation, upgrade
 from corral.core.provisioning import restore as rs
 from corral.operator.controlplane import inputs, probe, restore
 from corral.operator.controlplane import rotation as rotating
@@ -212,6 +217,7 @@ class Provisioner:
         if self.last is None or not self.last.ready:
             await ensure_namespace(kube, self.cluster, {names.LABEL_CLUSTER: self.cluster})
         addresses = await self.runtime.address(self.cluster)
+        body = await self._ask_renewal(body)
         owed = self._rotation_owed(body)
         if owed is not None:
             ca = await self.runtime.rotate_certificates(self.cluster, addresses, owed)
@@ -269,12 +275,17 @@ class Provisioner:
             if not (seen.ready and await self.runtime.etcd_rolled(self.cluster, generations.etcd)):
                 waiting = seen.message or "waiting for etcd"
                 return Progress(rotation.STEP, f"{rotation.message(owed)}: {waiting}")
+            # Certificates and token are issued together and fall due together: a token that
+            # expired while the operator was away would keep the probe below out for good.
+            await self._keep_token(body)
             if not await probe.ready(self.state, self.cluster):
                 waiting = "waiting for kube-apiserver to answer /readyz"
                 return Progress(rotation.STEP, f"{rotation.message(owed)}: {waiting}")
             # Rolled: nothing serves a certificate of the old CA any more.
             await rotating.trust(self.state, FIELD_MANAGER, body, ca)
             log.info("cluster %s: certificate rotation %s is done", self.cluster, owed.generation)
+            if owed.expires:
+                await rotating.renewed(self.state, FIELD_MANAGER, body, owed)
             return Progress("Provisioned", ready=True, endpoint=addresses.server, version=running,
                             rotated=owed.generation)  # fmt: skip
         if source is not None:
@@ -292,11 +303,10 @@ class Provisioner:
                      source)  # fmt: skip
         if not seen.ready:
             return Progress("WaitingForControlPlane", seen.message, restore=kept)
-        credential = self.state.connections.credential(self.cluster)
-        if credential is None:
+        if self.state.connections.credential(self.cluster) is None:
             await self._get_in(body)
-        elif agent_token.renewal_due(credential.token, self.state.clock()):
-            await self._renew_token(body, credential)
+        else:
+            await self._keep_token(body)
         await self.network.ensure(spec, release)
         return Progress(
             "Provisioned", ready=True, endpoint=addresses.server, version=version, restore=kept
@@ -317,6 +327,43 @@ class Provisioner:
         provisioning = (body.get("status") or {}).get("provisioning")
         return rotation.requested(body["spec"], provisioning)
 
+    async def _ask_renewal(self, body: Obj) -> Obj:
+        """A rotation of the services whose leaf certificates are due, stored in
+        `spec.rotateCertificates` as the API stores a user's, for the rotation below to carry
+        out; the Cluster as written. Asked only of a control plane corral is in and that nothing
+        else rolls (one operation at a time; a user's rotation is finished first). Otherwise a
+        timer for when the next leaf falls due: a pass with nothing due reads only what the
+        runtime has read already."""
+        if self.state.connections.credential(self.cluster) is None or renewal.blocked(body):
+            return body
+        now = self.state.clock()
+        expiries = await self.runtime.expiries(self.cluster)
+        if renewal.request(rotation.Request.from_spec(body["spec"]), expiries, now) is None:
+            wake = renewal.wake_in(expiries, now)
+            if wake is not None:
+                self.wakeups.after(wake, Wake.RENEWAL)
+            return body
+
+        async def decide(current: Obj) -> list[jsonpatch.Operation]:
+            if renewal.blocked(current):
+                return []
+            wanted = renewal.request(rotation.Request.from_spec(current["spec"]), expiries, now)
+            if wanted is None:
+                return []
+            return [jsonpatch.add(current, ("spec", rotation.ACTION), wanted.spec())]
+
+        # Written on condition that the spec is still as read: a user's rotation or version
+        # change asked meanwhile is decided on again, never overwritten.
+        written = await guarded.patch(self.state.kube, kinds.Cluster, self.cluster, decide,
+                                      [guarded.GENERATION], current=body,
+                                      field_manager=FIELD_MANAGER)  # fmt: skip
+        self.state.clusters.put(written)
+        asked = rotation.Request.from_spec(written["spec"])
+        if asked is not None and asked.expires:
+            log.info("cluster %s: %s (rotation %s)", self.cluster, rotation.message(asked),
+                     asked.generation)  # fmt: skip
+        return written
+
     async def _get_in(self, body: Obj) -> None:
         """corral's service account in the new cluster, with a claim on its identity and the
         credential stored as an import stores it."""
@@ -328,6 +375,11 @@ class Provisioner:
             raise CorralError(f"the new control plane's identity is claimed by {holder}")
         await self._store(body, installed.credential)
         log.info("cluster %s: corral's credential is stored", self.cluster)
+
+    async def _keep_token(self, body: Obj) -> None:
+        credential = self.state.connections.credential(self.cluster)
+        if credential is not None and agent_token.renewal_due(credential.token, self.state.clock()):
+            await self._renew_token(body, credential)
 
     async def _renew_token(self, body: Obj, credential: Credential) -> None:
         """A new token before corral's expires, asked with the bootstrap administrator, which

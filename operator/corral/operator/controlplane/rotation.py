@@ -1,6 +1,7 @@
 """Certificate rotation of a hosted control plane, the operator's half
 (`corral.core.provisioning.rotation` decides what): the rotated Secrets written once per
-rotation generation, and corral's credential trusting the new CA while the control plane rolls.
+rotation generation, corral's credential trusting the new CA while the control plane rolls, and
+the event that says a renewal (`corral.core.provisioning.renewal`) is done.
 """
 
 from __future__ import annotations
@@ -9,12 +10,16 @@ import dataclasses
 import logging
 from typing import Any
 
-from lightkube import AsyncClient, codecs
+from lightkube import ApiError, AsyncClient, codecs
+from lightkube.models.core_v1 import EventSource, ObjectReference
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Event
 
+from corral.core.api import names
 from corral.core.kube import cluster_secrets
 from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
-from corral.core.provisioning import manifests, rotation
+from corral.core.provisioning import manifests, renewal, rotation
 from corral.core.provisioning import pki as cp
 from corral.operator.state import State
 
@@ -73,3 +78,30 @@ async def trust(state: State, field_manager: str, body: Obj, ca: bytes) -> None:
     stored = await state.kube.apply(secret, field_manager=field_manager, force=True)
     state.connections.credentials.put(as_dict(stored))
     log.info("cluster %s: corral's credential trusts %d CA(s)", cluster, ca.count(b"BEGIN"))
+
+
+async def renewed(state: State, field_manager: str, body: Obj, request: rotation.Request) -> None:
+    """An event on the Cluster (cluster-scoped, so in `default`): which certificates were
+    renewed and when they would have expired. Worth a log line when refused, never a failure."""
+    meta = body["metadata"]
+    now = state.clock()
+    event = Event(
+        metadata=ObjectMeta(generateName=f"{meta['name']}.", namespace="default"),
+        involvedObject=ObjectReference(
+            apiVersion=names.API_VERSION,
+            kind=names.CLUSTER.kind,
+            name=meta["name"],
+            uid=meta.get("uid"),
+        ),
+        reason=renewal.EVENT_REASON,
+        message=renewal.event_message(request),
+        type="Normal",
+        source=EventSource(component=field_manager),
+        firstTimestamp=now,
+        lastTimestamp=now,
+        count=1,
+    )
+    try:
+        await state.kube.create(event)
+    except ApiError as exc:
+        log.info("cluster %s: cannot post event %s: %s", meta["name"], renewal.EVENT_REASON, exc)

@@ -7,6 +7,7 @@ Every call is idempotent and keyed by the cluster's id.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from typing import Protocol
 
@@ -23,6 +24,10 @@ class ControlPlaneRuntime(Protocol):
 
     async def certificates(self, cluster: str, addresses: cp.Addresses) -> Generations:
         """Make whatever certificates and keys are missing; their generations."""
+
+    async def expiries(self, cluster: str) -> dict[str, datetime.datetime]:
+        """When the first leaf certificate of each Secret expires (`pki.expiries`), from the
+        Secrets as last read: no API call on most passes."""
 
     async def rotate_certificates(
         self, cluster: str, addresses: cp.Addresses, request: Request

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+from cryptography import x509
+
+from corral.core.provisioning import pki as cp
+from corral.core.provisioning import renewal, rotation
+
+ADDRESSES = cp.Addresses(namespace="c-abc12", apiserver_ip="10.0.0.17", etcd_ip="10.0.0.18")
+NOW = datetime.datetime(2027, 6, 1, 12, 0, tzinfo=datetime.UTC)
+LEAVES = (cp.ETCD, cp.APISERVER, cp.CONTROLLER_MANAGER, cp.SCHEDULER, cp.KWOK, cp.ADMIN)
+
+
+def expiring(days: float, sooner: dict[str, float] | None = None) -> dict[str, datetime.datetime]:
+    """Every leaf Secret expiring `days` from NOW, those in `sooner` that many days instead."""
+    given = sooner or {}
+    return {name: NOW + datetime.timedelta(days=given.get(name, days)) for name in LEAVES}
+
+
+def cluster(spec: dict[str, Any], provisioning: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "spec": {"driver": "k3s", "kubernetesVersion": "v1.36.3+k3s1", **spec},
+        "status": {"provisioning": {"appliedVersion": "v1.36.3", **(provisioning or {})}},
+    }
+
+
+def test_the_expiries_are_each_secrets_first_leaf_and_no_ca() -> None:
+    secrets = cp.issue(cp.Authorities.create("c-abc12"), ADDRESSES, cp.new_service_account_key())
+    serving = x509.load_pem_x509_certificate(secrets[cp.APISERVER]["tls.crt"])
+
+    found = cp.expiries(secrets)
+
+    # The scheduler's and the admin's Secrets hold only a kubeconfig: its certificate is read.
+    assert set(found) == set(LEAVES)
+    year = serving.not_valid_after_utc
+    assert all(abs(expiry - year) < datetime.timedelta(minutes=1) for expiry in found.values())
+
+
+def test_nothing_is_asked_while_every_leaf_has_more_than_thirty_days() -> None:
+    assert renewal.request(None, expiring(30.01), NOW) is None
+    assert renewal.request(None, {}, NOW) is None
+
+
+def test_the_services_of_the_due_leaves_are_renewed_as_the_next_rotation() -> None:
+    previous = rotation.Request(2, ca=True)
+    due = expiring(200, {cp.SCHEDULER: 29, cp.KWOK: 12})
+
+    asked = renewal.request(previous, due, NOW)
+
+    assert asked == rotation.Request(
+        3, services=("kube-scheduler", "kubelet"), expires="2027-06-13T12:00:00Z"
+    )
+    assert rotation.secrets(asked) == (cp.SCHEDULER, cp.KWOK)
+    assert rotation.message(asked) == (
+        "renewing the kube-scheduler, kubelet certificates, which expire on 2027-06-13T12:00:00Z"
+    )
+
+
+def test_leaves_issued_together_are_renewed_together_and_the_admin_with_the_apiserver() -> None:
+    asked = renewal.request(None, expiring(20), NOW)
+
+    assert asked is not None and asked.generation == 1
+    assert asked.services == (
+        "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"
+    )  # fmt: skip
+    assert set(rotation.secrets(asked)) == set(LEAVES)
+    assert not asked.ca
+
+
+def test_expired_leaves_are_renewed_too() -> None:
+    asked = renewal.request(None, expiring(200, {cp.ETCD: -40}), NOW)
+    assert asked is not None and asked.services == ("etcd",)
+    assert asked.expires == "2027-04-22T12:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("days", "seconds"),
+    [
+        (30 + 1 / 24, 3600.0),  # due in an hour
+        (30, 0.0),
+        (-5, 0.0),  # due, or expired: at once, never a negative timer
+        (31.5, 86400.0),  # a day at most, however far
+        (3650 * 100, 86400.0),
+    ],
+)
+def test_the_provisioner_is_woken_when_the_first_leaf_falls_due_within_a_day(
+    days: float, seconds: float
+) -> None:
+    assert renewal.wake_in(expiring(400, {cp.SCHEDULER: days}), NOW) == pytest.approx(seconds)
+
+
+def test_no_wake_without_leaves() -> None:
+    assert renewal.wake_in({}, NOW) is None
+
+
+def test_a_rotation_restore_or_version_change_under_way_holds_the_renewal_back() -> None:
+    assert not renewal.blocked(cluster({}))
+    done = rotation.Request(1, services=("etcd",)).spec()
+    assert not renewal.blocked(cluster({rotation.ACTION: done}, {rotation.STATUS_FIELD: 1}))
+    owed = rotation.Request(2, services=("etcd",)).spec()
+    assert renewal.blocked(cluster({rotation.ACTION: owed}, {rotation.STATUS_FIELD: 1}))
+    assert renewal.blocked(cluster({}, {"appliedVersion": "v1.35.8"}))
+    restore = {"name": "c-abc12:snap", "generation": 1}
+    assert renewal.blocked(cluster({"etcdSnapshotRestore": restore}))
+
+
+def test_the_event_says_what_was_renewed_and_when_it_expired() -> None:
+    asked = rotation.Request(3, services=("kube-scheduler",), expires="2027-06-13T12:00:00Z")
+    assert renewal.event_message(asked) == (
+        "renewed the kube-scheduler certificates (expiring on 2027-06-13T12:00:00Z): the control "
+        "plane runs the new ones"
+    )
