@@ -10,10 +10,7 @@ import dataclasses
 import logging
 from typing import Any
 
-from lightkube import ApiError, AsyncClient, codecs
-from lightkube.models.core_v1 import EventSource, ObjectReference
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Event
+from lightkube import AsyncClient, codecs
 
 from corral.core.api import names
 from corral.core.kube import cluster_secrets
@@ -21,6 +18,7 @@ from corral.core.kube.client import as_dict
 from corral.core.kube.informer import Obj
 from corral.core.provisioning import manifests, renewal, rotation
 from corral.core.provisioning import pki as cp
+from corral.operator import events
 from corral.operator.state import State
 
 log = logging.getLogger(__name__)
@@ -81,27 +79,8 @@ async def trust(state: State, field_manager: str, body: Obj, ca: bytes) -> None:
 
 
 async def renewed(state: State, field_manager: str, body: Obj, request: rotation.Request) -> None:
-    """An event on the Cluster (cluster-scoped, so in `default`): which certificates were
-    renewed and when they would have expired. Worth a log line when refused, never a failure."""
-    meta = body["metadata"]
-    now = state.clock()
-    event = Event(
-        metadata=ObjectMeta(generateName=f"{meta['name']}.", namespace="default"),
-        involvedObject=ObjectReference(
-            apiVersion=names.API_VERSION,
-            kind=names.CLUSTER.kind,
-            name=meta["name"],
-            uid=meta.get("uid"),
-        ),
-        reason=renewal.EVENT_REASON,
-        message=renewal.event_message(request),
-        type="Normal",
-        source=EventSource(component=field_manager),
-        firstTimestamp=now,
-        lastTimestamp=now,
-        count=1,
-    )
-    try:
-        await state.kube.create(event)
-    except ApiError as exc:
-        log.info("cluster %s: cannot post event %s: %s", meta["name"], renewal.EVENT_REASON, exc)
+    """An event on the Cluster: which certificates were renewed and when they would have
+    expired."""
+    involved = events.reference(body, names.API_VERSION, names.CLUSTER.kind)
+    await events.post(state.kube, involved, renewal.EVENT_REASON, renewal.event_message(request),
+                      "Normal", field_manager, state.clock())  # fmt: skip

@@ -20,12 +20,8 @@ import datetime
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from lightkube import ApiError, AsyncClient
-from lightkube.models.core_v1 import EventSource, ObjectReference
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Event
 from lightkube.types import PatchType
 
 from corral.core import jsonpatch, settings, times
@@ -37,6 +33,7 @@ from corral.core.kube.guarded import GENERATION
 from corral.core.kube.informer import Informer, Obj
 from corral.core.nodepools import autoscaling
 from corral.core.nodepools import labels as pool_labels
+from corral.operator import events
 from corral.operator.downstream.pools import marked_to_go, pool_of
 from corral.operator.drivers import registry
 from corral.operator.state import BY_CLUSTER, State
@@ -356,8 +353,8 @@ class Autoscaler:
             elif posted < MAX_POD_EVENTS:
                 posted += 1
                 told[uid] = message
-                await _post(client, _reference(pod, "v1", "Pod"), reason, message, "Normal",
-                            self.state.clock())  # fmt: skip
+                await events.post(client, events.reference(pod, "v1", "Pod"), reason, message,
+                                  "Normal", FIELD_MANAGER, self.state.clock())  # fmt: skip
         self.told = told
 
     async def _warn(self, pool: Obj, message: str) -> None:
@@ -367,41 +364,11 @@ class Autoscaler:
             await self._event(pool, "CannotAutoscale", "Warning", message)
 
     async def _event(self, pool: Obj, reason: str, kind: str, message: str) -> None:
-        reference = _reference(pool, names.API_VERSION, names.NODE_POOL.kind)
-        await _post(self.state.kube, reference, reason, message, kind, self.state.clock())
+        involved = events.reference(pool, names.API_VERSION, names.NODE_POOL.kind)
+        await events.post(self.state.kube, involved, reason, message, kind, FIELD_MANAGER,
+                          self.state.clock())  # fmt: skip
 
 
 def leaving(record: Obj) -> bool:
     """A machine on its way out: its record deleted, or marked by the autoscaler."""
     return bool(record["metadata"].get("deletionTimestamp")) or marked_to_go(record)
-
-
-def _reference(obj: Mapping[str, Any], api_version: str, kind: str) -> ObjectReference:
-    meta = obj["metadata"]
-    return ObjectReference(apiVersion=api_version, kind=kind, name=meta["name"],
-                           namespace=meta.get("namespace"), uid=meta.get("uid"))  # fmt: skip
-
-
-async def _post(
-    client: AsyncClient,
-    involved: ObjectReference,
-    reason: str,
-    message: str,
-    kind: str,
-    now: datetime.datetime,
-) -> None:
-    event = Event(
-        metadata=ObjectMeta(generateName=f"{involved.name}.", namespace=involved.namespace),
-        involvedObject=involved,
-        reason=reason,
-        message=message,
-        type=kind,
-        source=EventSource(component=FIELD_MANAGER),
-        firstTimestamp=now,
-        lastTimestamp=now,
-        count=1,
-    )
-    try:
-        await client.create(event)
-    except ApiError as exc:  # an event is worth a log line, never a failed pass
-        log.info("cannot post event %s on %s %s: %s", reason, involved.kind, involved.name, exc)

@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lightkube import ApiError, AsyncClient, operators
-from lightkube.models.core_v1 import EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Event, LimitRange, Namespace, ResourceQuota, Secret
+from lightkube.resources.core_v1 import LimitRange, Namespace, ResourceQuota, Secret
 from lightkube.resources.networking_v1 import NetworkPolicy
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding, RoleBinding
 from lightkube.types import PatchType
@@ -43,6 +42,7 @@ from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
 from corral.core.projects import defaults, downstream, podsecurity, quota, secrets, status
 from corral.core.projects.downstream import Key, ProjectView
+from corral.operator import events
 from corral.operator.state import State, creator_of
 
 log = logging.getLogger(__name__)
@@ -356,7 +356,7 @@ class ProjectSync:
         )
         log.warning("cluster %s: %s", self.cluster, message)
         if project is not None:
-            await post_warning(self.state, self.cluster, project, SECRET_NOT_COPIED, message)
+            await post_warning(self.state, project, SECRET_NOT_COPIED, message)
 
     # -- status -----------------------------------------------------------------------------------
 
@@ -384,7 +384,7 @@ class ProjectSync:
             if was.get(condition["type"]) != condition["status"] and (
                 condition["status"] == "True" or was.get(condition["type"]) == "True"
             ):
-                await post_event(self.state, self.cluster, project, condition)
+                await post_event(self.state, project, condition)
 
 
 async def assign(client: AsyncClient, cluster: str, namespace: str, project: str | None) -> None:
@@ -445,15 +445,12 @@ async def _write_copy(
     return owned_record("Secret", as_dict(await client.replace(secret)))  # made again meanwhile
 
 
-async def post_event(
-    state: State, cluster: str, project: Obj, condition: Mapping[str, Any]
-) -> None:
+async def post_event(state: State, project: Obj, condition: Mapping[str, Any]) -> None:
     """A Kubernetes event on the Project for each condition that becomes True (or stops being
     True): what `/v3/projects/{id}/events` shows of the project's own life."""
     ok = condition["status"] == "True"
     await _post(
         state,
-        cluster,
         project,
         condition["type"] if ok else f"{condition['type']}Lost",
         condition.get("message") or condition.get("reason", ""),
@@ -461,33 +458,12 @@ async def post_event(
     )
 
 
-async def post_warning(state: State, cluster: str, project: Obj, reason: str, message: str) -> None:
-    await _post(state, cluster, project, reason, message, "Warning")
+async def post_warning(state: State, project: Obj, reason: str, message: str) -> None:
+    await _post(state, project, reason, message, "Warning")
 
 
-async def _post(
-    state: State, cluster: str, project: Obj, reason: str, message: str, kind: str
-) -> None:
-    now = state.clock()
-    name = project["metadata"]["name"]
-    event = Event(
-        metadata=ObjectMeta(generateName=f"{name}.", namespace=cluster),
-        involvedObject=ObjectReference(
-            apiVersion=names.API_VERSION,
-            kind=names.PROJECT.kind,
-            name=name,
-            namespace=cluster,
-            uid=project["metadata"].get("uid", ""),
-        ),
-        reason=reason,
-        message=message,
-        type=kind,
-        source=EventSource(component="corral-operator"),
-        firstTimestamp=now,
-        lastTimestamp=now,
-        count=1,
-    )
-    try:
-        await state.kube.create(event)
-    except ApiError as exc:
-        log.info("cannot post an event for project %s: %s", name, exc)
+async def _post(state: State, project: Obj, reason: str, message: str, kind: str) -> None:
+    """An event on the Project, in its cluster's namespace, where the Project is."""
+    involved = events.reference(project, names.API_VERSION, names.PROJECT.kind)
+    await events.post(state.kube, involved, reason, message, kind, "corral-operator",
+                      state.clock())  # fmt: skip
