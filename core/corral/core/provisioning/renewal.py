@@ -14,6 +14,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from corral.core import times
 from corral.core.provisioning import pki as cp
 from corral.core.provisioning import rotation, upgrade
 
@@ -58,7 +59,7 @@ def request(
     return rotation.Request(
         generation=(previous.generation if previous else 0) + 1,
         services=services(due),
-        expires=first.astimezone(datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        expires=times.format_time(first),
     )
 
 
