@@ -248,7 +248,9 @@ def test_another_users_cluster_actions_and_etcd_backups_are_invisible_and_untouc
         30,
     )  # fmt: skip
     backup_id = f"{cluster_id}:{backup['metadata']['name']}"
-    assert api.get(f"/v3/etcdbackups/{backup_id}").status == 200
+    # Written past the API, it is read once its watch event has reached the API's cache.
+    wait_for("the backup in the cache", lambda: api.get(f"/v3/etcdbackups/{backup_id}").status
+             == 200, 30)  # fmt: skip
     assert backup_id in {b["id"] for b in api.get("/v3/etcdbackups").body["data"]}
     spec_before = crs.get_cluster_custom_object(GROUP, VERSION, "clusters", cluster_id)["spec"]
 
