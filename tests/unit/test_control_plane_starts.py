@@ -25,10 +25,13 @@ def test_starts_beyond_the_limit_wait_in_the_order_they_asked() -> None:
     assert starts.admit("d", lambda: log.append("d")) == 2
     assert starts.admit("a", lambda: None) == 0
     starts.done("a")
-    assert log == ["c"]
+    # Every one waiting is woken when the queue moves: c to start, d to show its place.
+    assert log == ["c", "d"]
     # d may not jump the queue while c has not taken the slot.
     assert starts.admit("d", lambda: log.append("d")) == 2
+    log.clear()
     assert starts.admit("c", lambda: log.append("c")) == 0
+    assert log == ["d"]
     assert starts.admit("d", lambda: log.append("d")) == 1
 
 
@@ -57,3 +60,17 @@ def test_a_start_that_holds_its_slot_too_long_gives_it_up() -> None:
     assert starts.admit("other", lambda: None) == 1
     starts.done("next")
     assert starts.admit("other", lambda: None) == 0
+
+
+def test_a_queued_cluster_waits_until_the_oldest_start_would_give_its_slot_up() -> None:
+    clock = Clock()
+    starts = Starts(limit=2, hold=60.0, clock=clock)
+    assert starts.until_free() == 60.0
+    starts.admit("a", lambda: None)
+    clock.now += 20.0
+    starts.admit("b", lambda: None)
+    assert starts.admit("c", lambda: None) == 1
+    assert starts.until_free() == 40.0
+    clock.now += 45.0
+    assert starts.until_free() == 0.0
+    assert starts.admit("c", lambda: None) == 0

@@ -1,7 +1,8 @@
 """The provisioner's watch of its control plane's workloads: started while the control plane is
 on its way, a change it reports wakes the provisioner at once, it stops once the control plane
-is Ready, and one that failed is started again at the next pass. (The watch itself, against a
-real management cluster, is tests/e2e/test_provisioning.py's.)"""
+is Ready, and one that failed is started again at the next pass; a control plane queued for a
+start slot waits for it rather than the two-second timer. (The watch itself, against a real
+management cluster, is tests/e2e/test_provisioning.py's.)"""
 
 from __future__ import annotations
 
@@ -83,3 +84,14 @@ async def test_a_failed_watch_is_started_again_at_the_next_pass() -> None:
     assert runtime.watches == 2
     assert not again.done()
     again.cancel()
+
+
+def test_a_queued_control_plane_waits_for_its_slot_not_the_busy_timer() -> None:
+    starts = Starts(limit=1, hold=60.0)
+    subject = Provisioner("c-m-abc", State(None, lambda: NOW), WatchingRuntime(), starts,  # type: ignore[arg-type]
+                          lambda: None)  # fmt: skip
+    starts.admit("c-m-first", lambda: None)
+    queued = Progress("WaitingForControlPlane", "waiting to start", queued=True)
+    assert 55.0 < subject._interval(queued) <= 60.0
+    assert subject._interval(WAITING) == 2.0
+    assert subject._interval(READY) == 30.0

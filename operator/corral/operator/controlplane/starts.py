@@ -9,7 +9,9 @@ it is Ready when its turn comes) therefore waits for one of `limit` slots
 (CORRAL_HOSTED_CONTROL_PLANE_STARTS), in the order the clusters asked, and gives it back once
 its control plane is Ready. A start that takes longer
 than HOLD (a pod that cannot be scheduled, a container crash-looping) gives its slot up then
-and goes on without one, so no cluster can hold the others back for good.
+and goes on without one, so no cluster can hold the others back for good. A queued cluster
+asks again when the queue moves (every one waiting is woken, and shows its new place) or when
+the oldest start's hold runs out, not on the provisioner's two-second timer.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ class Starts:
 
     def admit(self, cluster: str, wake: Callable[[], None]) -> int:
         """0 when `cluster`'s control plane may start (now or already); otherwise its place
-        in the queue (1: next). `wake` is called when a slot may have come free."""
+        in the queue (1: next). `wake` is called whenever the queue moves (a slot came free,
+        one ahead started or left), so that the cluster asks again and shows its new place."""
         self._expire()
         if cluster in self._starting or cluster in self._overdue:
             return 0
@@ -50,14 +53,24 @@ class Starts:
             return ahead + 1
         del self._waiting[cluster]
         self._starting[cluster] = self.clock()
+        self._moved()
         return 0
 
     def done(self, cluster: str) -> None:
         """`cluster` no longer starts: Ready, deleted, or no longer this replica's."""
-        self._waiting.pop(cluster, None)
         self._overdue.discard(cluster)
-        if self._starting.pop(cluster, None) is not None:
-            self._wake_next()
+        waited = self._waiting.pop(cluster, None) is not None
+        if self._starting.pop(cluster, None) is not None or waited:
+            self._moved()
+
+    def until_free(self) -> float:
+        """Seconds until a slot comes free with no `done`: the oldest start's hold running
+        out (`hold` while none holds a slot). A queued cluster waits this long, or for its
+        wake, rather than asking again and again."""
+        if not self._starting:
+            return self.hold
+        oldest = min(self._starting.values())
+        return max(self.hold - (self.clock() - oldest), 0.0)
 
     def _expire(self) -> None:
         now = self.clock()
@@ -66,9 +79,8 @@ class Starts:
             del self._starting[cluster]
             self._overdue.add(cluster)
         if late:
-            self._wake_next()
+            self._moved()
 
-    def _wake_next(self) -> None:
-        free = self.limit - len(self._starting)
-        for wake in list(self._waiting.values())[:free]:
+    def _moved(self) -> None:
+        for wake in list(self._waiting.values()):
             wake()
