@@ -39,6 +39,10 @@ HOST_MODULES = frozenset({"test_agent_pod", "test_helm_install", "test_machines"
                           "test_real_node", "test_ssh_machines"})  # fmt: skip
 
 
+# The modules that sign in through Keycloak: one worker runs them all, so that it starts once.
+SIGN_IN_MODULES = frozenset({"test_console_oidc", "test_oidc"})
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     e2e = [item for item in items if item.path.parent == HERE]
     for item in e2e:
@@ -58,12 +62,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> Schedul
 
 class ModuleScheduling(LoadScopeScheduling):
     """Hands each worker whole modules, so that a module's fixtures start once, and the host
-    modules as one group. (pytest-xdist's own loadgroup cannot do it under pytest 9.2: it
-    writes the group into an attribute that pytest no longer reads.)"""
+    modules as one group, the sign-in modules as another. (pytest-xdist's own loadgroup cannot
+    do it under pytest 9.2: it writes the group into an attribute that pytest no longer
+    reads.)"""
 
     def _split_scope(self, nodeid: str) -> str:
         module = nodeid.split("::", 1)[0]
-        return "host" if Path(module).stem in HOST_MODULES else module
+        stem = Path(module).stem
+        if stem in HOST_MODULES:
+            return "host"
+        return "sign-in" if stem in SIGN_IN_MODULES else module
 
 
 @pytest.fixture(scope="session")
@@ -107,10 +115,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory, devkube: Path) -> Iterator[E
         yield env
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def keycloak(stack: Environment, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keycloak]:
-    """A real OpenID Connect provider on loopback, for a module's sign-in tests: started once
-    per module (it takes a while), after the stack, and stopped when the module ends."""
+    """A real OpenID Connect provider on loopback for the sign-in modules (SIGN_IN_MODULES, run
+    on one worker), each in realms of its own: started once (it takes a minute of CPU), after
+    the stack, and stopped when the worker's session ends."""
     provider = Keycloak(tmp_path_factory.mktemp("keycloak")).start()
     try:
         yield provider

@@ -1,6 +1,7 @@
 """The console's sign-in through OpenID Connect and its sign-in providers page, in Debian's
-Chromium against the stack `make run` starts and a real Keycloak on loopback (its own module:
-Keycloak takes a while to start, and test_console.py's tests need none).
+Chromium against the stack `make run` starts and a real Keycloak on loopback (its own module,
+since test_console.py's tests need none; Keycloak, which takes a while to start, is shared
+with test_oidc.py on one worker, each module in realms of its own).
 
 An administrator configures and enables a provider from the page (a refusal shown at its
 field, nothing saved; the client secret never shown back), a Keycloak user signs in with the
@@ -46,8 +47,9 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="make browser-deps
 CLIENT_ID = "corral"
 PASSWORDS = {"alice": secrets.token_urlsafe(12)}
 # `oidc` is enabled through the API for the sign-in; `keycloakoidc` is configured from the page.
-REALM, CALLBACK = "corral", "/v3-public/oidcProviders/oidc/callback"
-KC_REALM, KC_CALLBACK = "corral-kc", "/v3-public/keycloakOIDCProviders/keycloakoidc/callback"
+# Realms of this module's own: Keycloak is shared with test_oidc.
+REALM, CALLBACK = "console", "/v3-public/oidcProviders/oidc/callback"
+KC_REALM, KC_CALLBACK = "console-kc", "/v3-public/keycloakOIDCProviders/keycloakoidc/callback"
 
 
 @pytest.fixture(scope="module")
