@@ -8,9 +8,9 @@ no CSRF header, so the Origin is what tells corral's console from another site.
 Pings are answered by corral on each side (aiohttp's autoping), never relayed: kube-apiserver
 drops an exec's connection, and the output still queued for it, when a ping reaches it while
 that output waits for a slow reader (a heartbeat every 5 s from kubectl, through a relay that
-is slower than kubectl, was one). A client's heartbeat measures its hop to corral; a broken
-connection to the cluster ends the relay with close 1011. The first side to close closes the
-other with its code.
+is slower than kubectl, was one). A client's heartbeat measures its hop to corral: a cluster
+that stops answering is seen when its connection breaks (close 1011 then), not by the
+heartbeat. The first side to close closes the other with its code.
 
 A relay runs in a task of its own: a handler may be cancelled (at shutdown, or when aiohttp
 cancels handlers whose client went away), and the other side must still get its close frame
