@@ -46,7 +46,7 @@ import pytest
 from kubernetes import client as k8s
 
 from corral.core.api import names
-from corral.core.kube import tunnel_leases
+from corral.core.kube import connect, tunnel_leases
 from corral.core.tunnel import handshake, manifest
 from corral.devenv.agents import KUBECTL_TIMEOUT, agent_environment, kubectl_json, run_registration
 from corral.devenv.controlplane import ControlPlane, free_port
@@ -271,6 +271,18 @@ def test_a_slow_client_gets_all_of_a_large_exec_through_the_tunnel(
                         SLOW_EXEC_SIZE)  # fmt: skip
         assert (got.stdout, got.close) == (SLOW_EXEC_SIZE, 1000), got
         assert json.loads(got.status)["status"] == "Success", got
+
+
+def test_a_stream_through_the_tunnel_outlives_the_time_allowed_to_open_it(
+    api: Api, active: Registered, workload: dict[str, str]
+) -> None:
+    # The loopback proxy bounds the opening of a connection to the tunnel by OPEN_TIMEOUT;
+    # it used to bound the whole connection, so every stream was cut after it.
+    pod_url = f"/v3/projects/{workload['project']}/pods/{workload['pod']}"
+    command = ["sh", "-c", f"sleep {connect.OPEN_TIMEOUT + 2:.0f}; echo still-here"]
+    ran = api.post(f"{pod_url}?action=execute", {"command": command})
+    assert ran.status == 200, ran.body
+    assert (ran.body["stdout"], ran.body["exitCode"]) == ("still-here\n", 0), ran.body
 
 
 class _Page(http.server.BaseHTTPRequestHandler):
