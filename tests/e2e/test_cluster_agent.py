@@ -7,9 +7,10 @@ fails. `POST /v3/clusters` with only a name gives the registration; its `insecur
 in there, as a user would run it; `corral-agent` then runs in there too, as the manifest's
 Deployment runs it (its environment, the credential Secret and the ServiceAccount token the
 manifest made), and everything corral does with the cluster goes through the agent's tunnel:
-the cluster goes Active, `/k8s/clusters/{id}`, a project's workload, its logs and exec, kubectl
-through a generated kubeconfig, losing the agent (stopped or killed) and getting it back, and
-the API server replica holding the tunnel stopped or killed while another serves the user.
+the cluster goes Active, `/k8s/clusters/{id}`, a project's workload, its logs and exec (a large
+one read slowly, whole), kubectl through a generated kubeconfig, losing the agent (stopped or
+killed) and getting it back, and the API server replica holding the tunnel stopped or killed
+while another serves the user.
 Deleting the cluster removes what the manifest made there, through the tunnel, and revokes the
 agent's credential.
 
@@ -23,11 +24,13 @@ import datetime
 import functools
 import http.client
 import http.server
+import json
 import os
 import re
 import secrets
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -43,7 +46,7 @@ import pytest
 from kubernetes import client as k8s
 
 from corral.core.api import names
-from corral.core.kube import tunnel_leases
+from corral.core.kube import connect, tunnel_leases
 from corral.core.tunnel import handshake, manifest
 from corral.devenv.agents import KUBECTL_TIMEOUT, agent_environment, kubectl_json, run_registration
 from corral.devenv.controlplane import ControlPlane, free_port
@@ -52,6 +55,7 @@ from corral.devenv.isolated import IsolatedCluster
 from corral.devenv.waiting import wait_for
 
 from .api import Api
+from .slow_exec import slow_exec
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -67,6 +71,9 @@ LOST_WITHIN = float(tunnel_leases.LEASE_SECONDS)
 BACK_WITHIN = 5.0
 # A user's request through a replica that stays is answered, one way or the other, within this.
 ANSWERED_WITHIN = 10.0
+# A large exec read slowly through the tunnel, three times (tests/e2e/slow_exec.py).
+SLOW_EXEC_SIZE = 16 * 2**20
+SLOW_EXECS = 3
 
 
 @dataclass
@@ -249,6 +256,33 @@ def test_kubectl_reaches_the_cluster_through_a_generated_kubeconfig(
     done = kubectl("exec", "-n", WORKLOADS, name, "--", "seq", "1", "20000")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "".join(f"{i}\n" for i in range(1, 20001))
+
+
+def test_a_slow_client_gets_all_of_a_large_exec_through_the_tunnel(
+    stack: Environment, api: Api, corral_tls: ssl.SSLContext, active: Registered,
+    workload: dict[str, str],
+) -> None:  # fmt: skip
+    # As test_proxy_exec.py does with the direct transport: corral holds back reading from the
+    # tunnel for a client slower than kube-apiserver, and the end must still reach it.
+    assert api.token is not None
+    name = workload["pod"].split(":")[1]
+    for _ in range(SLOW_EXECS):
+        got = slow_exec(stack.api_url, api.token, corral_tls, active.id, WORKLOADS, name,
+                        SLOW_EXEC_SIZE)  # fmt: skip
+        assert (got.stdout, got.close) == (SLOW_EXEC_SIZE, 1000), got
+        assert json.loads(got.status)["status"] == "Success", got
+
+
+def test_a_stream_through_the_tunnel_outlives_the_time_allowed_to_open_it(
+    api: Api, active: Registered, workload: dict[str, str]
+) -> None:
+    # The loopback proxy bounds the opening of a connection to the tunnel by OPEN_TIMEOUT;
+    # it used to bound the whole connection, so every stream was cut after it.
+    pod_url = f"/v3/projects/{workload['project']}/pods/{workload['pod']}"
+    command = ["sh", "-c", f"sleep {connect.OPEN_TIMEOUT + 2:.0f}; echo still-here"]
+    ran = api.post(f"{pod_url}?action=execute", {"command": command})
+    assert ran.status == 200, ran.body
+    assert (ran.body["stdout"], ran.body["exitCode"]) == ("still-here\n", 0), ran.body
 
 
 class _Page(http.server.BaseHTTPRequestHandler):

@@ -12,9 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import uvloop
-
-from corral.apiserver import workers
+from corral.apiserver import eventloop, workers
 from corral.apiserver.app import create_app
 from corral.apiserver.config import ApiServerConfig, ConfigError
 from corral.apiserver.deps import DEPS
@@ -55,12 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     context.load_cert_chain(config.tls_cert, config.tls_key)
     sock = serving.listen(config.host, config.port)
     if count == 1:
-        uvloop.run(run(config, features, context, sock))
+        eventloop.run(run(config, features, context, sock))
         return 0
     shared = Path(tempfile.mkdtemp(prefix="corral-apiserver-"))
 
     def worker(supervisor: int) -> int:
-        uvloop.run(run(config, features, context, sock, shared / "throttle.db", supervisor))
+        eventloop.run(run(config, features, context, sock, shared / "throttle.db", supervisor))
         return 0
 
     logging.getLogger(__name__).info("serving with %d workers", count)

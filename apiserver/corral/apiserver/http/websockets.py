@@ -5,9 +5,12 @@ A handshake authenticated by the session cookie must come from a page of corral'
 a browser sends the cookie with a WebSocket opened by any site's page, and a handshake carries
 no CSRF header, so the Origin is what tells corral's console from another site.
 
-Pings and pongs are relayed too (neither side answers them itself), so a client's heartbeat
-measures the whole path, not only its hop to corral. The first side to close closes the other
-with its code.
+Pings are answered by corral on each side (aiohttp's autoping), never relayed: kube-apiserver
+drops an exec's connection, and the output still queued for it, when a ping reaches it while
+that output waits for a slow reader (a heartbeat every 5 s from kubectl, through a relay that
+is slower than kubectl, was one). A client's heartbeat measures its hop to corral: a cluster
+that stops answering is seen when its connection breaks (close 1011 then), not by the
+heartbeat. The first side to close closes the other with its code.
 
 A relay runs in a task of its own: a handler may be cancelled (at shutdown, or when aiohttp
 cancels handlers whose client went away), and the other side must still get its close frame
@@ -94,10 +97,6 @@ async def _pipe(source: Socket, sink: Socket) -> None:
                 await sink.send_bytes(message.data)
             elif message.type == WSMsgType.TEXT:
                 await sink.send_str(message.data)
-            elif message.type == WSMsgType.PING:
-                await sink.ping(message.data)
-            elif message.type == WSMsgType.PONG:
-                await sink.pong(message.data)
             elif message.type == WSMsgType.CLOSE:
                 # The peer's own code: aiohttp's `close_code` turns into 1006 when the peer
                 # drops the connection before our reply to its close, as Go servers do.

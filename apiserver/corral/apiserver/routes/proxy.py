@@ -8,7 +8,8 @@ users into `system:authenticated` and the groups their provider put them in (and
 bindings give them). Responses stream, so watches (`?watch=true`) and `logs -f` work.
 
 WebSocket upgrades (`kubectl exec`, `attach`, `port-forward`: WebSocket since kubectl 1.30/1.31)
-are relayed message by message: corral opens its own WebSocket to the cluster with the same
+are relayed message by message (pings answered by corral on each side, never relayed:
+http/websockets.py says why): corral opens its own WebSocket to the cluster with the same
 headers, impersonation and path, offering the subprotocols the client offered, and answers the
 client with the one the cluster chose. An upgrade the cluster refuses is answered with its
 status and body. A browser's upgrade authenticated by the session cookie must carry
@@ -172,7 +173,6 @@ async def relay_websocket(
                 protocols=websockets.offered_protocols(request),
                 params=request.query,
                 headers=forwarded_headers(request, who, DROPPED_REQUEST | DROPPED_UPGRADE),
-                autoping=False,
                 max_msg_size=MESSAGE_LIMIT,
             )
     except UpgradeRefused as refused:
@@ -185,7 +185,6 @@ async def relay_websocket(
              url.raw_path, request.rel_url.raw_query_string)  # fmt: skip
     client = web.WebSocketResponse(
         protocols=[upstream.protocol] if upstream.protocol else [],
-        autoping=False,
         max_msg_size=MESSAGE_LIMIT,
     )
     try:

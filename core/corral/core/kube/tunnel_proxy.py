@@ -109,19 +109,15 @@ class TunnelProxy:
                     await connect.refuse(http, writer, 407)
                     return
                 tunnel = self._local(cluster)
-                if tunnel is not None:
-                    stream = await tunnel.open()
-                    writer.write(connect.answer(http, 200))
-                    with contextlib.suppress(ConnectionError):
-                        await splice(stream, reader, writer)
-                    return
-                relay = self._relay(cluster)
-                if relay is None or self._peer is None:
-                    await connect.refuse(http, writer, 502)
-                    return
-                early, peer_reader, peer_writer = await dial(
-                    relay, cluster, await self.relays.key(), self._peer
-                )
+                stream = await tunnel.open() if tunnel is not None else None
+                if stream is None:
+                    relay = self._relay(cluster)
+                    if relay is None or self._peer is None:
+                        await connect.refuse(http, writer, 502)
+                        return
+                    early, peer_reader, peer_writer = await dial(
+                        relay, cluster, await self.relays.key(), self._peer
+                    )
         except RelayRefused as exc:
             log.info("cluster %s: its tunnel's relay refused: %s", cluster, exc)
             await connect.refuse(http, writer, 502)
@@ -129,6 +125,13 @@ class TunnelProxy:
         except (ConnectionError, TimeoutError, h11.RemoteProtocolError) as exc:
             log.info("a connection to a cluster's tunnel failed: %s", type(exc).__name__)
             writer.close()
+            return
+        # Only the opening is bounded by OPEN_TIMEOUT: a stream (an exec, a port-forward, a
+        # kept-alive connection) lasts as long as its ends keep it.
+        if stream is not None:
+            writer.write(connect.answer(http, 200))
+            with contextlib.suppress(ConnectionError):
+                await splice(stream, reader, writer)
             return
         writer.write(connect.answer(http, 200) + early)
         await join((reader, writer), (peer_reader, peer_writer))
