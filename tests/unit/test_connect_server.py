@@ -1,4 +1,5 @@
-"""The server both CONNECT proxies listen with: its connections end with it, quietly."""
+"""The server both CONNECT proxies listen with: started once however many callers ask at once,
+and its connections end with it, quietly."""
 
 from __future__ import annotations
 
@@ -31,3 +32,15 @@ async def test_closing_ends_open_connections_without_an_error_logged() -> None:
     finally:
         writer.close()
     assert reported == []
+
+
+async def test_callers_that_start_it_at_once_share_one_port() -> None:
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = connect.Server(serve)
+    try:
+        ports = await asyncio.gather(*(server.start("127.0.0.1", 0) for _ in range(8)))
+        assert set(ports) == {server.port}
+    finally:
+        await server.close()

@@ -72,6 +72,10 @@ class Server:
     def __init__(self, serve: Serve) -> None:
         self._serve = serve
         self._server: asyncio.Server | None = None
+        # Callers that ask at once wait for one start: each would otherwise listen on a port
+        # of its own, and the tunnel proxy's URL (which names the port) would differ between
+        # them, so the connections built on it would replace and close one another.
+        self._starting = asyncio.Lock()
         self._connections: set[asyncio.Task[None]] = set()
 
     @property
@@ -80,13 +84,15 @@ class Server:
         return None if self._server is None else int(self._server.sockets[0].getsockname()[1])
 
     async def start(self, host: str, port: int, tls: ssl.SSLContext | None = None) -> int:
-        """Listens from now on, once however often it is called; the port."""
-        if self._server is None:
-            self._server = await asyncio.start_server(
-                self._accepted, host, port, ssl=tls,
-                ssl_handshake_timeout=OPEN_TIMEOUT if tls is not None else None,
-            )  # fmt: skip
-        return int(self._server.sockets[0].getsockname()[1])
+        """Listens from now on, once however often (and however many at once) it is called;
+        the port."""
+        async with self._starting:
+            if self._server is None:
+                self._server = await asyncio.start_server(
+                    self._accepted, host, port, ssl=tls,
+                    ssl_handshake_timeout=OPEN_TIMEOUT if tls is not None else None,
+                )  # fmt: skip
+            return int(self._server.sockets[0].getsockname()[1])
 
     async def close(self) -> None:
         if self._server is not None:
