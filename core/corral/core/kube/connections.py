@@ -4,9 +4,11 @@ while the cluster's credential stays the same.
 
 Credentials are read one way: an informer over the credential Secrets in svc-system (those
 labelled `LABEL_CLUSTER_CREDENTIAL`); `local` is this process's own connection to the
-management cluster. When a credential changes or goes, whatever was built on it is closed and
-the next use builds it again. "No credential" and "did not answer in time" are one error,
-`Unavailable`.
+management cluster. When a credential changes (or the cluster's tunnel proxy does), the next use
+gets a connection built on the new one at once, and the old one is retired: its informers stop,
+and it closes once the requests already on it had `DRAIN_SECONDS`. When a credential goes,
+whatever was built on it closes at once. "No credential" and "did not answer in time" are one
+error, `Unavailable`.
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ CredentialHook = Callable[[str], None]
 # Typed clients kept per cluster for the users acting in it (they share one transport, so a
 # client is only its headers and a parsed configuration): the most recent ones.
 USER_CLIENTS = 256
+# How long a replaced connection stays open for the requests already on it: the longest request
+# corral itself bounds (a pod's exec action, at most 300 s; a typed request is cut at 15 s). Not
+# "until none is in flight": callers keep a client across several requests, so a moment with
+# none says nothing. A longer stream (a followed log, a watch, a terminal) is cut, as any closed
+# connection cuts it, and its client reconnects over the new connection.
+DRAIN_SECONDS = 300.0
 
 
 @dataclass
@@ -55,9 +63,11 @@ class Connection:
     _session: aiohttp.ClientSession | None = None
     _transport: httpx2.AsyncHTTPTransport | None = None
     _as: OrderedDict[Impersonation, AsyncClient] = field(default_factory=OrderedDict)
+    closed: asyncio.Event = field(default_factory=asyncio.Event, repr=False, compare=False)
 
     def client_as(self, who: Impersonation) -> AsyncClient:
         """A typed client whose every request impersonates `who`."""
+        self._check_open()
         client = self._as.get(who)
         if client is not None:
             self._as.move_to_end(who)
@@ -78,14 +88,24 @@ class Connection:
     def session(self) -> aiohttp.ClientSession:
         """The cluster's HTTP session: it reaches the cluster's server only and sends the
         credential per request, so sharing it across callers cannot carry it anywhere else."""
+        self._check_open()
         if self._session is None or self._session.closed:
             self._session = session_for(self.credential, timeout=None, proxy=self.proxy)
         return self._session
 
-    async def close(self) -> None:
+    def _check_open(self) -> None:
+        if self.closed.is_set():
+            # Held past its close: nothing new is built on a credential replaced or gone.
+            raise Unavailable("the cluster's connection was closed; ask for it again")
+
+    async def stop(self) -> None:
+        """Stop the informers kept on it (a replacement builds its own)."""
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    async def close(self) -> None:
+        await self.stop()
         await self.client.close()
         for client in self._as.values():
             await client.close()
@@ -93,6 +113,32 @@ class Connection:
             await self._transport.aclose()
         if self._session is not None:
             await self._session.close()
+        self.closed.set()
+
+
+class Retired:
+    """A replaced connection, left open for the requests already on it: it closes after
+    `seconds`, or at once on `close` (its cluster's credential went, or the process stops)."""
+
+    def __init__(self, cluster: str, connection: Connection, seconds: float) -> None:
+        self.cluster = cluster
+        self._now = asyncio.Event()
+        self._closing = asyncio.create_task(self._close_after(connection, seconds))
+
+    async def _close_after(self, connection: Connection, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._now.wait()
+        await connection.close()
+
+    def add_done_callback(self, callback: Callable[[Retired], None]) -> None:
+        self._closing.add_done_callback(lambda _: callback(self))
+
+    async def close(self) -> None:
+        # An event rather than a cancellation: a task cancelled before it first runs never
+        # reaches its close.
+        self._now.set()
+        await self._closing
 
 
 class Connections:
@@ -102,10 +148,12 @@ class Connections:
         tunnels: TunnelProxy,
         local: Callable[[], Credential] = from_environment,
         on_change: CredentialHook | None = None,
+        drain_seconds: float = DRAIN_SECONDS,
     ) -> None:
         """`on_change(cluster)` runs when the cluster's credential Secret comes, changes or
         goes. A cluster reached through its agent is reached through `tunnels`, this
-        process's proxy to every agent's tunnel, wherever it is held."""
+        process's proxy to every agent's tunnel, wherever it is held. A replaced connection
+        closes `drain_seconds` after it was replaced."""
         self.credentials = Informer(
             kube,
             Secret,
@@ -116,6 +164,8 @@ class Connections:
         self._read_local = local
         self._local: tuple[float, Credential] | None = None
         self._connections: dict[str, Connection] = {}
+        self._retired: set[Retired] = set()
+        self._drain_seconds = drain_seconds
         self._changed = asyncio.Event()
         self._on_change = on_change
         self.tunnels = tunnels
@@ -141,7 +191,7 @@ class Connections:
         connection = Connection(credential, client_for(credential, proxy=proxy), proxy=proxy)
         self._connections[cluster] = connection
         if known is not None:
-            await known.close()
+            await self._retire(cluster, known)
         return connection
 
     async def client(self, cluster: str) -> AsyncClient:
@@ -173,22 +223,22 @@ class Connections:
         return informer
 
     async def forget(self, cluster: str) -> None:
-        """Close what was built for the cluster (it is gone, or its credential changed)."""
+        """Close at once what was built for the cluster, retired connections included: it is
+        gone, or its credential is, and nothing may go on using that."""
         connection = self._connections.pop(cluster, None)
         if connection is not None:
             await connection.close()
+        await self._close_retired(cluster)
 
     async def run(self) -> None:
-        """Feed the credentials; close a cluster's connection once its credential changes or
-        goes, rather than at its next use. Runs until cancelled."""
+        """Feed the credentials; once a cluster's credential changes, retire its connection,
+        once it goes, close it, rather than at its next use. Runs until cancelled."""
         watch = asyncio.gather(self.credentials.run(), self.relays.leases.run())
         try:
             while True:
                 await self._changed.wait()
                 self._changed.clear()
-                stale = [c for c, known in self._connections.items() if self._stale(c, known)]
-                for connection in [self._connections.pop(c) for c in stale]:
-                    await connection.close()
+                await self._follow_credentials()
         finally:
             watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -197,6 +247,8 @@ class Connections:
     async def close(self) -> None:
         for cluster in list(self._connections):
             await self.forget(cluster)
+        for retired in list(self._retired):
+            await retired.close()
         await self.tunnels.close()
 
     def _credential_changed(self, event: str, obj: Obj) -> None:
@@ -205,13 +257,40 @@ class Connections:
         if self._on_change is not None and cluster:
             self._on_change(cluster)
 
-    def _stale(self, cluster: str, connection: Connection) -> bool:
+    async def _follow_credentials(self) -> None:
+        # Which connections go, and how, decided before the first await: a use meanwhile may
+        # build a cluster's next connection, which must stay.
+        stale = [(c, known) for c, known in self._connections.items() if self._outdated(c, known)]
+        gone = {cluster for cluster, _ in stale if self._usable_credential(cluster) is None}
+        for cluster, _ in stale:
+            del self._connections[cluster]
+        for cluster, known in stale:
+            if cluster in gone:
+                await known.close()
+                await self._close_retired(cluster)
+            else:
+                await self._retire(cluster, known)
+
+    async def _close_retired(self, cluster: str) -> None:
+        for retired in [r for r in self._retired if r.cluster == cluster]:
+            await retired.close()
+
+    async def _retire(self, cluster: str, connection: Connection) -> None:
+        await connection.stop()
+        retired = Retired(cluster, connection, self._drain_seconds)
+        self._retired.add(retired)
+        retired.add_done_callback(self._retired.discard)
+
+    def _outdated(self, cluster: str, connection: Connection) -> bool:
         if cluster == names.LOCAL_CLUSTER:
             return False  # not kept in a Secret: read again when used
+        return self._usable_credential(cluster) != connection.credential
+
+    def _usable_credential(self, cluster: str) -> Credential | None:
         try:
-            return self.credential(cluster) != connection.credential
+            return self.credential(cluster)
         except (KeyError, ValueError):  # a Secret that holds no usable credential
-            return True
+            return None
 
     async def _proxy(self, cluster: str) -> str:
         """The proxy to the cluster's tunnel; `Unavailable` while no process holds one."""
