@@ -124,7 +124,7 @@ async def cluster() -> AsyncIterator[Callable[[float], Awaitable[Cluster]]]:
 async def served_by(client: AsyncClient, name: str = "x") -> str:
     config_map = await client.get(ConfigMap, name, namespace="default")
     assert config_map.data is not None
-    return config_map.data["served-by"]
+    return str(config_map.data["served-by"])
 
 
 Fetch = Callable[[Connections], Awaitable[AsyncClient]]
