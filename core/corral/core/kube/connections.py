@@ -98,14 +98,14 @@ class Connection:
             # Held past its close: nothing new is built on a credential replaced or gone.
             raise Unavailable("the cluster's connection was closed; ask for it again")
 
-    async def stop(self) -> None:
-        """Stop the informers kept on it (a replacement builds its own)."""
+    def stop(self) -> None:
+        """Stop the informers kept on it (a replacement builds its own); `close` awaits them."""
         for task in self.tasks:
             task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
 
     async def close(self) -> None:
-        await self.stop()
+        self.stop()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
         await self.client.close()
         for client in self._as.values():
             await client.close()
@@ -136,9 +136,10 @@ class Retired:
 
     async def close(self) -> None:
         # An event rather than a cancellation: a task cancelled before it first runs never
-        # reaches its close.
+        # reaches its close. Shielded: a caller cancelled meanwhile leaves it closing, not
+        # half closed.
         self._now.set()
-        await self._closing
+        await asyncio.shield(self._closing)
 
 
 class Connections:
@@ -191,7 +192,7 @@ class Connections:
         connection = Connection(credential, client_for(credential, proxy=proxy), proxy=proxy)
         self._connections[cluster] = connection
         if known is not None:
-            await self._retire(cluster, known)
+            self._retire(cluster, known)
         return connection
 
     async def client(self, cluster: str) -> AsyncClient:
@@ -258,25 +259,23 @@ class Connections:
             self._on_change(cluster)
 
     async def _follow_credentials(self) -> None:
-        # Which connections go, and how, decided before the first await: a use meanwhile may
-        # build a cluster's next connection, which must stay.
+        # All decided and handed on before the first await: a use meanwhile may build a
+        # cluster's next connection, which must stay, and a cancellation (the process
+        # stopping) must find each connection where `close` looks.
         stale = [(c, known) for c, known in self._connections.items() if self._outdated(c, known)]
-        gone = {cluster for cluster, _ in stale if self._usable_credential(cluster) is None}
-        for cluster, _ in stale:
-            del self._connections[cluster]
+        gone = [cluster for cluster, _ in stale if self._usable_credential(cluster) is None]
         for cluster, known in stale:
-            if cluster in gone:
-                await known.close()
-                await self._close_retired(cluster)
-            else:
-                await self._retire(cluster, known)
+            del self._connections[cluster]
+            self._retire(cluster, known)
+        for cluster in gone:
+            await self._close_retired(cluster)
 
     async def _close_retired(self, cluster: str) -> None:
         for retired in [r for r in self._retired if r.cluster == cluster]:
             await retired.close()
 
-    async def _retire(self, cluster: str, connection: Connection) -> None:
-        await connection.stop()
+    def _retire(self, cluster: str, connection: Connection) -> None:
+        connection.stop()
         retired = Retired(cluster, connection, self._drain_seconds)
         self._retired.add(retired)
         retired.add_done_callback(self._retired.discard)
