@@ -245,9 +245,14 @@ def test_a_machine_without_containerd_then_with_another_host_key(
 
     # Deleting it cannot uninstall (the key is refused): said in an event, and it goes anyway.
     remove_and_check_nothing_is_left(api, crs, core, cluster, name, machine)
-    events = core.list_namespaced_event(cluster, field_selector=f"involvedObject.name={name}")
-    assert any(e.reason == "UninstallFailed" and "HostKeyChanged" in e.message
-               for e in events.items), [(e.reason, e.message) for e in events.items]  # fmt: skip
+
+    # kopf posts events from a queue of its own, so the event may land after the Node is gone.
+    def uninstall_failed() -> bool:
+        events = core.list_namespaced_event(cluster, field_selector=f"involvedObject.name={name}")
+        return any(e.reason == "UninstallFailed" and "HostKeyChanged" in e.message
+                   for e in events.items)  # fmt: skip
+
+    wait_for("the UninstallFailed event", uninstall_failed, CONDITION_TIMEOUT)
 
 
 def test_the_node_command_runs_on_the_machine_and_a_failed_install_is_undone(
