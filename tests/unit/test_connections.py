@@ -18,7 +18,7 @@ from lightkube.resources.core_v1 import ConfigMap
 from corral.core.api import names
 from corral.core.clusters.credential import Credential
 from corral.core.errors import Unavailable
-from corral.core.kube.connections import Connections
+from corral.core.kube.connections import RETIRED_PER_CLUSTER, Connections
 from corral.core.kube.credential import client_for
 from corral.core.kube.impersonation import Impersonation
 from corral.core.kube.tunnel_leases import Relays
@@ -27,7 +27,6 @@ from corral.core.kube.tunnel_proxy import TunnelProxy
 CLUSTER = "c-drain"
 # The management cluster: never reached here (credentials are put, not listed or watched).
 KUBE = Credential("http://127.0.0.1:9")
-VERSIONS = {"old": "1", "new": "2"}
 ALICE = Impersonation("u-alice", ("system:authenticated",))
 
 
@@ -65,10 +64,12 @@ class Server:
 class Cluster:
     connections: Connections
     servers: dict[str, Server]
+    version: int = 0
 
     def switch(self, to: str) -> None:
         """The cluster's credential Secret now names server `to`, as the watch would put it."""
-        self.connections.credentials.put(secret(self.servers[to].credential, VERSIONS[to]))
+        self.version += 1
+        self.connections.credentials.put(secret(self.servers[to].credential, str(self.version)))
 
     def gone(self) -> None:
         self.connections.credentials.forget(f"{names.SYSTEM_NAMESPACE}/{secret_name()}")
@@ -219,3 +220,21 @@ async def test_closing_closes_retired_connections_too(
 
     assert retired.closed.is_set()
     assert current.closed.is_set()
+
+
+async def test_a_cluster_that_keeps_switching_keeps_only_its_latest_replaced_connections(
+    cluster: Callable[[float], Awaitable[Cluster]],
+) -> None:
+    """A tunnel that comes and goes cannot pile up connections for the drain's whole bound."""
+    made = await cluster(3600)
+    replaced = []
+    for to in ["new", "old"] * RETIRED_PER_CLUSTER + ["new"]:
+        replaced.append(await made.connections.connection(CLUSTER))
+        made.switch(to)
+    current = await made.connections.connection(CLUSTER)
+
+    kept = replaced[-RETIRED_PER_CLUSTER:]
+    for oldest in replaced[:-RETIRED_PER_CLUSTER]:
+        await oldest.closed.wait()
+    assert not any(connection.closed.is_set() for connection in [*kept, current])
+    assert await served_by(current.client) == "new"

@@ -49,6 +49,10 @@ USER_CLIENTS = 256
 # none says nothing. A longer stream (a followed log, a watch, a terminal) is cut, as any closed
 # connection cuts it, and its client reconnects over the new connection.
 DRAIN_SECONDS = 300.0
+# Replaced connections a cluster may keep draining at once: an agent whose tunnel comes and goes
+# would otherwise hold one more session and pool per switch for DRAIN_SECONDS. The oldest
+# beyond this close at once.
+RETIRED_PER_CLUSTER = 2
 
 
 @dataclass
@@ -118,7 +122,8 @@ class Connection:
 
 class Retired:
     """A replaced connection, left open for the requests already on it: it closes after
-    `seconds`, or at once on `close` (its cluster's credential went, or the process stops)."""
+    `seconds`, or at once on `end` or `close` (its cluster's credential went, the process
+    stops, or the cluster has replaced too many connections since)."""
 
     def __init__(self, cluster: str, connection: Connection, seconds: float) -> None:
         self.cluster = cluster
@@ -134,11 +139,15 @@ class Retired:
     def add_done_callback(self, callback: Callable[[Retired], None]) -> None:
         self._closing.add_done_callback(lambda _: callback(self))
 
-    async def close(self) -> None:
+    def end(self) -> None:
+        """Close it now rather than after `seconds`, without waiting for the close."""
         # An event rather than a cancellation: a task cancelled before it first runs never
-        # reaches its close. Shielded: a caller cancelled meanwhile leaves it closing, not
-        # half closed.
+        # reaches its close.
         self._now.set()
+
+    async def close(self) -> None:
+        self.end()
+        # Shielded: a caller cancelled meanwhile leaves it closing, not half closed.
         await asyncio.shield(self._closing)
 
 
@@ -165,7 +174,7 @@ class Connections:
         self._read_local = local
         self._local: tuple[float, Credential] | None = None
         self._connections: dict[str, Connection] = {}
-        self._retired: set[Retired] = set()
+        self._retired: list[Retired] = []  # oldest first
         self._drain_seconds = drain_seconds
         self._changed = asyncio.Event()
         self._on_change = on_change
@@ -277,8 +286,10 @@ class Connections:
     def _retire(self, cluster: str, connection: Connection) -> None:
         connection.stop()
         retired = Retired(cluster, connection, self._drain_seconds)
-        self._retired.add(retired)
-        retired.add_done_callback(self._retired.discard)
+        self._retired.append(retired)
+        retired.add_done_callback(self._retired.remove)
+        for oldest in [r for r in self._retired if r.cluster == cluster][:-RETIRED_PER_CLUSTER]:
+            oldest.end()
 
     def _outdated(self, cluster: str, connection: Connection) -> bool:
         if cluster == names.LOCAL_CLUSTER:
