@@ -101,19 +101,27 @@ async def imported(kube: AsyncClient, admin: Person) -> Imported:
     return Imported(cluster_id, body, kube)
 
 
-async def test_a_request_in_flight_when_the_credential_changes_completes(
+async def switched_while_slow(
     imported: Imported, upstreams: dict[str, Upstream], admin: Person
-) -> None:
+) -> asyncio.Task[Response]:
+    """The cluster reached at `old`, a slow request in flight there, then the credential
+    switched to `new` and a request served by it: the slow request, still held by `old`."""
     old, new = upstreams["old"], upstreams["new"]
     await imported.reached_with(old)
     await imported.served_by(admin.api, old)
     slow = asyncio.create_task(imported.get(admin.api, "slow"))
     await old.arrived.wait()
-
     await imported.reached_with(new)
     await imported.served_by(admin.api, new)
+    return slow
 
-    old.release.set()
+
+async def test_a_request_in_flight_when_the_credential_changes_completes(
+    imported: Imported, upstreams: dict[str, Upstream], admin: Person
+) -> None:
+    slow = await switched_while_slow(imported, upstreams, admin)
+
+    upstreams["old"].release.set()
     answer = await slow
     assert answer.status == 200, answer.body
     assert answer.body["data"]["served-by"] == "old"
@@ -122,13 +130,7 @@ async def test_a_request_in_flight_when_the_credential_changes_completes(
 async def test_a_credential_that_goes_cuts_what_is_in_flight_on_a_replaced_one_too(
     imported: Imported, upstreams: dict[str, Upstream], admin: Person
 ) -> None:
-    old, new = upstreams["old"], upstreams["new"]
-    await imported.reached_with(old)
-    await imported.served_by(admin.api, old)
-    slow = asyncio.create_task(imported.get(admin.api, "slow"))
-    await old.arrived.wait()
-    await imported.reached_with(new)
-    await imported.served_by(admin.api, new)
+    slow = await switched_while_slow(imported, upstreams, admin)
 
     await imported.credential_gone()
 
