@@ -74,12 +74,16 @@ def register(join: dict[str, Any], hostname: str, provider_id: str) -> None:
 if command == "create":
     # The node command a real machine would run, kept for the tests to read.
     (STATE / (message["machine"]["name"] + ".join")).write_text(message["join"]["command"])
-    if config.get("register") and not machine.exists():
-        register(message["join"], message["machine"]["hostname"],
-                 "fake://" + message["machine"]["name"])
+    # The machine exists before it boots, as a cloud's instance does: a test that sees its node
+    # must find the machine too. Booting happens once, even if create is asked again.
+    joined = STATE / (message["machine"]["name"] + ".joined")
     if not machine.exists():
         machine.write_text(json.dumps({{"phase": "Running", "providerId": "fake://" +
                                         message["machine"]["name"], "addresses": ["10.0.0.7"]}}))
+    if config.get("register") and not joined.exists():
+        register(message["join"], message["machine"]["hostname"],
+                 "fake://" + message["machine"]["name"])
+        joined.touch()
     print(json.dumps({{"exists": True, **json.loads(machine.read_text())}}))
 elif command == "state":
     if machine.exists():
@@ -88,6 +92,7 @@ elif command == "state":
         print(json.dumps({{"exists": False}}))
 elif command == "remove":
     machine.unlink(missing_ok=True)
+    (STATE / (message["machine"]["name"] + ".joined")).unlink(missing_ok=True)
     print("{{}}")
 else:
     print(json.dumps({{"message": "unknown command " + command}}))
