@@ -260,9 +260,11 @@ def test_a_project_without_a_quota_is_held_to_the_clusters_defaults(
         60,
     )
     assert limits.spec.limits[0].default == {"cpu": "200m"}
-    # The quota's status is what corral's check reads: wait until the cluster has counted.
-    wait_for("the quota counted", lambda: core.read_namespaced_resource_quota(
-        quota.metadata.name, namespace).status.hard, 30)  # fmt: skip
+    # The quota's status is what corral's check reads, from its watch cache: wait until the
+    # cluster has counted and corral has seen the count (what the project's usage shows).
+    wait_for("the quota counted in corral",
+             lambda: api.get(f"/v3/projects/{project}?include=usage").body["usage"]["hard"]
+             == {"pods": "3"}, 30)  # fmt: skip
     too_many = api.post(
         f"/v3/projects/{project}/workloads",
         {"name": unique("many"), "namespaceId": namespace, "scale": 5,
