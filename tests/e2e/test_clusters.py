@@ -619,7 +619,12 @@ def test_deleting_a_node_removes_it_downstream_and_its_record(
         ),
         30,
     )
-    assert api.get(f"/v3/clusters/{cluster_id}/nodes/{record['id']}").status == 404
+    # /v3 reads the records from its watch cache, which learns of the deletion after kube.
+    assert wait_for(
+        "the record gone from /v3",
+        lambda: api.get(f"/v3/clusters/{cluster_id}/nodes/{record['id']}").status == 404,
+        30,
+    )
 
 
 def test_an_unreachable_cluster_turns_not_ready_and_recovers(
