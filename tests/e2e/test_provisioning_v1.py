@@ -240,8 +240,10 @@ def test_a_v1_cluster_is_a_cluster_and_its_nodepools(
     wait_for("pools deleted",
              lambda: not crs.list_namespaced_custom_object(GROUP, VERSION, cluster_id,
                                                            "nodepools")["items"], 30)  # fmt: skip
-    assert api.get(f"{TYPE}/{NAMESPACE}/{name}").status == 404
-    assert api.get(f"/v3/clusters/{cluster_id}").status == 404
+    # Both views read the API server's watch cache, which learns of the deletion after kube.
+    wait_for("the cluster gone from /v1 and /v3",
+             lambda: api.get(f"{TYPE}/{NAMESPACE}/{name}").status == 404
+             and api.get(f"/v3/clusters/{cluster_id}").status == 404, 30)  # fmt: skip
 
 
 def test_a_put_scales_adds_and_removes_pools_and_a_stale_put_changes_nothing(
