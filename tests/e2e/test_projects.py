@@ -772,10 +772,15 @@ def test_project_events_are_newest_first(
     )
     assert events[0]["namespaceId"] == team.namespace and events[0]["origin"] == "cluster"
     assert events[0]["eventType"] == "Warning" and events[0]["type"] == "event"
-    body = api.get(f"/v3/projects/{team.project}/events").body
+
+    # The operator posts the project's own events after the conditions `team` waited for.
+    def with_own_events() -> dict | None:
+        body: dict = api.get(f"/v3/projects/{team.project}/events").body
+        own = {e["reason"] for e in body["data"] if e["origin"] == "project"}
+        return body if {"BackingNamespaceCreated", "InitialRolesPopulated"} <= own else None
+
+    body = wait_for("the project's own events", with_own_events, 30)
     assert body["type"] == "collection" and body["resourceType"] == "event"
-    own = [e for e in body["data"] if e["origin"] == "project"]
-    assert {"BackingNamespaceCreated", "InitialRolesPopulated"} <= {e["reason"] for e in own}
     stamps = [e["lastTimestamp"] for e in body["data"]]
     assert stamps == sorted(stamps, reverse=True)
     assert "NotTheirs" not in {e["reason"] for e in body["data"]}
