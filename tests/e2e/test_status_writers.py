@@ -124,7 +124,12 @@ def test_a_drain_and_the_node_mirror_keep_each_others_conditions(
     owned = owned_condition_types(after)
     assert owned["corral-node-mirror"] == MIRROR_TYPES
     assert owned["corral-drain"] == {"Drained"}
-    assert condition(api.get(url).body, "Drained")["status"] == "True"
+    # /v3 reads the record from its watch cache, which may trail what was just read from kube.
+    wait_for(
+        "Drained True in /v3",
+        lambda: condition(api.get(url).body, "Drained").get("status") == "True",
+        30,
+    )
 
     # Uncordoned: the drain's writer says so; the mirror's conditions stay, restamped with the
     # new generation.
