@@ -330,7 +330,10 @@ def test_a_pool_of_three_gives_three_ready_nodes_and_scales_by_its_names(
         assert api.delete(f"/v3/nodepools/{pid}").status == 204
         wait_for("the pod evicted", lambda: evicted(downstream_client, pod_name), SCALE_TIMEOUT)
         assert f"{prefix}1" in pool_nodes(downstream_client, prefix)
-        assert api.get(f"/v3/nodepools/{pid}").body["state"] == "removing"
+        # The DELETE answered before /v3's watch cache saw the deletion mark.
+        wait_for("the pool removing",
+                 lambda: api.get(f"/v3/nodepools/{pid}").body["state"] == "removing",
+                 SCALE_TIMEOUT)  # fmt: skip
     finally:
         release(downstream_client, pod_name)
     wait_for("machines removed", lambda: not pool_nodes(downstream_client, prefix), 90)
@@ -517,7 +520,9 @@ def test_a_pool_of_a_served_driver_makes_its_machines_through_it(
     wait_for("the pool gone", lambda: api.get(f"/v3/nodepools/{pid}").status == 404,
              SCALE_TIMEOUT)  # fmt: skip
     assert not served.machines() and not pool_nodes(downstream_client, prefix)
-    assert not machine_records(api, cluster, pid)
+    # The records went before the pool, but /v3 watches them apart: either may arrive first.
+    wait_for("the records gone from /v3", lambda: not machine_records(api, cluster, pid),
+             SCALE_TIMEOUT)  # fmt: skip
     # Their registration tokens went with them.
     left = management.list(kinds.ClusterRegistrationToken, namespace=cluster)
     assert not [
