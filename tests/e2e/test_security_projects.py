@@ -67,6 +67,12 @@ def stored(crs: k8s.CustomObjectsApi, project: str) -> dict[str, Any]:
     return spec
 
 
+def on_replica(replica: Api, path: str) -> None:
+    """What the first replica just made, once the second has it: it reads its own watch
+    cache, which learns of it an instant later (until then it answers 404)."""
+    wait_for(f"{path} on the second replica", lambda: replica.get(path).status == 200, 10)
+
+
 def new_namespace(api: Api, cluster: str, project: str) -> Response:
     body = {"type": "namespace", "name": unique("ns"), "projectId": project}
     return api.post(f"/v3/clusters/{cluster}/namespaces", body)
@@ -163,6 +169,7 @@ def test_concurrent_changes_to_one_project_all_land(
 ) -> None:
     project = new_project(api, cluster, **QUOTA)
     path = f"/v3/projects/{project}"
+    on_replica(replica, path)
     for round_ in range(8):
         cpu, pods, text = f"{100 + round_}m", str(20 + round_), f"round {round_}"
         limit = {"resourceQuota": {"limit": {"pods": pods, "limitsMemory": "4Gi"}}}
@@ -196,6 +203,7 @@ def test_a_limit_lowered_while_namespaces_arrive_never_leaves_the_project_over_q
     lower = {"resourceQuota": {"limit": {"pods": "5", "limitsMemory": "4Gi"}}}
     for _ in range(4):
         project = new_project(api, cluster, **QUOTA)  # room for two namespaces of 5 pods
+        on_replica(replica, f"/v3/projects/{project}")
         assert new_namespace(api, cluster, project).status == 201
         answers = together(
             lambda p=project: replica.put(f"/v3/projects/{p}", lower),
@@ -214,6 +222,7 @@ def test_two_namespaces_cannot_both_take_the_last_room(
 ) -> None:
     for _ in range(4):
         project = new_project(api, cluster, **QUOTA)
+        on_replica(replica, f"/v3/projects/{project}")
         assert new_namespace(api, cluster, project).status == 201
         answers = together(
             lambda p=project: new_namespace(api, cluster, p),
@@ -231,6 +240,8 @@ def test_identical_grants_sent_together_make_one_binding(
 ) -> None:
     project = new_project(api, cluster)
     person = new_person(api)
+    on_replica(replica, f"/v3/projects/{project}")
+    on_replica(replica, f"/v3/users/{person.id}")
     grant = {"projectId": project, "userId": person.id, "roleTemplateId": "read-only"}
     answers = together(*(
         lambda a=a: a.post("/v3/projectroletemplatebindings", grant)
