@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 import ssl
 import subprocess
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,6 +132,12 @@ def set_setting(env: Environment, name: str, value: str) -> None:
     """Write a Setting's value as kubectl would: the CR itself, not through the API."""
     crs = k8s.CustomObjectsApi(k8s_config.new_client_from_config(str(env.management_kubeconfig)))
     crs.patch_cluster_custom_object("management.svc.io", "v3", "settings", name, {"value": value})
+
+
+def room_in_the_minute(seconds: float) -> None:
+    """Wait, if need be, until the wall clock's minute has `seconds` left: rate-limit windows
+    are the clock's minutes, and requests counted against one must not straddle two."""
+    wait_for(f"a minute with {seconds:.0f} s left", lambda: time.time() % 60 <= 60 - seconds, 60)
 
 
 @pytest.fixture(scope="session")
