@@ -1,6 +1,6 @@
 // A page's live data: one /v3/subscribe socket for the families it shows. `load` reads the
-// page's collections each time the socket opens (events are not replayed), `onEvent` applies
-// what changes after.
+// page's collections each time the socket opens (the server replays no events), `onEvent`
+// applies what changes after.
 
 import { useEffect, useRef, useState } from "preact/hooks";
 
@@ -27,11 +27,15 @@ export function useLive(
   const types = resourceTypes.join(",");
 
   useEffect(() => {
-    const subscription = subscribe(types.split(","), {
-      onOpen: () => void handlers.current.load(),
-      onEvent: (event) => {
+    const live = replayingDuringLoads(
+      () => handlers.current.load(),
+      (event) => {
         handlers.current.onEvent(event);
       },
+    );
+    const subscription = subscribe(types.split(","), {
+      onOpen: () => void live.onOpen(),
+      onEvent: live.onEvent,
       onLink: setLink,
       sessionHolds: async () => (await whoAmI()) !== null,
     });
@@ -41,6 +45,34 @@ export function useLive(
   }, [types]);
 
   return link;
+}
+
+/** A socket's handlers that read the page's collections on each open and apply each event as
+ * it comes, and once a read has set what it found, apply again, in order, the events that came
+ * while it was in flight. The read may have been answered before an event's change and reach
+ * the page after the event: a cluster deleted meanwhile stayed listed. Replayed in order, the
+ * events leave each object as its latest change has it (each page applies an event by id). */
+export function replayingDuringLoads(
+  load: () => Promise<void>,
+  apply: (event: ResourceEvent) => void,
+): { onOpen: () => Promise<void>; onEvent: (event: ResourceEvent) => void } {
+  let during: ResourceEvent[] | null = null;
+  return {
+    onOpen: async () => {
+      const mine: ResourceEvent[] = [];
+      during = mine;
+      try {
+        await load();
+      } finally {
+        if (during === mine) during = null;
+        for (const event of mine) apply(event);
+      }
+    },
+    onEvent: (event) => {
+      during?.push(event);
+      apply(event);
+    },
+  };
 }
 
 export function LiveBadge({ link }: { link: Link }) {
