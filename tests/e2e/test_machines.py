@@ -35,7 +35,7 @@ from corral.devenv import images, network
 from corral.devenv.environment import Environment
 from corral.devenv.host import CNI_PLUGINS, HostNotReady, check_host
 from corral.devenv.machine import Machine
-from corral.devenv.waiting import wait_for
+from corral.devenv.waiting import Timeout, wait_for
 from corral.operator.drivers.executable import ExecutableDriver
 
 from . import hoststate
@@ -214,7 +214,16 @@ def test_machines_reach_each_other_the_host_and_the_management_cluster(
         ip = core.read_namespaced_service("web", "default").spec.cluster_ip
         assert ipaddress.ip_address(ip) in ipaddress.ip_network(network.SERVICE_CIDR)
         # Once kube-proxy on the node has the new Service's rules.
-        page = wait_for("the Service from a machine", lambda: answer(one, f"http://{ip}/"), 30)
+        try:
+            page = wait_for("the Service from a machine", lambda: answer(one, f"http://{ip}/"),
+                            30)  # fmt: skip
+        except Timeout as timeout:
+            slices = k8s.DiscoveryV1Api(core.api_client).list_namespaced_endpoint_slice(
+                "default", label_selector="kubernetes.io/service-name=web"
+            )
+            endpoints = [(e.addresses, e.conditions.ready) for s in slices.items
+                         for e in s.endpoints or []]  # fmt: skip
+            raise Timeout(f"{timeout}; the Service's endpoints: {endpoints}") from None
         assert page == PAGE
         # busybox's wget crashes here (static glibc); its nc does not.
         request = f'printf "GET / HTTP/1.0\\r\\n\\r\\n" | nc -w 5 {two.address} 10250'
@@ -404,10 +413,13 @@ def fetch(machine: Machine, url: str) -> str:
     return run(machine, "curl", "-fsS", "--max-time", "5", url).strip()
 
 
-def answer(machine: Machine, url: str) -> str | None:
-    """The page at `url` from the machine, None while nothing answers there."""
+def answer(machine: Machine, url: str) -> str:
+    """The page at `url` from the machine; while nothing answers there, curl's complaint (a
+    wait that times out shows the last: refused, no route, or no answer)."""
     done = machine.exec(["curl", "-fsS", "--max-time", "2", url])
-    return done.stdout.decode().strip() if done.rc == 0 else None
+    if done.rc != 0:
+        raise ConnectionError(done.stderr.decode().strip() or f"curl exited with {done.rc}")
+    return done.stdout.decode().strip()
 
 
 def ready(pod: k8s.V1Pod) -> bool:
