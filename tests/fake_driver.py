@@ -47,6 +47,7 @@ if command == "schema":
     }}}}))
     sys.exit(0)
 machine = STATE / (message["machine"]["name"] + ".json")
+joined = STATE / (message["machine"]["name"] + ".joined")  # its boot, done once
 
 
 def register(join: dict[str, Any], hostname: str, provider_id: str) -> None:
@@ -76,7 +77,6 @@ if command == "create":
     (STATE / (message["machine"]["name"] + ".join")).write_text(message["join"]["command"])
     # The machine exists before it boots, as a cloud's instance does: a test that sees its node
     # must find the machine too. Booting happens once, even if create is asked again.
-    joined = STATE / (message["machine"]["name"] + ".joined")
     if not machine.exists():
         machine.write_text(json.dumps({{"phase": "Running", "providerId": "fake://" +
                                         message["machine"]["name"], "addresses": ["10.0.0.7"]}}))
@@ -92,7 +92,7 @@ elif command == "state":
         print(json.dumps({{"exists": False}}))
 elif command == "remove":
     machine.unlink(missing_ok=True)
-    (STATE / (message["machine"]["name"] + ".joined")).unlink(missing_ok=True)
+    joined.unlink(missing_ok=True)
     print("{{}}")
 else:
     print(json.dumps({{"message": "unknown command " + command}}))
