@@ -51,8 +51,10 @@ async def subscribe(request: web.Request) -> web.StreamResponse:
     wanted = chosen(offered, request.query.getall("resourceTypes", []), "resourceTypes")
     names = set(chosen(EVENT_NAMES.values(), request.query.getall("eventNames", []), "eventNames"))
     socket = web.WebSocketResponse(max_msg_size=MESSAGE_LIMIT)
-    await socket.prepare(request)
+    # Subscribed before the handshake: a client that reads its lists once the socket opens
+    # then also gets every change made after its read, whatever the handshake waited for.
     with held.stores.changes.subscribe() as subscriber:
+        await socket.prepare(request)
         sender = asyncio.create_task(
             _deliver(request, socket, subscriber, [offered[t] for t in wanted], names)
         )
