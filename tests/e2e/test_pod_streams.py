@@ -114,6 +114,12 @@ def running_pod(real_stack: Environment, api: Api, management_core: k8s.CoreV1Ap
         lambda: ready(management_core.read_namespaced_pod("streams", namespace)),
         READY_TIMEOUT,
     )
+    # Ready can come before the script's first tick: the logs tests read its first lines.
+    wait_for(
+        "the first tick",
+        lambda: "tick-0" in management_core.read_namespaced_pod_log("streams", namespace),
+        10,
+    )
     kubeconfig = write_kubeconfig(api, LOCAL, real_stack.root / "kubectl" / "admin.kubeconfig")
     return RunningPod(project, namespace, "streams", CONTAINER, kubeconfig)
 
