@@ -108,6 +108,18 @@ def _log(core: k8s.CoreV1Api, pod: k8s.V1Pod) -> str:
     return text
 
 
+def _connected_log(core: k8s.CoreV1Api, pod: k8s.V1Pod, url: str) -> str:
+    """The pod's log once it says the agent connected: the kubelet's copy of a container's
+    output can trail what corral already saw of the connection."""
+    line = f"connected to corral at {url}"
+
+    def connected() -> str | None:
+        log = _log(core, pod)
+        return log if line in log else None
+
+    return wait_for(f"the log line {line!r}", connected, 10)
+
+
 @pytest.fixture(scope="module")
 def active(registered: Registered) -> k8s.V1Pod:
     """The agent's pod, running, once the cluster is Active through its tunnel."""
@@ -135,9 +147,8 @@ def test_the_agent_runs_from_corrals_image_as_a_pod_on_the_real_node(
     assert not pod.spec.host_network
     node_address = next(a.address for a in node.status.addresses if a.type == "InternalIP")
     assert pod.status.pod_ip and pod.status.pod_ip != node_address
-    log = _log(registered.core, pod)
+    log = _connected_log(registered.core, pod, registered.env.api_url)
     assert f"dialling {registered.env.api_url}" in log, log
-    assert f"connected to corral at {registered.env.api_url}" in log, log
     credential = registered.core.read_namespaced_secret(
         manifest.CREDENTIAL_SECRET, manifest.NAMESPACE
     )
@@ -194,7 +205,7 @@ def test_deleting_the_agents_pod_makes_the_cluster_unavailable_until_the_next_po
     wait_for("the cluster active again through the next pod",
              lambda: api.get(f"/v3/clusters/{registered.id}").body["state"] == "active",
              30, interval=0.5)  # fmt: skip
-    assert f"connected to corral at {registered.env.api_url}" in _log(core, pod)
+    _connected_log(core, pod, registered.env.api_url)
     assert _conditions(api, registered.id)["AgentDeployed"] == ("True", "AgentConnected")
     nodes = api.get(f"/k8s/clusters/{registered.id}/api/v1/nodes")
     assert nodes.status == 200, nodes.body.get("message")
