@@ -664,6 +664,10 @@ def test_the_autoscaler_adds_a_real_machine_for_a_pod_that_does_not_fit_and_take
         assert added in {m.hostname for m in env.cloud.machines()}
         assert api.get(f"/v3/nodepools/{pooled['id']}").body["quantity"] == 2
 
+        # The wait after an add is there for the new machine to join and take its pod, which
+        # it has: the scale-down need not sit out the rest of its 90 s.
+        after_add = settings.SCALE_DOWN_DELAY_AFTER_ADD_SETTING
+        assert api.put(f"/v3/settings/{after_add}", {"value": "1"}).status == 200
         kubectl(env, kubeconfig, "-n", "default", "delete", "deployment", "big")
         began = time.monotonic()
         wait_for("the pool back to its one machine",
