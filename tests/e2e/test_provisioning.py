@@ -279,7 +279,7 @@ class Flavour(NamedTuple):
 # tests first take them. Two rke2 clusters of one version: autoscaling and deletion, and a
 # restore, each need one that nothing else changed.
 FLAVOURS = ("autoscaled_rke2_cluster", "k3s_cluster", "rke2_cluster", "previous_rke2_cluster",
-            "s3_rke2_cluster")  # fmt: skip
+            "previous_k3s_cluster", "s3_rke2_cluster")  # fmt: skip
 
 
 class Fleet:
@@ -365,6 +365,7 @@ def fleet(request: pytest.FixtureRequest, hosted: Environment, hosted_api: Api) 
         "rke2_cluster": Flavour("rke2", "v1.36.3+rke2r1"),
         "k3s_cluster": Flavour("k3s", "v1.36.3+k3s1"),
         "previous_rke2_cluster": Flavour("rke2", f"{previous}+rke2r1"),
+        "previous_k3s_cluster": Flavour("k3s", f"{previous}+k3s1"),
     }
     if "s3_rke2_cluster" in wanted:  # its etcd backs up to the module's S3 server
         target: S3Target = request.getfixturevalue("s3_target")
@@ -396,6 +397,11 @@ def k3s_cluster(fleet: Fleet) -> dict[str, Any]:
 @pytest.fixture
 def previous_rke2_cluster(fleet: Fleet) -> dict[str, Any]:
     return fleet.take("previous_rke2_cluster")
+
+
+@pytest.fixture
+def previous_k3s_cluster(fleet: Fleet) -> dict[str, Any]:
+    return fleet.take("previous_k3s_cluster")
 
 
 @pytest.fixture
@@ -659,27 +665,33 @@ def client_certificate(kubeconfig: bytes) -> x509.Certificate:
 
 
 def expired(kubeconfig: bytes, ca: pki.KeyPair) -> bytes:
-    """The kubeconfig with its client certificate issued again by `ca`, for the same user and
-    key, as one issued a year ago would look: expired a minute ago."""
+    """The kubeconfig with its client certificate issued again by `ca` for the same user and
+    key, expired (`expired_again`)."""
     config = yaml.safe_load(kubeconfig)
     user = config["users"][0]["user"]
-    old = client_certificate(kubeconfig)
+    key = base64.b64decode(user["client-key-data"])
+    cert = expired_again(client_certificate(kubeconfig), key, ca)
+    user["client-certificate-data"] = base64.b64encode(cert).decode()
+    return yaml.safe_dump(config).encode()
+
+
+def expired_again(old: x509.Certificate, key: bytes, ca: pki.KeyPair) -> bytes:
+    """`old` issued again by `ca` for the same subject, key and extensions, as one issued a
+    year ago would look: expired a minute ago (PEM)."""
     authority = x509.load_pem_x509_certificate(ca.cert)
     now = datetime.datetime.now(datetime.UTC)
     builder = (
         x509.CertificateBuilder()
         .subject_name(old.subject)
         .issuer_name(authority.subject)
-        .public_key(pki.load_key(base64.b64decode(user["client-key-data"])).public_key())
+        .public_key(pki.load_key(key).public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(days=365))
         .not_valid_after(now - datetime.timedelta(minutes=1))
     )
     for extension in old.extensions:
         builder = builder.add_extension(extension.value, extension.critical)
-    cert = builder.sign(pki.load_key(ca.key), hashes.SHA256())
-    user["client-certificate-data"] = base64.b64encode(pki.cert_pem(cert)).decode()
-    return yaml.safe_dump(config).encode()
+    return pki.cert_pem(builder.sign(pki.load_key(ca.key), hashes.SHA256()))
 
 
 def rotate(api: Api, cluster_id: str, body: dict[str, Any], generation: int,
@@ -1087,6 +1099,67 @@ def test_a_version_change_rolls_the_control_plane_to_the_next_minor_while_corral
     down = hosted_api.put(f"/v3/clusters/{cluster_id}", {"kubernetesVersion": old})
     assert down.status == 422 and "cannot go down" in down.body["message"], down.body
     assert management_cluster(management, cluster_id)["spec"]["kubernetesVersion"] == new
+    fleet.delete(cluster_id)
+
+
+def test_a_leaf_that_expired_before_a_version_change_is_renewed_by_the_same_roll(
+    hosted: Environment, hosted_api: Api, fleet: Fleet, previous_k3s_cluster: dict[str, Any]
+) -> None:
+    """The roll of a version change starts a new kube-apiserver, which an expired etcd client
+    certificate would keep from ever getting Ready: the renewal cannot wait for the roll to
+    finish, so it joins it."""
+    assert hosted.controlplane_image is not None
+    new = hosted.controlplane_image.version
+    management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
+    cluster_id = previous_k3s_cluster["id"]
+    asked = management_cluster(management, cluster_id)["spec"].get("rotateCertificates") or {}
+    generation = int(asked.get("generation") or 0) + 1
+    etcd_ca = management.get(Secret, "pki-etcd-ca", namespace=cluster_id).data
+    ca = pki.KeyPair(cert=base64.b64decode(etcd_ca["ca.crt"]),
+                     key=base64.b64decode(etcd_ca["ca.key"]))  # fmt: skip
+
+    # While the operator is down, kube-apiserver's etcd client certificate expires (the running
+    # kube-apiserver keeps the one it started with) and a user asks for the next version.
+    (operator,) = [p for p in hosted.corral if p.name == "operator"]
+    operator.stop()
+    try:
+        stored = management.get(Secret, "pki-apiserver", namespace=cluster_id).data
+        old = x509.load_pem_x509_certificate(base64.b64decode(stored["etcd-client.crt"]))
+        cert = expired_again(old, base64.b64decode(stored["etcd-client.key"]), ca)
+        data = {"etcd-client.crt": base64.b64encode(cert).decode()}
+        management.patch(Secret, "pki-apiserver", {"data": data}, namespace=cluster_id)
+        answer = hosted_api.put(f"/v3/clusters/{cluster_id}", {"kubernetesVersion": f"{new}+k3s1"})
+        assert answer.status == 200, answer.body
+    finally:
+        hosted.restart_operator("operator")
+    expiry = x509.load_pem_x509_certificate(cert).not_valid_after_utc
+
+    def done() -> bool:
+        body = hosted_api.get(f"/v3/clusters/{cluster_id}").body
+        status = body["status"]
+        provisioning = status.get("provisioning") or {}
+        return (
+            provisioning.get("appliedVersion") == new
+            and provisioning.get("certificateRotationGeneration") == generation
+            and status.get("version", {}).get("gitVersion") == new
+            and condition(body, "Ready").get("status") == "True"
+            and condition(body, "Updated").get("status") == "True"
+        )
+
+    wait_for(f"{cluster_id} at {new} with its etcd client certificate renewed", done,
+             UPGRADE_TIMEOUT)  # fmt: skip
+    stamp = expiry.isoformat(timespec="seconds").replace("+00:00", "Z")
+    assert management_cluster(management, cluster_id)["spec"]["rotateCertificates"] == {
+        "generation": generation, "caCertificates": False, "services": ["kube-apiserver"],
+        "expires": stamp,
+    }  # fmt: skip
+    renewed = management.get(Secret, "pki-apiserver", namespace=cluster_id).data
+    fresh = x509.load_pem_x509_certificate(base64.b64decode(renewed["etcd-client.crt"]))
+    assert fresh.not_valid_after_utc - datetime.datetime.now(datetime.UTC) > datetime.timedelta(
+        days=300
+    )
+    version = hosted_api.get(f"/k8s/clusters/{cluster_id}/version")
+    assert version.status == 200 and version.body["gitVersion"] == new, version.body
     fleet.delete(cluster_id)
 
 

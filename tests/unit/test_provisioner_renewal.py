@@ -1,7 +1,8 @@
 """The provisioner's look at its leaf certificates on a pass: with nothing due it makes no API
-call and sets a timer for when the first leaf falls due; nothing is read while another
-operation rolls the control plane. (Asking for the renewal and carrying it out, against a real
-control plane, is tests/e2e/test_provisioning.py's.)"""
+call and sets a timer for when the first leaf falls due; nothing is read while a rotation or
+a restore rolls the control plane; a version change holds a renewal back until a leaf
+expires. (Asking for the renewal and carrying it out, against a real control plane, is
+tests/e2e/test_provisioning.py's.)"""
 
 from __future__ import annotations
 
@@ -73,3 +74,25 @@ async def test_nothing_is_read_before_corral_is_in_or_while_a_rotation_is_owed()
     owed = body({rotation.ACTION: rotation.Request(1, services=("etcd",)).spec()})
     assert await provisioner(due)._ask_renewal(owed) is owed
     assert due.reads == 0
+
+
+class Timers:
+    """The timers a pass sets, in seconds, by reason."""
+
+    def __init__(self) -> None:
+        self.set: dict[Wake, float] = {}
+
+    def after(self, seconds: float, reason: Wake) -> None:
+        self.set[reason] = seconds
+
+
+async def test_a_version_change_holds_a_due_renewal_back_until_its_first_leaf_expires() -> None:
+    due = ExpiringRuntime(days=0.5)
+    subject = provisioner(due)
+    subject.wakeups = timers = Timers()  # type: ignore[assignment]
+    changing = body()
+    changing["status"]["provisioning"]["appliedVersion"] = "v1.35.8"
+    # Nothing asked (no API call: the State has no management cluster), a timer for the expiry.
+    assert await subject._ask_renewal(changing) is changing
+    assert due.reads == 1
+    assert timers.set == {Wake.RENEWAL: 43200.0}

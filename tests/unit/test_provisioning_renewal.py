@@ -97,14 +97,42 @@ def test_no_wake_without_leaves() -> None:
 
 
 def test_a_rotation_restore_or_version_change_under_way_holds_the_renewal_back() -> None:
-    assert not renewal.blocked(cluster({}))
+    due = expiring(400, {cp.SCHEDULER: 12})
+    assert not renewal.blocked(cluster({}), due, NOW)
     done = rotation.Request(1, services=("etcd",)).spec()
-    assert not renewal.blocked(cluster({rotation.ACTION: done}, {rotation.STATUS_FIELD: 1}))
+    done_cluster = cluster({rotation.ACTION: done}, {rotation.STATUS_FIELD: 1})
+    assert not renewal.held_back(done_cluster) and not renewal.blocked(done_cluster, due, NOW)
     owed = rotation.Request(2, services=("etcd",)).spec()
-    assert renewal.blocked(cluster({rotation.ACTION: owed}, {rotation.STATUS_FIELD: 1}))
-    assert renewal.blocked(cluster({}, {"appliedVersion": "v1.35.8"}))
+    rotating = cluster({rotation.ACTION: owed}, {rotation.STATUS_FIELD: 1})
+    assert renewal.held_back(rotating) and renewal.blocked(rotating, due, NOW)
     restore = {"name": "c-abc12:snap", "generation": 1}
-    assert renewal.blocked(cluster({"etcdSnapshotRestore": restore}))
+    restoring = cluster({"etcdSnapshotRestore": restore})
+    assert renewal.held_back(restoring) and renewal.blocked(restoring, due, NOW)
+    changing = cluster({}, {"appliedVersion": "v1.35.8"})
+    assert not renewal.held_back(changing) and renewal.blocked(changing, due, NOW)
+
+
+def test_an_expired_leaf_joins_a_version_change_but_waits_for_a_rotation_or_restore() -> None:
+    # A roll with an expired leaf cannot finish: waiting for it would wait for good.
+    gone = expiring(400, {cp.APISERVER: 0})
+    changing = cluster({}, {"appliedVersion": "v1.35.8"})
+    assert not renewal.blocked(changing, gone, NOW)
+    owed = rotation.Request(2, services=("etcd",)).spec()
+    assert renewal.blocked(cluster({rotation.ACTION: owed}, {rotation.STATUS_FIELD: 1}), gone, NOW)
+    restore = {"name": "c-abc12:snap", "generation": 1}
+    assert renewal.blocked(cluster({"etcdSnapshotRestore": restore}), gone, NOW)
+
+
+@pytest.mark.parametrize(
+    ("days", "seconds"),
+    [(400, 86400.0), (0.5, 43200.0), (0, 0.0), (-3, 0.0)],
+)
+def test_a_renewal_held_back_by_a_version_change_is_woken_when_the_first_leaf_expires(
+    days: float, seconds: float
+) -> None:
+    found = expiring(400, {cp.KWOK: days})
+    assert renewal.expiry_in(found, NOW) == pytest.approx(seconds)
+    assert renewal.expiry_in({}, NOW) is None
 
 
 def test_the_event_says_what_was_renewed_and_when_it_expired() -> None:

@@ -25,15 +25,38 @@ MAX_WAKE = datetime.timedelta(days=1)
 EVENT_REASON = "CertificatesRenewed"
 
 
-def blocked(cluster: Mapping[str, Any]) -> bool:
-    """Something else rolls the control plane (a rotation asked for and not done, a restore, a
-    version change): a renewal waits for it, one operation at a time."""
-    spec = cluster["spec"]
+def held_back(cluster: Mapping[str, Any]) -> bool:
+    """A rotation asked for and not done, or a restore, rolls the control plane: a renewal
+    waits for it, one operation at a time."""
     provisioning = (cluster.get("status") or {}).get("provisioning")
-    return (
-        upgrade.running_operation(spec, provisioning) is not None
-        or upgrade.upgrading(spec, provisioning) is not None
-    )
+    return upgrade.running_operation(cluster["spec"], provisioning) is not None
+
+
+def blocked(
+    cluster: Mapping[str, Any], expiries: Mapping[str, datetime.datetime], now: datetime.datetime
+) -> bool:
+    """Something else rolls the control plane (`held_back`, or a version change): a renewal
+    waits for it. A version change holds back no leaf that has expired: its roll cannot finish
+    with one (a new kube-apiserver whose etcd client certificate has expired never gets Ready),
+    so the renewal joins the version change and one roll carries both."""
+    if held_back(cluster):
+        return True
+    provisioning = (cluster.get("status") or {}).get("provisioning")
+    changing = upgrade.upgrading(cluster["spec"], provisioning) is not None
+    return changing and not expired(expiries, now)
+
+
+def expired(expiries: Mapping[str, datetime.datetime], now: datetime.datetime) -> bool:
+    return any(expiry <= now for expiry in expiries.values())
+
+
+def expiry_in(expiries: Mapping[str, datetime.datetime], now: datetime.datetime) -> float | None:
+    """Seconds until the first leaf expires, at most MAX_WAKE and none below zero; None when
+    there is no leaf: when a renewal held back by a version change may wait no longer."""
+    if not expiries:
+        return None
+    left = min(expiries.values()) - now
+    return min(max(left, datetime.timedelta(0)), MAX_WAKE).total_seconds()
 
 
 def services(due: list[str]) -> tuple[str, ...]:

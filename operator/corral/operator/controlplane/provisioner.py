@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import datetime
 import functools
 import logging
 from collections.abc import Callable, Mapping
@@ -284,6 +285,7 @@ class Provisioner:
         if seen.ready:
             self.starts.done(self.cluster)
         running = source or version  # the version the control plane runs until a roll is over
+        rotated = 0  # none this pass: the write keeps the generation done before
         if owed is not None:
             if not (seen.ready and await self.runtime.etcd_rolled(self.cluster, generations.etcd)):
                 waiting = seen.message or "waiting for etcd"
@@ -299,8 +301,11 @@ class Provisioner:
             log.info("cluster %s: certificate rotation %s is done", self.cluster, owed.generation)
             if owed.expires:
                 await rotating.renewed(self.state, FIELD_MANAGER, body, owed)
-            return Progress("Provisioned", ready=True, endpoint=addresses.server, version=running,
-                            rotated=owed.generation)  # fmt: skip
+            rotated = owed.generation
+            if source is None:
+                return Progress("Provisioned", ready=True, endpoint=addresses.server,
+                                version=running, rotated=rotated)  # fmt: skip
+            # A renewal that joined a version change: the same roll carries the new release.
         if source is not None:
             # /version is asked once the pods are rolled: before, it may answer from either.
             served: str | None = None
@@ -311,7 +316,7 @@ class Provisioner:
             )
             if awaited is not None:
                 return Progress(upgrade.STEP, awaited, endpoint=addresses.server, version=source,
-                                restore=kept)  # fmt: skip
+                                restore=kept, rotated=rotated)  # fmt: skip
             log.info("cluster %s: the control plane runs %s, was %s", self.cluster, version,
                      source)  # fmt: skip
         if not seen.ready:
@@ -321,9 +326,8 @@ class Provisioner:
         else:
             await self._keep_token(body)
         await self.network.ensure(spec, release)
-        return Progress(
-            "Provisioned", ready=True, endpoint=addresses.server, version=version, restore=kept
-        )
+        return Progress("Provisioned", ready=True, endpoint=addresses.server, version=version,
+                        restore=kept, rotated=rotated)  # fmt: skip
 
     def _release(self, version: str) -> catalog.Release | None:
         """The catalog's release of `version`; None when the catalog no longer has it."""
@@ -344,21 +348,31 @@ class Provisioner:
         """A rotation of the services whose leaf certificates are due, stored in
         `spec.rotateCertificates` as the API stores a user's, for the rotation below to carry
         out; the Cluster as written. Asked only of a control plane corral is in and that nothing
-        else rolls (one operation at a time; a user's rotation is finished first). Otherwise a
-        timer for when the next leaf falls due: a pass with nothing due reads only what the
-        runtime has read already."""
-        if self.state.connections.credential(self.cluster) is None or renewal.blocked(body):
+        else rolls (one operation at a time; a user's rotation is finished first), though an
+        expired leaf joins a version change (`renewal.blocked`). Otherwise a timer for when the
+        next leaf falls due, or expires while a version change holds the renewal back: a pass
+        with nothing due reads only what the runtime has read already."""
+        if self.state.connections.credential(self.cluster) is None or renewal.held_back(body):
             return body
         now = self.state.clock()
         expiries = await self.runtime.expiries(self.cluster)
-        if renewal.request(rotation.Request.from_spec(body["spec"]), expiries, now) is None:
+        if renewal.blocked(body, expiries, now):
+            wake = renewal.expiry_in(expiries, now)
+        elif renewal.request(rotation.Request.from_spec(body["spec"]), expiries, now) is not None:
+            return await self._write_renewal(body, expiries, now)
+        else:
             wake = renewal.wake_in(expiries, now)
-            if wake is not None:
-                self.wakeups.after(wake, Wake.RENEWAL)
-            return body
+        if wake is not None:
+            self.wakeups.after(wake, Wake.RENEWAL)
+        return body
+
+    async def _write_renewal(
+        self, body: Obj, expiries: dict[str, datetime.datetime], now: datetime.datetime
+    ) -> Obj:
+        """The renewal's rotation stored in `spec.rotateCertificates`; the Cluster as written."""
 
         async def decide(current: Obj) -> list[jsonpatch.Operation]:
-            if renewal.blocked(current):
+            if renewal.blocked(current, expiries, now):
                 return []
             wanted = renewal.request(rotation.Request.from_spec(current["spec"]), expiries, now)
             if wanted is None:
