@@ -63,7 +63,7 @@ class Connection:
     # It holds a secret: never logged.
     proxy: str | None = field(default=None, repr=False)
     informers: dict[str, Informer] = field(default_factory=dict)
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # by informer
     _session: aiohttp.ClientSession | None = None
     _transport: httpx2.AsyncHTTPTransport | None = None
     _as: OrderedDict[Impersonation, AsyncClient] = field(default_factory=OrderedDict)
@@ -104,12 +104,12 @@ class Connection:
 
     def stop(self) -> None:
         """Stop the informers kept on it (a replacement builds its own); `close` awaits them."""
-        for task in self.tasks:
+        for task in self.tasks.values():
             task.cancel()
 
     async def close(self) -> None:
         self.stop()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
         await self.client.close()
         for client in self._as.values():
             await client.close()
@@ -219,7 +219,7 @@ class Connections:
         informer = connection.informers.get(name)
         if informer is None:
             informer = connection.informers[name] = factory(connection.client)
-            connection.tasks.append(asyncio.create_task(informer.run()))
+            connection.tasks[name] = asyncio.create_task(informer.run())
         if informer.synced.is_set():
             # Most calls: a timeout armed and disarmed for nothing cost more than the rest.
             return informer
@@ -231,6 +231,22 @@ class Connections:
         except TimeoutError:
             raise Unavailable(f"cluster {cluster} did not answer in time") from None
         return informer
+
+    def informers(self, cluster: str) -> list[str]:
+        """The names of the cluster's informers on its current connection."""
+        connection = self._connections.get(cluster)
+        return list(connection.informers) if connection is not None else []
+
+    async def drop_informer(self, cluster: str, name: str) -> None:
+        """Stop the cluster's informer called `name` and forget it, when it has one."""
+        connection = self._connections.get(cluster)
+        if connection is None:
+            return
+        connection.informers.pop(name, None)
+        task = connection.tasks.pop(name, None)
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
     async def forget(self, cluster: str) -> None:
         """Close at once what was built for the cluster, retired connections included: it is

@@ -58,6 +58,7 @@ class Informer:
         namespace: str | None = None,
         labels: dict[str, Any] | None = None,
         *,
+        fields: dict[str, Any] | None = None,
         name: str | None = None,
         on_change: ChangeHook | None = None,
         retry_delay: float = RETRY_DELAY,
@@ -73,6 +74,8 @@ class Informer:
         self._client = client
         self._resource = resource
         self._scope: dict[str, Any] = {"labels": labels}
+        if fields is not None:
+            self._scope["fields"] = fields
         if namespace is not None:
             self._scope["namespace"] = namespace
         self._index_fns = indexes or {}

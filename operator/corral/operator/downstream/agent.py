@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from lightkube import AsyncClient
 from lightkube.resources.certificates_v1 import CertificateSigningRequest
-from lightkube.resources.core_v1 import Namespace, Pod
+from lightkube.resources.core_v1 import Namespace, Pod, Secret
 from lightkube.resources.core_v1 import Node as DownstreamNode
 
 from corral.core.api import drivers, names
@@ -42,6 +42,7 @@ from corral.core.kube.client import ensure_namespace
 from corral.core.kube.connections import Connection
 from corral.core.kube.informer import Informer, Obj
 from corral.core.kube.status import StatusWriter
+from corral.core.projects.downstream import Key
 from corral.core.workloads import pods
 from corral.operator.downstream import (
     agentsettings,
@@ -93,6 +94,7 @@ class Watched:
     settle: float = 0.0
     labels: dict[str, Any] | None = None
     namespace: str | None = None
+    fields: dict[str, Any] | None = None
 
 
 NODES = Watched(DownstreamNode, "nodes", Wake.NODE, keep=observe.observed_node)
@@ -168,6 +170,8 @@ class Agent:
             cluster, state, StatusWriter(state.kube, projects.FIELD_MANAGER, state.clock)
         )
         self.namespace_ready = False
+        # The watches on Secrets of someone else's that hold project secrets' copies back.
+        self.held: dict[Key, Informer] = {}
         # What the last passes saw, for the cluster's status.
         self.connection: Connection | None = None
         self.probe: observe.Probe | None = None
@@ -328,9 +332,10 @@ class Agent:
         owned = None
         if client is not None and namespaces is not None:
             owned = await self._owned(look)
-        pending = await self._attempt(
-            "projects", self.projects.run(client, namespaces, owned, ready, cluster_spec)
-        )
+        synced = self.projects.run(client, namespaces, owned, ready, cluster_spec, self.held)
+        pending = await self._attempt("projects", synced)
+        if client is not None:
+            await self._hold()
         if pending:
             self.wakeups.after(self.retry, Wake.RETRY)
             self.retry = min(self.retry * 2, PROBE_INTERVAL)
@@ -356,6 +361,33 @@ class Agent:
                 return None
             found[owned.kind] = informer
         return found
+
+    async def _hold(self) -> None:
+        """Watches on the Secrets of someone else's that hold copies back (`projects.held`),
+        each by name, so that the copy is tried the moment one goes; those no longer in the
+        way are dropped. One that cannot be made is left to the project sync's retry, and
+        shows on no condition: it is a shortcut, not part of the cluster's health."""
+        connections = self.state.connections
+        wanted = self.projects.held()
+        for name in connections.informers(self.cluster):
+            if name.startswith(projects.HELD) and name not in wanted:
+                await connections.drop_informer(self.cluster, name)
+        held: dict[Key, Informer] = {}
+        for name, key in wanted.items():
+            _, namespace, secret = key
+            watched = Watched(Secret, name, Wake.OWNED, keep=functools.partial(
+                projects.owned_record, "Secret"), namespace=namespace,
+                fields={"metadata.name": secret})  # fmt: skip
+            try:
+                informer = await connections.informer(self.cluster, name, self._factory(watched))
+            except Exception as exc:  # noqa: BLE001 - the retry stands in for it
+                log.warning("cluster %s: no watch on the %s: %s", self.cluster, name,
+                            nodes.describe(exc))  # fmt: skip
+                continue
+            held[key] = informer
+        if projects.released(self.projects.conflicts, held) - self.projects.released:
+            self.wake(Wake.OWNED)  # gone before its watch listed it
+        self.held = held
 
     async def _write_status(self, body: Obj) -> None:
         """What this pass and the last look saw, with the failures standing."""
@@ -402,7 +434,13 @@ class Agent:
     async def _informer(self, what: str, watched: Watched, look: bool) -> Informer | None:
         """One of the cluster's informers. On a full look, one whose watch is down lists again
         here, so that why it fails shows on the cluster."""
+        made = self.state.connections.informer(self.cluster, watched.name, self._factory(watched))
+        informer = await self._attempt(what, made)
+        if informer is not None and look and not informer.watching:
+            await self._attempt(what, informer.relist())
+        return informer
 
+    def _factory(self, watched: Watched) -> Callable[[AsyncClient], Informer]:
         def changed(event: str, obj: Obj) -> None:
             if watched.settle:
                 self.wakeups.after(watched.settle, watched.reason)
@@ -416,16 +454,13 @@ class Agent:
                 name=f"cluster {self.cluster} {watched.name}",
                 namespace=watched.namespace,
                 labels=watched.labels,
+                fields=watched.fields,
                 on_change=changed,
                 keep=watched.keep,
                 share_strings=True,
             )
 
-        made = self.state.connections.informer(self.cluster, watched.name, factory)
-        informer = await self._attempt(what, made)
-        if informer is not None and look and not informer.watching:
-            await self._attempt(what, informer.relist())
-        return informer
+        return factory
 
     async def _claim(self, body: Obj, connection: Connection) -> str | None:
         """Claim a cluster imported before claims existed, as an import does now; the Cluster

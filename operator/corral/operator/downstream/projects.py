@@ -13,9 +13,10 @@ one wakes a pass at once, and at rest nothing is listed.
 
 A project secret's copy never replaces a Secret of the same name that corral does not manage:
 the copy is created (not applied) where corral has none, and a namespace that already holds
-such a Secret keeps it. The project gets a Warning event naming it, once, and the copy is
-tried again every `CONFLICT_RETRY` (that Secret is not watched: it is not corral's), so it
-lands once that Secret is gone.
+such a Secret keeps it. The project gets a Warning event naming it, once. The agent watches
+that Secret by its name (`held`, at most `MAX_HELD` per cluster), so the copy lands the moment
+it goes; every copy held back is also tried again every `CONFLICT_RETRY`, for those beyond
+the bound and a watch that could not be made.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ FIELD_MANAGER = "corral-projects"
 # How often a copy of a project secret is tried again where a Secret of someone else's held
 # its name.
 CONFLICT_RETRY = 60.0
+# Secrets of someone else's watched by name at most, per cluster: one watch each.
+MAX_HELD = 16
+HELD = "held secret "  # the prefix of their informers' names
 # Writes in flight at once to one cluster while a pass applies what differs.
 WRITE_CONCURRENCY = 8
 KIND_RESOURCES: dict[str, Any] = {
@@ -112,6 +116,19 @@ def owned_record(kind: str, obj: Obj) -> Obj:
     return kept
 
 
+def held_name(key: Key) -> str:
+    return f"{HELD}{key[1]}/{key[2]}"
+
+
+def released(conflicts: set[Key], held: Mapping[Key, Informer]) -> set[Key]:
+    """The copies whose Secret of someone else's is gone: its watch, listed, finds nothing."""
+    return {
+        key
+        for key, informer in held.items()
+        if key in conflicts and informer.synced.is_set() and not informer.all()
+    }
+
+
 def view(project: Obj, cluster_spec: Mapping[str, Any]) -> ProjectView:
     """What the project's downstream objects depend on: its own quota and container defaults,
     else its cluster's defaults (never for the System project, which holds the cluster's own
@@ -149,6 +166,8 @@ class ProjectSync:
         # when they were last tried.
         self.conflicts: set[Key] = set()
         self.conflicts_tried = 0.0
+        # Those of them whose Secret is gone, as the last pass saw.
+        self.released: set[Key] = set()
         # `local` is the management cluster, where corral holds no Secret rights outside
         # svc-system: its projects have no project secrets (the API refuses them), and its
         # Secrets are never listed.
@@ -162,9 +181,11 @@ class ProjectSync:
         owned: Mapping[str, Informer] | None,
         ready: bool,
         cluster_spec: Mapping[str, Any],
+        held: Mapping[Key, Informer] | None = None,
     ) -> bool:
         """One pass; whether it left work pending. `client`, `namespaces` and `owned` (the
-        informers of `self.owned`, by kind) are None while the cluster cannot be reached."""
+        informers of `self.owned`, by kind) are None while the cluster cannot be reached;
+        `held` are the informers on the Secrets of `held()`, by key."""
         isolate = bool(cluster_spec.get("enableNetworkPolicy"))
         pod_security = podsecurity.cluster_level(cluster_spec.get(podsecurity.CLUSTER_FIELD))
         projects = self.state.projects_of(self.cluster)
@@ -176,7 +197,13 @@ class ProjectSync:
             levels = pod_security_levels(projects, pod_security)
             inputs = (*self._inputs(namespaces, projects, cluster_spec), frozenset(levels.items()),
                       tuple(owned[o.kind].version for o in self.owned))  # fmt: skip
-            retry = bool(self.conflicts) and self._conflicts_due()
+            # Each copy released is tried once at once; one that still fails waits for the
+            # retry like the rest.
+            now_released = released(self.conflicts, held or {})
+            retry = bool(self.conflicts) and (
+                self._conflicts_due() or bool(now_released - self.released)
+            )
+            self.released = now_released
             if retry or inputs != self.last_inputs or any(self.pending.values()):
                 self.pending = await self._apply(
                     client, namespaces, owned, projects, cluster_spec, levels, retry
@@ -256,6 +283,11 @@ class ProjectSync:
 
     def _conflicts_due(self) -> bool:
         return time.monotonic() - self.conflicts_tried > CONFLICT_RETRY
+
+    def held(self) -> dict[str, Key]:
+        """The copies held back to watch the Secrets of, by their informers' names: the first
+        `MAX_HELD` in key order."""
+        return {held_name(key): key for key in sorted(self.conflicts)[:MAX_HELD]}
 
     def conflicts_retry_in(self) -> float | None:
         """Seconds until the conflicting copies are tried again; None when there are none."""
