@@ -8,6 +8,7 @@ while the session's kwok-only `stack` may be up too; only one real node exists a
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import datetime
 import hashlib
@@ -607,14 +608,10 @@ def test_a_leaf_that_expired_while_the_operator_was_away_is_renewed_while_corral
     with ReadyzPoller(hosted_api, cluster_id) as poller:
         # The scheduler's client certificate, as the cluster's CA issued it, expires while the
         # operator is down (the running scheduler keeps the one it started with).
-        (operator,) = [p for p in hosted.corral if p.name == "operator"]
-        operator.stop()
-        try:
+        with operator_away(hosted):
             kubeconfig = expired(scheduler_kubeconfig(management, cluster_id), ca_pair)
             data = {"kubeconfig": base64.b64encode(kubeconfig).decode()}
             management.patch(Secret, SCHEDULER, {"data": data}, namespace=cluster_id)
-        finally:
-            hosted.restart_operator("operator")
         expiry = client_certificate(kubeconfig).not_valid_after_utc
 
         def renewed() -> bool:
@@ -648,6 +645,40 @@ def test_a_leaf_that_expired_while_the_operator_was_away_is_renewed_while_corral
     ]
     assert hosted_api.get(f"/k8s/clusters/{cluster_id}/readyz").status == 200
     assert poller.polls > 0
+
+
+def test_a_rotation_that_leaves_out_an_expired_leaf_is_widened_to_renew_it(
+    hosted: Environment, hosted_api: Api, k3s_cluster: dict[str, Any]
+) -> None:
+    """A user's rotation of the scheduler rolls the control plane's pod, kube-apiserver too,
+    which an expired etcd client certificate would keep from ever getting Ready: the renewal
+    cannot wait for that rotation, so it replaces it with one of both."""
+    management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
+    cluster_id = k3s_cluster["id"]
+    users = next_rotation(management, cluster_id)
+
+    with operator_away(hosted):
+        stamp = expire_etcd_client(management, cluster_id)
+        body = {"services": ["kube-scheduler"]}
+        answer = hosted_api.post(f"/v3/clusters/{cluster_id}?action=rotateCertificates", body)
+        assert answer.status == 200, answer.body
+
+    def renewed() -> bool:
+        cluster = hosted_api.get(f"/v3/clusters/{cluster_id}").body
+        return (
+            (cluster["status"].get("provisioning") or {}).get("certificateRotationGeneration")
+            == users + 1
+            and condition(cluster, "Ready").get("status") == "True"
+            and condition(cluster, "Updated").get("status") == "True"
+        )
+
+    wait_for(f"the rotation of {cluster_id} widened and done", renewed, ROTATION_TIMEOUT)
+    assert management_cluster(management, cluster_id)["spec"]["rotateCertificates"] == {
+        "generation": users + 1, "caCertificates": False,
+        "services": ["kube-apiserver", "kube-scheduler"], "expires": stamp,
+    }  # fmt: skip
+    assert_etcd_client_renewed(management, cluster_id)
+    assert hosted_api.get(f"/k8s/clusters/{cluster_id}/readyz").status == 200
 
 
 SCHEDULER = "kubeconfig-scheduler"
@@ -1102,6 +1133,44 @@ def test_a_version_change_rolls_the_control_plane_to_the_next_minor_while_corral
     fleet.delete(cluster_id)
 
 
+@contextlib.contextmanager
+def operator_away(hosted: Environment) -> Iterator[None]:
+    """The operator stopped for the block, started again after it."""
+    (operator,) = [p for p in hosted.corral if p.name == "operator"]
+    operator.stop()
+    try:
+        yield
+    finally:
+        hosted.restart_operator("operator")
+
+
+def expire_etcd_client(management: Client, cluster_id: str) -> str:
+    """kube-apiserver's etcd client certificate replaced by an expired one from the cluster's
+    etcd CA (the running kube-apiserver keeps the one it started with): when it expired."""
+    etcd_ca = management.get(Secret, "pki-etcd-ca", namespace=cluster_id).data
+    ca = pki.KeyPair(cert=base64.b64decode(etcd_ca["ca.crt"]),
+                     key=base64.b64decode(etcd_ca["ca.key"]))  # fmt: skip
+    stored = management.get(Secret, "pki-apiserver", namespace=cluster_id).data
+    old = x509.load_pem_x509_certificate(base64.b64decode(stored["etcd-client.crt"]))
+    cert = expired_again(old, base64.b64decode(stored["etcd-client.key"]), ca)
+    data = {"etcd-client.crt": base64.b64encode(cert).decode()}
+    management.patch(Secret, "pki-apiserver", {"data": data}, namespace=cluster_id)
+    expiry = x509.load_pem_x509_certificate(cert).not_valid_after_utc
+    return expiry.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def assert_etcd_client_renewed(management: Client, cluster_id: str) -> None:
+    renewed = management.get(Secret, "pki-apiserver", namespace=cluster_id).data
+    fresh = x509.load_pem_x509_certificate(base64.b64decode(renewed["etcd-client.crt"]))
+    left = fresh.not_valid_after_utc - datetime.datetime.now(datetime.UTC)
+    assert left > datetime.timedelta(days=300)
+
+
+def next_rotation(management: Client, cluster_id: str) -> int:
+    asked = management_cluster(management, cluster_id)["spec"].get("rotateCertificates") or {}
+    return int(asked.get("generation") or 0) + 1
+
+
 def test_a_leaf_that_expired_before_a_version_change_is_renewed_by_the_same_roll(
     hosted: Environment, hosted_api: Api, fleet: Fleet, previous_k3s_cluster: dict[str, Any]
 ) -> None:
@@ -1112,27 +1181,13 @@ def test_a_leaf_that_expired_before_a_version_change_is_renewed_by_the_same_roll
     new = hosted.controlplane_image.version
     management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
     cluster_id = previous_k3s_cluster["id"]
-    asked = management_cluster(management, cluster_id)["spec"].get("rotateCertificates") or {}
-    generation = int(asked.get("generation") or 0) + 1
-    etcd_ca = management.get(Secret, "pki-etcd-ca", namespace=cluster_id).data
-    ca = pki.KeyPair(cert=base64.b64decode(etcd_ca["ca.crt"]),
-                     key=base64.b64decode(etcd_ca["ca.key"]))  # fmt: skip
+    generation = next_rotation(management, cluster_id)
 
-    # While the operator is down, kube-apiserver's etcd client certificate expires (the running
-    # kube-apiserver keeps the one it started with) and a user asks for the next version.
-    (operator,) = [p for p in hosted.corral if p.name == "operator"]
-    operator.stop()
-    try:
-        stored = management.get(Secret, "pki-apiserver", namespace=cluster_id).data
-        old = x509.load_pem_x509_certificate(base64.b64decode(stored["etcd-client.crt"]))
-        cert = expired_again(old, base64.b64decode(stored["etcd-client.key"]), ca)
-        data = {"etcd-client.crt": base64.b64encode(cert).decode()}
-        management.patch(Secret, "pki-apiserver", {"data": data}, namespace=cluster_id)
+    # While the operator is down, the certificate expires and a user asks for the next version.
+    with operator_away(hosted):
+        stamp = expire_etcd_client(management, cluster_id)
         answer = hosted_api.put(f"/v3/clusters/{cluster_id}", {"kubernetesVersion": f"{new}+k3s1"})
         assert answer.status == 200, answer.body
-    finally:
-        hosted.restart_operator("operator")
-    expiry = x509.load_pem_x509_certificate(cert).not_valid_after_utc
 
     def done() -> bool:
         body = hosted_api.get(f"/v3/clusters/{cluster_id}").body
@@ -1148,16 +1203,11 @@ def test_a_leaf_that_expired_before_a_version_change_is_renewed_by_the_same_roll
 
     wait_for(f"{cluster_id} at {new} with its etcd client certificate renewed", done,
              UPGRADE_TIMEOUT)  # fmt: skip
-    stamp = expiry.isoformat(timespec="seconds").replace("+00:00", "Z")
     assert management_cluster(management, cluster_id)["spec"]["rotateCertificates"] == {
         "generation": generation, "caCertificates": False, "services": ["kube-apiserver"],
         "expires": stamp,
     }  # fmt: skip
-    renewed = management.get(Secret, "pki-apiserver", namespace=cluster_id).data
-    fresh = x509.load_pem_x509_certificate(base64.b64decode(renewed["etcd-client.crt"]))
-    assert fresh.not_valid_after_utc - datetime.datetime.now(datetime.UTC) > datetime.timedelta(
-        days=300
-    )
+    assert_etcd_client_renewed(management, cluster_id)
     version = hosted_api.get(f"/k8s/clusters/{cluster_id}/version")
     assert version.status == 200 and version.body["gitVersion"] == new, version.body
     fleet.delete(cluster_id)
@@ -1230,7 +1280,7 @@ def fetch_object(devkube: Path, server: S3Server, ca: Path, key: str, folder: Pa
     return target
 
 
-def test_an_rke2_cluster_backs_up_to_s3_and_is_restored_from_there(
+def test_an_rke2_cluster_backs_up_to_s3_and_is_restored_from_there_renewing_an_expired_leaf(
     hosted: Environment, hosted_api: Api, fleet: Fleet, s3_target: S3Target,
     s3_rke2_cluster: dict[str, Any], devkube: Path, tmp_path: Path,
 ) -> None:  # fmt: skip
@@ -1273,23 +1323,37 @@ def test_an_rke2_cluster_backs_up_to_s3_and_is_restored_from_there(
     claim = management.get(PersistentVolumeClaim, "etcd-backups", namespace=cluster_id)
     volume = management.get(PersistentVolume, claim.spec.volumeName)  # type: ignore[union-attr]
     (Path(volume.spec.hostPath.path) / backup["filename"]).unlink()  # type: ignore[union-attr]
-    began = time.monotonic()
-    answer = hosted_api.post(f"/v3/clusters/{cluster_id}?action=restoreFromEtcdBackup",
-                             {"etcdBackupName": backup["name"]})  # fmt: skip
-    assert answer.status == 201, answer.body
+    # Asked while the operator is away and kube-apiserver's etcd client certificate has
+    # expired: the control plane the restore starts again could never get Ready with it, so
+    # the renewal joins the restore rather than wait for it.
+    generation = next_rotation(management, cluster_id)
+    with operator_away(hosted):
+        stamp = expire_etcd_client(management, cluster_id)
+        began = time.monotonic()
+        answer = hosted_api.post(f"/v3/clusters/{cluster_id}?action=restoreFromEtcdBackup",
+                                 {"etcdBackupName": backup["name"]})  # fmt: skip
+        assert answer.status == 201, answer.body
 
     def restored() -> dict[str, Any] | None:
         body = hosted_api.get(f"/v3/clusters/{cluster_id}").body
         provisioning = (body.get("status") or {}).get("provisioning") or {}
         if (provisioning.get("restore") or {}).get("phase") == "Failed":
             raise AssertionError(provisioning["restore"])
-        done = provisioning.get("restoreGeneration") == 1
+        done = (
+            provisioning.get("restoreGeneration") == 1
+            and provisioning.get("certificateRotationGeneration") == generation
+        )
         return body if done and condition(body, "Ready").get("status") == "True" else None
 
     wait_for(f"cluster {cluster_id} restored from S3 and Ready", restored, PROVISION_TIMEOUT)
     restore_seconds = time.monotonic() - began
     print(f"\netcd backup to S3 in {backup_seconds:.1f}s ({backup['s3']['size']} bytes), "
           f"restore from S3 to Ready in {restore_seconds:.1f}s")  # fmt: skip
+    assert management_cluster(management, cluster_id)["spec"]["rotateCertificates"] == {
+        "generation": generation, "caCertificates": False, "services": ["kube-apiserver"],
+        "expires": stamp,
+    }  # fmt: skip
+    assert_etcd_client_renewed(management, cluster_id)
     assert absent(downstream, ConfigMap, "after-backup", "default")
     assert downstream.get(ConfigMap, "before-backup", namespace="default").data == {
         "k": "before-backup"

@@ -96,42 +96,66 @@ def test_no_wake_without_leaves() -> None:
     assert renewal.wake_in({}, NOW) is None
 
 
-def test_a_rotation_restore_or_version_change_under_way_holds_the_renewal_back() -> None:
+RESTORE = {"name": "c-abc12:snap", "generation": 1}
+
+
+def owing(request: rotation.Request) -> dict[str, Any]:
+    """A cluster whose rotation `request` is asked and not done (the one before it is)."""
+    return cluster({rotation.ACTION: request.spec()}, {rotation.STATUS_FIELD: 1})
+
+
+def test_a_rotation_restore_or_version_change_under_way_holds_a_due_renewal_back() -> None:
     due = expiring(400, {cp.SCHEDULER: 12})
     assert not renewal.blocked(cluster({}), due, NOW)
     done = rotation.Request(1, services=("etcd",)).spec()
-    done_cluster = cluster({rotation.ACTION: done}, {rotation.STATUS_FIELD: 1})
-    assert not renewal.held_back(done_cluster) and not renewal.blocked(done_cluster, due, NOW)
-    owed = rotation.Request(2, services=("etcd",)).spec()
-    rotating = cluster({rotation.ACTION: owed}, {rotation.STATUS_FIELD: 1})
-    assert renewal.held_back(rotating) and renewal.blocked(rotating, due, NOW)
-    restore = {"name": "c-abc12:snap", "generation": 1}
-    restoring = cluster({"etcdSnapshotRestore": restore})
-    assert renewal.held_back(restoring) and renewal.blocked(restoring, due, NOW)
-    changing = cluster({}, {"appliedVersion": "v1.35.8"})
-    assert not renewal.held_back(changing) and renewal.blocked(changing, due, NOW)
+    assert not renewal.blocked(cluster({rotation.ACTION: done}, {rotation.STATUS_FIELD: 1}), due,
+                               NOW)  # fmt: skip
+    assert renewal.blocked(owing(rotation.Request(2, services=("etcd",))), due, NOW)
+    assert renewal.blocked(cluster({"etcdSnapshotRestore": RESTORE}), due, NOW)
+    assert renewal.blocked(cluster({}, {"appliedVersion": "v1.35.8"}), due, NOW)
+    assert renewal.wanted(cluster({}, {"appliedVersion": "v1.35.8"}), due, NOW) is None
+    assert renewal.wanted(cluster({}), due, NOW) == rotation.Request(
+        1, services=("kube-scheduler",), expires="2027-06-13T12:00:00Z"
+    )
 
 
-def test_an_expired_leaf_joins_a_version_change_but_waits_for_a_rotation_or_restore() -> None:
+def test_an_expired_leaf_joins_a_version_change_or_a_restore() -> None:
     # A roll with an expired leaf cannot finish: waiting for it would wait for good.
     gone = expiring(400, {cp.APISERVER: 0})
-    changing = cluster({}, {"appliedVersion": "v1.35.8"})
-    assert not renewal.blocked(changing, gone, NOW)
-    owed = rotation.Request(2, services=("etcd",)).spec()
-    assert renewal.blocked(cluster({rotation.ACTION: owed}, {rotation.STATUS_FIELD: 1}), gone, NOW)
-    restore = {"name": "c-abc12:snap", "generation": 1}
-    assert renewal.blocked(cluster({"etcdSnapshotRestore": restore}), gone, NOW)
+    for rolling in (cluster({}, {"appliedVersion": "v1.35.8"}),
+                    cluster({"etcdSnapshotRestore": RESTORE})):  # fmt: skip
+        assert not renewal.blocked(rolling, gone, NOW)
+        assert renewal.wanted(rolling, gone, NOW) == rotation.Request(
+            1, services=("kube-apiserver",), expires="2027-06-01T12:00:00Z"
+        )
+
+
+def test_an_expired_leaf_widens_a_rotation_that_leaves_it_out_and_waits_for_one_that_renews_it(
+) -> None:  # fmt: skip
+    gone = expiring(400, {cp.APISERVER: -2, cp.SCHEDULER: 10})
+    scheduler = owing(rotation.Request(2, services=("kube-scheduler",)))
+    assert not renewal.blocked(scheduler, gone, NOW)
+    # The next generation, with the rotation's services and those of every due leaf.
+    assert renewal.wanted(scheduler, gone, NOW) == rotation.Request(
+        3, services=("kube-apiserver", "kube-scheduler"), expires="2027-05-30T12:00:00Z"
+    )
+    for renews in (rotation.Request(2, services=("kube-apiserver",)), rotation.Request(2),
+                   rotation.Request(2, ca=True, services=("etcd",))):  # fmt: skip
+        assert renewal.blocked(owing(renews), gone, NOW), renews
+        assert renewal.wanted(owing(renews), gone, NOW) is None
 
 
 @pytest.mark.parametrize(
     ("days", "seconds"),
-    [(400, 86400.0), (0.5, 43200.0), (0, 0.0), (-3, 0.0)],
+    [(400, 86400.0), (0.5, 43200.0), (0, 86400.0), (-3, 86400.0)],
 )
-def test_a_renewal_held_back_by_a_version_change_is_woken_when_the_first_leaf_expires(
+def test_a_renewal_held_back_is_woken_when_the_next_leaf_expires(
     days: float, seconds: float
 ) -> None:
+    # One expired already wakes nothing: what holds the renewal back moves on by itself.
     found = expiring(400, {cp.KWOK: days})
     assert renewal.expiry_in(found, NOW) == pytest.approx(seconds)
+    assert renewal.expiry_in(expiring(-1), NOW) is None
     assert renewal.expiry_in({}, NOW) is None
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from corral.core import times
 from corral.core.provisioning import pki as cp
+from corral.core.provisioning import restore as rs
 from corral.core.provisioning import rotation, upgrade
 
 # The longest the provisioner sleeps on a renewal: a year away is asked again each day, so
@@ -25,38 +26,53 @@ MAX_WAKE = datetime.timedelta(days=1)
 EVENT_REASON = "CertificatesRenewed"
 
 
-def held_back(cluster: Mapping[str, Any]) -> bool:
-    """A rotation asked for and not done, or a restore, rolls the control plane: a renewal
-    waits for it, one operation at a time."""
-    provisioning = (cluster.get("status") or {}).get("provisioning")
-    return upgrade.running_operation(cluster["spec"], provisioning) is not None
-
-
 def blocked(
     cluster: Mapping[str, Any], expiries: Mapping[str, datetime.datetime], now: datetime.datetime
 ) -> bool:
-    """Something else rolls the control plane (`held_back`, or a version change): a renewal
-    waits for it. A version change holds back no leaf that has expired: its roll cannot finish
-    with one (a new kube-apiserver whose etcd client certificate has expired never gets Ready),
-    so the renewal joins the version change and one roll carries both."""
-    if held_back(cluster):
-        return True
+    """Something else rolls the control plane, and a renewal waits for it, one operation at a
+    time: a restore, a version change, a rotation. A leaf that has expired, though, waits for
+    no roll that cannot finish without it: a roll starts a new kube-apiserver with the Secrets
+    as they are, and one whose etcd client certificate has expired never gets Ready. So the
+    renewal joins a restore or a version change, and widens a rotation that leaves such a
+    leaf out (`wanted`); only a rotation that renews it anyway holds it back."""
+    spec = cluster["spec"]
     provisioning = (cluster.get("status") or {}).get("provisioning")
-    changing = upgrade.upgrading(cluster["spec"], provisioning) is not None
-    return changing and not expired(expiries, now)
+    gone = services(expired(expiries, now))
+    owed = rotation.requested(spec, provisioning)
+    if owed is not None:
+        return owed.ca or set(gone) <= set(owed.named)
+    rolling = (
+        rs.pending(rs.requested(spec), rs.record(provisioning))
+        or upgrade.upgrading(spec, provisioning) is not None
+    )
+    return rolling and not gone
 
 
-def expired(expiries: Mapping[str, datetime.datetime], now: datetime.datetime) -> bool:
-    return any(expiry <= now for expiry in expiries.values())
+def wanted(
+    cluster: Mapping[str, Any], expiries: Mapping[str, datetime.datetime], now: datetime.datetime
+) -> rotation.Request | None:
+    """The renewal to ask of `cluster` at `now`: the next generation, with the services of a
+    rotation it widens; None when nothing is due or it waits (`blocked`)."""
+    if blocked(cluster, expiries, now):
+        return None
+    spec = cluster["spec"]
+    provisioning = (cluster.get("status") or {}).get("provisioning")
+    owed = rotation.requested(spec, provisioning)
+    return request(rotation.Request.from_spec(spec), expiries, now, owed)
+
+
+def expired(expiries: Mapping[str, datetime.datetime], now: datetime.datetime) -> list[str]:
+    """The Secrets whose first leaf has expired at `now`, by name."""
+    return sorted(name for name, expiry in expiries.items() if expiry <= now)
 
 
 def expiry_in(expiries: Mapping[str, datetime.datetime], now: datetime.datetime) -> float | None:
-    """Seconds until the first leaf expires, at most MAX_WAKE and none below zero; None when
-    there is no leaf: when a renewal held back by a version change may wait no longer."""
-    if not expiries:
+    """Seconds until the next leaf expires, at most MAX_WAKE; None when none is left to
+    expire: when a renewal held back may wait no longer."""
+    ahead = [expiry for expiry in expiries.values() if expiry > now]
+    if not ahead:
         return None
-    left = min(expiries.values()) - now
-    return min(max(left, datetime.timedelta(0)), MAX_WAKE).total_seconds()
+    return min(min(ahead) - now, MAX_WAKE).total_seconds()
 
 
 def services(due: list[str]) -> tuple[str, ...]:
@@ -72,16 +88,19 @@ def request(
     previous: rotation.Request | None,
     expiries: Mapping[str, datetime.datetime],
     now: datetime.datetime,
+    owed: rotation.Request | None = None,
 ) -> rotation.Request | None:
     """The rotation that renews the leaves due at `now`, as the generation after `previous`
-    (the last rotation asked for); None when none is due."""
+    (the last rotation asked for), and the services of `owed` (a rotation not done yet, which
+    it replaces) too; None when none is due."""
     due = cp.due(expiries, now)
     if not due:
         return None
     first = min(expiries[name] for name in due)
+    named = set(services(due)) | set(owed.named if owed is not None else ())
     return rotation.Request(
         generation=(previous.generation if previous else 0) + 1,
-        services=services(due),
+        services=tuple(service for service in rotation.SERVICES if service in named),
         expires=times.format_time(first),
     )
 

@@ -289,13 +289,15 @@ class Provisioner:
         if owed is not None:
             if not (seen.ready and await self.runtime.etcd_rolled(self.cluster, generations.etcd)):
                 waiting = seen.message or "waiting for etcd"
-                return Progress(rotation.STEP, f"{rotation.message(owed)}: {waiting}")
+                return Progress(rotation.STEP, f"{rotation.message(owed)}: {waiting}",
+                                restore=kept)  # fmt: skip
             # Certificates and token are issued together and fall due together: a token that
             # expired while the operator was away would keep the probe below out for good.
             await self._keep_token(body)
             if not await probe.ready(self.state, self.cluster):
                 waiting = "waiting for kube-apiserver to answer /readyz"
-                return Progress(rotation.STEP, f"{rotation.message(owed)}: {waiting}")
+                return Progress(rotation.STEP, f"{rotation.message(owed)}: {waiting}",
+                                restore=kept)  # fmt: skip
             # Rolled: nothing serves a certificate of the old CA any more.
             await rotating.trust(self.state, FIELD_MANAGER, body, ca)
             log.info("cluster %s: certificate rotation %s is done", self.cluster, owed.generation)
@@ -304,7 +306,7 @@ class Provisioner:
             rotated = owed.generation
             if source is None:
                 return Progress("Provisioned", ready=True, endpoint=addresses.server,
-                                version=running, rotated=rotated)  # fmt: skip
+                                version=running, restore=kept, rotated=rotated)  # fmt: skip
             # A renewal that joined a version change: the same roll carries the new release.
         if source is not None:
             # /version is asked once the pods are rolled: before, it may answer from either.
@@ -348,18 +350,18 @@ class Provisioner:
         """A rotation of the services whose leaf certificates are due, stored in
         `spec.rotateCertificates` as the API stores a user's, for the rotation below to carry
         out; the Cluster as written. Asked only of a control plane corral is in and that nothing
-        else rolls (one operation at a time; a user's rotation is finished first), though an
-        expired leaf joins a version change (`renewal.blocked`). Otherwise a timer for when the
-        next leaf falls due, or expires while a version change holds the renewal back: a pass
-        with nothing due reads only what the runtime has read already."""
-        if self.state.connections.credential(self.cluster) is None or renewal.held_back(body):
+        else rolls, one operation at a time, except for a leaf that has expired
+        (`renewal.blocked`). Otherwise a timer for when the next leaf falls due, or expires
+        while something else holds the renewal back: a pass with nothing due reads only what
+        the runtime has read already."""
+        if self.state.connections.credential(self.cluster) is None:
             return body
         now = self.state.clock()
         expiries = await self.runtime.expiries(self.cluster)
+        if renewal.wanted(body, expiries, now) is not None:
+            return await self._write_renewal(body, expiries, now)
         if renewal.blocked(body, expiries, now):
             wake = renewal.expiry_in(expiries, now)
-        elif renewal.request(rotation.Request.from_spec(body["spec"]), expiries, now) is not None:
-            return await self._write_renewal(body, expiries, now)
         else:
             wake = renewal.wake_in(expiries, now)
         if wake is not None:
@@ -372,12 +374,9 @@ class Provisioner:
         """The renewal's rotation stored in `spec.rotateCertificates`; the Cluster as written."""
 
         async def decide(current: Obj) -> list[jsonpatch.Operation]:
-            if renewal.blocked(current, expiries, now):
-                return []
-            wanted = renewal.request(rotation.Request.from_spec(current["spec"]), expiries, now)
-            if wanted is None:
-                return []
-            return [jsonpatch.add(current, ("spec", rotation.ACTION), wanted.spec())]
+            asked = renewal.wanted(current, expiries, now)
+            return [] if asked is None else [jsonpatch.add(current, ("spec", rotation.ACTION),
+                                                           asked.spec())]  # fmt: skip
 
         # Written on condition that the spec is still as read: a user's rotation or version
         # change asked meanwhile is decided on again, never overwritten.
