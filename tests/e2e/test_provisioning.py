@@ -30,6 +30,8 @@ import pytest
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
+from joserfc import jwt as jose_jwt
+from joserfc.jwk import ECKey
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from lightkube import ApiError, Client, KubeConfig, operators
@@ -679,6 +681,47 @@ def test_a_rotation_that_leaves_out_an_expired_leaf_is_widened_to_renew_it(
     }  # fmt: skip
     assert_etcd_client_renewed(management, cluster_id)
     assert hosted_api.get(f"/k8s/clusters/{cluster_id}/readyz").status == 200
+
+
+def test_corrals_token_is_asked_again_once_less_than_thirty_days_are_left(
+    hosted: Environment, hosted_api: Api, k3s_cluster: dict[str, Any]
+) -> None:
+    """corral's token in a cluster it provisioned is its service account's, from the
+    TokenRequest API, and lasts a year: a year on, corral would be locked out of every such
+    cluster unless it asks again in time."""
+    management = Client(KubeConfig.from_file(hosted.management_kubeconfig))
+    cluster_id = k3s_cluster["id"]
+    name = names.credential_secret_name(cluster_id)
+    now = datetime.datetime.now(datetime.UTC)
+
+    # The same token, but expiring in ten days: signed with the cluster's service-account key,
+    # so its apiserver takes it as it took the original.
+    with operator_away(hosted):
+        data = management.get(Secret, name, namespace=names.SYSTEM_NAMESPACE).data
+        signing = management.get(Secret, "pki-apiserver", namespace=cluster_id).data["sa.key"]
+        token = base64.b64decode(data["token"]).decode()
+        soon = expiring_token(token, base64.b64decode(signing), now + datetime.timedelta(days=10))
+        patch = {"data": {"token": base64.b64encode(soon.encode()).decode()}}
+        management.patch(Secret, name, patch, namespace=names.SYSTEM_NAMESPACE)
+
+    def renewed() -> datetime.datetime | None:
+        data = management.get(Secret, name, namespace=names.SYSTEM_NAMESPACE).data
+        expiry = agent_token.expires(base64.b64decode(data["token"]).decode())
+        return expiry if expiry and expiry - now > datetime.timedelta(days=300) else None
+
+    expiry = wait_for(f"corral's token for {cluster_id} asked again", renewed, 60)
+    assert expiry - now < agent_token.LIFETIME + datetime.timedelta(minutes=5)
+    assert hosted_api.get(f"/k8s/clusters/{cluster_id}/readyz").status == 200
+
+
+def expiring_token(token: str, key: bytes, expires: datetime.datetime) -> str:
+    """`token` with its `exp` moved to `expires`, signed again with `key` (the service-account
+    key that signed it) under the same header."""
+    header, payload, _ = token.split(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    claims["exp"] = int(expires.timestamp())
+    heading = json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))
+    return jose_jwt.encode(heading, claims, ECKey.import_key(key))
 
 
 SCHEDULER = "kubeconfig-scheduler"
