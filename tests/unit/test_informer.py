@@ -113,6 +113,19 @@ class Watching(Client):
         await asyncio.Event().wait()
 
 
+async def test_every_listing_is_told_even_one_that_found_nothing() -> None:
+    # An empty listing changes nothing, yet a reader waiting for an object to be gone learns
+    # from it that it is.
+    client, listed = Watching([]), []
+    informer = Informer(client, Namespace, on_synced=lambda: listed.append(informer.all()))  # type: ignore[arg-type]
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(client.drained.wait(), 5)
+    finally:
+        task.cancel()
+    assert listed == [[]]
+
+
 def without_annotations(obj: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": {k: v for k, v in obj["metadata"].items() if k != "annotations"}}
 

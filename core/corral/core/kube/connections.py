@@ -212,15 +212,17 @@ class Connections:
         """A client for the cluster that acts as `who`: for what a user asked."""
         return (await self.connection(cluster)).client_as(who)
 
-    async def informer(self, cluster: str, name: str, factory: InformerFactory) -> Informer:
+    async def informer(
+        self, cluster: str, name: str, factory: InformerFactory, *, wait: bool = True
+    ) -> Informer:
         """The cluster's informer called `name`, made by `factory` and started the first time,
-        and listed at least once."""
+        and listed at least once; with `wait` False, perhaps not yet (its `synced` tells)."""
         connection = await self.connection(cluster)
         informer = connection.informers.get(name)
         if informer is None:
             informer = connection.informers[name] = factory(connection.client)
             connection.tasks[name] = asyncio.create_task(informer.run())
-        if informer.synced.is_set():
+        if informer.synced.is_set() or not wait:
             # Most calls: a timeout armed and disarmed for nothing cost more than the rest.
             return informer
         try:

@@ -61,6 +61,7 @@ class Informer:
         fields: dict[str, Any] | None = None,
         name: str | None = None,
         on_change: ChangeHook | None = None,
+        on_synced: Callable[[], None] | None = None,
         retry_delay: float = RETRY_DELAY,
         keep: Callable[[Obj], Obj] | None = None,
         share_strings: bool = False,
@@ -89,6 +90,8 @@ class Informer:
         # went; a value goes with its last object, so this holds what the index holds.
         self._touched: dict[str, dict[str, int]] = {n: {} for n in versioned}
         self._on_change = on_change
+        # Called after every listing: for a reader to whom an empty listing is news.
+        self._on_synced = on_synced
         self._retry_delay = retry_delay
         self._keep = keep
         self._share_strings = share_strings
@@ -188,6 +191,8 @@ class Informer:
     async def _list_and_watch(self) -> None:
         await self.relist()
         self.synced.set()
+        if self._on_synced is not None:
+            self._on_synced()
         self.watching = True
         try:
             async for event, obj in self._client.watch(

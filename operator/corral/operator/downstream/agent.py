@@ -95,6 +95,8 @@ class Watched:
     labels: dict[str, Any] | None = None
     namespace: str | None = None
     fields: dict[str, Any] | None = None
+    # Each listing wakes the agent too: for a watch to which finding nothing is news.
+    wake_on_list: bool = False
 
 
 NODES = Watched(DownstreamNode, "nodes", Wake.NODE, keep=observe.observed_node)
@@ -365,8 +367,9 @@ class Agent:
     async def _hold(self) -> None:
         """Watches on the Secrets of someone else's that hold copies back (`projects.held`),
         each by name, so that the copy is tried the moment one goes; those no longer in the
-        way are dropped. One that cannot be made is left to the project sync's retry, and
-        shows on no condition: it is a shortcut, not part of the cluster's health."""
+        way are dropped. They list in the background: the pass never waits on one, and one
+        that cannot list is left to the project sync's retry and shows on no condition (it is
+        a shortcut, not part of the cluster's health)."""
         connections = self.state.connections
         wanted = self.projects.held()
         for name in connections.informers(self.cluster):
@@ -375,18 +378,16 @@ class Agent:
         held: dict[Key, Informer] = {}
         for name, key in wanted.items():
             _, namespace, secret = key
+            # Listed after the Secret went, the watch sees nothing go: its listing wakes too.
             watched = Watched(Secret, name, Wake.OWNED, keep=functools.partial(
                 projects.owned_record, "Secret"), namespace=namespace,
-                fields={"metadata.name": secret})  # fmt: skip
+                fields={"metadata.name": secret}, wake_on_list=True)  # fmt: skip
             try:
-                informer = await connections.informer(self.cluster, name, self._factory(watched))
-            except Exception as exc:  # noqa: BLE001 - the retry stands in for it
-                log.warning("cluster %s: no watch on the %s: %s", self.cluster, name,
-                            nodes.describe(exc))  # fmt: skip
-                continue
-            held[key] = informer
-        if projects.released(self.projects.conflicts, held) - self.projects.released:
-            self.wake(Wake.OWNED)  # gone before its watch listed it
+                held[key] = await connections.informer(
+                    self.cluster, name, self._factory(watched), wait=False
+                )
+            except Unavailable:
+                return  # the connection went meanwhile: the retry stands in
         self.held = held
 
     async def _write_status(self, body: Obj) -> None:
@@ -456,6 +457,9 @@ class Agent:
                 labels=watched.labels,
                 fields=watched.fields,
                 on_change=changed,
+                on_synced=functools.partial(self.wake, watched.reason)
+                if watched.wake_on_list
+                else None,
                 keep=watched.keep,
                 share_strings=True,
             )
