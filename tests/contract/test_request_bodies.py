@@ -112,6 +112,10 @@ async def estate(
     await made(api, "/v3/clusterregistrationtokens", {"clusterId": await provisioned(kube)})
     yield {
         "v1": view,
+        # Taken over the first of their listing, which holds the projects of the other modules
+        # on this worker too, in an order not fixed: one in the imported cluster with a quota
+        # is checked there on a PUT, and this tier never reaches that cluster (503).
+        "own": {"project": project_url},
         # Where each family nested under another has the resources made above.
         "nested": {
             "namespace": "/v3/clusters/local/namespaces",
@@ -179,6 +183,8 @@ async def test_every_create_refuses_an_unknown_field_and_makes_nothing(
 
 
 async def updatable(api: Api, doc: dict[str, Any], estate: dict[str, Any]) -> dict[str, Any]:
+    if (own := estate["own"].get(doc["id"])) is not None:
+        return dict((await api.get(own)).body)
     url = collection(doc, estate)
     for resource in await listing(api, url):
         # One another test is removing refuses changes for that reason.
