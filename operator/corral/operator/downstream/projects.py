@@ -16,7 +16,7 @@ the copy is created (not applied) where corral has none, and a namespace that al
 such a Secret keeps it. The project gets a Warning event naming it, once. The agent watches
 that Secret by its name (`held`, at most `MAX_HELD` per cluster), so the copy lands the moment
 it goes; every copy held back is also tried again every `CONFLICT_RETRY`, for those beyond
-the bound and a watch that could not be made.
+the bound and a watch that cannot list.
 """
 
 from __future__ import annotations
