@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestClient
 from kubernetes import client as k8s
 from lightkube import AsyncClient
@@ -22,6 +23,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Pod, ServiceAccount
 from lightkube.types import PatchType
 
+from corral.apiserver.deps import DEPS
 from corral.core.api import ids, names
 from corral.core.kube import kinds
 
@@ -142,6 +144,36 @@ async def test_an_administrator_receives_every_clusters_events_and_filters_by_na
         removed = await removals.first(lambda e: e["data"]["id"] == cluster_id)
         assert removed["name"] == "resource.remove"
         assert {e["name"] for e in removals.seen} == {"resource.remove"}
+
+
+async def test_a_change_made_while_the_handshake_waits_is_delivered(
+    client: TestClient[Any, Any], kube: AsyncClient, admin: Person, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The subscription starts when the socket is asked for: a change the caches take in
+    while the 101 is on its way (a client slow to read pauses the transport, and the
+    handshake waits) reaches the socket, as does every change after the client's lists."""
+    cluster_id = await new_cluster(kube, "changed-during-the-handshake")
+    clusters = client.app[DEPS].stores.clusters
+
+    def described(text: str) -> Callable[[], Awaitable[bool]]:
+        async def probe() -> bool:
+            found = clusters.get(cluster_id)
+            return found is not None and (found["spec"].get("description") or "") == text
+
+        return probe
+
+    await eventually("the cluster in the app's cache", described(""))
+    handshake = web.WebSocketResponse.prepare
+
+    async def waiting_handshake(self: web.WebSocketResponse, request: web.BaseRequest) -> Any:
+        await describe(kube, cluster_id, "during the handshake")
+        await eventually("the change in the app's cache", described("during the handshake"))
+        return await handshake(self, request)
+
+    monkeypatch.setattr(web.WebSocketResponse, "prepare", waiting_handshake)
+    async with subscribed(client, admin) as events:
+        await events.first(change_of(cluster_id, "during the handshake"))
+    await kube.delete(kinds.Cluster, cluster_id)
 
 
 async def test_a_binding_removed_stops_the_events_of_its_cluster(
