@@ -55,3 +55,15 @@ def test_a_copy_is_released_once_its_watch_has_listed_and_found_nothing() -> Non
     }
 
     assert projects.released(conflicts, held) == {key("b")}  # type: ignore[arg-type]
+
+
+def test_a_released_copy_is_tried_at_once_and_then_only_when_the_retry_is_due() -> None:
+    conflicts = {key("a"), key("b")}
+    retry = projects.retry_conflicts
+
+    assert retry(conflicts, due=False, now={key("a")}, before=set())
+    assert not retry(conflicts, due=False, now={key("a")}, before={key("a")})
+    assert retry(conflicts, due=False, now={key("a"), key("b")}, before={key("a")})
+    assert not retry(conflicts, due=False, now=set(), before={key("a")})
+    assert retry(conflicts, due=True, now={key("a")}, before={key("a")})
+    assert not retry(set(), due=True, now=set(), before=set())

@@ -129,6 +129,14 @@ def released(conflicts: set[Key], held: Mapping[Key, Informer]) -> set[Key]:
     }
 
 
+def retry_conflicts(conflicts: set[Key], due: bool, now: set[Key], before: set[Key]) -> bool:
+    """Whether a pass tries the held-back copies again: when their retry is due, and once
+    for each copy newly released (`now`, against `before`, the last pass's). A released copy
+    that still fails waits for the retry like the rest: trying it on every pass would make
+    every pass write."""
+    return bool(conflicts) and (due or bool(now - before))
+
+
 def view(project: Obj, cluster_spec: Mapping[str, Any]) -> ProjectView:
     """What the project's downstream objects depend on: its own quota and container defaults,
     else its cluster's defaults (never for the System project, which holds the cluster's own
@@ -197,11 +205,9 @@ class ProjectSync:
             levels = pod_security_levels(projects, pod_security)
             inputs = (*self._inputs(namespaces, projects, cluster_spec), frozenset(levels.items()),
                       tuple(owned[o.kind].version for o in self.owned))  # fmt: skip
-            # Each copy released is tried once at once; one that still fails waits for the
-            # retry like the rest.
             now_released = released(self.conflicts, held or {})
-            retry = bool(self.conflicts) and (
-                self._conflicts_due() or bool(now_released - self.released)
+            retry = retry_conflicts(
+                self.conflicts, self._conflicts_due(), now_released, self.released
             )
             self.released = now_released
             if retry or inputs != self.last_inputs or any(self.pending.values()):
