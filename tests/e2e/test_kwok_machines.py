@@ -140,33 +140,43 @@ def test_a_kwok_machine_joins_with_its_own_narrow_credential(stack: Environment)
 
 def test_the_project_sync_leaves_a_join_credential_alone(stack: Environment) -> None:
     """The project sync removes the ClusterRoleBindings labelled as corral's that it does not
-    want, at its relisting; a machine's join credential, issued before and waiting for its node,
-    must outlive that."""
+    want; a machine's join credential, issued before and waiting for its node, must outlive
+    that."""
     cluster = stack.cluster_ids[0]
     corral = corral_credential(stack, cluster)
     downstream = Client(KubeConfig.from_file(stack.downstream_kubeconfigs()[0]))
     machine = f"m-{secrets.token_hex(3)}"
     role = joining.role_name(machine)
-    stale = ClusterRoleBinding(
-        metadata=ObjectMeta(name=f"corral-stale-{secrets.token_hex(3)}",
-                            labels={names.LABEL_MANAGED_BY: names.MANAGED_BY}),
-        roleRef=RoleRef(apiGroup="rbac.authorization.k8s.io", kind="ClusterRole", name="view"),
-    )  # fmt: skip
+    made: list[str] = []
 
-    def stale_gone() -> bool:
-        return not any(b.metadata.name == stale.metadata.name
-                       for b in downstream.list(ClusterRoleBinding))  # fmt: skip
+    def present(name: str) -> bool:
+        return any(b.metadata.name == name for b in downstream.list(ClusterRoleBinding))
+
+    def removed_stale_binding() -> None:
+        """A binding labelled as corral's that no one wants, made and seen removed."""
+        name = f"corral-stale-{secrets.token_hex(3)}"
+        made.append(name)
+        downstream.create(ClusterRoleBinding(
+            metadata=ObjectMeta(name=name, labels={names.LABEL_MANAGED_BY: names.MANAGED_BY}),
+            roleRef=RoleRef(apiGroup="rbac.authorization.k8s.io", kind="ClusterRole",
+                            name="view"),
+        ))  # fmt: skip
+        wait_for(f"the project sync to remove {name}", lambda: not present(name), RELIST_TIMEOUT)
 
     run(corral, lambda client: joining.issue(client, machine, f"kw{secrets.token_hex(3)}1"))
     try:
-        downstream.create(stale)
-        wait_for("the project sync's relisting", stale_gone, RELIST_TIMEOUT)
+        removed_stale_binding()
+        # Passes run one at a time: a second binding removed by a later pass means every
+        # removal of the first pass has finished, so a join credential it removed as well
+        # would be gone by now, not merely on its way.
+        removed_stale_binding()
         assert downstream.get(ClusterRole, role).metadata.labels[names.LABEL_MACHINE] == machine
         assert downstream.get(ClusterRoleBinding, role).roleRef.name == role
     finally:
         run(corral, lambda client: joining.revoke(client, machine))
-        if not stale_gone():
-            downstream.delete(ClusterRoleBinding, stale.metadata.name)
+        for name in made:
+            if present(name):
+                downstream.delete(ClusterRoleBinding, name)
 
 
 def test_join_rules_name_only_the_machines_node() -> None:

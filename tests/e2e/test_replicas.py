@@ -32,15 +32,19 @@ def test_a_token_made_on_one_replica_works_on_another(
 def test_a_session_kept_alive_on_one_replica_is_not_idle_on_another(
     replica: Api, make_user: Callable[..., Person], setting: Callable[[str, str], None]
 ) -> None:
+    """A replica that never served a session takes its last use from what the serving one
+    wrote down, at most half the idle timeout (and the writer's 1 s tick) ago. At 12 s idle
+    that leaves the write and its watch 5 s to arrive; at 6 s it left 2, which a loaded
+    management cluster can take."""
     person = make_user()
     assert person.api.token is not None
-    setting("auth-user-session-idle-ttl-minutes", "0.1")  # 6 s
+    setting("auth-user-session-idle-ttl-minutes", "0.2")  # 12 s; a use is written every 6 s
     began = time.monotonic()
-    while time.monotonic() - began < 9:  # only the first replica sees the session used
+    while time.monotonic() - began < 15:  # only the first replica sees the session used
         assert person.api.get("/v3/tokens").status == 200
         time.sleep(0.5)  # pacing the client, not waiting for a condition
-    # 9 s after login the other replica has never served this session itself; it must take
-    # the last use from what the first replica wrote down.
+    # 15 s after login, past the idle timeout, the other replica has never served this
+    # session itself; it must take the last use from what the first replica wrote down.
     other = replica.as_token(person.api.token).get("/v3/tokens")
     assert other.status == 200, other.body
 
