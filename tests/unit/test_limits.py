@@ -3,6 +3,8 @@ from __future__ import annotations
 import asyncio
 import datetime
 
+import pytest
+
 from corral.apiserver.auth import activity
 from corral.apiserver.auth.activity import ActivityTracker
 from corral.apiserver.auth.ratelimit import RateLimiter
@@ -149,3 +151,49 @@ async def test_a_token_whose_use_is_written_is_forgotten_an_hour_on() -> None:
     tracker.prune(NOW + activity.FORGET_AFTER + datetime.timedelta(seconds=1))
     assert tracker.last_seen("written", None) is None
     assert tracker.last_seen("unwritten", None) == NOW  # its use is not written down yet
+
+
+async def test_a_token_revoked_while_an_earlier_write_is_on_the_way_is_not_written() -> None:
+    """A tick writes its tokens one after another; one revoked (forgotten) while an earlier
+    one's write is on its way is skipped, and the tick goes on: it once raised there, which
+    ended the writer for good, and from then on no use was written down."""
+    writes: list[str] = []
+
+    async def write(token: str, seen: datetime.datetime) -> None:
+        writes.append(token)
+        if token == "first":
+            tracker.forget("revoked")  # its DELETE /v3/tokens meanwhile
+
+    tracker = ActivityTracker(write)
+    for token in ("first", "revoked", "last"):
+        tracker.touch(token, NOW)
+    await tracker.flush(NOW, idle_minutes=0)
+    assert writes == ["first", "last"]
+    assert tracker.due(NOW + datetime.timedelta(minutes=2), idle_minutes=0) == []
+    assert tracker.last_seen("revoked", None) is None
+
+
+async def test_the_writer_outlives_a_tick_that_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever a tick raises, the next tick writes: a writer that stopped would leave every
+    later use unwritten, and other replicas would take live sessions for idle ones."""
+    monkeypatch.setattr(activity, "TICK_SECONDS", 0.01)
+    written = asyncio.Event()
+
+    async def write(token: str, seen: datetime.datetime) -> None:
+        written.set()
+
+    failures = [RuntimeError("the settings could not be read")]
+
+    def idle_minutes() -> float:
+        if failures:
+            raise failures.pop()
+        return 0.0
+
+    tracker = ActivityTracker(write)
+    tracker.touch("t", NOW)
+    runner = asyncio.create_task(tracker.run(idle_minutes))
+    try:
+        async with asyncio.timeout(5):
+            await written.wait()
+    finally:
+        runner.cancel()

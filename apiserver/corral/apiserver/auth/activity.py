@@ -75,6 +75,8 @@ class ActivityTracker:
 
     async def flush(self, now: datetime.datetime, idle_minutes: float) -> None:
         for token, seen in self.due(now, idle_minutes):
+            if token not in self._unwritten:
+                continue  # revoked (`forget`) while an earlier token's write was on its way
             self._written[token] = now
             # A use while the write is on its way is owed a write of its own.
             del self._unwritten[token]
@@ -94,6 +96,12 @@ class ActivityTracker:
             self._written.pop(token, None)
 
     async def run(self, idle_minutes: Callable[[], float]) -> None:
+        """Tick after tick, until cancelled. A tick that fails is logged and the next one
+        goes on: a writer that stopped would leave every later use unwritten, and the other
+        replicas would judge live sessions idle."""
         while True:
             await asyncio.sleep(TICK_SECONDS)
-            await self.flush(datetime.datetime.now(datetime.UTC), idle_minutes())
+            try:
+                await self.flush(datetime.datetime.now(datetime.UTC), idle_minutes())
+            except Exception:  # see above: the next tick tries what is owed
+                log.exception("recording token activity failed; trying again at the next tick")
