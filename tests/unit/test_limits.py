@@ -173,6 +173,25 @@ async def test_a_token_revoked_while_an_earlier_write_is_on_the_way_is_not_writt
     assert tracker.last_seen("revoked", None) is None
 
 
+async def test_a_use_during_an_earlier_tokens_write_is_the_one_written() -> None:
+    """A tick's later tokens are written with their latest use, not the one seen when the
+    tick began: nothing is owed for them afterwards, so an older time would stand until the
+    token's next use after the interval."""
+    writes: dict[str, datetime.datetime] = {}
+    later = NOW + datetime.timedelta(seconds=1)
+
+    async def write(token: str, seen: datetime.datetime) -> None:
+        writes[token] = seen
+        if token == "first":
+            tracker.touch("second", later)  # a request meanwhile
+
+    tracker = ActivityTracker(write)
+    for token in ("first", "second"):
+        tracker.touch(token, NOW)
+    await tracker.flush(NOW, idle_minutes=0)
+    assert writes == {"first": NOW, "second": later}
+
+
 async def test_the_writer_outlives_a_tick_that_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever a tick raises, the next tick writes: a writer that stopped would leave every
     later use unwritten, and other replicas would take live sessions for idle ones."""

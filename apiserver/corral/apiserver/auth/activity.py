@@ -74,11 +74,13 @@ class ActivityTracker:
         return due
 
     async def flush(self, now: datetime.datetime, idle_minutes: float) -> None:
-        for token, seen in self.due(now, idle_minutes):
+        for token, _ in self.due(now, idle_minutes):
             if token not in self._unwritten:
                 continue  # revoked (`forget`) while an earlier token's write was on its way
+            # Its latest use: one while an earlier token's write was on its way counts too.
+            seen = self._seen[token]
             self._written[token] = now
-            # A use while the write is on its way is owed a write of its own.
+            # A use while this write is on its way is owed a write of its own.
             del self._unwritten[token]
             try:
                 await self._write(token, seen)
